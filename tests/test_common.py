@@ -1,0 +1,23 @@
+"""scikit-learn's estimator checks over every public skrate estimator."""
+
+import pytest
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from skrate.utils import all_estimators
+
+
+def _instances():
+    return [cls() for _, cls in all_estimators()]
+
+
+def test_estimators_are_discovered():
+    import skrate
+
+    names = {name for name, _ in all_estimators()}
+    exported = {n for n in skrate.__all__ if n.endswith(("Classifier", "Regressor", "Optimizer"))}
+    assert names == exported
+
+
+@parametrize_with_checks(_instances())
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
