@@ -1,0 +1,426 @@
+"""Trimmed estimators: fit on the h best-explained samples, found jointly with the model."""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.special import expit
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
+from sklearn.preprocessing import LabelBinarizer
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.extmath import softmax
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from skrate._smart import TrimmedProblem, concentration_steps, smart
+
+_REFERENCES = """
+    References
+    ----------
+    .. [1] Aravkin, A. and Davis, D. "A SMART Stochastic Algorithm for Nonconvex
+       Optimization with Applications to Robust Machine Learning", 2016.
+       arXiv:1610.01101.
+    .. [2] Rousseeuw, P. J. and Van Driessen, K. "Computing LTS regression for
+       large data sets", Data Mining and Knowledge Discovery 12, 2006
+       (concentration steps, ``solver="alternating"``).
+"""
+
+_PARAMETERS = """
+    trim_fraction : float in [0, 1), default=0.1
+        Share of the training samples left out of the fit: ``floor(trim_fraction *
+        n_samples)`` samples are trimmed and ``h = n_samples - that`` kept. Set it
+        to (an upper bound of) the expected share of outliers. Ignored when
+        ``n_inliers`` is given.
+
+    n_inliers : int, default=None
+        Number ``h`` of samples to keep, ``1 <= h <= n_samples``; overrides
+        ``trim_fraction``.
+
+    penalty : {"l2", "l1", "l0", "none"}, default="l2"
+        Regulariser ``R`` of the coefficients (never of the intercept):
+        ``||coef||^2 / 2``, ``||coef||_1``, the non-convex ``||coef||_0`` (number of
+        non-zeros, prox by hard thresholding), or none.
+
+    alpha : float, default=1e-4
+        Strength of the penalty; the objective is
+        ``(1/h) sum_i w_i loss_i + alpha * R(coef)``.
+
+    fit_intercept : bool, default=True
+        Whether to fit an (unpenalised) intercept.
+
+    solver : {"smart", "alternating"}, default="smart"
+        "smart": stochastic variance-reduced block prox-gradient over the model
+        and the sample weights jointly [1]_. "alternating": concentration steps,
+        refit exactly on the ``h`` smallest losses until the kept set is stable
+        (the FAST-LTS style baseline [2]_).
+
+    variance_reduction : {"saga", "svrg"}, default="saga"
+        Gradient estimator of the "smart" solver: a table of per-sample score
+        derivatives refreshed per minibatch ("saga") or at a snapshot per epoch
+        ("svrg").
+
+    batch_size : int, default=32
+        Minibatch size of the "smart" solver (capped at ``n_samples``).
+
+    block : {"cyclic", "random"}, default="cyclic"
+        Block-coordinate choice of the "smart" solver: "cyclic" updates the model
+        then the weights at every iteration; "random" updates one of the two,
+        drawn uniformly, per iteration.
+
+    weight_step : float > 0 or inf, default=1.0
+        Step of the projected-gradient update of the weights, relative to the
+        current mean kept loss. ``np.inf`` keeps the ``h`` smallest losses at every
+        step (exact minimisation over the weights).
+
+    max_iter : int, default=100
+        Maximum number of epochs ("smart") or concentration steps
+        ("alternating").
+
+    tol : float, default=1e-5
+        "smart" stops when an epoch lowers the objective by less than
+        ``tol`` (relative) without changing the kept set; it is also the inner
+        tolerance of the exact refits of "alternating".
+
+    random_state : int, RandomState instance or None, default=None
+        Seeds the minibatch order and block draws of "smart".
+"""
+
+_ATTRIBUTES = """
+    sample_weights_ : ndarray of shape (n_samples,)
+        Fitted weights ``w`` in the capped simplex ``{0 <= w_i <= 1, sum w = h}``;
+        at a solution they are 1 on kept samples and 0 on trimmed ones.
+
+    inlier_mask_ : ndarray of bool of shape (n_samples,)
+        ``sample_weights_ > 0.5``.
+
+    n_inliers_ : int
+        The number ``h`` of kept samples.
+
+    n_iter_ : int
+        Epochs ("smart") or concentration steps ("alternating") run.
+
+    objective_ : ndarray
+        Trimmed objective after each epoch or concentration step, starting with
+        the initial point; non-increasing.
+
+    n_features_in_ : int
+        Number of features seen during fit.
+
+    feature_names_in_ : ndarray of shape (n_features_in_,)
+        Names of features seen during fit, when ``X`` has string column names.
+"""
+
+
+class _BaseTrimmed(BaseEstimator):
+    _parameter_constraints: dict = {
+        "trim_fraction": [Interval(Real, 0, 1, closed="left")],
+        "n_inliers": [Interval(Integral, 1, None, closed="left"), None],
+        "penalty": [StrOptions({"l2", "l1", "l0", "none"})],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "fit_intercept": ["boolean"],
+        "solver": [StrOptions({"smart", "alternating"})],
+        "variance_reduction": [StrOptions({"saga", "svrg"})],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "block": [StrOptions({"cyclic", "random"})],
+        "weight_step": [Interval(Real, 0, np.inf, closed="right")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "random_state": ["random_state"],
+    }
+
+    def __init__(
+        self,
+        *,
+        trim_fraction=0.1,
+        n_inliers=None,
+        penalty="l2",
+        alpha=1e-4,
+        fit_intercept=True,
+        solver="smart",
+        variance_reduction="saga",
+        batch_size=32,
+        block="cyclic",
+        weight_step=1.0,
+        max_iter=100,
+        tol=1e-5,
+        random_state=None,
+    ):
+        self.trim_fraction = trim_fraction
+        self.n_inliers = n_inliers
+        self.penalty = penalty
+        self.alpha = alpha
+        self.fit_intercept = fit_intercept
+        self.solver = solver
+        self.variance_reduction = variance_reduction
+        self.batch_size = batch_size
+        self.block = block
+        self.weight_step = weight_step
+        self.max_iter = max_iter
+        self.tol = tol
+        self.random_state = random_state
+
+    def _n_kept(self, n_samples: int) -> int:
+        if self.n_inliers is not None:
+            if self.n_inliers > n_samples:
+                raise ValueError(
+                    f"n_inliers={self.n_inliers} exceeds the {n_samples} training "
+                    "samples; pass at most n_samples, or use trim_fraction."
+                )
+            return int(self.n_inliers)
+        return n_samples - int(np.floor(self.trim_fraction * n_samples))
+
+    def _solve(self, X, Y, loss, h):
+        problem = TrimmedProblem(
+            X, Y, loss, float(h), self.penalty, float(self.alpha), bool(self.fit_intercept)
+        )
+        if self.solver == "alternating":
+            fit = concentration_steps(problem, max_iter=self.max_iter, tol=min(self.tol, 1e-6))
+        else:
+            seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
+            fit = smart(
+                problem,
+                variance_reduction=self.variance_reduction,
+                batch_size=self.batch_size,
+                block=self.block,
+                weight_step=float(self.weight_step),
+                max_iter=self.max_iter,
+                tol=self.tol,
+                rng=np.random.default_rng(seed),
+            )
+        self.sample_weights_ = fit.weights
+        self.inlier_mask_ = fit.weights > 0.5
+        self.n_inliers_ = int(h)
+        self.n_iter_ = fit.n_iter
+        self.objective_ = np.asarray(fit.objective)
+        return fit
+
+    def _scores(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        return X @ np.atleast_2d(self.coef_).T + self.intercept_
+
+
+class TrimmedRegressor(RegressorMixin, _BaseTrimmed):
+    __doc__ = (
+        """Least trimmed squares: a linear model fitted on the ``h`` samples it explains best.
+
+    Minimises jointly over the coefficients and sample weights ``w`` on the capped
+    simplex ``{0 <= w_i <= 1, sum_i w_i = h}``::
+
+        (1/h) sum_i w_i (y_i - x_i @ coef - intercept)^2 / 2 + alpha * R(coef)
+
+    which equals the penalised sum of the ``h`` smallest squared residuals.
+
+    Parameters
+    ----------"""
+        + _PARAMETERS
+        + """
+    Attributes
+    ----------
+    coef_ : ndarray of shape (n_features,)
+        Coefficients.
+
+    intercept_ : float
+        Intercept (0.0 when ``fit_intercept=False``).
+"""
+        + _ATTRIBUTES
+        + """
+    See Also
+    --------
+    TrimmedClassifier : Trimmed logistic regression.
+    sklearn.linear_model.HuberRegressor, sklearn.linear_model.RANSACRegressor
+"""
+        + _REFERENCES
+        + """
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from skrate import TrimmedRegressor
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(200, 2))
+    >>> y = X @ [1.0, -2.0] + 0.01 * rng.normal(size=200)
+    >>> y[:20] += 50.0
+    >>> reg = TrimmedRegressor(trim_fraction=0.15, random_state=0).fit(X, y)
+    >>> bool(reg.inlier_mask_[:20].any())
+    False
+    >>> np.round(reg.coef_, 1)
+    array([ 1., -2.])
+    """
+    )
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the model and the sample weights.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data; NaN or infinite values are rejected.
+        y : array-like of shape (n_samples,)
+            Targets.
+
+        Returns
+        -------
+        self : object
+        """
+        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+        h = self._n_kept(X.shape[0])
+        fit = self._solve(X, np.asarray(y, dtype=np.float64), "squared", h)
+        self.coef_ = fit.coef[:, 0].copy()
+        self.intercept_ = float(fit.intercept[0])
+        return self
+
+    def predict(self, X):
+        """Predict with the linear model.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        return self._scores(X)[:, 0]
+
+
+class TrimmedClassifier(ClassifierMixin, _BaseTrimmed):
+    __doc__ = (
+        """Trimmed logistic regression (binary or multinomial).
+
+    Minimises jointly over the coefficients and sample weights ``w`` on the capped
+    simplex ``{0 <= w_i <= 1, sum_i w_i = h}``::
+
+        (1/h) sum_i w_i logloss_i(coef, intercept) + alpha * R(coef)
+
+    so mislabelled or otherwise unexplainable samples are left out of the fit.
+    Two classes use the logistic loss of one score; more classes the softmax
+    (multinomial) loss.
+
+    Parameters
+    ----------"""
+        + _PARAMETERS
+        + """
+    Attributes
+    ----------
+    classes_ : ndarray of shape (n_classes,)
+        Class labels.
+
+    coef_ : ndarray of shape (1, n_features) or (n_classes, n_features)
+        Coefficients (one row for two classes).
+
+    intercept_ : ndarray of shape (1,) or (n_classes,)
+        Intercepts.
+"""
+        + _ATTRIBUTES
+        + """
+    See Also
+    --------
+    TrimmedRegressor : Least trimmed squares.
+    sklearn.linear_model.LogisticRegression
+"""
+        + _REFERENCES
+        + """
+    Examples
+    --------
+    >>> from sklearn.datasets import load_iris
+    >>> from skrate import TrimmedClassifier
+    >>> X, y = load_iris(return_X_y=True)
+    >>> clf = TrimmedClassifier(trim_fraction=0.05, random_state=0).fit(X, y)
+    >>> int(clf.inlier_mask_.sum())
+    143
+    >>> bool(clf.score(X, y) > 0.9)
+    True
+    """
+    )
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the model and the sample weights.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data; NaN or infinite values are rejected.
+        y : array-like of shape (n_samples,)
+            Class labels (at least two classes).
+
+        Returns
+        -------
+        self : object
+        """
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        check_classification_targets(y)
+        self.classes_, counts = np.unique(y, return_counts=True)
+        if self.classes_.size < 2:
+            raise ValueError(
+                "TrimmedClassifier needs samples of at least 2 classes; y has 1 class "
+                f"({self.classes_[0]!r})."
+            )
+        n = X.shape[0]
+        h = self._n_kept(n)
+        smallest = int(np.argmin(counts))
+        if n - h >= counts[smallest]:
+            param = "n_inliers" if self.n_inliers is not None else "trim_fraction"
+            value = getattr(self, param)
+            raise ValueError(
+                f"{param}={value} trims {n - h} of {n} samples, at least all "
+                f"{counts[smallest]} samples of class {self.classes_[smallest]!r}, which "
+                f"could then be dropped entirely; lower trim_fraction (or raise n_inliers)."
+            )
+        if self.classes_.size == 2:
+            Y, loss = np.where(y == self.classes_[1], 1.0, -1.0), "logistic"
+        else:
+            Y, loss = LabelBinarizer().fit(self.classes_).transform(y).astype(float), "multinomial"
+        fit = self._solve(X, Y, loss, h)
+        self.coef_ = fit.coef.T.copy()
+        self.intercept_ = fit.intercept.copy()
+        return self
+
+    def decision_function(self, X):
+        """Scores: the log-odds of ``classes_[1]`` (two classes) or one per class.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,) or (n_samples, n_classes)
+        """
+        S = self._scores(X)
+        return S[:, 0] if S.shape[1] == 1 else S
+
+    def predict_proba(self, X):
+        """Class probabilities.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        S = self._scores(X)
+        if S.shape[1] == 1:
+            p1 = expit(S[:, 0])
+            return np.column_stack([1.0 - p1, p1])
+        return softmax(S)
+
+    def predict(self, X):
+        """Most probable class.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        S = self._scores(X)
+        idx = (S[:, 0] > 0).astype(int) if S.shape[1] == 1 else np.argmax(S, axis=1)
+        return self.classes_[idx]
