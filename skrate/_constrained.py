@@ -1,0 +1,376 @@
+"""ConstrainedClassifier: minimise a rate subject to rate constraints."""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from .exceptions import InfeasibleConstraintsWarning
+from .models import LinearModel, MLPModel
+from .problem import GroupTable, RateData, compile_expressions, compile_problem
+from .rates import Expression, Ratio, as_constraints, as_expression
+from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
+from .solvers import GAME_SOLVERS, SURROGATES, solve_rate_game
+
+
+def _check_baseline(baseline, classes, n):
+    if baseline is None:
+        return None
+    b = np.asarray(baseline)
+    if b.ndim != 1 or b.shape[0] != n:
+        raise ValueError(f"baseline must hold one decision per row of X ({n}), got shape {b.shape}.")
+    values = set(np.unique(b).tolist())
+    if values <= set(classes.tolist()) and not values <= {0, 1}:
+        return (b == classes[1]).astype(int)
+    if not values <= {0, 1, True, False}:
+        raise ValueError(f"baseline must hold 0/1 decisions (or the class labels {classes.tolist()}); "
+                         f"got values {sorted(values)[:5]}.")
+    return b.astype(int)
+
+
+class ConstrainedClassifier(ClassifierMixin, BaseEstimator):
+    """Binary classifier trained to minimise a rate subject to rate constraints.
+
+    The constraints -- fairness across groups, recall, coverage, churn against a baseline,
+    precision, and any linear combination of rates -- are stated declaratively as spec
+    objects (``tpr(group="race") >= 0.95 * tpr()``) or strings
+    (``"tpr[race] >= 0.95 * tpr"``). Training plays the proxy-Lagrangian game of Cotter et
+    al. (2019): the model minimises a surrogate of the weighted rates while a swap-regret
+    lambda-player weighs the true, non-differentiable 0-1 constraints. The result is a
+    distribution over snapshots of the model, shrunk by a linear program to at most m + 1
+    models (m constraints) that meet the constraints on the training data; the deterministic
+    best iterate is available too.
+
+    Parameters
+    ----------
+    constraints : Constraint, str, or list of them, default=None
+        Rate constraints. A bare group column (``tpr[race]``, ``tpr(group="race")``) expands
+        to one constraint per value of that column at fit time.
+    objective : str or Expression, default="error"
+        The rate to minimise, e.g. ``"error"``, ``"fpr"``, ``"-tpr"`` or ``0.5 * fnr() + fpr()``.
+    model : {"linear", "mlp"}, default="linear"
+        Score function: ``x . w + b`` or a ReLU network with ``hidden_layer_sizes``.
+    hidden_layer_sizes : tuple of int, default=(16,)
+        Hidden layers of the ``"mlp"`` model.
+    solver : {"proxy_lagrangian", "proxy_lagrangian_ext", "lagrangian"}, default="proxy_lagrangian"
+        The lambda-player: swap regret ("0-1 swap", Algorithm 3), external regret ("0-1 ext",
+        Algorithm 4), or the hinge-relaxed Lagrangian baseline (Algorithm 5).
+    surrogate : {"hinge", "logistic", "sigmoid"}, default="hinge"
+        Stand-in for the indicator in the model's updates.
+    solution : {"m_stochastic", "best", "last", "T_stochastic"}, default="m_stochastic"
+        Which solution ``predict``/``predict_proba`` use. All four are computed by ``fit``
+        (``solutions_``); this only picks the default, and can be changed after fitting.
+    learning_rate : float, default=0.05
+        Adam step size of the model parameters.
+    lambda_learning_rate : float, default=2.0
+        Step size of the multipliers.
+    alpha : float, default=1e-4
+        L2 penalty on the weights (not the intercept).
+    max_iter : int, default=1000
+        Number of iterations (a fixed budget; there is no early stopping).
+    batch_size : int or None, default=None
+        None trains full-batch; an int trains on minibatches of that size.
+    n_candidates : int, default=100
+        Evenly spaced snapshots of the iterates kept as candidates for the solutions.
+    random_state : int, RandomState instance or None, default=None
+        Seeds minibatches, MLP initialisation and the per-row draws of stochastic predictions.
+    verbose : int, default=0
+        Print progress every tenth of the iterations when > 0.
+    callback : callable, default=None
+        ``callback(iteration, params, values)`` after every iteration, ``values`` holding the
+        objective and constraint values on the batch; returning False stops training.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+    n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Present when X was a DataFrame with string column names.
+    constraints_ : list of Constraint
+        The constraints after expanding group columns.
+    candidates_ : ndarray of shape (n_candidates, n_params)
+        Snapshots of the model parameters.
+    solutions_ : dict of str to ndarray
+        Weights over ``candidates_`` of every solution.
+    weights_ : ndarray of shape (n_candidates,)
+        Weights of the solution selected by ``solution``.
+    train_objective_ : ndarray of shape (n_candidates,)
+        Objective of each candidate on the training data.
+    train_constraints_ : ndarray of shape (n_constraints, n_candidates)
+        Constraint values ``g_j`` (``<= 0`` is met) of each candidate on the training data.
+    feasible_ : bool
+        Whether the m-stochastic solution meets every constraint on the training data.
+    n_iter_ : int
+
+    References
+    ----------
+    A. Cotter, H. Jiang, M. Gupta, S. Wang, T. Narayan, S. You, K. Sridharan. Optimization with
+    Non-Differentiable Constraints with Applications to Fairness, Recall, Churn, and Other Goals.
+    Journal of Machine Learning Research 20(172):1-59, 2019.
+
+    Examples
+    --------
+    >>> from skrate import ConstrainedClassifier
+    >>> from skrate.datasets import load_compas
+    >>> data = load_compas()
+    >>> clf = ConstrainedClassifier(constraints="tpr[race] <= tpr + 0.05", random_state=0)
+    >>> clf = clf.fit(data.data, data.target, groups=data.groups)
+    >>> bool(clf.feasible_)
+    True
+    """
+
+    _parameter_constraints = {
+        "constraints": [None, list, tuple, str, object],
+        "objective": [str, Expression],
+        "model": [StrOptions({"linear", "mlp"})],
+        "hidden_layer_sizes": [tuple, list],
+        "solver": [StrOptions(set(GAME_SOLVERS))],
+        "surrogate": [StrOptions(set(SURROGATES))],
+        "solution": [StrOptions(set(SOLUTIONS))],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "lambda_learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [None, Interval(Integral, 1, None, closed="left")],
+        "n_candidates": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "callback": [None, callable],
+    }
+
+    def __init__(
+        self,
+        constraints=None,
+        objective="error",
+        *,
+        model="linear",
+        hidden_layer_sizes=(16,),
+        solver="proxy_lagrangian",
+        surrogate="hinge",
+        solution="m_stochastic",
+        learning_rate=0.05,
+        lambda_learning_rate=2.0,
+        alpha=1e-4,
+        max_iter=1000,
+        batch_size=None,
+        n_candidates=100,
+        random_state=None,
+        verbose=0,
+        callback=None,
+    ):
+        self.constraints = constraints
+        self.objective = objective
+        self.model = model
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.solver = solver
+        self.surrogate = surrogate
+        self.solution = solution
+        self.learning_rate = learning_rate
+        self.lambda_learning_rate = lambda_learning_rate
+        self.alpha = alpha
+        self.max_iter = max_iter
+        self.batch_size = batch_size
+        self.n_candidates = n_candidates
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callback = callback
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        return tags
+
+    # -- fitting ----------------------------------------------------------------------------
+    def _rate_data(self, X_raw, X, y, groups, sample_weight, baseline) -> RateData:
+        y01 = None if y is None else (np.asarray(y) == self.classes_[1]).astype(int)
+        weights = _check_sample_weight(sample_weight, X)
+        return RateData(y01, weights, GroupTable.from_input(groups, X_raw, X.shape[0]),
+                        _check_baseline(baseline, self.classes_, X.shape[0]))
+
+    def _make_model(self, n_features: int):
+        if self.model == "linear":
+            return LinearModel(n_features)
+        sizes = tuple(int(s) for s in self.hidden_layer_sizes)
+        if not sizes or min(sizes) < 1:
+            raise ValueError(f"hidden_layer_sizes must be positive integers, got {self.hidden_layer_sizes!r}.")
+        return MLPModel(n_features, sizes)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, *, groups=None, sample_weight=None, baseline=None):
+        """Train on ``X, y`` with the constraints measured on ``groups``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Numeric features. When a DataFrame, its columns can also be named in slices.
+        y : array-like of shape (n_samples,)
+            Binary labels; ``classes_[1]`` is the positive class.
+        groups : DataFrame, dict of arrays, or array-like of shape (n_samples,), default=None
+            Group membership columns named by the constraints (a 1-D array is the column
+            ``"group"``). Routed by metadata routing: ``set_fit_request(groups=True)``.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the examples in every rate.
+        baseline : array-like of shape (n_samples,), default=None
+            The baseline model's 0/1 decisions, for churn, wins and losses constraints.
+
+        Returns
+        -------
+        self : ConstrainedClassifier
+        """
+        X_raw = X
+        X, y = validate_data(self, X, y, dtype=np.float64)
+        check_classification_targets(y)
+        self.classes_ = np.unique(y)
+        if self.classes_.shape[0] != 2:
+            raise ValueError(
+                f"ConstrainedClassifier needs binary y with 2 classes; got {self.classes_.shape[0]} "
+                f"class(es): {self.classes_.tolist()[:10]}.")
+        objective = as_expression(self.objective)
+        if isinstance(objective, Ratio):
+            raise ValueError(f"The objective {objective} is a ratio of rates; ConstrainedClassifier "
+                             "minimises linear combinations of rates.")
+        constraints = as_constraints(self.constraints)
+        data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
+        problem = compile_problem(objective, constraints, data)
+        rng = check_random_state(self.random_state)
+        gen = np.random.default_rng(rng.randint(np.iinfo(np.int32).max))
+        self._model = self._make_model(X.shape[1])
+        traj = solve_rate_game(
+            problem, self._model, X, solver=self.solver, surrogate=self.surrogate,
+            learning_rate=self.learning_rate, lambda_learning_rate=self.lambda_learning_rate,
+            alpha=self.alpha, max_iter=self.max_iter, batch_size=self.batch_size,
+            n_candidates=self.n_candidates, rng=gen, callback=self.callback, verbose=self.verbose,
+        )
+        self.constraints_ = problem.constraints
+        self.objective_ = objective
+        self.candidates_ = traj.params
+        self.train_objective_ = traj.objective
+        self.train_constraints_ = traj.constraints
+        self.multipliers_ = traj.multipliers
+        self.n_iter_ = traj.n_iter
+        self.random_seed_ = int(gen.integers(2**62))
+        self._set_solutions(traj)
+        return self
+
+    def _set_solutions(self, traj) -> None:
+        k = traj.params.shape[0]
+        one_hot = np.eye(k)
+        lp = shrink(traj.objective, traj.constraints)
+        self.solutions_ = {
+            "m_stochastic": lp.weights,
+            "best": one_hot[best_iterate(traj.objective, traj.constraints)],
+            "last": one_hot[-1],
+            "T_stochastic": np.full(k, 1.0 / k),
+        }
+        self.feasible_ = lp.feasible
+        if not lp.feasible:
+            values = traj.constraints @ lp.weights
+            worst = int(np.argmax(values))
+            warnings.warn(
+                f"No mixture of the trained models meets every constraint on the training data; the "
+                f"smallest maximum violation reached is {lp.max_violation:.4g}, on "
+                f"'{self.constraints_[worst]}'. The returned model minimises the violation. Loosen "
+                "the constraints, or train longer (max_iter) or with a larger model.",
+                InfeasibleConstraintsWarning, stacklevel=3,
+            )
+
+    # -- prediction ---------------------------------------------------------------------------
+    @property
+    def weights_(self) -> np.ndarray:
+        check_is_fitted(self)
+        return self.solutions_[self.solution]
+
+    def stochastic_model(self, solution: str | None = None) -> StochasticModel:
+        """The fitted distribution over models of ``solution`` (default: the ``solution`` parameter)."""
+        check_is_fitted(self)
+        name = self.solution if solution is None else solution
+        if name not in self.solutions_:
+            raise ValueError(f"Unknown solution {name!r}; choose from {list(self.solutions_)}.")
+        return StochasticModel(self._model, self.candidates_, self.solutions_[name], self.random_seed_)
+
+    def _features(self, X):
+        check_is_fitted(self)
+        return validate_data(self, X, reset=False, dtype=np.float64)
+
+    def predict_proba(self, X, *, solution: str | None = None) -> np.ndarray:
+        """Class probabilities: column 1 is the probability that the (randomised) classifier says 1.
+
+        For a stochastic solution this is ``sum_k p_k 1[f_k(x) > 0]``, so expected rates computed
+        from it are exact; for a deterministic one it is 0 or 1.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, 2)
+        """
+        p = self.stochastic_model(solution).proba(self._features(X))
+        return np.column_stack([1.0 - p, p])
+
+    def decision_function(self, X, *, solution: str | None = None) -> np.ndarray:
+        """``predict_proba(X)[:, 1] - 0.5``: ranks as the probabilities do.
+
+        The raw scores of the models in the support are ``stochastic_model().scores(X)``.
+        """
+        return self.predict_proba(X, solution=solution)[:, 1] - 0.5
+
+    def predict(self, X, *, solution: str | None = None) -> np.ndarray:
+        """Labels. For a stochastic solution each row's label is drawn with its probability
+        from a uniform number that is a hash of the row, so predictions are reproducible
+        across calls and processes while, over many rows, following the mixture."""
+        labels = self.stochastic_model(solution).predict(self._features(X))
+        return self.classes_[labels]
+
+    def constraint_report(self, X, y, *, groups=None, sample_weight=None, baseline=None, solution=None):
+        """Value of each constraint's two sides and its violation on ``X, y``, in expectation.
+
+        Parameters
+        ----------
+        X, y : array-like
+        groups, sample_weight, baseline : as in :meth:`fit`
+        solution : str, default=None
+            Which solution to report on (default: the ``solution`` parameter).
+
+        Returns
+        -------
+        pandas.DataFrame or list of dict
+            One row per constraint with ``constraint``, ``lhs``, ``rhs`` and ``violation``
+            (``> 0`` when broken), and a last row for the objective. A DataFrame when pandas
+            is installed.
+        """
+        X_raw = X
+        X = self._features(X)
+        y = np.asarray(y)
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"y has {y.shape[0]} entries but X has {X.shape[0]} rows.")
+        unknown = set(np.unique(y).tolist()) - set(self.classes_.tolist())
+        if unknown:
+            raise ValueError(f"y holds labels {sorted(unknown)} unseen in fit; classes are {self.classes_.tolist()}.")
+        p = self.predict_proba(X, solution=solution)[:, 1]
+        data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
+        rows = []
+        for con in self.constraints_:
+            sides = [self._evaluate(side, data, p) for side in (con.lhs, con.rhs)]
+            g = self._evaluate(con.expression, data, p)
+            rows.append({"constraint": str(con), "lhs": sides[0], "rhs": sides[1], "violation": g})
+        rows.append({"constraint": f"objective: {self.objective_}", "lhs": self._evaluate(self.objective_, data, p),
+                     "rhs": np.nan, "violation": np.nan})
+        try:
+            import pandas as pd
+        except ImportError:
+            return rows
+        return pd.DataFrame(rows)
+
+    @staticmethod
+    def _evaluate(term, data, p) -> float:
+        if isinstance(term, Ratio):
+            A, b = compile_expressions([term.numerator, term.denominator], data)
+            num, den = A @ p + b
+            return float(num / den) if den > 0 else np.nan
+        A, b = compile_expressions([term], data)
+        return float((A @ p + b)[0])

@@ -1,0 +1,30 @@
+"""The design matrix in the layout that makes the training loop's products cheapest."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+# One-hot encoded tables are mostly zeros; below this density CSR products win over BLAS.
+_SPARSE_DENSITY = 0.25
+_MIN_SIZE_FOR_SPARSE = 100_000
+
+
+class Design:
+    """``X`` for ``X @ w`` and its transpose for ``X.T @ g``, both stored row-major.
+
+    Dense inputs that are mostly zeros (one-hot features) are converted to CSR once, so every
+    iteration's two products cost the number of non-zeros instead of n * d.
+    """
+
+    def __init__(self, X):
+        if sp.issparse(X):
+            self.X = sp.csr_matrix(X)
+        elif X.size >= _MIN_SIZE_FOR_SPARSE and np.count_nonzero(X) < _SPARSE_DENSITY * X.size:
+            self.X = sp.csr_matrix(X)
+        else:
+            self.X = np.asarray(X)
+        self.T = sp.csr_matrix(self.X.T) if sp.issparse(self.X) else self.X.T
+
+    def rows(self, idx: np.ndarray) -> "Design":
+        return Design(self.X[idx])

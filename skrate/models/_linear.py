@@ -1,0 +1,42 @@
+"""The linear score f(x) = x . w + b."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class LinearModel:
+    """Linear scores over a flat parameter vector ``theta = [w, b]``.
+
+    Parameters
+    ----------
+    n_features : int
+    """
+
+    def __init__(self, n_features: int):
+        self.n_features = n_features
+
+    @property
+    def n_params(self) -> int:
+        return self.n_features + 1
+
+    def init_params(self, rng: np.random.Generator) -> np.ndarray:
+        """Zeros: the hinge and logistic surrogates are convex for this model."""
+        return np.zeros(self.n_params)
+
+    def scores(self, X, theta: np.ndarray) -> np.ndarray:
+        return X @ theta[:-1] + theta[-1]
+
+    def scores_many(self, X, thetas: np.ndarray) -> np.ndarray:
+        """Scores of many parameter vectors (k, n_params) at once: (n, k), one matrix product."""
+        return X @ thetas[:, :-1].T + thetas[:, -1]
+
+    def backward(self, X, theta: np.ndarray, grad_scores: np.ndarray, XT=None) -> np.ndarray:
+        """Gradient of ``sum_i grad_scores_i * f(x_i)`` with respect to theta (``XT``: ``X.T``, precomputed)."""
+        return np.append((X.T if XT is None else XT) @ grad_scores, grad_scores.sum())
+
+    def penalty_mask(self) -> np.ndarray:
+        """1 for the weights the L2 penalty applies to (the intercept is not penalised)."""
+        mask = np.ones(self.n_params)
+        mask[-1] = 0.0
+        return mask

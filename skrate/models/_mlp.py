@@ -1,0 +1,76 @@
+"""A small multilayer perceptron with ReLU hidden layers, in NumPy."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+class MLPModel:
+    """ReLU network ``x -> R^1`` over a flat parameter vector, with backpropagation.
+
+    Parameters
+    ----------
+    n_features : int
+    hidden_layer_sizes : tuple of int
+    """
+
+    def __init__(self, n_features: int, hidden_layer_sizes: tuple[int, ...]):
+        self.n_features = n_features
+        self.sizes = (n_features, *hidden_layer_sizes, 1)
+        self._shapes = [(a, b) for a, b in zip(self.sizes[:-1], self.sizes[1:])]
+        self.n_params = sum(a * b + b for a, b in self._shapes)
+
+    def _unpack(self, theta: np.ndarray):
+        layers, at = [], 0
+        for a, b in self._shapes:
+            W = theta[at:at + a * b].reshape(a, b)
+            at += a * b
+            layers.append((W, theta[at:at + b]))
+            at += b
+        return layers
+
+    def init_params(self, rng: np.random.Generator) -> np.ndarray:
+        """He initialisation for the ReLU layers, zero biases."""
+        parts = []
+        for a, b in self._shapes:
+            parts += [rng.normal(scale=np.sqrt(2.0 / a), size=a * b), np.zeros(b)]
+        return np.concatenate(parts)
+
+    def _forward(self, X, theta):
+        acts = [X]
+        layers = self._unpack(theta)
+        for k, (W, c) in enumerate(layers):
+            z = np.asarray(acts[-1] @ W) + c
+            acts.append(z if k == len(layers) - 1 else np.maximum(z, 0.0))
+        return layers, acts
+
+    def scores(self, X, theta: np.ndarray) -> np.ndarray:
+        return self._forward(X, theta)[1][-1][:, 0]
+
+    def scores_many(self, X, thetas: np.ndarray) -> np.ndarray:
+        return np.column_stack([self.scores(X, t) for t in thetas])
+
+    def backward(self, X, theta: np.ndarray, grad_scores: np.ndarray, XT=None) -> np.ndarray:
+        """Gradient of ``sum_i grad_scores_i * f(x_i)`` with respect to theta."""
+        layers, acts = self._forward(X, theta)
+        delta = grad_scores[:, None]
+        grads = []
+        for k in range(len(layers) - 1, -1, -1):
+            W, _ = layers[k]
+            inputs_T = acts[k].T if k or XT is None else XT
+            grads.append(np.asarray(inputs_T @ delta).ravel())
+            grads.append(delta.sum(axis=0))
+            if k:
+                delta = (delta @ W.T) * (acts[k] > 0)
+        out = []
+        for k in range(len(layers)):  # grads were collected last layer first: (dW, db) pairs
+            dW, db = grads[2 * (len(layers) - 1 - k)], grads[2 * (len(layers) - 1 - k) + 1]
+            out += [dW, db]
+        return np.concatenate(out)
+
+    def penalty_mask(self) -> np.ndarray:
+        """1 for weight matrices, 0 for biases."""
+        parts = []
+        for a, b in self._shapes:
+            parts += [np.ones(a * b), np.zeros(b)]
+        return np.concatenate(parts)

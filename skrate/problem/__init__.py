@@ -1,0 +1,6 @@
+"""The compiled problem: rates of a model as one sparse matrix product."""
+
+from ._compile import RateData, RateProblem, compile_expressions, compile_problem, expand_constraints
+from ._groups import GroupTable
+
+__all__ = ["GroupTable", "RateData", "RateProblem", "compile_expressions", "compile_problem", "expand_constraints"]

@@ -1,0 +1,183 @@
+"""Compile rate expressions into one sparse matrix.
+
+Every basic rate on a slice S with sample weights w is ``sum_{i in S} w_i (v_i yhat_i + c_i) / W_S``
+for per-example coefficients ``v`` and ``c`` that depend only on the label and the baseline
+decision. A linear expression is a combination of such rows, so the rates of a model are
+``A @ yhat + b``: one sparse matrix-vector product for all rates, whatever their number, and
+the surrogate gradient of any weighted sum of rates is ``X.T @ ((A.T @ lam) * dsurrogate)``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..rates import Constraint, Expression
+from ..rates._expression import NEEDS_BASELINE, NEEDS_LABELS, RATE_KINDS, Rate
+from ..rates._slice import BASELINE, LABEL
+from ._groups import GroupTable
+
+
+@dataclass
+class RateData:
+    """What rates are measured on: labels, sample weights, baseline decisions and groups."""
+
+    y: np.ndarray | None
+    sample_weight: np.ndarray
+    groups: GroupTable
+    baseline: np.ndarray | None = None
+
+    @property
+    def n(self) -> int:
+        return self.sample_weight.shape[0]
+
+
+def _coefficients(kind: str, y, b):
+    """Per-example (v, c) of a basic rate: its value is the slice-mean of v * yhat + c."""
+    one = np.ones_like(y if y is not None else b, dtype=float)
+    if kind in ("ppr", "tpr", "fpr"):
+        return one, 0.0 * one
+    if kind in ("npr", "fnr", "tnr"):
+        return -one, one
+    if kind == "accuracy":
+        return 2.0 * y - 1.0, 1.0 - y
+    if kind == "error_rate":
+        return 1.0 - 2.0 * y, y.astype(float)
+    if kind == "tp_proportion":
+        return y.astype(float), 0.0 * one
+    if kind == "label_rate":
+        return 0.0 * one, y.astype(float)
+    if kind == "baseline_ppr":
+        return 0.0 * one, b.astype(float)
+    if kind == "churn":
+        return 1.0 - 2.0 * b, b.astype(float)
+    if kind == "wins":
+        differ = (b != y).astype(float)
+        return differ * (2.0 * y - 1.0), differ * (1.0 - y)
+    if kind == "losses":
+        agree = (b == y).astype(float)
+        return agree * (1.0 - 2.0 * y), agree * y
+    raise ValueError(f"Unknown rate {kind!r}.")  # guarded by Rate itself
+
+
+def _slice_mask(rate: Rate, data: RateData) -> np.ndarray:
+    mask = np.ones(data.n, dtype=bool)
+    for key, values in rate.slice.filters:
+        if key == LABEL:
+            mask &= np.isin(data.y.astype(int).astype(str), values)
+        elif key == BASELINE:
+            mask &= np.isin(data.baseline.astype(int).astype(str), values)
+        else:
+            mask &= data.groups.mask(key, values)
+    label = RATE_KINDS[rate.kind][1]
+    if label is not None:
+        mask &= data.y == int(label)
+    return mask
+
+
+def _describe_empty(rate: Rate, data: RateData, mask: np.ndarray) -> str:
+    label = RATE_KINDS[rate.kind][1]
+    where = str(rate.slice) or "all examples"
+    if label is not None:
+        plain = _slice_mask(Rate("ppr", rate.slice), data)
+        return (f"The rate {rate} is undefined: its slice ({where}) matched {int(plain.sum())} rows, "
+                f"none with label {label} (in {RATE_KINDS[rate.kind][0]}, only rows with y = {label} count). "
+                "Widen the slice or drop the constraint.")
+    return (f"The rate {rate} is undefined: its slice ({where}) matched no rows (or only rows of zero "
+            "weight). Check the group values or drop the constraint.")
+
+
+def _rate_row(rate: Rate, data: RateData) -> tuple[np.ndarray, np.ndarray, float]:
+    """Column indices, values of the sparse row, and the constant of one basic rate."""
+    if rate.slice.expand:
+        raise ValueError(f"The rate {rate} still expands over {', '.join(rate.slice.expand)}; "
+                         "expand the constraint first.")
+    if rate.kind in NEEDS_LABELS and data.y is None:
+        raise ValueError(f"The rate {rate} needs the true labels y.")
+    needs_baseline = rate.kind in NEEDS_BASELINE or rate.slice.get(BASELINE) is not None
+    if needs_baseline and data.baseline is None:
+        raise ValueError(f"The rate {rate} compares with a baseline model: pass baseline=<the baseline "
+                         "model's 0/1 decisions on these rows> to fit (and to constraint_report).")
+    mask = _slice_mask(rate, data)
+    w = data.sample_weight * mask
+    total = w.sum()
+    if not total > 0:
+        raise ValueError(_describe_empty(rate, data, mask))
+    idx = np.flatnonzero(mask)
+    v, c = _coefficients(rate.kind, None if data.y is None else data.y[idx], None if data.baseline is None else data.baseline[idx])
+    wi = w[idx] / total
+    values = wi * v
+    keep = values != 0
+    return idx[keep], values[keep], float(np.dot(wi, c))
+
+
+def compile_expressions(expressions: list[Expression], data: RateData) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Rows ``A`` (CSR, expressions x examples) and constants ``b`` so that values = ``A @ yhat + b``."""
+    rates: dict[Rate, int] = {}
+    for expr in expressions:
+        for rate in expr.rates:
+            rates.setdefault(rate, len(rates))
+    rows, cols, vals, consts = [], [], [], np.zeros(len(rates))
+    for rate, k in rates.items():
+        idx, values, const = _rate_row(rate, data)
+        rows.append(np.full(idx.shape[0], k))
+        cols.append(idx)
+        vals.append(values)
+        consts[k] = const
+    basis = sp.csr_matrix(
+        (np.concatenate(vals) if vals else [], (np.concatenate(rows) if rows else [], np.concatenate(cols) if cols else [])),
+        shape=(len(rates), data.n),
+    )
+    mix = sp.lil_matrix((len(expressions), len(rates)))
+    offsets = np.zeros(len(expressions))
+    for e, expr in enumerate(expressions):
+        for rate, coef in expr.terms:
+            mix[e, rates[rate]] += coef
+        offsets[e] = expr.constant
+    mix = mix.tocsr()
+    return (mix @ basis).tocsr(), offsets + mix @ consts
+
+
+@dataclass
+class RateProblem:
+    """Objective and constraints ``g_j <= 0`` as rows of one matrix.
+
+    Row 0 of ``A`` / ``b`` is the objective, rows ``1..m`` the constraints, so the values of
+    a model with 0/1 (or expected) decisions ``yhat`` are ``A @ yhat + b``.
+    """
+
+    A: sp.csr_matrix
+    b: np.ndarray
+    objective: Expression
+    constraints: list[Constraint]
+
+    @property
+    def n_constraints(self) -> int:
+        return len(self.constraints)
+
+    def values(self, yhat: np.ndarray) -> np.ndarray:
+        """Objective and constraint values for decisions ``yhat`` (n,) or (n, k)."""
+        out = self.A @ yhat
+        return out + (self.b if out.ndim == 1 else self.b[:, None])
+
+
+def expand_constraints(constraints: list[Constraint], groups: GroupTable) -> list[Constraint]:
+    """Replace constraints over bare group columns by one per value (Cartesian product)."""
+    out: list[Constraint] = []
+    for con in constraints:
+        values = {key: groups.values(key) for key in con.expand_keys}
+        out.extend(con.expand(values))
+    return out
+
+
+def compile_problem(objective: Expression, constraints: list[Constraint], data: RateData) -> RateProblem:
+    """Expand and compile the objective and constraints on ``data``."""
+    if not isinstance(objective, Expression):
+        raise TypeError(f"The objective must be a linear rate expression, got {objective!r}.")
+    if objective.rates and any(r.slice.expand for r in objective.rates):
+        raise ValueError(f"The objective {objective} cannot expand over a group column; name a value.")
+    expanded = expand_constraints(constraints, data.groups)
+    A, b = compile_expressions([objective] + [c.expression for c in expanded], data)
+    return RateProblem(A, b, objective, expanded)

@@ -1,0 +1,83 @@
+"""Group membership columns, from whatever form the user passed them in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+
+def _column(values, name: str, n: int) -> np.ndarray:
+    col = np.asarray(values)
+    if col.ndim != 1:
+        raise ValueError(f"Group column {name!r} must be 1-D, got shape {col.shape}.")
+    if col.shape[0] != n:
+        raise ValueError(f"Group column {name!r} has {col.shape[0]} entries but X has {n} rows; "
+                         "pass one group value per row.")
+    if col.dtype.kind == "f" and np.isnan(col).any():
+        raise ValueError(f"Group column {name!r} contains NaN; give every row a group value.")
+    if col.dtype == object and any(v is None for v in col):
+        raise ValueError(f"Group column {name!r} contains None; give every row a group value.")
+    return col.astype(str)
+
+
+@dataclass
+class GroupTable:
+    """Named group columns, validated and converted to strings on first use.
+
+    ``groups`` may be a pandas DataFrame, a dict of arrays, a 1-D array or Series (the
+    column ``"group"``, or the Series' name), or None. When ``X`` is a DataFrame its columns
+    are also available by name, behind the columns of ``groups``.
+    """
+
+    raw: dict
+    n: int
+    _cache: dict = field(default_factory=dict, repr=False)
+
+    @classmethod
+    def from_input(cls, groups, X, n: int) -> "GroupTable":
+        raw: dict = {}
+        if _is_frame(X):
+            raw.update({str(k): X[k].to_numpy() for k in X.columns})
+        if groups is None:
+            pass
+        elif _is_frame(groups):
+            raw.update({str(k): groups[k].to_numpy() for k in groups.columns})
+        elif isinstance(groups, dict):
+            raw.update({str(k): v for k, v in groups.items()})
+        else:
+            if np.ndim(groups) != 1:
+                raise ValueError("groups must be a DataFrame, a dict {name: values} or a 1-D array; "
+                                 f"got an array of shape {np.shape(groups)} (a 2-D array has no column names).")
+            raw[str(getattr(groups, "name", None) or "group")] = groups
+        return cls(raw, n)
+
+    def column(self, key: str) -> np.ndarray:
+        """The group column ``key`` as strings; a clear error when it is unknown."""
+        if key not in self._cache:
+            if key not in self.raw:
+                known = sorted(self.raw)
+                hint = (f"known group columns: {', '.join(map(repr, known))}" if known else
+                        "no groups were given: pass groups=... as a DataFrame, a dict of "
+                        "arrays or a 1-D array (the column 'group')")
+                raise ValueError(f"Unknown group column {key!r}; {hint}.")
+            self._cache[key] = _column(self.raw[key], key, self.n)
+        return self._cache[key]
+
+    def values(self, key: str) -> list[str]:
+        """The sorted distinct values of a group column."""
+        return sorted(np.unique(self.column(key)).tolist())
+
+    def mask(self, key: str, values: tuple[str, ...]) -> np.ndarray:
+        """Rows whose ``key`` is any of ``values``; unknown values list the known ones."""
+        col = self.column(key)
+        known = np.unique(col).tolist()
+        unknown = [v for v in values if v not in known]
+        if unknown:
+            raise ValueError(f"Unknown value {unknown[0]!r} for group column {key!r}; "
+                             f"known values: {', '.join(map(repr, known))}.")
+        return np.isin(col, values)
+
+
+def _is_frame(obj) -> bool:
+    return hasattr(obj, "columns") and hasattr(obj, "iloc")

@@ -1,0 +1,291 @@
+"""Rate expressions and constraints: immutable, hashable values.
+
+A basic rate (:class:`Rate`) is a named rate measured on a :class:`~skrate.rates.Slice`.
+Linear combinations of basic rates plus a constant form an :class:`Expression`; the
+quotient of two expressions (precision, win-loss ratio) is a :class:`Ratio`. Comparing
+with ``<=`` or ``>=`` gives a :class:`Constraint`. All of them compare equal by value and
+hash, so they survive ``sklearn.base.clone`` and can sit in a ``GridSearchCV`` grid.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from numbers import Real
+from typing import Union
+
+from ._slice import Slice
+
+# name -> (what it measures, the label it needs in its slice: None, "0" or "1")
+RATE_KINDS: dict[str, tuple[str, str | None]] = {
+    "ppr": ("positive prediction rate", None),
+    "npr": ("negative prediction rate", None),
+    "tpr": ("true positive rate", "1"),
+    "fnr": ("false negative rate", "1"),
+    "fpr": ("false positive rate", "0"),
+    "tnr": ("true negative rate", "0"),
+    "accuracy": ("accuracy", None),
+    "error_rate": ("error rate", None),
+    "tp_proportion": ("proportion of examples that are positive and predicted positive", None),
+    "label_rate": ("proportion of positive labels (constant in the model)", None),
+    "baseline_ppr": ("positive prediction rate of the baseline (constant in the model)", None),
+    "churn": ("proportion of decisions differing from the baseline", None),
+    "wins": ("proportion the model gets right and the baseline wrong", None),
+    "losses": ("proportion the model gets wrong and the baseline right", None),
+}
+NEEDS_BASELINE = frozenset({"baseline_ppr", "churn", "wins", "losses"})
+NEEDS_LABELS = frozenset({"tpr", "fnr", "fpr", "tnr", "accuracy", "error_rate", "tp_proportion",
+                          "label_rate", "wins", "losses"})
+
+
+def _is_scalar(x) -> bool:
+    return isinstance(x, Real) and not isinstance(x, bool)
+
+
+def _num(x: float) -> str:
+    return repr(float(x)) if float(x) != int(x) else str(int(x))
+
+
+@dataclass(frozen=True)
+class Rate:
+    """A named basic rate on a slice, e.g. ``tpr`` on ``race=Black``."""
+
+    kind: str
+    slice: Slice = Slice()
+
+    def __post_init__(self):
+        if self.kind not in RATE_KINDS:
+            raise ValueError(f"Unknown rate {self.kind!r}; known rates: {', '.join(RATE_KINDS)}.")
+
+    def __str__(self) -> str:
+        s = str(self.slice)
+        return f"{self.kind}[{s}]" if s else self.kind
+
+
+class _Algebra:
+    """Arithmetic and comparisons shared by expressions and ratios."""
+
+    def __le__(self, other):
+        return Constraint.make(self, "<=", other)
+
+    def __ge__(self, other):
+        return Constraint.make(self, ">=", other)
+
+    def __lt__(self, other):
+        raise TypeError("Use <= or >= to state a rate constraint (strict inequalities have no meaning here).")
+
+    __gt__ = __lt__
+
+    def __radd__(self, other):
+        return self + other
+
+    def __rsub__(self, other):
+        return (-self) + other
+
+    def __rmul__(self, other):
+        return self * other
+
+
+@dataclass(frozen=True)
+class Expression(_Algebra):
+    """``sum_k coef_k * rate_k + constant``, linear in the basic rates."""
+
+    terms: tuple[tuple[Rate, float], ...] = ()
+    constant: float = 0.0
+
+    @classmethod
+    def of(cls, rate: Rate) -> "Expression":
+        return cls(((rate, 1.0),), 0.0)
+
+    @classmethod
+    def _combine(cls, pairs, constant: float) -> "Expression":
+        acc: dict[Rate, float] = {}
+        for rate, coef in pairs:
+            acc[rate] = acc.get(rate, 0.0) + float(coef)
+        terms = tuple(sorted(((r, c) for r, c in acc.items() if c != 0.0), key=lambda rc: str(rc[0])))
+        return cls(terms, float(constant))
+
+    def __add__(self, other):
+        if _is_scalar(other):
+            return Expression(self.terms, self.constant + float(other))
+        if isinstance(other, Expression):
+            return Expression._combine(self.terms + other.terms, self.constant + other.constant)
+        if isinstance(other, Ratio):
+            raise TypeError(f"Cannot add the ratio {other} to {self}: ratios only compare with constants.")
+        return NotImplemented
+
+    def __neg__(self):
+        return self * -1.0
+
+    def __sub__(self, other):
+        if _is_scalar(other) or isinstance(other, (Expression, Ratio)):
+            return self + (-other)
+        return NotImplemented
+
+    def __mul__(self, other):
+        if _is_scalar(other):
+            return Expression._combine([(r, c * float(other)) for r, c in self.terms], self.constant * float(other))
+        if isinstance(other, (Expression, Ratio)):
+            raise TypeError(f"Cannot multiply {self} by {other}: rates combine linearly; "
+                            "use ratio metrics such as precision() for quotients.")
+        return NotImplemented
+
+    def __truediv__(self, other):
+        if _is_scalar(other):
+            if float(other) == 0.0:
+                raise ZeroDivisionError(f"Division of {self} by zero.")
+            return self * (1.0 / float(other))
+        if isinstance(other, Expression):
+            return Ratio(self, other)
+        return NotImplemented
+
+    @property
+    def rates(self) -> tuple[Rate, ...]:
+        return tuple(r for r, _ in self.terms)
+
+    def bind(self, assignment: dict[str, str]) -> "Expression":
+        return Expression._combine([(Rate(r.kind, r.slice.bind(assignment)), c) for r, c in self.terms], self.constant)
+
+    def __str__(self) -> str:
+        out = ""
+        # Positive terms first reads naturally ("tpr[a] - tpr"); order does not affect equality.
+        for rate, coef in sorted(self.terms, key=lambda rc: rc[1] < 0):
+            sign = "-" if coef < 0 else "+"
+            mag = abs(coef)
+            body = str(rate) if mag == 1.0 else f"{_num(mag)} * {rate}"
+            out += (f" {sign} " if out else ("-" if sign == "-" else "")) + body
+        if self.constant != 0.0 or not out:
+            if out:
+                out += f" {'-' if self.constant < 0 else '+'} {_num(abs(self.constant))}"
+            else:
+                out = _num(self.constant)
+        return out
+
+    def __repr__(self) -> str:
+        return f"Expression({str(self)!r})"
+
+
+@dataclass(frozen=True)
+class Ratio(_Algebra):
+    """``numerator / denominator`` of two expressions (precision, win-loss ratio).
+
+    A ratio enters a constraint only against a constant ``c``, through the exact
+    rearrangement ``numerator - c * denominator >= 0`` (valid since the denominator, a rate,
+    is non-negative), as in Cotter et al. (2019), Section 2.
+    """
+
+    numerator: Expression
+    denominator: Expression
+
+    def __mul__(self, other):
+        if _is_scalar(other):
+            return Ratio(self.numerator * other, self.denominator)
+        raise TypeError(f"A ratio ({self}) can only be scaled by a constant.")
+
+    def __truediv__(self, other):
+        if _is_scalar(other):
+            return Ratio(self.numerator, self.denominator * other)
+        raise TypeError(f"A ratio ({self}) can only be divided by a constant.")
+
+    def __neg__(self):
+        return self * -1.0
+
+    def __add__(self, other):
+        raise TypeError(f"Cannot add to the ratio {self}: ratios only compare with constants.")
+
+    __sub__ = __add__
+
+    def bind(self, assignment: dict[str, str]) -> "Ratio":
+        return Ratio(self.numerator.bind(assignment), self.denominator.bind(assignment))
+
+    @property
+    def rates(self) -> tuple[Rate, ...]:
+        return self.numerator.rates + self.denominator.rates
+
+    def __str__(self) -> str:
+        from ._functions import display_ratio
+
+        return display_ratio(self)
+
+    def __repr__(self) -> str:
+        return f"Ratio({str(self)!r})"
+
+
+Term = Union[Expression, Ratio]
+
+
+def _lift(x) -> Term:
+    if _is_scalar(x):
+        return Expression((), float(x))
+    if isinstance(x, Rate):
+        return Expression.of(x)
+    if isinstance(x, (Expression, Ratio)):
+        return x
+    raise TypeError(f"Expected a rate expression or a number, got {type(x).__name__}: {x!r}.")
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """``lhs <= rhs`` or ``lhs >= rhs`` between rate expressions.
+
+    Attributes
+    ----------
+    expression : Expression
+        The canonical form ``g <= 0`` that the solvers work with. For a ratio ``N / D``
+        compared with ``c`` it is the exact linear rearrangement ``c * D - N <= 0``
+        (for ``>=``) or ``N - c * D <= 0`` (for ``<=``).
+    """
+
+    lhs: Term
+    op: str
+    rhs: Term
+
+    @classmethod
+    def make(cls, lhs, op: str, rhs) -> "Constraint":
+        if op not in ("<=", ">="):
+            raise ValueError(f"A constraint compares with <= or >=, got {op!r}.")
+        lhs, rhs = _lift(lhs), _lift(rhs)
+        con = cls(lhs, op, rhs)
+        con.expression  # validate ratio placement now, not at fit time
+        return con
+
+    @property
+    def expression(self) -> Expression:
+        lhs, rhs = self.lhs, self.rhs
+        if isinstance(lhs, Ratio) or isinstance(rhs, Ratio):
+            if isinstance(lhs, Ratio) and isinstance(rhs, Ratio):
+                raise TypeError(f"Cannot compare two ratios ({lhs} and {rhs}); compare a ratio with a constant.")
+            ratio, other, ratio_left = (lhs, rhs, True) if isinstance(lhs, Ratio) else (rhs, lhs, False)
+            if other.terms:
+                raise TypeError(f"A ratio ({ratio}) can only be compared with a constant, not with {other}.")
+            bound = other.constant
+            # ratio <= c  <=>  N - c D <= 0 ;  ratio >= c  <=>  c D - N <= 0
+            upper = (self.op == "<=") == ratio_left
+            diff = ratio.numerator - ratio.denominator * bound
+            return diff if upper else -diff
+        return lhs - rhs if self.op == "<=" else rhs - lhs
+
+    @property
+    def rates(self) -> tuple[Rate, ...]:
+        return self.lhs.rates + self.rhs.rates
+
+    @property
+    def expand_keys(self) -> tuple[str, ...]:
+        return tuple(sorted({k for r in self.rates for k in r.slice.expand}))
+
+    def expand(self, values: dict[str, list[str]]) -> list["Constraint"]:
+        """One constraint per combination of values of the expanded group columns."""
+        keys = self.expand_keys
+        if not keys:
+            return [self]
+        out = []
+        for combo in itertools.product(*(values[k] for k in keys)):
+            assignment = dict(zip(keys, combo))
+            out.append(Constraint(self.lhs.bind(assignment), self.op, self.rhs.bind(assignment)))
+        return out
+
+    def __str__(self) -> str:
+        return f"{self.lhs} {self.op} {self.rhs}"
+
+    def __repr__(self) -> str:
+        return f"Constraint({str(self)!r})"

@@ -1,0 +1,101 @@
+"""The named rates users write: ``tpr(race="Black")``, ``ppr(group="sex")``, ``precision()``.
+
+Every function takes group filters as keywords (a list means "any of"; several keywords
+intersect), ``label=0|1`` and ``baseline=0|1`` to slice by the true label or the baseline
+model's decision, and ``group=`` naming one or more group columns to expand over: a
+constraint containing ``tpr(group="race")`` stands for one constraint per race.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from ._expression import Expression, Rate, Ratio
+from ._slice import Slice
+
+
+def _rate(kind: str, group: str | Iterable[str] | None, filters: dict[str, Any]) -> Expression:
+    expand = () if group is None else group
+    return Expression.of(Rate(kind, Slice.make(filters, expand)))
+
+
+def _rate_function(kind: str, doc: str):
+    def rate(group: str | Iterable[str] | None = None, **filters: Any) -> Expression:
+        return _rate(kind, group, filters)
+
+    rate.__name__ = rate.__qualname__ = kind
+    rate.__doc__ = (
+        f"The {doc} on a slice.\n\n"
+        "Parameters\n----------\n"
+        "group : str or list of str, optional\n"
+        "    Group columns to expand over (one constraint per value).\n"
+        "**filters\n"
+        "    Group column = value (or list of values); ``label`` and ``baseline`` take 0 or 1.\n\n"
+        "Returns\n-------\nExpression\n"
+    )
+    return rate
+
+
+ppr = _rate_function("ppr", "positive prediction rate P(yhat = 1)")
+npr = _rate_function("npr", "negative prediction rate P(yhat = 0)")
+tpr = _rate_function("tpr", "true positive rate (recall) P(yhat = 1 | y = 1)")
+fnr = _rate_function("fnr", "false negative rate P(yhat = 0 | y = 1)")
+fpr = _rate_function("fpr", "false positive rate P(yhat = 1 | y = 0)")
+tnr = _rate_function("tnr", "true negative rate P(yhat = 0 | y = 0)")
+accuracy = _rate_function("accuracy", "accuracy P(yhat = y)")
+error_rate = _rate_function("error_rate", "error rate P(yhat != y)")
+tp_proportion = _rate_function("tp_proportion", "proportion of true positives P(yhat = 1, y = 1)")
+label_rate = _rate_function("label_rate", "proportion of positive labels P(y = 1), a constant of the data")
+baseline_ppr = _rate_function("baseline_ppr", "baseline model's positive prediction rate, a constant of the data")
+churn = _rate_function("churn", "churn P(yhat != baseline)")
+wins = _rate_function("wins", "win rate P(yhat = y, baseline != y)")
+losses = _rate_function("losses", "loss rate P(yhat != y, baseline = y)")
+# Loss-only churn: the changes from the baseline that are mistakes; the same rate as losses.
+loss_churn = losses
+coverage = ppr
+recall = tpr
+
+
+def precision(group: str | Iterable[str] | None = None, **filters: Any) -> Ratio:
+    """Precision P(y = 1 | yhat = 1) on a slice, a ratio of two rates.
+
+    In a constraint ``precision >= c`` becomes ``tp_proportion - c * ppr >= 0`` (exact,
+    Cotter et al., 2019).
+
+    Returns
+    -------
+    Ratio
+    """
+    return Ratio(_rate("tp_proportion", group, filters), _rate("ppr", group, filters))
+
+
+def win_loss_ratio(group: str | Iterable[str] | None = None, **filters: Any) -> Ratio:
+    """Win-loss ratio against the baseline model, ``wins / losses``, on a slice.
+
+    Returns
+    -------
+    Ratio
+    """
+    return Ratio(_rate("wins", group, filters), _rate("losses", group, filters))
+
+
+RATE_FUNCTIONS = {
+    "ppr": ppr, "coverage": coverage, "npr": npr, "tpr": tpr, "recall": recall, "fnr": fnr,
+    "fpr": fpr, "tnr": tnr, "accuracy": accuracy, "error_rate": error_rate, "error": error_rate,
+    "tp_proportion": tp_proportion, "label_rate": label_rate, "baseline_ppr": baseline_ppr, "churn": churn, "wins": wins,
+    "losses": losses, "loss_churn": loss_churn, "precision": precision, "win_loss_ratio": win_loss_ratio,
+}
+RATIO_NAMES = {("tp_proportion", "ppr"): "precision", ("wins", "losses"): "win_loss_ratio"}
+
+
+def display_ratio(ratio: Ratio) -> str:
+    """Named form (``0.5 * precision[race=A]``) where the ratio is a named one, else ``(N) / (D)``."""
+    num, den = ratio.numerator, ratio.denominator
+    if len(num.terms) == 1 and len(den.terms) == 1 and not num.constant and not den.constant:
+        (rn, cn), (rd, cd) = num.terms[0], den.terms[0]
+        name = RATIO_NAMES.get((rn.kind, rd.kind))
+        if name and rn.slice == rd.slice:
+            body = str(Rate("ppr", rn.slice)).replace("ppr", name, 1)
+            scale = cn / cd
+            return body if scale == 1.0 else f"{Expression((), scale)} * {body}"
+    return f"({num}) / ({den})"

@@ -1,0 +1,228 @@
+"""The string form of rate specs: ``"tpr[race=Black] >= 0.95 * tpr"``.
+
+Grammar::
+
+    constraint := expr ("<=" | ">=") expr
+    expr       := term (("+" | "-") term)*
+    term       := unary (("*" | "/") unary)*
+    unary      := "-" unary | atom
+    atom       := NUMBER | RATE ["[" filter ("," filter)* "]"] | "(" expr ")"
+    filter     := KEY                       # expand over every value of group column KEY
+                | KEY "=" VALUE ("|" VALUE)*  # examples whose KEY is any of the values
+
+Values are bare text up to ``,``, ``|`` or ``]`` (so ``African-American`` needs no quotes)
+or double-quoted strings.
+"""
+
+from __future__ import annotations
+
+from ._expression import Constraint, Expression, Ratio
+from ._functions import RATE_FUNCTIONS
+
+
+class SpecParseError(ValueError):
+    """A rate spec string could not be parsed; the message points at the position."""
+
+    def __init__(self, text: str, pos: int, expected: str):
+        self.text, self.pos, self.expected = text, pos, expected
+        found = repr(text[pos]) if pos < len(text) else "the end of the text"
+        super().__init__(
+            f"Cannot parse {text!r}: expected {expected} at position {pos}, found {found}.\n"
+            f"    {text}\n    {' ' * pos}^"
+        )
+
+
+class _Parser:
+    def __init__(self, text: str):
+        self.text, self.pos = text, 0
+
+    # -- characters -------------------------------------------------------------------
+    def _skip(self) -> None:
+        while self.pos < len(self.text) and self.text[self.pos].isspace():
+            self.pos += 1
+
+    def _peek(self, s: str) -> bool:
+        self._skip()
+        return self.text.startswith(s, self.pos)
+
+    def _eat(self, s: str) -> bool:
+        if self._peek(s):
+            self.pos += len(s)
+            return True
+        return False
+
+    def _expect(self, s: str, what: str | None = None) -> None:
+        if not self._eat(s):
+            raise SpecParseError(self.text, self.pos, what or repr(s))
+
+    def _name(self) -> str | None:
+        self._skip()
+        start = self.pos
+        while self.pos < len(self.text) and (self.text[self.pos].isalnum() or self.text[self.pos] == "_"):
+            self.pos += 1
+        name = self.text[start:self.pos]
+        if name and not name[0].isdigit():
+            return name
+        self.pos = start
+        return None
+
+    def _number(self) -> float | None:
+        self._skip()
+        start, t = self.pos, self.text
+        while self.pos < len(t) and (t[self.pos].isdigit() or t[self.pos] == "."):
+            self.pos += 1
+        if self.pos < len(t) and t[self.pos] in "eE" and self.pos > start:
+            exp = self.pos + 1 + (self.pos + 1 < len(t) and t[self.pos + 1] in "+-")
+            if exp < len(t) and t[exp].isdigit():
+                self.pos = exp
+                while self.pos < len(t) and t[self.pos].isdigit():
+                    self.pos += 1
+        if self.pos == start:
+            return None
+        try:
+            return float(t[start:self.pos])
+        except ValueError:
+            raise SpecParseError(t, start, "a number") from None
+
+    def _value(self) -> str:
+        self._skip()
+        t = self.text
+        if self.pos < len(t) and t[self.pos] == '"':
+            end = self.pos + 1
+            out = []
+            while end < len(t) and t[end] != '"':
+                if t[end] == "\\" and end + 1 < len(t):
+                    end += 1
+                out.append(t[end])
+                end += 1
+            if end >= len(t):
+                raise SpecParseError(t, end, "a closing '\"'")
+            self.pos = end + 1
+            return "".join(out)
+        start = self.pos
+        while self.pos < len(t) and t[self.pos] not in ",|]":
+            self.pos += 1
+        value = t[start:self.pos].strip()
+        if not value:
+            raise SpecParseError(t, start, "a group value")
+        return value
+
+    # -- grammar ----------------------------------------------------------------------
+    def constraint(self) -> Constraint:
+        lhs = self.expr()
+        for op in ("<=", ">="):
+            if self._eat(op):
+                rhs = self.expr()
+                self._end()
+                return self._build(lambda: Constraint.make(lhs, op, rhs))
+        raise SpecParseError(self.text, self.pos, "'<=' or '>='" + (" or an operator" if self.pos < len(self.text) else ""))
+
+    def expression(self):
+        out = self.expr()
+        self._end()
+        return out
+
+    def _end(self) -> None:
+        self._skip()
+        if self.pos != len(self.text):
+            raise SpecParseError(self.text, self.pos, "an operator or the end of the spec")
+
+    def _build(self, make):
+        start = self.pos
+        try:
+            return make()
+        except (TypeError, ValueError, ZeroDivisionError) as exc:
+            raise ValueError(f"Invalid spec {self.text!r} (near position {start}): {exc}") from None
+
+    def expr(self):
+        out = self.term()
+        while True:
+            if self._peek("+"):
+                self.pos += 1
+                rhs = self.term()
+                out = self._build(lambda a=out, b=rhs: a + b)
+            elif self._peek("-"):
+                self.pos += 1
+                rhs = self.term()
+                out = self._build(lambda a=out, b=rhs: a - b)
+            else:
+                return out
+
+    def term(self):
+        out = self.unary()
+        while True:
+            if self._eat("*"):
+                rhs = self.unary()
+                out = self._build(lambda a=out, b=rhs: a * b if not isinstance(a, float) else b * a)
+            elif self._eat("/"):
+                rhs = self.unary()
+                out = self._build(lambda a=out, b=rhs: a / b)
+            else:
+                return out
+
+    def unary(self):
+        if self._eat("-"):
+            inner = self.unary()
+            return -inner
+        return self.atom()
+
+    def atom(self):
+        if self._eat("("):
+            inner = self.expr()
+            self._expect(")")
+            return inner
+        number = self._number()
+        if number is not None:
+            return number
+        start = self.pos
+        name = self._name()
+        if name is None:
+            raise SpecParseError(self.text, self.pos, "a rate name, a number or '('")
+        if name not in RATE_FUNCTIONS:
+            self.pos = start
+            raise SpecParseError(self.text, start, f"a rate name (one of {', '.join(sorted(RATE_FUNCTIONS))})")
+        filters, expand = {}, []
+        if self._eat("["):
+            if not self._peek("]"):
+                while True:
+                    key_pos = self.pos
+                    key = self._name()
+                    if key is None:
+                        raise SpecParseError(self.text, self.pos, "a group column name")
+                    if key in filters or key in expand:
+                        raise SpecParseError(self.text, key_pos, f"each column once (repeated {key!r})")
+                    if self._eat("="):
+                        values = [self._value()]
+                        while self._eat("|"):
+                            values.append(self._value())
+                        filters[key] = values if len(values) > 1 else values[0]
+                    else:
+                        expand.append(key)
+                    if not self._eat(","):
+                        break
+            self._expect("]", "',' or ']'")
+        return self._build(lambda: RATE_FUNCTIONS[name](group=expand or None, **filters))
+
+
+def _lift_number(x):
+    return Expression((), x) if isinstance(x, float) else x
+
+
+def parse_constraint(text: str) -> Constraint:
+    """Parse ``"lhs <= rhs"`` or ``"lhs >= rhs"`` into a :class:`Constraint`.
+
+    Raises
+    ------
+    SpecParseError
+        With the position and what was expected there.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"A constraint spec must be a string, got {type(text).__name__}.")
+    return _Parser(text).constraint()
+
+
+def parse_expression(text: str) -> Expression | Ratio:
+    """Parse a rate expression such as ``"0.5 * tpr[sex=Female] + 0.5 * tnr"``."""
+    if not isinstance(text, str):
+        raise TypeError(f"A rate expression must be a string, got {type(text).__name__}.")
+    return _lift_number(_Parser(text).expression())

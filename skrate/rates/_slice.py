@@ -1,0 +1,88 @@
+"""Slices: the subsets of examples a rate is measured on."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+# Keys with a meaning of their own; every other key names a group column.
+LABEL = "label"
+BASELINE = "baseline"
+RESERVED = (LABEL, BASELINE)
+
+
+def _as_values(value: Any) -> tuple[str, ...]:
+    """A filter value or list of values ("any of"), canonicalised to sorted strings."""
+    if isinstance(value, (list, tuple, set, frozenset)):
+        values = tuple(sorted({str(v) for v in value}))
+    else:
+        values = (str(value),)
+    if not values:
+        raise ValueError("A slice filter needs at least one value; got an empty list.")
+    return values
+
+
+@dataclass(frozen=True)
+class Slice:
+    """A subset of examples: the intersection of filters, optionally expanded over groups.
+
+    Parameters
+    ----------
+    filters : tuple of (str, tuple of str)
+        ``(key, values)`` pairs; an example belongs to the slice when, for every key, its
+        value is one of ``values``. Keys are group columns, or ``"label"`` / ``"baseline"``
+        (the true label and the baseline model's decision, ``"0"`` or ``"1"``).
+    expand : tuple of str
+        Group columns to expand over: a constraint holding this slice stands for one
+        constraint per value of each column (their Cartesian product when several).
+    """
+
+    filters: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    expand: tuple[str, ...] = ()
+
+    @classmethod
+    def make(cls, filters: dict[str, Any] | None = None, expand: Iterable[str] | str = ()) -> "Slice":
+        """Build a canonical slice from a dict of filters and the columns to expand over."""
+        filters = dict(filters or {})
+        for key in (LABEL, BASELINE):
+            if key in filters:
+                values = _as_values(filters[key])
+                bad = [v for v in values if v not in ("0", "1")]
+                if bad:
+                    raise ValueError(f"Slice filter {key!r} takes 0 or 1, got {bad[0]!r}.")
+        expand = (expand,) if isinstance(expand, str) else tuple(expand)
+        for key in expand:
+            if key in RESERVED:
+                raise ValueError(f"Cannot expand over {key!r}: it is not a group column.")
+            if key in filters:
+                raise ValueError(f"Column {key!r} is both filtered and expanded over; choose one.")
+        return cls(
+            tuple(sorted((k, _as_values(v)) for k, v in filters.items())),
+            tuple(sorted(set(expand))),
+        )
+
+    def restrict(self, **filters: Any) -> "Slice":
+        """This slice intersected with more filters (later values replace earlier ones)."""
+        merged = {k: v for k, v in self.filters}
+        for key, value in filters.items():
+            merged[key] = value
+        return Slice.make(merged, self.expand)
+
+    def bind(self, assignment: dict[str, str]) -> "Slice":
+        """Replace expanded columns by the values in ``assignment``."""
+        extra = {k: assignment[k] for k in self.expand}
+        return Slice.make({**dict(self.filters), **extra}, ())
+
+    def get(self, key: str) -> tuple[str, ...] | None:
+        """The values filtered on ``key``, or None."""
+        return dict(self.filters).get(key)
+
+    def __str__(self) -> str:
+        parts = [k if len(v) == 0 else f"{k}={'|'.join(_quote(x) for x in v)}" for k, v in self.filters]
+        parts += list(self.expand)
+        return ", ".join(parts)
+
+
+def _quote(value: str) -> str:
+    plain = value and all(ch.isalnum() or ch in "_-.+ " for ch in value) and value == value.strip()
+    return value if plain else '"' + value.replace('"', '\\"') + '"'

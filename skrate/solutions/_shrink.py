@@ -1,0 +1,65 @@
+"""Shrinking a set of candidates to a mixture of at most m+1 of them by linear programming."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import linprog
+
+
+@dataclass
+class ShrinkResult:
+    """Weights over the candidates and whether the constraints could be met."""
+
+    weights: np.ndarray
+    feasible: bool
+    max_violation: float
+
+
+def _vertex(c, A_ub, b_ub, k):
+    res = linprog(c, A_ub=A_ub if A_ub.size else None, b_ub=b_ub if A_ub.size else None,
+                  A_eq=np.ones((1, c.shape[0])) if k is None else np.r_[np.ones(k), 0.0][None, :],
+                  b_eq=[1.0], bounds=[(0, None)] * c.shape[0], method="highs-ds")
+    if res.status != 0:
+        raise RuntimeError(f"The shrinking LP failed: {res.message}")
+    return res.x
+
+
+def shrink(objective: np.ndarray, constraints: np.ndarray, tol: float = 1e-9) -> ShrinkResult:
+    """Best mixture of candidates: ``min_p p . objective`` s.t. ``constraints @ p <= 0``, ``p`` in the simplex.
+
+    The LP has m + 1 rows besides the bounds, so a vertex optimum -- which the dual simplex
+    returns -- has at most m + 1 non-zero weights (Cotter et al., 2019, Section 6.1 / Theorem 2).
+    When no mixture is feasible, it first minimises the largest violation ``s``, then the
+    objective subject to every constraint at most ``s``: still a vertex, still m + 1 models.
+
+    Parameters
+    ----------
+    objective : ndarray of shape (k,)
+    constraints : ndarray of shape (m, k)
+
+    Returns
+    -------
+    ShrinkResult
+    """
+    objective = np.asarray(objective, dtype=float)
+    constraints = np.asarray(constraints, dtype=float).reshape(-1, objective.shape[0])
+    m, k = constraints.shape
+    if m == 0:
+        weights = np.zeros(k)
+        weights[int(np.argmin(objective))] = 1.0
+        return ShrinkResult(weights, True, 0.0)
+    # Phase 1: smallest achievable max violation s (variables p, s; s free via s = s+ only
+    # when needed: the violation is clipped at 0 so s >= 0).
+    c1 = np.r_[np.zeros(k), 1.0]
+    A1 = np.hstack([constraints, -np.ones((m, 1))])
+    s = float(_vertex(c1, A1, np.zeros(m), k)[-1])
+    feasible = s <= tol
+    bound = 0.0 if feasible else s * (1 + 1e-9) + tol
+    # Phase 2: best objective within that violation.
+    p = _vertex(objective, constraints, np.full(m, bound), None)
+    p = np.clip(p, 0.0, None)
+    p[p < 1e-12] = 0.0
+    p /= p.sum()
+    return ShrinkResult(p, feasible, float(max(0.0, (constraints @ p).max())))

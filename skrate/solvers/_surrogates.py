@@ -1,0 +1,45 @@
+"""Differentiable stand-ins for the indicator 1[f > 0] in a weighted sum of rates.
+
+For a combined coefficient ``c_i`` on example i, the surrogate replaces ``c_i 1[f_i > 0]`` by
+an upper bound on it: for ``c_i > 0`` an upper bound of the indicator (hinge ``max(0, 1 + f)``,
+logistic ``log2(1 + e^f)``), for ``c_i < 0`` a lower bound (``1 - max(0, 1 - f)``,
+``1 - log2(1 + e^-f)``). ``sigmoid`` uses ``sigma(f)`` on both sides (no bound, smooth).
+Cotter et al. (2019), Section 4.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit
+
+SURROGATES = ("hinge", "logistic", "sigmoid")
+_LN2 = np.log(2.0)
+
+
+def surrogate_grad(scores: np.ndarray, coef: np.ndarray, kind: str) -> np.ndarray:
+    """Derivative of the surrogate of ``sum_i coef_i 1[scores_i > 0]`` with respect to the scores."""
+    pos = coef > 0
+    if kind == "hinge":
+        slope = np.where(pos, scores > -1.0, scores < 1.0)
+    elif kind == "logistic":
+        slope = np.where(pos, expit(scores), expit(-scores)) / _LN2
+    elif kind == "sigmoid":
+        s = expit(scores)
+        slope = s * (1.0 - s)
+    else:
+        raise ValueError(f"Unknown surrogate {kind!r}; choose from {SURROGATES}.")
+    return coef * slope
+
+
+def surrogate_value(scores: np.ndarray, coef: np.ndarray, kind: str) -> float:
+    """The surrogate of ``sum_i coef_i 1[scores_i > 0]`` (for monitoring and gradient checks)."""
+    pos = coef > 0
+    if kind == "hinge":
+        val = np.where(pos, np.maximum(0.0, 1.0 + scores), 1.0 - np.maximum(0.0, 1.0 - scores))
+    elif kind == "logistic":
+        val = np.where(pos, np.logaddexp(0.0, scores), _LN2 - np.logaddexp(0.0, -scores)) / _LN2
+    elif kind == "sigmoid":
+        val = expit(scores)
+    else:
+        raise ValueError(f"Unknown surrogate {kind!r}; choose from {SURROGATES}.")
+    return float(coef @ val)
