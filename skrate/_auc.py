@@ -1,0 +1,363 @@
+"""AUCClassifier: linear ROC-AUC maximisation with SPAM, VRSPAM or the exact quadratic solve."""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.special import expit
+from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ._auc_calibration import RowReservoir, fit_platt
+from ._auc_objective import ClassStatistics, smooth_objective
+from ._auc_solvers import minibatch_smoothness, solve_exact, spam, spam_epoch, vrspam
+from ._prox import elastic_net_penalty
+
+__all__ = ["AUCClassifier"]
+
+_EXACT_MAX_FEATURES = 1000  # solver="auto" builds the d x d quadratic up to this size
+_RESERVOIR_SIZE = 2000  # rows kept by partial_fit to refit the calibration
+
+
+class AUCClassifier(ClassifierMixin, BaseEstimator):
+    """Linear classifier maximising ROC-AUC through the pairwise square loss.
+
+    Minimises over ``w`` the penalised square-loss AUC objective::
+
+        P(w) = 1/2 * mean_{i: y_i = 1, j: y_j = 0} (1 - w.(x_i - x_j))^2
+               + alpha * (l1_ratio * ||w||_1 + (1 - l1_ratio) / 2 * ||w||_2^2)
+
+    where the mean runs over all (positive, negative) pairs of the training set. The loss is
+    a quadratic in ``w`` that needs only the class means and covariances; its saddle-point
+    reformulation (Ying et al., 2016) gives per-example stochastic gradients, used by SPAM
+    (proximal SGD, Natole et al., 2018) and VRSPAM (proximal SVRG, Dan and Sahoo). See the
+    user guide ``doc/auc.rst``.
+
+    Parameters
+    ----------
+    penalty : {"l2", "elasticnet", "l1"}, default="l2"
+        Penalty; ``"l2"`` and ``"l1"`` set ``l1_ratio`` to 0 and 1.
+    alpha : float, default=0.01
+        Penalty strength (>= 0).
+    l1_ratio : float, default=0.5
+        Share of L1 in the elastic-net penalty, used only with ``penalty="elasticnet"``.
+    solver : {"vrspam", "spam", "exact", "auto"}, default="vrspam"
+        ``"exact"`` forms the ``d x d`` quadratic (O(n d^2)) and minimises it: one linear
+        solve for ``"l2"``, accelerated proximal gradient polished by an exact solve on the
+        sign pattern for ``"l1"``/``"elasticnet"``. ``"spam"``: proximal SGD with step
+        ``eta0 / sqrt(k)`` in pass ``k``. ``"vrspam"``: one SPAM pass, then proximal SVRG
+        with the constant step ``eta0``. ``"auto"``: ``"exact"`` when ``n_features <= 1000``,
+        else ``"vrspam"``.
+    max_iter : int, default=30
+        Maximum number of passes over the data (stochastic solvers; one pass is ``n``
+        example gradients: VRSPAM's full gradient and each inner epoch count one pass each).
+    tol : float, default=1e-4
+        VRSPAM stops when the norm of the proximal-gradient mapping at a snapshot is below
+        ``tol * ||mean_+ - mean_-||``. SPAM always runs ``max_iter`` passes.
+    inner_iter : int or None, default=None
+        VRSPAM's inner minibatch steps per outer loop (``m``); None means one epoch
+        (``ceil(n / batch_size)`` steps, each example once).
+    batch_size : int, default=16
+        Minibatch size of the stochastic steps.
+    eta0 : "auto" or float, default="auto"
+        Base step size. ``"auto"`` is ``1 / L_b`` where ``L_b`` is the expected smoothness of a
+        minibatch gradient, bounded from the norms of the examples (see ``doc/auc.rst``); it
+        needs no tuning on standardised data.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the minibatch order (and the calibration reservoir of ``partial_fit``).
+    verbose : int, default=0
+        Print progress per pass when positive.
+    callback : callable or None, default=None
+        Called as ``callback({"coef": w, "n_iter": passes})`` after every SPAM pass and every
+        VRSPAM outer loop (and once by ``"exact"``); returning True stops the solver.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        Class labels; ``classes_[1]`` is the positive class.
+    coef_ : ndarray of shape (1, n_features)
+        The minimiser ``w`` found.
+    intercept_ : ndarray of shape (1,)
+        ``b / a`` of the Platt calibration ``expit(a w.x + b)`` fitted on the training
+        scores, so that ``decision_function > 0`` exactly when ``predict_proba > 1/2``. It
+        does not change the ranking, hence not the AUC.
+    n_iter_ : int
+        Passes over the data made by the last ``fit`` (1 for ``"exact"``, rounded up).
+    n_features_in_ : int
+        Number of features seen in ``fit``.
+    solver_ : str
+        The solver used (resolves ``"auto"``).
+    step_size_ : float
+        Base step size used by the stochastic solvers.
+    objective_ : float
+        ``P(coef_)`` on the training data (only set by ``fit``).
+
+    References
+    ----------
+    Ying, Y., Wen, L. and Lyu, S. Stochastic Online AUC Maximization. NeurIPS 2016.
+
+    Natole, M., Ying, Y. and Lyu, S. Stochastic Proximal Algorithms for AUC Maximization.
+    ICML 2018.
+
+    Dan, S. and Sahoo, D. Variance Reduced Stochastic Proximal Algorithm for AUC
+    Maximization. ECML PKDD 2021 (arXiv:1911.03548).
+
+    Examples
+    --------
+    >>> from sklearn.datasets import load_breast_cancer
+    >>> from sklearn.preprocessing import StandardScaler
+    >>> from skrate import AUCClassifier
+    >>> X, y = load_breast_cancer(return_X_y=True)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> clf = AUCClassifier(solver="exact").fit(X, y)
+    >>> clf.decision_function(X[:3]).shape
+    (3,)
+    """
+
+    _parameter_constraints: dict = {
+        "penalty": [StrOptions({"l2", "elasticnet", "l1"})],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "l1_ratio": [Interval(Real, 0, 1, closed="both")],
+        "solver": [StrOptions({"vrspam", "spam", "exact", "auto"})],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "tol": [Interval(Real, 0, None, closed="left")],
+        "inner_iter": [Interval(Integral, 1, None, closed="left"), None],
+        "batch_size": [Interval(Integral, 1, None, closed="left")],
+        "eta0": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "callback": [callable, None],
+    }
+
+    def __init__(self, penalty="l2", alpha=0.01, l1_ratio=0.5, solver="vrspam", max_iter=30,
+                 tol=1e-4, inner_iter=None, batch_size=16, eta0="auto", random_state=None,
+                 verbose=0, callback=None):
+        self.penalty = penalty
+        self.alpha = alpha
+        self.l1_ratio = l1_ratio
+        self.solver = solver
+        self.max_iter = max_iter
+        self.tol = tol
+        self.inner_iter = inner_iter
+        self.batch_size = batch_size
+        self.eta0 = eta0
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callback = callback
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.classifier_tags.multi_class = False
+        tags.input_tags.sparse = True
+        return tags
+
+    # ------------------------------------------------------------------ helpers
+    def _l1_ratio(self) -> float:
+        return {"l2": 0.0, "l1": 1.0}.get(self.penalty, float(self.l1_ratio))
+
+    def _encode_target(self, y, classes=None) -> np.ndarray:
+        """0/1 codes of ``y`` (1 for ``classes_[1]``); sets ``classes_`` when not given."""
+        check_classification_targets(y)
+        y_type = type_of_target(y, input_name="y")
+        if y_type != "binary":
+            raise ValueError("Only binary classification is supported. The type of the "
+                             f"target is {y_type}.")
+        if classes is None:
+            classes = np.unique(y)
+            if classes.size < 2:
+                raise ValueError(
+                    "AUCClassifier needs examples of both classes to rank positives above "
+                    f"negatives; y contains only one class: {classes.tolist()}.")
+            self.classes_ = classes
+        unknown = np.setdiff1d(np.unique(y), self.classes_)
+        if unknown.size:
+            raise ValueError(f"y contains labels {unknown.tolist()} not in classes "
+                             f"{self.classes_.tolist()}.")
+        return (y == self.classes_[1]).astype(np.int8)
+
+    def _calibrate(self, X, y01: np.ndarray) -> None:
+        w = self.coef_.ravel()
+        cal = fit_platt(np.asarray(X @ w).ravel(), y01)
+        self._calibration_slope = cal.slope
+        self.intercept_ = np.array([cal.offset])
+
+    # ------------------------------------------------------------------ fit
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Fit the classifier on ``(X, y)``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data; NaN and infinite values are rejected.
+        y : array-like of shape (n_samples,)
+            Binary labels; both classes must be present.
+
+        Returns
+        -------
+        self : AUCClassifier
+        """
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
+                             y_numeric=False)
+        y01 = self._encode_target(y)
+        l1_ratio = self._l1_ratio()
+        stats = ClassStatistics.from_data(X, y01)
+        rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31))
+        solver = self.solver
+        if solver == "auto":
+            solver = "exact" if X.shape[1] <= _EXACT_MAX_FEATURES else "vrspam"
+        self.solver_ = solver
+        self.step_size_ = (1.0 / max(minibatch_smoothness(X, y01, stats, self.batch_size),
+                                     np.finfo(float).tiny)
+                           if self.eta0 == "auto" else float(self.eta0))
+        common = dict(alpha=self.alpha, l1_ratio=l1_ratio, step=self.step_size_,
+                      max_iter=self.max_iter, batch_size=self.batch_size, rng=rng,
+                      callback=self.callback, verbose=self.verbose)
+        if solver == "exact":
+            result = solve_exact(X, y01, self.alpha, l1_ratio)
+            if self.callback is not None:
+                self.callback({"coef": result.coef.copy(), "n_iter": 1.0})
+        elif solver == "spam":
+            result = spam(X, y01, stats, **common)
+        else:
+            inner = self.inner_iter or int(np.ceil(X.shape[0] / self.batch_size))
+            result = vrspam(X, y01, stats, inner_iter=inner, tol=self.tol, **common)
+            if not result.converged and result.n_passes >= self.max_iter:
+                warnings.warn(f"VRSPAM reached max_iter={self.max_iter} passes before the "
+                              f"tolerance tol={self.tol}; increase max_iter.",
+                              ConvergenceWarning)
+        if not np.all(np.isfinite(result.coef)):
+            raise FloatingPointError(
+                f"The {solver} solver diverged (non-finite coefficients) with step size "
+                f"{self.step_size_:.3g}; use a smaller eta0 or standardise X.")
+        self.coef_ = result.coef.reshape(1, -1)
+        self.n_iter_ = int(np.ceil(result.n_passes - 1e-9))
+        self.objective_ = (smooth_objective(result.coef, X, y01)
+                           + elastic_net_penalty(result.coef, self.alpha, l1_ratio))
+        self._calibrate(X, y01)
+        # later partial_fit calls continue from here
+        self._init_stream(stats, n_calls=self.n_iter_, smoothness=1.0 / self.step_size_)
+        self._reservoir.add(X, y01, self._rng)
+        self.t_ = X.shape[0]
+        return self
+
+    def _init_stream(self, stats: ClassStatistics, n_calls: int, smoothness: float) -> None:
+        self._stats = stats
+        self._reservoir = RowReservoir(_RESERVOIR_SIZE)
+        self._rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31))
+        self._n_calls = n_calls
+        self._smoothness = smoothness
+        self.t_ = 0
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def partial_fit(self, X, y, classes=None):
+        """One SPAM pass over a chunk of a stream (one example or a minibatch at a time).
+
+        Class counts and means are running estimates over everything seen so far; the step
+        in call ``k`` is ``eta0 / sqrt(k)`` (``"auto"``: from the largest smoothness bound
+        seen so far). Updates start once both classes have been seen. The calibration is
+        refitted on a uniform reservoir of at most 2000 rows seen so far.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            A chunk of training data.
+        y : array-like of shape (n_samples,)
+            Its labels.
+        classes : array-like of shape (2,), default=None
+            Both class labels; required on the first call.
+
+        Returns
+        -------
+        self : AUCClassifier
+        """
+        first = not hasattr(self, "classes_")
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, reset=first)
+        if first:
+            if classes is None:
+                raise ValueError("classes must be given on the first call to partial_fit, "
+                                 "e.g. classes=[0, 1].")
+            classes = np.unique(classes)
+            if classes.size != 2:
+                raise ValueError("Only binary classification is supported: classes must hold "
+                                 f"exactly two labels, got {classes.tolist()}.")
+            self.classes_ = classes
+            self._init_stream(ClassStatistics.empty(X.shape[1]), n_calls=0, smoothness=0.0)
+            self.coef_ = np.zeros((1, X.shape[1]))
+            self.solver_ = "spam"
+        elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
+            raise ValueError(f"classes {np.unique(classes).tolist()} differ from the classes "
+                             f"{self.classes_.tolist()} seen before.")
+        y01 = self._encode_target(y, classes=self.classes_)
+        stats = self._stats
+        stats.update(X, y01)
+        self._reservoir.add(X, y01, self._rng)
+        self.t_ += X.shape[0]
+        w = self.coef_.ravel()
+        if stats.ready():
+            self._n_calls += 1
+            self._smoothness = max(self._smoothness,
+                                   minibatch_smoothness(X, y01, stats, self.batch_size))
+            self.step_size_ = (1.0 / max(self._smoothness, np.finfo(float).tiny)
+                               if self.eta0 == "auto" else float(self.eta0))
+            w = spam_epoch(w, X, y01, stats, self.step_size_ / np.sqrt(self._n_calls),
+                           self.alpha, self._l1_ratio(), self.batch_size, self._rng)
+            if not np.all(np.isfinite(w)):
+                raise FloatingPointError("SPAM diverged (non-finite coefficients); use a "
+                                         "smaller eta0 or standardise X.")
+        self.coef_ = w.reshape(1, -1)
+        self.n_iter_ = 1
+        self._calibrate(self._reservoir.X, self._reservoir.y)
+        return self
+
+    # ------------------------------------------------------------------ predict
+    def decision_function(self, X) -> np.ndarray:
+        """``X @ coef_ + intercept_``: the AUC score shifted by the calibration's threshold.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Positive values predict ``classes_[1]``.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        return np.asarray(X @ self.coef_.ravel()).ravel() + self.intercept_[0]
+
+    def predict_proba(self, X) -> np.ndarray:
+        """Calibrated probabilities, an increasing function of the score (same AUC).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, 2)
+        """
+        check_is_fitted(self)
+        p = expit(self._calibration_slope * self.decision_function(X))
+        return np.column_stack([1.0 - p, p])
+
+    def predict(self, X) -> np.ndarray:
+        """``classes_[1]`` where the calibrated probability exceeds 1/2.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        return self.classes_[(self.decision_function(X) > 0).astype(int)]

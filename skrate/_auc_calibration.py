@@ -1,0 +1,107 @@
+"""Increasing sigmoid calibration of scores (Platt scaling) and a row reservoir for streaming."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import expit
+
+__all__ = ["PlattCalibration", "RowReservoir", "fit_platt"]
+
+_MIN_SLOPE = 1e-6  # of the standardised score; keeps the map strictly increasing
+
+
+class PlattCalibration:
+    """``P(y=1 | s) = expit(slope * (s + offset))`` with ``slope > 0``."""
+
+    def __init__(self, slope: float, offset: float):
+        self.slope = float(slope)
+        self.offset = float(offset)
+
+    def __call__(self, scores: np.ndarray) -> np.ndarray:
+        return expit(self.slope * (scores + self.offset))
+
+
+def fit_platt(scores: np.ndarray, y: np.ndarray, max_steps: int = 50) -> PlattCalibration:
+    """Fit ``expit(a s + b)`` to 0/1 labels by Newton's method, with ``a`` kept positive.
+
+    Uses Platt's smoothed targets ``(n_+ + 1) / (n_+ + 2)`` and ``1 / (n_- + 2)`` so the fit is
+    finite on separable scores. When all scores are equal the slope is 1 and the offset puts
+    the (constant) probability at the smoothed positive rate.
+
+    References
+    ----------
+    Platt, J. Probabilistic Outputs for Support Vector Machines and Comparisons to
+    Regularized Likelihood Methods. Advances in Large Margin Classifiers, 1999.
+    """
+    n_pos = int((y == 1).sum())
+    n_neg = len(y) - n_pos
+    t = np.where(y == 1, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
+    rate = (n_pos + 1.0) / (len(y) + 2.0)
+    prior_logit = np.log(rate / (1.0 - rate))
+    center, spread = float(np.mean(scores)), float(np.std(scores))
+    if not spread > 1e-12 * max(1.0, abs(center)):
+        return PlattCalibration(1.0, prior_logit - center)
+    z = (scores - center) / spread
+    theta = np.array([0.0, prior_logit])  # slope and intercept on the standardised scale
+    Z = np.column_stack([z, np.ones_like(z)])
+
+    def nll(th):
+        u = Z @ th
+        return float(np.sum(np.logaddexp(0.0, u) - t * u))
+
+    for _ in range(max_steps):
+        prob = expit(Z @ theta)
+        grad = Z.T @ (prob - t)
+        hess = (Z * (prob * (1 - prob))[:, None]).T @ Z + 1e-12 * np.eye(2)
+        direction = np.linalg.solve(hess, grad)
+        step, current = 1.0, nll(theta)
+        while nll(theta - step * direction) > current and step > 1e-10:
+            step *= 0.5
+        theta = theta - step * direction
+        if np.max(np.abs(step * direction)) < 1e-10:
+            break
+    a = max(theta[0], _MIN_SLOPE)
+    slope = a / spread
+    intercept = theta[1] - a * center / spread
+    return PlattCalibration(slope, intercept / slope)
+
+
+class RowReservoir:
+    """Uniform sample of at most ``capacity`` rows of a stream (Vitter's Algorithm R).
+
+    Row order inside the reservoir is irrelevant to its use (calibration), so a chunk's
+    replacements are applied at once: evicted rows are dropped and newcomers appended.
+    """
+
+    def __init__(self, capacity: int):
+        self.capacity = capacity
+        self.n_seen = 0
+        self.X = None
+        self.y = None
+
+    def add(self, X, y: np.ndarray, rng: np.random.Generator) -> None:
+        n = X.shape[0]
+        stack = sp.vstack if sp.issparse(X) else np.vstack
+        if self.X is None:
+            self.X, self.y = X[:0], y[:0]
+        # filling phase: the first `capacity` rows always enter
+        n_fill = min(max(self.capacity - self.y.shape[0], 0), n)
+        if n_fill:
+            self.X = stack([self.X, X[:n_fill]])
+            self.y = np.concatenate([self.y, y[:n_fill]])
+        rest = np.arange(n_fill, n)
+        if rest.size:
+            seen = self.n_seen + rest  # 0-based stream index of each remaining row
+            slot = np.floor(rng.random(rest.size) * (seen + 1)).astype(np.int64)
+            hit = slot < self.capacity
+            rows, slot = rest[hit], slot[hit]
+            # a slot hit twice keeps the later row
+            last = len(slot) - 1 - np.unique(slot[::-1], return_index=True)[1]
+            rows, slot = rows[last], slot[last]
+            keep = np.setdiff1d(np.arange(self.y.shape[0]), slot)
+            self.X = stack([self.X[keep], X[rows]])
+            self.y = np.concatenate([self.y[keep], y[rows]])
+        if sp.issparse(self.X):
+            self.X = sp.csr_matrix(self.X)
+        self.n_seen += n
