@@ -9,12 +9,12 @@ import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from .exceptions import InfeasibleConstraintsWarning
 from .models import LinearModel, MLPModel
-from .problem import GroupTable, RateData, compile_expressions, compile_problem
+from .problem import GroupTable, RateData, compile_problem, constraint_rows, evaluate_term
 from .rates import Expression, Ratio, as_constraints, as_expression
 from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
 from .solvers import GAME_SOLVERS, SURROGATES, solve_rate_game
@@ -227,11 +227,13 @@ class ConstrainedClassifier(ClassifierMixin, BaseEstimator):
         X_raw = X
         X, y = validate_data(self, X, y, dtype=np.float64)
         check_classification_targets(y)
+        y_type = type_of_target(y, input_name="y", raise_unknown=True)
         self.classes_ = np.unique(y)
-        if self.classes_.shape[0] != 2:
+        if y_type != "binary" or self.classes_.shape[0] != 2:
             raise ValueError(
-                f"ConstrainedClassifier needs binary y with 2 classes; got {self.classes_.shape[0]} "
-                f"class(es): {self.classes_.tolist()[:10]}.")
+                "Only binary classification is supported. The type of the target is "
+                f"{y_type}, with {self.classes_.shape[0]} class(es): {self.classes_.tolist()[:10]}; "
+                "rates such as tpr are defined for a positive class (classes_[1]).")
         objective = as_expression(self.objective)
         if isinstance(objective, Ratio):
             raise ValueError(f"The objective {objective} is a ratio of rates; ConstrainedClassifier "
@@ -353,24 +355,11 @@ class ConstrainedClassifier(ClassifierMixin, BaseEstimator):
             raise ValueError(f"y holds labels {sorted(unknown)} unseen in fit; classes are {self.classes_.tolist()}.")
         p = self.predict_proba(X, solution=solution)[:, 1]
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
-        rows = []
-        for con in self.constraints_:
-            sides = [self._evaluate(side, data, p) for side in (con.lhs, con.rhs)]
-            g = self._evaluate(con.expression, data, p)
-            rows.append({"constraint": str(con), "lhs": sides[0], "rhs": sides[1], "violation": g})
-        rows.append({"constraint": f"objective: {self.objective_}", "lhs": self._evaluate(self.objective_, data, p),
+        rows = constraint_rows(self.constraints_, data, p)
+        rows.append({"constraint": f"objective: {self.objective_}", "lhs": evaluate_term(self.objective_, data, p),
                      "rhs": np.nan, "violation": np.nan})
         try:
             import pandas as pd
         except ImportError:
             return rows
         return pd.DataFrame(rows)
-
-    @staticmethod
-    def _evaluate(term, data, p) -> float:
-        if isinstance(term, Ratio):
-            A, b = compile_expressions([term.numerator, term.denominator], data)
-            num, den = A @ p + b
-            return float(num / den) if den > 0 else np.nan
-        A, b = compile_expressions([term], data)
-        return float((A @ p + b)[0])

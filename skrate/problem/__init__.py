@@ -1,6 +1,7 @@
 """The compiled problem: rates of a model as one sparse matrix product."""
 
 from ._compile import RateData, RateProblem, compile_expressions, compile_problem, expand_constraints
+from ._evaluate import constraint_rows, evaluate_term
 from ._groups import GroupTable
 
-__all__ = ["GroupTable", "RateData", "RateProblem", "compile_expressions", "compile_problem", "expand_constraints"]
+__all__ = ["GroupTable", "constraint_rows", "evaluate_term", "RateData", "RateProblem", "compile_expressions", "compile_problem", "expand_constraints"]
