@@ -11,9 +11,9 @@ def project_capped_simplex(v: np.ndarray, h: float) -> np.ndarray:
     The projection is ``w_i = clip(v_i - tau, 0, 1)`` for the unique shift ``tau``
     with ``sum_i clip(v_i - tau, 0, 1) = h``. That sum is continuous, piecewise
     linear and non-increasing in ``tau`` with breakpoints at ``v_i`` and
-    ``v_i - 1``; it is evaluated at all ``2n`` breakpoints at once from sorted
-    values and suffix sums, and ``tau`` is interpolated on the bracketing
-    segment: ``O(n log n)`` with no Python loop over entries.
+    ``v_i - 1``; it is evaluated at all ``2n`` sorted breakpoints at once by a
+    cumulative sum of slope times gap, and ``tau`` is interpolated on the
+    bracketing segment: ``O(n log n)`` with no Python loop over entries.
 
     Parameters
     ----------
@@ -42,26 +42,17 @@ def project_capped_simplex(v: np.ndarray, h: float) -> np.ndarray:
     if h == n:
         return np.ones(n)
 
-    v_sorted = np.sort(v)
-    # suffix[k] = sum of v_sorted[k:]
-    suffix = np.concatenate([np.cumsum(v_sorted[::-1])[::-1], [0.0]])
-
-    def mass(tau: np.ndarray) -> np.ndarray:
-        # sum_i clip(v_i - tau, 0, 1) = sum_i (v_i - tau)_+ - sum_i (v_i - 1 - tau)_+
-        def positive_part_sum(t):
-            k = np.searchsorted(v_sorted, t, side="right")
-            return suffix[k] - (n - k) * t
-
-        return positive_part_sum(tau) - positive_part_sum(tau + 1.0)
-
-    breaks = np.sort(np.concatenate([v_sorted - 1.0, v_sorted]))
-    g = mass(breaks)  # non-increasing from n (at min(v) - 1) to 0 (at max(v))
-    # first breakpoint where the mass drops to h or below; g[0] = n > h
+    # Passing tau = v_i - 1 moves entry i from 1 into the linear part (slope -1);
+    # passing tau = v_i moves it to 0 (slope back +1). One sort of the 2n
+    # breakpoints, then the mass at each is n + cumsum(slope * gap).
+    breaks = np.concatenate([v - 1.0, v])
+    order = np.argsort(breaks, kind="stable")
+    t = breaks[order]
+    slope = np.cumsum(np.where(order < n, -1.0, 1.0))
+    g = n + np.concatenate([[0.0], np.cumsum(slope[:-1] * np.diff(t))])
+    # g is non-increasing from n (at min(v) - 1) to 0 (at max(v)); bracket h
     j = int(np.searchsorted(-g, -h, side="left"))
-    t_lo, t_hi = breaks[j - 1], breaks[j]
-    g_lo, g_hi = g[j - 1], g[j]
-    if g_lo == g_hi:
-        tau = t_hi
-    else:
-        tau = t_lo + (g_lo - h) * (t_hi - t_lo) / (g_lo - g_hi)
+    j = min(max(j, 1), 2 * n - 1)
+    t_lo, t_hi, g_lo, g_hi = t[j - 1], t[j], g[j - 1], g[j]
+    tau = t_hi if g_lo <= g_hi else t_lo + (g_lo - h) * (t_hi - t_lo) / (g_lo - g_hi)
     return np.clip(v - tau, 0.0, 1.0)

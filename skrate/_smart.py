@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.optimize import minimize
-from scipy.special import expit, logsumexp
+from scipy.special import expit
 
 from skrate._capped_simplex import project_capped_simplex
 from skrate._prox import elastic_net_penalty, prox_elastic_net
@@ -52,8 +52,11 @@ def linear_loss(loss: str, S: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np
     if loss == "logistic":
         z = Y * S[:, 0]
         return np.logaddexp(0.0, -z), (-Y * expit(-z))[:, None]
-    lse = logsumexp(S, axis=1)
-    return lse - np.sum(S * Y, axis=1), np.exp(S - lse[:, None]) - Y
+    # log-sum-exp by hand: scipy's array-API wrapper costs more than the maths here
+    shifted = S - S.max(axis=1, keepdims=True)
+    E = np.exp(shifted)
+    total = E.sum(axis=1, keepdims=True)
+    return (np.log(total) - np.sum(shifted * Y, axis=1, keepdims=True))[:, 0], E / total - Y
 
 
 # ------------------------------------------------------------------------- penalties
@@ -120,9 +123,10 @@ class TrimmedProblem:
     def lipschitz(self) -> tuple[float, float]:
         """Lipschitz constants of the gradient in ``(W, b)`` of the smooth part.
 
-        Returns ``(L_full, L_max)``: ``L_full`` bounds the whole smooth part
-        ``(1/h) sum_i w_i f_i`` for any ``w`` in the capped simplex, ``L_max`` each
-        term ``(n/h) f_i`` of its average form ``(1/n) sum_i (n w_i / h) f_i``.
+        Returns ``(L_full, L_terms)``: ``L_full`` bounds the whole smooth part
+        ``(1/h) sum_i w_i f_i`` for any ``w`` in the capped simplex, ``L_terms`` each
+        term ``(n/h) f_i`` of its average form ``(1/n) sum_i (n w_i / h) f_i`` in
+        the mean-square sense: ``sqrt(mean_i L_i^2)``.
         """
         kappa = CURVATURE[self.loss]
         X = self.X
@@ -133,7 +137,10 @@ class TrimmedProblem:
             lam = float(np.linalg.eigvalsh(Xt.T @ Xt)[-1])
         else:  # Frobenius norm: a cheap upper bound
             lam = float(row_sq.sum())
-        return kappa * lam / self.h, kappa * n * float(row_sq.max()) / self.h
+        # mean-square (not worst-case) smoothness of the terms: what bounds the
+        # variance of the minibatch gradient differences
+        l_ms = float(np.sqrt(np.mean(row_sq * row_sq)))
+        return kappa * lam / self.h, kappa * n * l_ms / self.h
 
 
 @dataclass
@@ -163,11 +170,12 @@ def smart(
     variance_reduction: str = "saga",
     batch_size: int = 32,
     block: str = "cyclic",
-    weight_step: float = 1.0,
+    weight_step: float = np.inf,
     max_iter: int = 100,
-    tol: float = 1e-5,
+    tol: float = 1e-4,
     rng: np.random.Generator | None = None,
     step_size: float | None = None,
+    step_scale: float = 1.0,
 ) -> TrimmedFit:
     """Stochastic variance-reduced block prox-gradient on ``(W, b)`` and ``w``.
 
@@ -184,13 +192,15 @@ def smart(
     ``block="cyclic"`` updates ``(W, b)`` then ``w`` at every iteration;
     ``block="random"`` updates one block per iteration, drawn uniformly.
 
-    Steps: ``(W, b)`` uses ``1 / (2 L(b))`` with the minibatch smoothness
-    ``L(b) = n(b-1)/(b(n-1)) L_full + (n-b)/(b(n-1)) L_max`` built from the
-    Lipschitz constants of :meth:`TrimmedProblem.lipschitz`. The ``w`` block is
-    linear (its own Lipschitz constant is 0), so any step is admissible;
-    ``w <- P(w - weight_step * f / fbar)``, with ``fbar`` the current weighted mean
-    loss, is scale-free in the loss and
-    ``weight_step=inf`` gives the exact block minimiser (keep the ``h`` smallest).
+    Steps: ``(W, b)`` uses ``step_scale / L(b)`` with the minibatch smoothness
+    ``L(b) = n(b-1)/(b(n-1)) L_full + (n-b)/(b(n-1)) L_terms`` built from the
+    Lipschitz constants of :meth:`TrimmedProblem.lipschitz`. The objective is
+    linear in ``w``: that block's Lipschitz constant is 0 and its step ``1/0``
+    unbounded, so the default ``weight_step=inf`` takes the exact block minimiser
+    (weight 1 on the ``h`` smallest table losses). A finite ``weight_step`` takes
+    the projected-gradient step ``w <- P(w - weight_step * f / fbar)`` onto the
+    capped simplex instead, with ``fbar`` the current weighted mean loss (so the
+    step is free of the loss scale); its fixed points are the same.
 
     The exact objective is evaluated once per epoch (one pass); an epoch that
     increased it is undone and the ``(W, b)`` step halved, so the recorded
@@ -213,13 +223,13 @@ def smart(
     fi = float(P.fit_intercept)
 
     if step_size is None:
-        L_full, L_max = P.lipschitz()
+        L_full, L_terms = P.lipschitz()
         L_b = (
             L_full
             if n == 1
-            else n * (bsz - 1) / (bsz * (n - 1)) * L_full + (n - bsz) / (bsz * (n - 1)) * L_max
+            else n * (bsz - 1) / (bsz * (n - 1)) * L_full + (n - bsz) / (bsz * (n - 1)) * L_terms
         )
-        step_size = 1.0 / (2.0 * L_b)
+        step_size = step_scale / L_b
     eta = float(step_size)
 
     W = np.zeros((d, K))
@@ -255,6 +265,7 @@ def smart(
             loss_tab, D = linear_loss(P.loss, P.scores(W, b), Y)
             agg_W, agg_b = aggregate(w, D)
         perm = rng.permutation(n)
+        X_perm, Y_perm = X[perm], Y[perm]  # minibatches become contiguous views
         n_steps = n_batches if block == "cyclic" else 2 * n_batches
         pick_w = rng.random(n_steps) < 0.5 if block == "random" else None
         k = 0
@@ -262,10 +273,11 @@ def smart(
             if block == "random" and pick_w[step]:
                 w, agg_W, agg_b = w_step(w, loss_tab, agg_W, agg_b)
                 continue
-            B = perm[(k % n_batches) * bsz : (k % n_batches + 1) * bsz]
+            rows = slice((k % n_batches) * bsz, (k % n_batches + 1) * bsz)
+            B = perm[rows]
             k += 1
-            XB = X[B]
-            l_B, D_B = linear_loss(P.loss, XB @ W + b, Y[B])
+            XB = X_perm[rows]
+            l_B, D_B = linear_loss(P.loss, XB @ W + b, Y_perm[rows])
             cdiff = (w[B] / h)[:, None] * (D_B - D[B])
             corr_W = XB.T @ cdiff
             corr_b = cdiff.sum(axis=0) * fi

@@ -61,7 +61,7 @@ _PARAMETERS = """
         derivatives refreshed per minibatch ("saga") or at a snapshot per epoch
         ("svrg").
 
-    batch_size : int, default=32
+    batch_size : int, default=64
         Minibatch size of the "smart" solver (capped at ``n_samples``).
 
     block : {"cyclic", "random"}, default="cyclic"
@@ -69,19 +69,22 @@ _PARAMETERS = """
         then the weights at every iteration; "random" updates one of the two,
         drawn uniformly, per iteration.
 
-    weight_step : float > 0 or inf, default=1.0
-        Step of the projected-gradient update of the weights, relative to the
-        current mean kept loss. ``np.inf`` keeps the ``h`` smallest losses at every
-        step (exact minimisation over the weights).
+    weight_step : float > 0 or inf, default=np.inf
+        Step of the projected-gradient update of the weights onto the capped
+        simplex, relative to the current mean kept loss. The objective is linear in
+        the weights (Lipschitz constant 0), so the default unbounded step is the
+        exact minimisation over them: weight 1 on the ``h`` smallest losses. A
+        finite step moves the weights gradually (fractional on the way).
 
     max_iter : int, default=100
         Maximum number of epochs ("smart") or concentration steps
         ("alternating").
 
-    tol : float, default=1e-5
+    tol : float, default=1e-4
         "smart" stops when an epoch lowers the objective by less than
-        ``tol`` (relative) without changing the kept set; it is also the inner
-        tolerance of the exact refits of "alternating".
+        ``tol`` (relative) without changing the kept set; "alternating" refits
+        exactly (inner tolerance ``min(tol, 1e-6)``) and stops when the kept set
+        is stable.
 
     random_state : int, RandomState instance or None, default=None
         Seeds the minibatch order and block draws of "smart".
@@ -140,11 +143,11 @@ class _BaseTrimmed(BaseEstimator):
         fit_intercept=True,
         solver="smart",
         variance_reduction="saga",
-        batch_size=32,
+        batch_size=64,
         block="cyclic",
-        weight_step=1.0,
+        weight_step=np.inf,
         max_iter=100,
-        tol=1e-5,
+        tol=1e-4,
         random_state=None,
     ):
         self.trim_fraction = trim_fraction
@@ -361,20 +364,21 @@ class TrimmedClassifier(ClassifierMixin, _BaseTrimmed):
             )
         n = X.shape[0]
         h = self._n_kept(n)
-        smallest = int(np.argmin(counts))
-        if n - h >= counts[smallest]:
-            param = "n_inliers" if self.n_inliers is not None else "trim_fraction"
-            value = getattr(self, param)
-            raise ValueError(
-                f"{param}={value} trims {n - h} of {n} samples, at least all "
-                f"{counts[smallest]} samples of class {self.classes_[smallest]!r}, which "
-                f"could then be dropped entirely; lower trim_fraction (or raise n_inliers)."
-            )
         if self.classes_.size == 2:
             Y, loss = np.where(y == self.classes_[1], 1.0, -1.0), "logistic"
         else:
             Y, loss = LabelBinarizer().fit(self.classes_).transform(y).astype(float), "multinomial"
         fit = self._solve(X, Y, loss, h)
+        kept = np.bincount(np.searchsorted(self.classes_, y), weights=fit.weights)
+        if np.any(kept < 0.5):
+            k = int(np.argmin(kept))
+            param = "n_inliers" if self.n_inliers is not None else "trim_fraction"
+            raise ValueError(
+                f"{param}={getattr(self, param)!r} trims {n - h} of {n} samples, and the fit "
+                f"trimmed all {counts[k]} samples of class {self.classes_[k]!r}, so that "
+                "class is not learned; lower trim_fraction (or raise n_inliers), or give "
+                "more samples of that class."
+            )
         self.coef_ = fit.coef.T.copy()
         self.intercept_ = fit.intercept.copy()
         return self
