@@ -19,7 +19,7 @@ optimum ``a = w.m_+``, ``b = w.m_-``, ``alpha = w.(m_- - m_+)`` the gradient of 
 
 an unbiased estimate of ``Q w - delta``. It stays unbiased when every ``x`` is shifted by the
 same vector, so the solvers shift by the overall mean (smaller variance, and constant features
-get exactly zero gradient) without copying ``X`` (sparse input stays sparse).
+get a zero gradient up to rounding) without copying ``X`` (sparse input stays sparse).
 """
 
 from __future__ import annotations

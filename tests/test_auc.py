@@ -1,0 +1,364 @@
+"""AUCClassifier: the objective, its reformulation, the prox operators and the solvers."""
+
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from sklearn.datasets import load_breast_cancer, make_classification
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.metrics import roc_auc_score
+from sklearn.model_selection import GridSearchCV
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+
+from skrate import AUCClassifier
+from skrate._auc_calibration import RowReservoir, fit_platt
+from skrate._auc_objective import (
+    ClassStatistics,
+    full_gradient,
+    minibatch_gradient,
+    pairwise_square_loss,
+    quadratic_form,
+    saddle_function,
+    smooth_objective,
+)
+from skrate._auc_solvers import minibatch_smoothness, solve_exact, spam, vrspam
+from skrate._prox import elastic_net_penalty, prox_elastic_net, soft_threshold
+
+
+def _data(n=600, d=8, seed=0, weights=(0.7,)):
+    X, y = make_classification(n_samples=n, n_features=d, n_informative=min(5, d), n_redundant=0,
+                               weights=list(weights), flip_y=0.05, random_state=seed)
+    return StandardScaler().fit_transform(X) + 0.5, y  # shifted: centring must not matter
+
+
+def _objective(w, X, y, alpha, l1_ratio):
+    return smooth_objective(w, X, y) + elastic_net_penalty(w, alpha, l1_ratio)
+
+
+# ----------------------------------------------------------------------------- prox
+
+@pytest.mark.parametrize("l1_ratio", [0.0, 0.3, 1.0])
+def test_prox_elastic_net_matches_cvxpy(l1_ratio):
+    rng = np.random.default_rng(1)
+    v, step, alpha = rng.normal(size=12), 0.7, 0.9
+    w = cp.Variable(12)
+    penalty = alpha * (l1_ratio * cp.norm1(w) + (1 - l1_ratio) / 2 * cp.sum_squares(w))
+    cp.Problem(cp.Minimize(cp.sum_squares(w - v) / 2 + step * penalty)).solve(
+        solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    got = prox_elastic_net(v, step, alpha, l1_ratio)
+    np.testing.assert_allclose(got, w.value, atol=1e-6)
+    if l1_ratio > 0:
+        assert np.any(got == 0) and np.any(got != 0)
+
+
+def test_soft_threshold_values_and_input_untouched():
+    v = np.array([-3.0, -0.5, 0.0, 0.2, 2.0])
+    v0 = v.copy()
+    np.testing.assert_array_equal(soft_threshold(v, 1.0), [-2.0, 0.0, 0.0, 0.0, 1.0])
+    np.testing.assert_array_equal(v, v0)
+    with pytest.raises(ValueError, match="threshold"):
+        soft_threshold(v, -1.0)
+
+
+# ----------------------------------------------------------------------------- objective
+
+def test_pairwise_loss_equals_brute_force_mean_over_pairs():
+    rng = np.random.default_rng(0)
+    s, y = rng.normal(size=40), (rng.random(40) < 0.3).astype(int)
+    pairs = s[y == 1][:, None] - s[y == 0][None, :]
+    assert pairwise_square_loss(s, y) == pytest.approx(0.5 * np.mean((1 - pairs) ** 2), rel=1e-12)
+
+
+def test_quadratic_form_reproduces_the_loss():
+    X, y = _data(n=80)
+    Q, delta = quadratic_form(X, y)
+    w = np.random.default_rng(2).normal(size=X.shape[1])
+    assert 0.5 * w @ Q @ w - delta @ w + 0.5 == pytest.approx(smooth_objective(w, X, y),
+                                                                rel=1e-10)
+
+
+def test_saddle_reformulation_inner_optimum_gives_the_loss():
+    X, y = _data(n=120)
+    stats = ClassStatistics.from_data(X, y)
+    p = stats.p
+    w = np.random.default_rng(3).normal(size=X.shape[1])
+    a, b = w @ stats.mean_pos, w @ stats.mean_neg
+    al = w @ (stats.mean_neg - stats.mean_pos)
+    value = saddle_function(w, a, b, al, X, y, p)
+    assert value == pytest.approx(p * (1 - p) * (2 * smooth_objective(w, X, y) - 1), rel=1e-10)
+    # the closed forms are stationary: minimum in a and b, maximum in alpha
+    h = 1e-3
+    for da, db, dal, sign in [(h, 0, 0, 1), (-h, 0, 0, 1), (0, h, 0, 1), (0, -h, 0, 1),
+                              (0, 0, h, -1), (0, 0, -h, -1)]:
+        moved = saddle_function(w, a + da, b + db, al + dal, X, y, p)
+        assert sign * (moved - value) > 0
+
+
+def test_gradients_match_finite_differences():
+    X, y = _data(n=150)
+    stats = ClassStatistics.from_data(X, y)
+    p = stats.p
+    w = np.random.default_rng(4).normal(size=X.shape[1])
+    a, b = w @ stats.mean_pos, w @ stats.mean_neg
+    al = w @ (stats.mean_neg - stats.mean_pos)
+    h, eye = 1e-6, np.eye(X.shape[1])
+    fd_loss = np.array([(smooth_objective(w + h * e, X, y) - smooth_objective(w - h * e, X, y))
+                        / (2 * h) for e in eye])
+    np.testing.assert_allclose(full_gradient(w, X, y, stats), fd_loss, rtol=1e-6, atol=1e-8)
+    # SPAM's stochastic gradient is the partial w-gradient of F at the inner optimum,
+    # divided by 2 p (1 - p)
+    fd_saddle = np.array([(saddle_function(w + h * e, a, b, al, X, y, p)
+                           - saddle_function(w - h * e, a, b, al, X, y, p)) / (2 * h)
+                          for e in eye])
+    np.testing.assert_allclose(2 * p * (1 - p) * full_gradient(w, X, y, stats), fd_saddle,
+                               rtol=1e-6, atol=1e-8)
+    # and per example (unbiased minibatches): the example-wise values average to it
+    per_example = np.array([minibatch_gradient(w, X[[i]], y[[i]], stats) for i in range(len(y))])
+    np.testing.assert_allclose(per_example.mean(axis=0), fd_loss, rtol=1e-6, atol=1e-8)
+
+
+# ----------------------------------------------------------------------------- exact
+
+@pytest.mark.parametrize("l1_ratio", [0.0, 0.5, 1.0])
+def test_exact_matches_cvxpy(l1_ratio):
+    X, y = _data(n=200, d=6, seed=5)
+    alpha = 0.02
+    Q, delta = quadratic_form(X, y)
+    w = cp.Variable(X.shape[1])
+    penalty = alpha * (l1_ratio * cp.norm1(w) + (1 - l1_ratio) / 2 * cp.sum_squares(w))
+    cp.Problem(cp.Minimize(0.5 * cp.quad_form(w, cp.psd_wrap(Q)) - delta @ w + penalty)).solve(
+        solver=cp.CLARABEL, tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12)
+    got = solve_exact(X, y, alpha, l1_ratio).coef
+    np.testing.assert_allclose(got, w.value, atol=1e-6)
+    assert _objective(got, X, y, alpha, l1_ratio) <= _objective(w.value, X, y, alpha,
+                                                                 l1_ratio) + 1e-10
+
+
+def test_exact_ridge_is_stationary_and_alpha_zero_is_min_norm():
+    X, y = _data(n=100, d=5)
+    X = np.column_stack([X, X[:, 0], np.full(len(y), 3.0)])  # duplicate and constant column
+    stats = ClassStatistics.from_data(X, y)
+    for alpha in (0.0, 0.1):
+        w = solve_exact(X, y, alpha, 0.0).coef
+        assert np.all(np.isfinite(w))
+        np.testing.assert_allclose(full_gradient(w, X, y, stats) + alpha * w, 0, atol=1e-8)
+        assert w[-1] == pytest.approx(0.0, abs=1e-10)
+        assert w[0] == pytest.approx(w[-2], abs=1e-8)  # the min-norm split of a duplicate
+
+
+# ----------------------------------------------------------------------------- stochastic
+
+@pytest.mark.parametrize("l1_ratio", [0.0, 0.5])
+def test_stochastic_solvers_reach_exact_objective(l1_ratio):
+    """VRSPAM within 1e-4 relative gap in <= 15 passes; SPAM within 2e-2 in 30 passes."""
+    X, y = _data(n=3000, d=10, seed=7)
+    alpha = 0.05
+    stats = ClassStatistics.from_data(X, y)
+    ref = _objective(solve_exact(X, y, alpha, l1_ratio).coef, X, y, alpha, l1_ratio)
+    step = 1.0 / minibatch_smoothness(X, y, stats, 16)
+    common = dict(alpha=alpha, l1_ratio=l1_ratio, step=step, batch_size=16)
+    vr = vrspam(X, y, stats, max_iter=15, inner_iter=188, rng=np.random.default_rng(0),
+                tol=0.0, **common)
+    gap_vr = (_objective(vr.coef, X, y, alpha, l1_ratio) - ref) / ref
+    assert -1e-12 <= gap_vr <= 1e-4
+    sg = spam(X, y, stats, max_iter=30, rng=np.random.default_rng(0), **common)
+    gap_sg = (_objective(sg.coef, X, y, alpha, l1_ratio) - ref) / ref
+    assert -1e-12 <= gap_sg <= 2e-2
+    assert gap_vr < gap_sg
+
+
+def test_vrspam_gradient_variance_shrinks_across_outer_loops():
+    X, y = _data(n=2000, d=10, seed=8)
+    alpha = 0.05
+    stats = ClassStatistics.from_data(X, y)
+    snapshots = []
+    vrspam(X, y, stats, alpha=alpha, l1_ratio=0.0, batch_size=16, max_iter=13, inner_iter=125,
+           step=1.0 / minibatch_smoothness(X, y, stats, 16), rng=np.random.default_rng(0),
+           tol=0.0, callback=lambda info: snapshots.append(info["coef"]))
+
+    def per_example(w, affine=True):
+        return np.array([minibatch_gradient(w, X[[i]], y[[i]], stats, affine)
+                         for i in range(len(y))])
+
+    vr_var, sgd_var = [], []
+    for w_snap, w in zip(snapshots[:-1], snapshots[1:]):
+        # variance of g_i(w) - g_i(w_snap) + mu(w_snap) around the full gradient at w
+        diff = per_example(w - w_snap, affine=False)
+        vr_var.append(np.mean(np.sum((diff - diff.mean(axis=0)) ** 2, axis=1)))
+        g = per_example(w)
+        sgd_var.append(np.mean(np.sum((g - g.mean(axis=0)) ** 2, axis=1)))
+    assert len(vr_var) >= 5
+    assert vr_var[-1] < 1e-3 * vr_var[0]
+    assert np.all(np.diff(np.log(vr_var)) < 0.5)  # no growth beyond noise
+    assert sgd_var[-1] > 0.5 * sgd_var[0]  # plain SPAM's variance does not vanish
+    assert vr_var[-1] < 1e-4 * sgd_var[-1]
+
+
+# ----------------------------------------------------------------------------- estimator
+
+def test_estimator_solvers_agree_and_auto_picks_exact():
+    X, y = _data(n=1500, d=8, seed=9)
+    exact = AUCClassifier(solver="auto", alpha=0.05).fit(X, y)
+    assert exact.solver_ == "exact" and exact.n_iter_ == 1
+    vr = AUCClassifier(solver="vrspam", alpha=0.05, random_state=0, tol=1e-6,
+                       max_iter=40).fit(X, y)
+    assert vr.objective_ >= exact.objective_ - 1e-12
+    assert (vr.objective_ - exact.objective_) / exact.objective_ < 1e-4
+    assert vr.n_iter_ < 40  # stopped by tol
+    assert roc_auc_score(y, vr.decision_function(X)) == pytest.approx(
+        roc_auc_score(y, exact.decision_function(X)), abs=2e-3)
+
+
+def test_l1_penalty_gives_sparse_coefficients():
+    X, y = _data(n=800, d=12, seed=10)
+    dense = AUCClassifier(solver="exact", penalty="l2", alpha=0.05).fit(X, y)
+    sparse = AUCClassifier(solver="exact", penalty="l1", alpha=0.05).fit(X, y)
+    assert np.count_nonzero(dense.coef_) == 12
+    assert 0 < np.count_nonzero(sparse.coef_) < 12
+    vr = AUCClassifier(solver="vrspam", penalty="l1", alpha=0.05, random_state=0,
+                       max_iter=40, tol=1e-7).fit(X, y)
+    np.testing.assert_array_equal(vr.coef_ == 0, sparse.coef_ == 0)
+
+
+def test_predict_proba_is_monotone_and_consistent_with_predict():
+    X, y = _data(n=500, seed=11)
+    clf = AUCClassifier(solver="exact").fit(X, y)
+    s = X @ clf.coef_.ravel()
+    proba = clf.predict_proba(X)[:, 1]
+    order = np.argsort(s)
+    assert np.all(np.diff(proba[order]) >= 0)
+    assert roc_auc_score(y, proba) == pytest.approx(roc_auc_score(y, s), abs=1e-12)
+    np.testing.assert_array_equal(clf.predict(X) == 1, proba > 0.5)
+    np.testing.assert_allclose(clf.decision_function(X), s + clf.intercept_[0])
+    # calibrated: mean probability close to the base rate
+    assert proba.mean() == pytest.approx(y.mean(), abs=0.02)
+
+
+def test_platt_recovers_a_logistic_link():
+    rng = np.random.default_rng(12)
+    s = rng.normal(size=20000)
+    y = (rng.random(20000) < 1 / (1 + np.exp(-(2.0 * s - 0.5)))).astype(int)
+    cal = fit_platt(s, y)
+    assert cal.slope == pytest.approx(2.0, rel=0.05)
+    assert cal.slope * cal.offset == pytest.approx(-0.5, abs=0.05)
+    flat = fit_platt(np.full(10, 4.0), np.array([1, 0] * 5))
+    assert np.all(np.isfinite([flat.slope, flat.offset]))
+    assert flat(np.array([4.0]))[0] == pytest.approx(0.5)
+
+
+def test_reservoir_is_bounded_and_uniform():
+    rng = np.random.default_rng(13)
+    res = RowReservoir(500)
+    for start in range(0, 20000, 700):
+        rows = np.arange(start, min(start + 700, 20000), dtype=float)[:, None]
+        res.add(rows, np.zeros(len(rows), dtype=int), rng)
+    kept = res.X.ravel()
+    assert len(kept) == 500 and len(np.unique(kept)) == 500
+    assert kept.mean() == pytest.approx(10000, rel=0.08)  # sd of the mean is ~260
+
+
+def test_partial_fit_streams_to_the_batch_solution():
+    X, y = _data(n=4000, d=8, seed=14)
+    exact = AUCClassifier(solver="exact", alpha=0.05).fit(X, y)
+    stream = AUCClassifier(alpha=0.05, random_state=0)
+    for epoch in range(10):
+        for chunk in np.array_split(np.random.default_rng(epoch).permutation(len(y)), 8):
+            stream.partial_fit(X[chunk], y[chunk], classes=[0, 1])
+    obj = _objective(stream.coef_.ravel(), X, y, 0.05, 0.0)
+    assert (obj - exact.objective_) / exact.objective_ < 2e-2
+    assert stream.t_ == 10 * len(y)
+    assert roc_auc_score(y, stream.decision_function(X)) == pytest.approx(
+        roc_auc_score(y, exact.decision_function(X)), abs=5e-3)
+
+
+def test_partial_fit_one_example_at_a_time():
+    X, y = _data(n=300, d=5, seed=15)
+    clf = AUCClassifier(alpha=0.05, random_state=0)
+    with pytest.raises(ValueError, match="classes must be given"):
+        clf.partial_fit(X[:1], y[:1])
+    for i in range(len(y)):
+        clf.partial_fit(X[i:i + 1], y[i:i + 1], classes=[0, 1])
+    assert np.all(np.isfinite(clf.coef_))
+    assert roc_auc_score(y, clf.decision_function(X)) > 0.8
+    with pytest.raises(ValueError, match="not in classes"):
+        clf.partial_fit(X[:2], np.array([0, 2]))
+
+
+def test_pipeline_and_grid_search_with_roc_auc():
+    X, y = load_breast_cancer(return_X_y=True)
+    pipe = make_pipeline(StandardScaler(), AUCClassifier(solver="exact"))
+    search = GridSearchCV(pipe, {"aucclassifier__alpha": [1e-3, 1e-2, 1e-1]},
+                          scoring="roc_auc", cv=3).fit(X, y)
+    assert search.best_score_ > 0.97
+    assert search.predict_proba(X).shape == (len(y), 2)
+
+
+def test_sparse_input_matches_dense():
+    X, y = _data(n=400, d=6, seed=16)
+    Xs = sp.csr_matrix(np.where(np.abs(X) > 1.0, X, 0.0))
+    Xd = Xs.toarray()
+    for solver in ("exact", "vrspam"):
+        a = AUCClassifier(solver=solver, random_state=0, max_iter=5, tol=1e-2).fit(Xd, y)
+        b = AUCClassifier(solver=solver, random_state=0, max_iter=5, tol=1e-2).fit(Xs, y)
+        np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-9, atol=1e-12)
+        np.testing.assert_allclose(a.predict_proba(Xd), b.predict_proba(Xs), atol=1e-12)
+
+
+def test_reproducible_inputs_untouched_and_callback_stops():
+    X, y = _data(n=300, seed=17)
+    X0, y0 = X.copy(), y.copy()
+    a = AUCClassifier(solver="spam", random_state=3, max_iter=4).fit(X, y)
+    b = AUCClassifier(solver="spam", random_state=3, max_iter=4).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+    np.testing.assert_array_equal(X, X0)
+    np.testing.assert_array_equal(y, y0)
+    seen = []
+    clf = AUCClassifier(solver="spam", max_iter=20, random_state=0,
+                        callback=lambda info: seen.append(info["n_iter"]) or len(seen) == 3)
+    clf.fit(X, y)
+    assert seen == [1.0, 2.0, 3.0] and clf.n_iter_ == 3
+
+
+# ----------------------------------------------------------------------------- edge cases
+
+def test_one_class_and_multiclass_are_rejected():
+    X, y = _data(n=50)
+    with pytest.raises(ValueError, match="only one class"):
+        AUCClassifier().fit(X, np.ones(50))
+    with pytest.raises(ValueError, match="Only binary classification"):
+        AUCClassifier().fit(X, np.arange(50) % 3)
+
+
+def test_nan_and_bad_params_are_rejected():
+    X, y = _data(n=50)
+    X[3, 2] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        AUCClassifier().fit(X, y)
+    with pytest.raises(ValueError, match="solver"):
+        AUCClassifier(solver="sgd").fit(np.nan_to_num(X), y)
+
+
+@pytest.mark.parametrize("solver", ["exact", "spam", "vrspam"])
+def test_constant_features_and_singleton_class_are_finite(solver):
+    X, y = _data(n=200, d=4, seed=18)
+    Xc = np.column_stack([X, np.full(200, 7.0)])
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = AUCClassifier(solver=solver, random_state=0).fit(Xc, y)
+    assert np.all(np.isfinite(clf.coef_)) and abs(clf.coef_[0, -1]) < 1e-12
+    # a class with a single example: its mean is that example
+    y1 = np.zeros(200, dtype=int)
+    y1[np.argmax(X[:, 0])] = 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = AUCClassifier(solver=solver, random_state=0).fit(X, y1)
+    assert np.all(np.isfinite(clf.coef_)) and np.all(np.isfinite(clf.predict_proba(X)))
+    assert np.argmax(clf.decision_function(X)) == np.argmax(X[:, 0]) or solver != "exact"
+    # all features constant: zero coefficients, the base rate everywhere
+    flat = AUCClassifier(solver=solver, random_state=0).fit(np.ones((20, 3)), y[:20])
+    np.testing.assert_array_equal(flat.coef_, 0.0)
+    np.testing.assert_allclose(flat.predict_proba(np.ones((2, 3)))[:, 1],
+                               (y[:20].sum() + 1) / 22)
