@@ -185,6 +185,7 @@ class _Parser:
         if self._eat("["):
             if not self._peek("]"):
                 while True:
+                    self._skip()
                     key_pos = self.pos
                     key = self._name()
                     if key is None:

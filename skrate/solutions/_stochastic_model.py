@@ -22,9 +22,10 @@ def row_uniforms(X: np.ndarray, seed: int = 0) -> np.ndarray:
     """
     X = np.ascontiguousarray(X, dtype=np.float64) + 0.0  # + 0.0 folds -0.0 into 0.0
     bits = X.view(np.uint64).reshape(X.shape[0], -1)
-    h = np.full(X.shape[0], _mix(np.array([seed], dtype=np.uint64) + _GOLDEN)[0], dtype=np.uint64)
-    for j in range(bits.shape[1]):
-        h = _mix(h ^ (bits[:, j] + _GOLDEN * np.uint64(j + 1)))
+    with np.errstate(over="ignore"):  # 64-bit wrap-around is the point of the hash
+        h = np.full(X.shape[0], _mix(np.array([seed], dtype=np.uint64) + _GOLDEN)[0], dtype=np.uint64)
+        for j in range(bits.shape[1]):
+            h = _mix(h ^ (bits[:, j] + _GOLDEN * np.uint64(j + 1)))
     return (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
 
 

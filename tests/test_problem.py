@@ -1,0 +1,129 @@
+"""Compilation of rates into the sparse rate matrix, against direct formulas."""
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from skrate.problem import GroupTable, RateData, compile_expressions, compile_problem, constraint_rows
+from skrate.rates import parse_constraint, parse_expression
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    n = 500
+    y = rng.integers(0, 2, n)
+    b = rng.integers(0, 2, n)
+    w = rng.uniform(0.5, 2.0, n)
+    groups = {"race": rng.choice(["a", "b", "c"], n), "sex": rng.choice(["F", "M"], n)}
+    yhat = rng.uniform(size=n)  # expected decisions: rates are linear, so they hold in expectation too
+    return RateData(y, w, GroupTable.from_input(groups, None, n), b), groups, yhat
+
+
+def _mean(v, m, w):
+    return np.sum(w[m] * v[m]) / np.sum(w[m])
+
+
+DIRECT = {
+    "ppr[race=a]": lambda y, b, p, g, w: _mean(p, g["race"] == "a", w),
+    "npr[sex=F]": lambda y, b, p, g, w: _mean(1 - p, g["sex"] == "F", w),
+    "tpr[race=b|c]": lambda y, b, p, g, w: _mean(p, (g["race"] != "a") & (y == 1), w),
+    "fnr": lambda y, b, p, g, w: _mean(1 - p, y == 1, w),
+    "fpr[race=c, sex=M]": lambda y, b, p, g, w: _mean(p, (g["race"] == "c") & (g["sex"] == "M") & (y == 0), w),
+    "tnr": lambda y, b, p, g, w: _mean(1 - p, y == 0, w),
+    "accuracy[sex=M]": lambda y, b, p, g, w: _mean(y * p + (1 - y) * (1 - p), g["sex"] == "M", w),
+    "error_rate": lambda y, b, p, g, w: _mean(y * (1 - p) + (1 - y) * p, y >= 0, w),
+    "tp_proportion[race=a]": lambda y, b, p, g, w: _mean(y * p, g["race"] == "a", w),
+    "label_rate[sex=F]": lambda y, b, p, g, w: _mean(y.astype(float), g["sex"] == "F", w),
+    "baseline_ppr": lambda y, b, p, g, w: _mean(b.astype(float), y >= 0, w),
+    "churn[sex=F]": lambda y, b, p, g, w: _mean(b * (1 - p) + (1 - b) * p, g["sex"] == "F", w),
+    "wins": lambda y, b, p, g, w: _mean((b != y) * (y * p + (1 - y) * (1 - p)), y >= 0, w),
+    "losses[label=1]": lambda y, b, p, g, w: _mean((b == y) * (y * (1 - p) + (1 - y) * p), y == 1, w),
+    "ppr[baseline=1]": lambda y, b, p, g, w: _mean(p, b == 1, w),
+}
+
+
+@pytest.mark.parametrize("spec", list(DIRECT))
+def test_every_rate_against_direct_formula(data, spec):
+    rd, groups, p = data
+    A, c = compile_expressions([parse_expression(spec)], rd)
+    expected = DIRECT[spec](rd.y, rd.baseline, p, groups, rd.sample_weight)
+    assert A.shape == (1, rd.n)
+    np.testing.assert_allclose((A @ p + c)[0], expected, rtol=1e-12)
+
+
+def test_problem_rows_and_expansion(data):
+    rd, groups, p = data
+    cons = [parse_constraint("tpr[race] >= 0.9 * tpr"), parse_constraint("precision[sex=F] >= 0.5")]
+    prob = compile_problem(parse_expression("error"), cons, rd)
+    assert prob.n_constraints == 4 and prob.A.shape == (5, rd.n)
+    vals = prob.values(p)
+    tpr_all = DIRECT["fnr"](rd.y, rd.baseline, 1 - p, groups, rd.sample_weight)
+    for k, race in enumerate(["a", "b", "c"]):
+        m = (groups["race"] == race) & (rd.y == 1)
+        np.testing.assert_allclose(vals[1 + k], 0.9 * tpr_all - _mean(p, m, rd.sample_weight))
+    f = groups["sex"] == "F"
+    np.testing.assert_allclose(vals[4], 0.5 * _mean(p, f, rd.sample_weight) - _mean(rd.y * p, f, rd.sample_weight))
+    # many candidates at once
+    P = np.column_stack([p, 1 - p])
+    np.testing.assert_allclose(prob.values(P)[:, 0], vals)
+
+
+def test_constraint_rows_report_sides(data):
+    rd, groups, p = data
+    rows = constraint_rows([parse_constraint("precision[sex] >= 0.5")], rd, p)
+    assert [r["constraint"] for r in rows] == ["precision[sex=F] >= 0.5", "precision[sex=M] >= 0.5"]
+    for r, s in zip(rows, ["F", "M"]):
+        m = groups["sex"] == s
+        prec = np.sum((rd.sample_weight * rd.y * p)[m]) / np.sum((rd.sample_weight * p)[m])
+        np.testing.assert_allclose(r["lhs"], prec)
+        assert r["rhs"] == 0.5
+        assert np.sign(r["violation"]) == np.sign(0.5 - prec)
+
+
+def test_group_inputs_agree():
+    rng = np.random.default_rng(1)
+    race = rng.choice(["a", "b"], 50)
+    X = pd.DataFrame({"race": race, "x": rng.normal(size=50)})
+    forms = [
+        GroupTable.from_input({"race": race}, None, 50),
+        GroupTable.from_input(pd.DataFrame({"race": race}), None, 50),
+        GroupTable.from_input(pd.Series(race, name="race"), None, 50),
+        GroupTable.from_input(None, X, 50),
+    ]
+    for t in forms:
+        np.testing.assert_array_equal(t.mask("race", ("a",)), race == "a")
+    assert GroupTable.from_input(race, None, 50).values("group") == ["a", "b"]
+    assert GroupTable.from_input(np.array([1, 2, 1]), None, 3).values("group") == ["1", "2"]
+
+
+@pytest.mark.parametrize("spec, message", [
+    ("tpr[race=z] >= 0.5", "Unknown value 'z' for group column 'race'; known values: 'a', 'b', 'c'"),
+    ("tpr[color=red] >= 0.5", "Unknown group column 'color'; known group columns: 'race', 'sex'"),
+    ("churn <= 0.1", "pass baseline="),
+])
+def test_compile_errors_name_the_input(data, spec, message):
+    rd, _, _ = data
+    rd = RateData(rd.y, rd.sample_weight, rd.groups, None)
+    with pytest.raises(ValueError, match=message.replace("(", r"\(").replace("[", r"\[")):
+        compile_problem(parse_expression("error"), [parse_constraint(spec)], rd)
+
+
+def test_empty_slices_are_reported():
+    y = np.array([0, 0, 1, 1])
+    groups = GroupTable.from_input({"g": np.array(["a", "a", "b", "b"])}, None, 4)
+    rd = RateData(y, np.ones(4), groups)
+    with pytest.raises(ValueError, match=r"tpr\[g=a\] is undefined: its slice \(g=a\) matched 2 rows, none with label 1"):
+        compile_problem(parse_expression("error"), [parse_constraint("tpr[g=a] >= 0.5")], rd)
+    rd0 = RateData(y, np.array([0.0, 0.0, 1.0, 1.0]), groups)
+    with pytest.raises(ValueError, match="matched no rows"):
+        compile_problem(parse_expression("error"), [parse_constraint("ppr[g=a] >= 0.5")], rd0)
+
+
+def test_group_column_validation():
+    with pytest.raises(ValueError, match="has 3 entries but X has 4 rows"):
+        GroupTable.from_input({"g": ["a", "b", "c"]}, None, 4).column("g")
+    with pytest.raises(ValueError, match="contains NaN"):
+        GroupTable.from_input({"g": [1.0, np.nan]}, None, 2).column("g")
+    with pytest.raises(ValueError, match="2-D array has no column names"):
+        GroupTable.from_input(np.zeros((3, 2)), None, 3)

@@ -1,0 +1,104 @@
+"""LP shrinking against cvxpy, the rank heuristic, and the stochastic model's predictions."""
+
+import subprocess
+import sys
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from scipy.stats import kstest, rankdata
+
+from skrate.models import LinearModel
+from skrate.solutions import StochasticModel, best_iterate, row_uniforms, shrink
+
+
+def _cvxpy_mixture(obj, cons):
+    p = cp.Variable(obj.shape[0], nonneg=True)
+    prob = cp.Problem(cp.Minimize(obj @ p), [cp.sum(p) == 1, cons @ p <= 0])
+    prob.solve(solver=cp.CLARABEL)
+    return prob.status, prob.value
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_shrink_is_optimal_with_small_support(seed):
+    rng = np.random.default_rng(seed)
+    k, m = 60, rng.integers(1, 6)
+    obj = rng.uniform(0.1, 0.5, k)
+    # candidates trade the objective against the constraints so the optimum mixes several
+    cons = rng.normal(size=(m, k)) * 0.1 + (0.35 - obj)[None, :] * rng.uniform(0.5, 1.5, (m, 1))
+    res = shrink(obj, cons)
+    status, value = _cvxpy_mixture(obj, cons)
+    assert status == "optimal" and res.feasible
+    assert np.count_nonzero(res.weights) <= m + 1
+    np.testing.assert_allclose(res.weights @ obj, value, atol=1e-6)
+    assert (cons @ res.weights).max() <= 1e-9
+    assert np.isclose(res.weights.sum(), 1.0) and res.weights.min() >= 0
+
+
+def test_shrink_infeasible_minimises_violation():
+    rng = np.random.default_rng(7)
+    k, m = 40, 3
+    obj = rng.uniform(size=k)
+    cons = rng.uniform(0.05, 0.3, size=(m, k))  # every candidate violates every constraint
+    res = shrink(obj, cons)
+    s = cp.Variable()
+    p = cp.Variable(k, nonneg=True)
+    cp.Problem(cp.Minimize(s), [cp.sum(p) == 1, cons @ p <= s]).solve(solver=cp.CLARABEL)
+    assert not res.feasible
+    np.testing.assert_allclose(res.max_violation, s.value, rtol=1e-6)
+    assert np.count_nonzero(res.weights) <= m + 1
+
+
+def test_shrink_without_constraints_picks_the_best_candidate():
+    res = shrink(np.array([0.3, 0.1, 0.2]), np.zeros((0, 3)))
+    np.testing.assert_array_equal(res.weights, [0, 1, 0])
+
+
+def test_best_iterate_matches_the_rank_rule():
+    rng = np.random.default_rng(4)
+    obj = rng.uniform(size=50)
+    cons = rng.normal(scale=0.1, size=(3, 50))
+    viol = np.maximum(cons.max(axis=0), 0)
+    score = np.maximum(rankdata(obj, method="min"), rankdata(viol, method="min"))
+    best = best_iterate(obj, cons)
+    assert score[best] == score.min()
+    assert obj[best] == obj[score == score.min()].min()
+    # a feasible candidate with the lowest objective among the feasible ones wins when it exists
+    cons[:, 10] = -1.0
+    obj[10] = 0.0
+    assert best_iterate(obj, cons) == 10
+
+
+def test_row_uniforms_are_reproducible_and_uniform():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(20_000, 4))
+    u = row_uniforms(X, seed=3)
+    np.testing.assert_array_equal(u, row_uniforms(X.copy(), seed=3))
+    np.testing.assert_array_equal(u[::-1], row_uniforms(X[::-1], seed=3))  # a row's draw ignores its position
+    assert not np.array_equal(u, row_uniforms(X, seed=4))
+    assert kstest(u, "uniform").pvalue > 1e-3
+    assert np.corrcoef(u[:-1], u[1:])[0, 1] < 0.03
+    # the same in another process
+    code = ("import numpy as np; from skrate.solutions import row_uniforms; "
+            "X = np.random.default_rng(5).normal(size=(20000, 4)); print(repr(row_uniforms(X, seed=3)[:5].tolist()))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert eval(out) == u[:5].tolist()
+
+
+def test_stochastic_model_probabilities_and_predictions():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(40_000, 2))
+    params = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, -5.0]])
+    weights = np.array([0.5, 0.3, 0.2])
+    model = StochasticModel(LinearModel(2), params, weights, seed=1)
+    expected = 0.5 * (X[:, 0] > 0) + 0.3 * (X[:, 1] > 0) + 0.2 * (X.sum(1) > 5)
+    np.testing.assert_allclose(model.proba(X), expected)
+    pred = model.predict(X)
+    np.testing.assert_array_equal(pred, model.predict(X))
+    for level in np.unique(expected):
+        rows = expected == level
+        if rows.sum() > 1000:
+            assert abs(pred[rows].mean() - level) < 0.03
+    single = StochasticModel(LinearModel(2), params, np.array([0.0, 1.0, 0.0]))
+    assert single.is_deterministic
+    np.testing.assert_array_equal(single.predict(X), (X[:, 1] > 0).astype(int))

@@ -1,0 +1,100 @@
+"""Gradients by finite differences, surrogate bounds, and the lambda-players' fixed points."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from skrate.models import Design, LinearModel, MLPModel
+from skrate.solvers import (
+    ExternalRegretPlayer, LagrangePlayer, SwapRegretPlayer, stationary_distribution, surrogate_grad,
+    surrogate_value,
+)
+
+
+def _fd(fun, x, eps=1e-6):
+    g = np.zeros_like(x)
+    for k in range(x.shape[0]):
+        e = np.zeros_like(x)
+        e[k] = eps
+        g[k] = (fun(x + e) - fun(x - e)) / (2 * eps)
+    return g
+
+
+@pytest.mark.parametrize("kind", ["hinge", "logistic", "sigmoid"])
+def test_surrogate_gradient_matches_finite_differences(kind):
+    rng = np.random.default_rng(0)
+    f = rng.normal(size=40) * 3
+    f = f[np.abs(np.abs(f) - 1) > 1e-3]  # away from the hinge kinks
+    coef = rng.normal(size=f.shape[0])
+    np.testing.assert_allclose(surrogate_grad(f, coef, kind), _fd(lambda s: surrogate_value(s, coef, kind), f), atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["hinge", "logistic"])
+def test_surrogates_bound_the_weighted_indicator(kind):
+    rng = np.random.default_rng(1)
+    f = rng.normal(size=1000) * 3
+    coef = rng.normal(size=1000)
+    # elementwise: each surrogate term upper-bounds coef_i * 1[f_i > 0]
+    for i in range(0, 1000, 7):
+        assert surrogate_value(f[i:i + 1], coef[i:i + 1], kind) >= coef[i] * (f[i] > 0) - 1e-12
+
+
+@pytest.mark.parametrize("model", [LinearModel(5), MLPModel(5, (4, 3))])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_model_backward_matches_finite_differences(model, sparse):
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(30, 5))
+    if sparse:
+        X[rng.uniform(size=X.shape) < 0.6] = 0.0
+        X = sp.csr_matrix(X)
+    theta = model.init_params(rng) + rng.normal(size=model.n_params) * 0.3
+    upstream = rng.normal(size=30)
+    fun = lambda t: upstream @ model.scores(X, t)
+    np.testing.assert_allclose(model.backward(X, theta, upstream), _fd(fun, theta), rtol=1e-5, atol=1e-7)
+    design = Design(X)
+    np.testing.assert_allclose(model.backward(design.X, theta, upstream, design.T), _fd(fun, theta), rtol=1e-5, atol=1e-7)
+    thetas = np.stack([theta, theta * 0.5])
+    np.testing.assert_allclose(model.scores_many(X, thetas)[:, 1], model.scores(X, theta * 0.5))
+
+
+def test_design_switches_to_sparse_for_one_hot_data():
+    X = np.zeros((20_000, 10))
+    X[np.arange(20_000), np.arange(20_000) % 10] = 1.0
+    assert sp.issparse(Design(X).X)
+    assert not sp.issparse(Design(np.ones((20_000, 10))).X)
+
+
+def test_stationary_distribution_is_a_fixed_point():
+    rng = np.random.default_rng(3)
+    for k in (2, 5, 30):
+        M = rng.uniform(size=(k, k))
+        M /= M.sum(axis=0)
+        lam = stationary_distribution(M)
+        assert lam.min() >= 0 and np.isclose(lam.sum(), 1.0)
+        np.testing.assert_allclose(M @ lam, lam, atol=1e-12)
+
+
+def test_swap_regret_player_moves_weight_to_violated_constraints():
+    player = SwapRegretPlayer(3, learning_rate=1.0)
+    for _ in range(200):
+        player.update(np.array([0.2, -0.1, -0.3]))
+        lam = player.weights()
+        np.testing.assert_allclose(np.exp(player.log_M) @ lam, lam, atol=1e-10)
+    assert np.argmax(lam) == 1  # index 0 is the objective; constraint 1 (violated) dominates
+    assert lam[2] < 1e-3 and lam[3] < 1e-3
+    # once every constraint holds, the objective takes the weight back
+    for _ in range(400):
+        player.update(np.array([-0.2, -0.1, -0.3]))
+    assert np.argmax(player.weights()) == 0
+
+
+def test_external_regret_and_lagrange_players():
+    ext = ExternalRegretPlayer(2, learning_rate=0.5)
+    ext.update(np.array([1.0, -1.0]))
+    w = ext.weights()
+    np.testing.assert_allclose(w, np.exp([0.0, 0.5, -0.5]) / np.exp([0.0, 0.5, -0.5]).sum())
+    lag = LagrangePlayer(2, learning_rate=0.5, radius=0.7)
+    lag.update(np.array([1.0, -1.0]))
+    np.testing.assert_allclose(lag.weights(), [1.0, 0.5, 0.0])
+    lag.update(np.array([1.0, -1.0]))
+    np.testing.assert_allclose(lag.weights(), [1.0, 0.7, 0.0])  # clipped at the radius
