@@ -2,6 +2,8 @@
 
 from ._auc import AUCClassifier
 from ._constrained import ConstrainedClassifier
+from ._divergence import robust_loss, worst_case_weights
+from ._dro import DROClassifier, DRORegressor
 from ._trimmed import TrimmedClassifier, TrimmedRegressor
 
 __version__ = "0.1.0"
@@ -9,6 +11,10 @@ __version__ = "0.1.0"
 __all__: list[str] = [
     "AUCClassifier",
     "ConstrainedClassifier",
+    "DROClassifier",
+    "DRORegressor",
     "TrimmedClassifier",
     "TrimmedRegressor",
+    "robust_loss",
+    "worst_case_weights",
 ]

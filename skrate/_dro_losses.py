@@ -1,0 +1,30 @@
+"""Per-sample losses of linear models and their derivatives with respect to the scores.
+
+Each loss maps scores ``Z`` of shape (n, k) and targets ``T`` to per-sample losses of shape
+(n,) and ``dZ`` (the derivative of each sample's loss with respect to its own scores).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import expit, logsumexp, softmax
+
+
+def logistic(Z: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Binary logistic loss ``log(1 + exp(z)) - t z`` with ``t`` in {0, 1}, ``Z`` of shape (n, 1)."""
+    z = Z[:, 0]
+    return np.logaddexp(0.0, z) - T * z, (expit(z) - T)[:, None]
+
+
+def multinomial(Z: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Multinomial logistic loss; ``T`` is the one-hot target matrix of shape (n, k)."""
+    return logsumexp(Z, axis=1) - np.einsum("ij,ij->i", Z, T), softmax(Z, axis=1) - T
+
+
+def squared(Z: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Squared error ``(z - t)^2``, ``Z`` of shape (n, 1)."""
+    r = Z[:, 0] - T
+    return r * r, 2.0 * r[:, None]
+
+
+LOSSES = {"logistic": logistic, "multinomial": multinomial, "squared": squared}
