@@ -1,0 +1,306 @@
+"""Trimmed estimation: capped-simplex projection, SMART, concentration steps, estimators."""
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.utils._param_validation import InvalidParameterError
+
+from skrate import TrimmedClassifier, TrimmedRegressor
+from skrate._capped_simplex import project_capped_simplex
+from skrate._smart import (
+    TrimmedProblem,
+    concentration_steps,
+    hard_threshold,
+    linear_loss,
+    penalty_value,
+    smart,
+)
+
+
+# ------------------------------------------------------------------ projection
+@pytest.mark.parametrize("seed", range(6))
+def test_capped_simplex_projection_matches_cvxpy(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 40))
+    v = rng.normal(scale=[0.3, 1.0, 5.0][seed % 3], size=n)
+    if seed % 2:
+        v = np.round(v)  # ties among entries and breakpoints
+    h = float(rng.uniform(0.5, n - 0.5))
+    v_before = v.copy()
+    w = project_capped_simplex(v, h)
+    x = cp.Variable(n)
+    cp.Problem(cp.Minimize(cp.sum_squares(x - v)), [x >= 0, x <= 1, cp.sum(x) == h]).solve(
+        solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12
+    )
+    np.testing.assert_allclose(w, x.value, atol=1e-6)
+    assert np.all((w >= 0) & (w <= 1))
+    assert w.sum() == pytest.approx(h, abs=1e-9)
+    np.testing.assert_array_equal(v, v_before)
+
+
+def test_capped_simplex_projection_edges_and_kkt():
+    rng = np.random.default_rng(0)
+    v = rng.normal(size=50)
+    np.testing.assert_array_equal(project_capped_simplex(v, 0), np.zeros(50))
+    np.testing.assert_array_equal(project_capped_simplex(v, 50), np.ones(50))
+    # points inside the set are fixed
+    inside = project_capped_simplex(v, 17.0)
+    np.testing.assert_allclose(project_capped_simplex(inside, 17.0), inside, atol=1e-12)
+    # KKT: w = clip(v - tau) with one tau for all fractional entries
+    frac = (inside > 1e-12) & (inside < 1 - 1e-12)
+    assert np.ptp((v - inside)[frac]) < 1e-9
+    # large steps on integers h select the h largest entries
+    np.testing.assert_array_equal(
+        project_capped_simplex(1e6 * v, 10) == 1, np.isin(np.arange(50), np.argsort(v)[-10:])
+    )
+    with pytest.raises(ValueError, match="h <= n"):
+        project_capped_simplex(v, 51)
+
+
+# ------------------------------------------------------------------ losses / prox
+@pytest.mark.parametrize("loss,K", [("squared", 1), ("logistic", 1), ("multinomial", 4)])
+def test_loss_derivative_matches_finite_differences(loss, K):
+    rng = np.random.default_rng(1)
+    m = 7
+    S = rng.normal(size=(m, K))
+    if loss == "squared":
+        Y = rng.normal(size=m)
+    elif loss == "logistic":
+        Y = rng.choice([-1.0, 1.0], size=m)
+    else:
+        Y = np.eye(K)[rng.integers(0, K, size=m)]
+    f, D = linear_loss(loss, S, Y)
+    eps = 1e-6
+    for k in range(K):
+        E = np.zeros_like(S)
+        E[:, k] = eps
+        fd = (linear_loss(loss, S + E, Y)[0] - linear_loss(loss, S - E, Y)[0]) / (2 * eps)
+        np.testing.assert_allclose(D[:, k], fd, rtol=1e-6, atol=1e-8)
+    if loss == "multinomial":  # against the textbook formula
+        ref = np.log(np.exp(S).sum(axis=1)) - (S * Y).sum(axis=1)
+        np.testing.assert_allclose(f, ref)
+
+
+def test_hard_threshold_is_the_l0_prox():
+    v = np.linspace(-3, 3, 61)
+    t = 0.8
+    grid = np.linspace(-4, 4, 80001)
+    grid = np.concatenate([grid, [0.0]])
+    for vi, pi in zip(v, hard_threshold(v, t)):
+        obj = 0.5 * (grid - vi) ** 2 + t * (grid != 0)
+        best = grid[np.argmin(obj)]
+        # away from the tie |v| = sqrt(2 t) the minimiser is unique
+        if abs(abs(vi) - np.sqrt(2 * t)) > 1e-3:
+            assert pi == pytest.approx(best, abs=1e-4)
+
+
+# ------------------------------------------------------------------ data
+def _regression_with_outliers(seed=0, n=300, d=5, frac=0.2):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    coef = rng.uniform(1, 3, size=d) * rng.choice([-1, 1], size=d)
+    y = X @ coef + 0.5 + 0.05 * rng.normal(size=n)
+    out = rng.choice(n, int(frac * n), replace=False)
+    y[out] += rng.choice([-1, 1], size=out.size) * rng.uniform(20, 40, size=out.size)
+    return X, y, coef, out
+
+
+def _classification_with_flips(seed=0, n=400, d=4, n_classes=2, frac=0.1):
+    rng = np.random.default_rng(seed)
+    centers = 3.0 * rng.normal(size=(n_classes, d))
+    y = rng.integers(0, n_classes, size=n)
+    X = centers[y] + rng.normal(size=(n, d))
+    flip = rng.choice(n, int(frac * n), replace=False)
+    y_noisy = y.copy()
+    y_noisy[flip] = (y[flip] + rng.integers(1, n_classes, size=flip.size)) % n_classes
+    return X, y_noisy, flip
+
+
+SMART_VARIANTS = [
+    dict(variance_reduction="saga"),
+    dict(variance_reduction="svrg"),
+    dict(variance_reduction="saga", block="random"),
+    dict(variance_reduction="svrg", weight_step=1.0),
+    dict(solver="alternating"),
+]
+
+
+# ------------------------------------------------------------------ recovery
+@pytest.mark.parametrize("params", SMART_VARIANTS)
+def test_regressor_recovers_inliers_and_coefficients(params):
+    X, y, coef, out = _regression_with_outliers()
+    reg = TrimmedRegressor(trim_fraction=0.25, alpha=0.0, random_state=0, **params).fit(X, y)
+    assert reg.n_inliers_ == 225
+    assert not reg.inlier_mask_[out].any()
+    assert reg.inlier_mask_.sum() == 225
+    np.testing.assert_allclose(reg.coef_, coef, atol=0.03)
+    assert reg.intercept_ == pytest.approx(0.5, abs=0.03)
+    # a fixed point: the model is the least-squares fit on its own kept samples
+    ref = Ridge(alpha=0.0).fit(X[reg.inlier_mask_], y[reg.inlier_mask_])
+    np.testing.assert_allclose(reg.coef_, ref.coef_, atol=2e-3)
+
+
+@pytest.mark.parametrize("n_classes", [2, 3])
+@pytest.mark.parametrize("params", SMART_VARIANTS[:2] + SMART_VARIANTS[-1:])
+def test_classifier_trims_flipped_labels(n_classes, params):
+    X, y, flip = _classification_with_flips(n_classes=n_classes)
+    alpha = 1e-2
+    clf = TrimmedClassifier(
+        trim_fraction=0.12, alpha=alpha, random_state=0, tol=1e-6, max_iter=300, **params
+    ).fit(X, y)
+    h = clf.n_inliers_
+    assert clf.inlier_mask_.sum() == h
+    # nearly every flipped label is trimmed
+    assert clf.inlier_mask_[flip].mean() < 0.1
+    # the model is the penalised logistic fit on its own kept samples:
+    # (1/h) sum log-loss + alpha/2 ||coef||^2  <=>  C = 1 / (alpha h)
+    ref = LogisticRegression(C=1.0 / (alpha * h), tol=1e-10, max_iter=10000)
+    ref.fit(X[clf.inlier_mask_], y[clf.inlier_mask_])
+    np.testing.assert_allclose(clf.coef_, ref.coef_, atol=0.03)
+    np.testing.assert_allclose(clf.intercept_, ref.intercept_, atol=0.03)
+    proba = clf.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(clf.predict(X), clf.classes_[np.argmax(proba, axis=1)])
+
+
+def test_smart_and_concentration_steps_reach_the_same_objective():
+    X, y, _, _ = _regression_with_outliers(seed=3)
+    P = TrimmedProblem(X, y, "squared", 240.0, "l2", 1e-3, True)
+    a = smart(P, tol=1e-8, max_iter=300, rng=np.random.default_rng(0))
+    b = concentration_steps(P)
+    assert a.objective[-1] == pytest.approx(b.objective[-1], rel=1e-4)
+    np.testing.assert_array_equal(a.weights, b.weights)
+
+
+# ------------------------------------------------------------------ objective
+@pytest.mark.parametrize(
+    "loss,params",
+    [
+        ("squared", dict(variance_reduction="saga")),
+        ("squared", dict(variance_reduction="svrg", block="random")),
+        ("multinomial", dict(variance_reduction="saga", weight_step=0.5)),
+        ("logistic", dict(variance_reduction="svrg")),
+    ],
+)
+def test_smart_objective_decreases_monotonically(loss, params):
+    if loss == "squared":
+        X, y, _, _ = _regression_with_outliers(seed=1)
+        Y = y
+    else:
+        X, y, _ = _classification_with_flips(seed=1, n_classes=3 if loss == "multinomial" else 2)
+        Y = np.eye(3)[y] if loss == "multinomial" else np.where(y == 1, 1.0, -1.0)
+    h = 0.8 * X.shape[0]
+    P = TrimmedProblem(X, Y, loss, h, "l1", 1e-3, True)
+    fit = smart(P, max_iter=40, tol=0, rng=np.random.default_rng(0), batch_size=16, **params)
+    obj = np.asarray(fit.objective)
+    assert len(obj) > 5
+    assert np.all(np.diff(obj) <= 1e-12 * obj[0])
+    assert obj[-1] < 0.5 * obj[0]
+    # the recorded value is the trimmed objective at the returned point
+    assert obj[-1] == pytest.approx(P.objective(fit.coef, fit.intercept, fit.weights), rel=1e-12)
+
+
+def test_full_batch_smart_is_monotone_at_every_step_without_safeguard():
+    # batch = n: SAGA and SVRG reduce to prox-gradient with step 1/L_full, and the
+    # weight block to exact minimisation, each of which cannot increase the
+    # objective; an epoch is one step here, and every one must be accepted.
+    X, y, _, _ = _regression_with_outliers(seed=2, n=120)
+    P = TrimmedProblem(X, y, "squared", 100.0, "l2", 1e-2, True)
+    L_full, _ = P.lipschitz()
+    fit = smart(P, batch_size=120, max_iter=60, tol=0, step_size=1.0 / L_full,
+                rng=np.random.default_rng(0))
+    obj = np.asarray(fit.objective)
+    assert len(obj) == fit.n_iter + 1  # no epoch was rejected
+    assert fit.n_iter > 10
+    assert np.all(np.diff(obj) <= 1e-12 * obj[0])
+
+
+def test_final_objective_is_sum_of_h_smallest_losses():
+    X, y, _, _ = _regression_with_outliers(seed=4)
+    reg = TrimmedRegressor(n_inliers=230, alpha=1e-3, random_state=0).fit(X, y)
+    r2 = 0.5 * (y - reg.predict(X)) ** 2
+    expected = np.sort(r2)[:230].sum() / 230 + 1e-3 * 0.5 * reg.coef_ @ reg.coef_
+    assert reg.objective_[-1] == pytest.approx(expected, rel=1e-10)
+    assert set(np.flatnonzero(reg.inlier_mask_)) == set(np.argsort(r2)[:230])
+
+
+# ------------------------------------------------------------------ penalties
+@pytest.mark.parametrize("penalty", ["l1", "l0"])
+def test_sparse_penalties_zero_out_irrelevant_features(penalty):
+    rng = np.random.default_rng(5)
+    n, d = 300, 12
+    X = rng.normal(size=(n, d))
+    coef = np.zeros(d)
+    coef[:3] = [3.0, -2.0, 1.5]
+    y = X @ coef + 0.1 * rng.normal(size=n)
+    y[:30] += 30.0
+    alpha = 0.05 if penalty == "l1" else 0.02
+    reg = TrimmedRegressor(trim_fraction=0.15, penalty=penalty, alpha=alpha, random_state=0)
+    reg.fit(X, y)
+    np.testing.assert_array_equal(reg.coef_ != 0, coef != 0)
+    assert not reg.inlier_mask_[:30].any()
+    tol = 0.1 if penalty == "l1" else 0.03  # l1 shrinks by ~alpha; l0 does not
+    np.testing.assert_allclose(reg.coef_, coef, atol=tol)
+    assert penalty_value(penalty, reg.coef_[:, None]) > 0
+
+
+# ------------------------------------------------------------------ estimator API
+def test_estimators_do_not_modify_inputs_and_keep_labels():
+    X, y, _ = _classification_with_flips(n_classes=3)
+    labels = np.array(["ant", "bee", "cat"])[y]
+    X0, l0 = X.copy(), labels.copy()
+    clf = TrimmedClassifier(random_state=0).fit(X, labels)
+    np.testing.assert_array_equal(X, X0)
+    np.testing.assert_array_equal(labels, l0)
+    assert set(clf.predict(X)) <= set(clf.classes_)
+    assert clf.coef_.shape == (3, 4) and clf.intercept_.shape == (3,)
+    assert clf.decision_function(X).shape == (400, 3)
+    w = clf.sample_weights_
+    assert np.all((w >= 0) & (w <= 1)) and w.sum() == pytest.approx(clf.n_inliers_)
+    assert clf.score(X, labels) > 0.8
+
+
+def test_random_state_makes_fits_reproducible():
+    X, y, _, _ = _regression_with_outliers(seed=6)
+    a = TrimmedRegressor(random_state=3, max_iter=5).fit(X, y)
+    b = TrimmedRegressor(random_state=3, max_iter=5).fit(X, y)
+    np.testing.assert_array_equal(a.coef_, b.coef_)
+
+
+@pytest.mark.parametrize("value", [1.0, -0.1, 1.5])
+def test_trim_fraction_out_of_range_names_the_parameter(value):
+    X, y, _, _ = _regression_with_outliers()
+    with pytest.raises(InvalidParameterError, match="trim_fraction"):
+        TrimmedRegressor(trim_fraction=value).fit(X, y)
+
+
+def test_too_many_inliers_names_the_parameter():
+    X, y, _, _ = _regression_with_outliers(n=50)
+    with pytest.raises(ValueError, match="n_inliers=60"):
+        TrimmedRegressor(n_inliers=60).fit(X, y)
+
+
+@pytest.mark.parametrize("Est", [TrimmedRegressor, TrimmedClassifier])
+def test_nan_is_rejected(Est):
+    X, y, _ = _classification_with_flips()
+    X[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        Est().fit(X, y)
+
+
+def test_trimming_a_whole_class_is_an_error_naming_the_parameter():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 3))
+    y = np.zeros(60, dtype=int)
+    y[:4] = 1  # 4 unexplainable samples of class 1, 12 samples trimmed
+    with pytest.raises(ValueError, match=r"trim_fraction=0.2 .*all 4 samples of class"):
+        TrimmedClassifier(trim_fraction=0.2, random_state=0).fit(X, y)
+    # keeping more than the rest of the data leaves the class in
+    TrimmedClassifier(trim_fraction=0.05, random_state=0).fit(X, y)
+
+
+def test_one_class_is_an_error():
+    X = np.random.default_rng(0).normal(size=(10, 2))
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        TrimmedClassifier().fit(X, np.ones(10))
