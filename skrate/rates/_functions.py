@@ -19,9 +19,17 @@ def _rate(kind: str, group: str | Iterable[str] | None, filters: dict[str, Any])
     return Expression.of(Rate(kind, Slice.make(filters, expand)))
 
 
+def _filters(where: dict[str, Any] | None, filters: dict[str, Any]) -> dict[str, Any]:
+    both = set(where or {}) & set(filters)
+    if both:
+        raise ValueError(f"Column {sorted(both)[0]!r} is filtered twice (in where= and as a keyword).")
+    return {**(where or {}), **filters}
+
+
 def _rate_function(kind: str, doc: str):
-    def rate(group: str | Iterable[str] | None = None, **filters: Any) -> Expression:
-        return _rate(kind, group, filters)
+    def rate(group: str | Iterable[str] | None = None, *, where: dict[str, Any] | None = None,
+             **filters: Any) -> Expression:
+        return _rate(kind, group, _filters(where, filters))
 
     rate.__name__ = rate.__qualname__ = kind
     rate.__doc__ = (
@@ -29,6 +37,8 @@ def _rate_function(kind: str, doc: str):
         "Parameters\n----------\n"
         "group : str or list of str, optional\n"
         "    Group columns to expand over (one constraint per value).\n"
+        "where : dict, optional\n"
+        "    Filters as a dict, for column names that are not valid keywords (or ``group``).\n"
         "**filters\n"
         "    Group column = value (or list of values); ``label`` and ``baseline`` take 0 or 1.\n\n"
         "Returns\n-------\nExpression\n"
@@ -56,7 +66,8 @@ coverage = ppr
 recall = tpr
 
 
-def precision(group: str | Iterable[str] | None = None, **filters: Any) -> Ratio:
+def precision(group: str | Iterable[str] | None = None, *, where: dict[str, Any] | None = None,
+              **filters: Any) -> Ratio:
     """Precision P(y = 1 | yhat = 1) on a slice, a ratio of two rates.
 
     In a constraint ``precision >= c`` becomes ``tp_proportion - c * ppr >= 0`` (exact,
@@ -66,16 +77,19 @@ def precision(group: str | Iterable[str] | None = None, **filters: Any) -> Ratio
     -------
     Ratio
     """
+    filters = _filters(where, filters)
     return Ratio(_rate("tp_proportion", group, filters), _rate("ppr", group, filters))
 
 
-def win_loss_ratio(group: str | Iterable[str] | None = None, **filters: Any) -> Ratio:
+def win_loss_ratio(group: str | Iterable[str] | None = None, *, where: dict[str, Any] | None = None,
+                   **filters: Any) -> Ratio:
     """Win-loss ratio against the baseline model, ``wins / losses``, on a slice.
 
     Returns
     -------
     Ratio
     """
+    filters = _filters(where, filters)
     return Ratio(_rate("wins", group, filters), _rate("losses", group, filters))
 
 

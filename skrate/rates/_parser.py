@@ -202,7 +202,7 @@ class _Parser:
                     if not self._eat(","):
                         break
             self._expect("]", "',' or ']'")
-        return self._build(lambda: RATE_FUNCTIONS[name](group=expand or None, **filters))
+        return self._build(lambda: RATE_FUNCTIONS[name](group=expand or None, where=filters))
 
 
 def _lift_number(x):
