@@ -7,7 +7,14 @@ from skrate.utils import all_estimators
 
 
 def _instances():
-    return [cls() for _, cls in all_estimators()]
+    """Every estimator with default parameters, plus configurations that change the code path."""
+    from skrate import ConstrainedClassifier
+
+    extra = [
+        ConstrainedClassifier(constraints="tpr >= 0.6", solution="best", max_iter=200),
+        ConstrainedClassifier(constraints=["ppr >= 0.3"], model="mlp", batch_size=16, solution="last", max_iter=100),
+    ]
+    return [cls() for _, cls in all_estimators()] + extra
 
 
 def test_estimators_are_discovered():
