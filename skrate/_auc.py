@@ -58,8 +58,11 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         Maximum number of passes over the data (stochastic solvers; one pass is ``n``
         example gradients: VRSPAM's full gradient and each inner epoch count one pass each).
     tol : float, default=1e-4
-        VRSPAM stops when the norm of the proximal-gradient mapping at a snapshot is below
-        ``tol * ||mean_+ - mean_-||``. SPAM always runs ``max_iter`` passes.
+        VRSPAM stops at a snapshot whose estimated relative objective gap is below ``tol``:
+        ``||G||^2 / (2 mu P(w))`` with ``G`` the proximal-gradient mapping and
+        ``mu = alpha * (1 - l1_ratio)`` the strong convexity; for the pure L1 penalty
+        (``mu = 0``) the relative decrease of ``P`` between snapshots. Both come from the
+        snapshot's full-gradient pass at no extra cost. SPAM always runs ``max_iter`` passes.
     inner_iter : int or None, default=None
         VRSPAM's inner minibatch steps per outer loop (``m``); None means one epoch
         (``ceil(n / batch_size)`` steps, each example once).
@@ -93,8 +96,9 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         Number of features seen in ``fit``.
     solver_ : str
         The solver used (resolves ``"auto"``).
-    step_size_ : float
-        Base step size used by the stochastic solvers.
+    step_size_ : float or None
+        Base step size used by the stochastic solvers (None after ``"exact"`` with
+        ``eta0="auto"``).
     objective_ : float
         ``P(coef_)`` on the training data (only set by ``fit``).
 
@@ -175,6 +179,7 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
                     "AUCClassifier needs examples of both classes to rank positives above "
                     f"negatives; y contains only one class: {classes.tolist()}.")
             self.classes_ = classes
+            return (y == classes[1]).astype(np.int8)
         unknown = np.setdiff1d(np.unique(y), self.classes_)
         if unknown.size:
             raise ValueError(f"y contains labels {unknown.tolist()} not in classes "
@@ -213,9 +218,12 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         if solver == "auto":
             solver = "exact" if X.shape[1] <= _EXACT_MAX_FEATURES else "vrspam"
         self.solver_ = solver
-        self.step_size_ = (1.0 / max(minibatch_smoothness(X, y01, stats, self.batch_size),
-                                     np.finfo(float).tiny)
-                           if self.eta0 == "auto" else float(self.eta0))
+        # the step's smoothness bound costs a pass: only the stochastic solvers need it now
+        self._fit_smoothness = (0.0 if solver == "exact" else
+                                minibatch_smoothness(X, y01, stats, self.batch_size))
+        self.step_size_ = (float(self.eta0) if self.eta0 != "auto" else None
+                           if solver == "exact" else 1.0 / max(self._fit_smoothness,
+                                                               np.finfo(float).tiny))
         common = dict(alpha=self.alpha, l1_ratio=l1_ratio, step=self.step_size_,
                       max_iter=self.max_iter, batch_size=self.batch_size, rng=rng,
                       callback=self.callback, verbose=self.verbose)
@@ -242,8 +250,8 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
                            + elastic_net_penalty(result.coef, self.alpha, l1_ratio))
         self._calibrate(X, y01)
         # later partial_fit calls continue from here
-        self._init_stream(stats, n_calls=self.n_iter_, smoothness=1.0 / self.step_size_)
-        self._reservoir.add(X, y01, self._rng)
+        self._init_stream(stats, n_calls=self.n_iter_, smoothness=self._fit_smoothness)
+        self._reservoir = RowReservoir.from_sample(_RESERVOIR_SIZE, X, y01, self._rng)
         self.t_ = X.shape[0]
         return self
 

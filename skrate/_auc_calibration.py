@@ -50,16 +50,17 @@ def fit_platt(scores: np.ndarray, y: np.ndarray, max_steps: int = 50) -> PlattCa
         u = Z @ th
         return float(np.sum(np.logaddexp(0.0, u) - t * u))
 
+    current = nll(theta)
     for _ in range(max_steps):
         prob = expit(Z @ theta)
         grad = Z.T @ (prob - t)
         hess = (Z * (prob * (1 - prob))[:, None]).T @ Z + 1e-12 * np.eye(2)
         direction = np.linalg.solve(hess, grad)
-        step, current = 1.0, nll(theta)
-        while nll(theta - step * direction) > current and step > 1e-10:
+        step = 1.0
+        while (trial := nll(theta - step * direction)) > current and step > 1e-10:
             step *= 0.5
-        theta = theta - step * direction
-        if np.max(np.abs(step * direction)) < 1e-10:
+        theta, current = theta - step * direction, trial
+        if np.max(np.abs(step * direction)) < 1e-8:
             break
     a = max(theta[0], _MIN_SLOPE)
     slope = a / spread
@@ -79,6 +80,15 @@ class RowReservoir:
         self.n_seen = 0
         self.X = None
         self.y = None
+
+    @classmethod
+    def from_sample(cls, capacity: int, X, y: np.ndarray,
+                    rng: np.random.Generator) -> "RowReservoir":
+        """A reservoir holding a uniform sample of the rows of ``X`` (a whole data set)."""
+        res = cls(capacity)
+        idx = np.sort(rng.choice(X.shape[0], size=min(capacity, X.shape[0]), replace=False))
+        res.X, res.y, res.n_seen = X[idx], y[idx], X.shape[0]
+        return res
 
     def add(self, X, y: np.ndarray, rng: np.random.Generator) -> None:
         n = X.shape[0]

@@ -32,6 +32,7 @@ import scipy.sparse as sp
 __all__ = [
     "ClassStatistics",
     "full_gradient",
+    "gradient_and_loss",
     "minibatch_gradient",
     "pairwise_square_loss",
     "quadratic_form",
@@ -121,6 +122,14 @@ def minibatch_gradient(w: np.ndarray, X, y: np.ndarray, stats: ClassStatistics,
 def full_gradient(w: np.ndarray, X, y: np.ndarray, stats: ClassStatistics) -> np.ndarray:
     """Gradient ``Q w - delta`` of the smooth part of the objective (one pass over ``X``)."""
     return minibatch_gradient(w, X, y, stats)
+
+
+def gradient_and_loss(w: np.ndarray, X, y: np.ndarray,
+                      stats: ClassStatistics) -> tuple[np.ndarray, float]:
+    """:func:`full_gradient` and :func:`smooth_objective` from the same pass over ``X``."""
+    scores = np.asarray(X @ w).ravel()
+    r = _residuals(scores, y, w, stats)
+    return (X.T @ r - stats.shift * r.sum()) / len(r), pairwise_square_loss(scores, y)
 
 
 def pairwise_square_loss(scores: np.ndarray, y: np.ndarray) -> float:

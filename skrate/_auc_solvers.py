@@ -15,7 +15,7 @@ import numpy as np
 import scipy.linalg
 import scipy.sparse as sp
 
-from ._auc_objective import ClassStatistics, full_gradient, minibatch_gradient, quadratic_form
+from ._auc_objective import ClassStatistics, gradient_and_loss, minibatch_gradient, quadratic_form
 from ._prox import elastic_net_penalty, prox_elastic_net
 
 __all__ = ["SolverResult", "minibatch_smoothness", "solve_exact", "spam", "spam_epoch", "vrspam"]
@@ -193,9 +193,10 @@ def vrspam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: 
     then runs ``inner_iter`` minibatch steps
     ``w <- prox(w - step * (g_B(w) - g_B(w_s) + mu))``. The per-example gradients are affine
     in ``w``, so ``g_B(w) - g_B(w_s)`` is one product with the minibatch. Stops when the
-    proximal-gradient mapping at the snapshot is below ``tol * ||delta||`` (its value at
-    ``w = 0`` without penalty) or after ``max_iter`` passes (a pass is ``n`` example
-    gradients).
+    estimated relative objective gap at a snapshot is below ``tol`` (strong-convexity bound
+    ``||G||^2 / (2 mu P)`` from the proximal-gradient mapping ``G``; relative decrease of
+    ``P`` between snapshots when the penalty is pure L1) or after ``max_iter`` passes (a pass
+    is ``n`` example gradients). The returned point is the last snapshot or inner iterate.
 
     References
     ----------
@@ -212,17 +213,21 @@ def vrspam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: 
         print("VRSPAM warm start: 1 SPAM pass")
     if callback is not None and callback({"coef": w.copy(), "n_iter": passes}):
         return SolverResult(w, passes, False)
-    scale = max(np.linalg.norm(stats.mean_pos - stats.mean_neg), np.finfo(float).tiny)
-    inner_passes = inner_iter * min(batch_size, n) / n
-    converged = False
+    mu_sc = alpha * (1.0 - l1_ratio)  # strong convexity of the objective
+    converged, previous = False, np.inf
     while passes + 1 <= max_iter:
-        mu = full_gradient(w, X, y, stats)
+        mu, loss = gradient_and_loss(w, X, y, stats)
         passes += 1
-        mapping = (w - prox_elastic_net(w - step * mu, step, alpha, l1_ratio)) / step
-        gnorm = np.linalg.norm(mapping)
+        value = loss + elastic_net_penalty(w, alpha, l1_ratio)
+        if mu_sc > 0:
+            mapping = (w - prox_elastic_net(w - step * mu, step, alpha, l1_ratio)) / step
+            gap = (mapping @ mapping) / (2 * mu_sc * max(value, np.finfo(float).tiny))
+        else:
+            gap = abs(previous - value) / max(value, np.finfo(float).tiny)
+        previous = value
         if verbose:
-            print(f"VRSPAM pass {passes:g}: ||gradient mapping|| = {gnorm:.3e}")
-        if gnorm <= tol * scale:
+            print(f"VRSPAM pass {passes:g}: objective {value:.8g}, estimated gap {gap:.2e}")
+        if gap <= tol:
             converged = True
             break
         snapshot = w
@@ -230,10 +235,9 @@ def vrspam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: 
         while len(batches) < inner_iter:
             batches.extend(_batches(n, batch_size, rng))
         for idx in batches[:inner_iter]:
-            Xb = X[idx]
-            v = minibatch_gradient(w - snapshot, Xb, y[idx], stats, affine=False) + mu
+            v = minibatch_gradient(w - snapshot, X[idx], y[idx], stats, affine=False) + mu
             w = prox_elastic_net(w - step * v, step, alpha, l1_ratio)
-        passes += inner_passes
+        passes += sum(len(idx) for idx in batches[:inner_iter]) / n
         if callback is not None and callback({"coef": w.copy(), "n_iter": passes}):
             break
     return SolverResult(w, passes, converged)

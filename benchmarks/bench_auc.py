@@ -1,0 +1,240 @@
+"""AUCClassifier benchmark: exact, SPAM and VRSPAM side by side with LogisticRegression (C by CV).
+
+Usage: ``python benchmarks/bench_auc.py DATA_DIR [--out doc/benchmarks]``
+
+Datasets: Adult and COMPAS (protocol of BENCHMARKS.md; COMPAS averaged over the split seeds
+0, 1, 2), scikit-learn's breast_cancer and digits (even vs odd), both with a stratified 70/30
+split (random_state=0) and features standardised on the training part. All AUC solvers use the
+estimator's defaults (``alpha=0.01``, ``eta0="auto"``, ``batch_size=16``); the objective gap is
+``(P(w) - P(w_exact)) / P(w_exact)`` on the training data.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import sys  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+from sklearn.datasets import load_breast_cancer, load_digits  # noqa: E402
+from sklearn.exceptions import ConvergenceWarning  # noqa: E402
+from sklearn.linear_model import LogisticRegression, LogisticRegressionCV  # noqa: E402
+from sklearn.metrics import roc_auc_score  # noqa: E402
+from sklearn.model_selection import train_test_split  # noqa: E402
+from sklearn.preprocessing import StandardScaler  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _data import load_adult, load_compas  # noqa: E402
+
+from skrate import AUCClassifier  # noqa: E402
+from skrate._auc_objective import smooth_objective  # noqa: E402
+from skrate._prox import elastic_net_penalty  # noqa: E402
+
+REPEATS = 3
+TARGET_GAP = 1e-3
+ALPHA = 0.01
+
+
+def _split_standardise(X, y):
+    Xtr, Xte, ytr, yte = train_test_split(X, y, test_size=0.3, stratify=y, random_state=0)
+    scaler = StandardScaler().fit(Xtr)
+    return scaler.transform(Xtr), ytr, scaler.transform(Xte), yte
+
+
+def datasets(data_dir):
+    """``name -> list of (X_train, y_train, X_test, y_test)`` (several splits for COMPAS)."""
+    Xa, ya, _, Xat, yat, _ = load_adult(data_dir)
+    compas = []
+    for seed in (0, 1, 2):
+        Xc, yc, _, Xct, yct, _ = load_compas(data_dir, seed)
+        compas.append((Xc, yc, Xct, yct))
+    bc = load_breast_cancer()
+    dg = load_digits()
+    return {
+        "Adult": [(Xa, ya, Xat, yat)],
+        "COMPAS": compas,
+        "breast_cancer": [_split_standardise(bc.data, bc.target)],
+        "digits even/odd": [_split_standardise(dg.data, (dg.target % 2 == 0).astype(int))],
+    }
+
+
+def timed(make, X, y):
+    """Median wall and CPU time of ``REPEATS`` fits, and the last fitted estimator."""
+    walls, cpus = [], []
+    for _ in range(REPEATS):
+        est = make()
+        w0, c0 = time.perf_counter(), time.process_time()
+        est.fit(X, y)
+        walls.append(time.perf_counter() - w0)
+        cpus.append(time.process_time() - c0)
+    return float(np.median(walls)), float(np.median(cpus)), est
+
+
+def objective(w, X, y, l1_ratio):
+    return smooth_objective(w, X, y) + elastic_net_penalty(w, ALPHA, l1_ratio)
+
+
+def trace(solver, X, y, Xt, yt, ref, l1_ratio, max_iter=30):
+    """Objective gap and test AUC after every pass (SPAM) or outer loop (VRSPAM)."""
+    points = []
+
+    def record(info):
+        w = info["coef"]
+        points.append((info["n_iter"], (objective(w, X, y, l1_ratio) - ref) / ref,
+                       roc_auc_score(yt, Xt @ w)))
+
+    penalty = "l2" if l1_ratio == 0 else "elasticnet"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        AUCClassifier(solver=solver, penalty=penalty, l1_ratio=l1_ratio or 0.5, alpha=ALPHA,
+                      max_iter=max_iter, tol=0.0, random_state=0, callback=record).fit(X, y)
+    return points
+
+
+def first_pass_below(points, level):
+    hits = [k for k, gap, _ in points if gap <= level]
+    return f"{hits[0]:g}" if hits else f"> {points[-1][0]:g}"
+
+
+def run_split(X, y, Xt, yt, l1_ratio=0.0):
+    """All methods on one split; returns rows of metrics and the pass traces."""
+    penalty = "l2" if l1_ratio == 0 else "elasticnet"
+    out = {}
+    if l1_ratio == 0:
+        wall, cpu, lrcv = timed(lambda: LogisticRegressionCV(
+            Cs=10, cv=5, scoring="roc_auc", max_iter=5000, l1_ratios=(0.0,),
+            use_legacy_attributes=False), X, y)
+        out["LogisticRegressionCV (10 C x 5 folds)"] = dict(
+            wall=wall, cpu=cpu, auc=roc_auc_score(yt, lrcv.decision_function(Xt)), gap=None,
+            passes=None, nnz=None)
+        C = float(np.ravel(lrcv.C_)[0])
+        wall, cpu, lr = timed(lambda: LogisticRegression(C=C, max_iter=5000), X, y)
+        out["LogisticRegression (one fit at the CV's C)"] = dict(
+            wall=wall, cpu=cpu, auc=roc_auc_score(yt, lr.decision_function(Xt)), gap=None,
+            passes=None, nnz=None)
+    ref = None
+    for solver in ("exact", "spam", "vrspam"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            wall, cpu, est = timed(lambda: AUCClassifier(
+                solver=solver, penalty=penalty, l1_ratio=l1_ratio or 0.5, alpha=ALPHA,
+                random_state=0), X, y)
+        if solver == "exact":
+            ref = est.objective_
+        out[f"AUCClassifier {solver}"] = dict(
+            wall=wall, cpu=cpu, auc=roc_auc_score(yt, est.decision_function(Xt)),
+            gap=(est.objective_ - ref) / ref, passes=est.n_iter_,
+            nnz=int(np.count_nonzero(est.coef_)))
+    traces = {s: trace(s, X, y, Xt, yt, ref, l1_ratio) for s in ("spam", "vrspam")}
+    return out, traces
+
+
+def average(rows_list):
+    keys = rows_list[0].keys()
+    avg = {}
+    for k in keys:
+        avg[k] = {}
+        for field in rows_list[0][k]:
+            vals = [r[k][field] for r in rows_list]
+            avg[k][field] = None if vals[0] is None else float(np.mean(vals))
+    return avg
+
+
+def fmt(v, spec):
+    return "—" if v is None else format(v, spec)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data_dir")
+    parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "doc",
+                                                      "benchmarks"))
+    args = parser.parse_args()
+    data = datasets(args.data_dir)
+    all_traces = {}
+    print(f"alpha={ALPHA}, l2 penalty; median of {REPEATS} fits; times in seconds; "
+          "gap = relative objective gap to `exact` on the training data.\n")
+    summary = []
+    for name, splits in data.items():
+        results = [run_split(*s) for s in splits]
+        rows = average([r[0] for r in results])
+        all_traces[name] = results[0][1]
+        lr_auc = rows["LogisticRegressionCV (10 C x 5 folds)"]["auc"]
+        X = splits[0][0]
+        print(f"### {name} (n_train={X.shape[0]}, d={X.shape[1]}"
+              + (f", mean of {len(splits)} splits)" if len(splits) > 1 else ")"))
+        print("| method | fit wall | fit CPU | passes | objective gap | test AUC | AUC - LR-CV |")
+        print("|---|---|---|---|---|---|---|")
+        for method, r in rows.items():
+            print(f"| {method} | {r['wall']:.3f} | {r['cpu']:.3f} | {fmt(r['passes'], '.1f')} | "
+                  f"{fmt(r['gap'], '.1e')} | {r['auc']:.4f} | {r['auc'] - lr_auc:+.4f} |")
+        tr = results[0][1]
+        lr_single = [v for k, v in rows.items() if k.startswith("LogisticRegression (")][0]
+        summary.append((name, first_pass_below(tr["vrspam"], TARGET_GAP),
+                        first_pass_below(tr["spam"], TARGET_GAP),
+                        min(tr["vrspam"][-1][1], 1.0), tr["spam"][-1][1],
+                        max(abs(rows[f"AUCClassifier {s}"]["auc"] - lr_auc)
+                            for s in ("exact", "spam", "vrspam")),
+                        rows["AUCClassifier exact"]["wall"], lr_single["wall"]))
+        print()
+    print("### Targets (first split of each dataset for the pass counts)")
+    print("| dataset | VRSPAM passes to gap <= 1e-3 | SPAM passes to gap <= 1e-3 | VRSPAM gap "
+          "after 30 | SPAM gap after 30 | max abs AUC diff to LR-CV | exact wall | LR wall "
+          "(one fit at the CV C) |")
+    print("|---|---|---|---|---|---|---|---|")
+    for s in summary:
+        print(f"| {s[0]} | {s[1]} | {s[2]} | {s[3]:.1e} | {s[4]:.1e} | {s[5]:.4f} | "
+              f"{s[6]:.3f} | {s[7]:.3f} |")
+    print()
+
+    # elastic net: exact (proximal gradient on the quadratic) vs the stochastic solvers
+    print("### Elastic net (alpha=0.01, l1_ratio=0.5)")
+    print("| dataset | method | fit wall | passes | objective gap | nonzeros | test AUC | "
+          "VRSPAM / SPAM passes to gap <= 1e-3 |")
+    print("|---|---|---|---|---|---|---|---|")
+    for name, splits in data.items():
+        rows, tr = run_split(*splits[0], l1_ratio=0.5)
+        for method, r in rows.items():
+            extra = ""
+            if method.endswith("vrspam"):
+                extra = f"{first_pass_below(tr['vrspam'], TARGET_GAP)} / " \
+                        f"{first_pass_below(tr['spam'], TARGET_GAP)}"
+            print(f"| {name} | {method} | {r['wall']:.3f} | {fmt(r['passes'], '.0f')} | "
+                  f"{fmt(r['gap'], '.1e')} | {r['nnz']} | {r['auc']:.4f} | {extra} |")
+    print()
+    plot(all_traces, os.path.join(args.out, "auc_passes.png"))
+
+
+def plot(all_traces, path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, axes = plt.subplots(2, len(all_traces), figsize=(4 * len(all_traces), 6.5))
+    for j, (name, tr) in enumerate(all_traces.items()):
+        for solver, style in (("spam", "o--"), ("vrspam", "s-")):
+            k, gap, auc = map(np.array, zip(*tr[solver]))
+            axes[0, j].semilogy(k, np.maximum(gap, 1e-12), style, ms=3,
+                                label=solver.upper())
+            axes[1, j].plot(k, auc, style, ms=3, label=solver.upper())
+        axes[0, j].axhline(TARGET_GAP, color="grey", lw=0.8, ls=":")
+        axes[0, j].set_title(name)
+        axes[1, j].set_xlabel("passes over the data")
+    axes[0, 0].set_ylabel("relative objective gap to exact")
+    axes[1, 0].set_ylabel("test ROC-AUC")
+    axes[0, 0].legend()
+    fig.tight_layout()
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fig.savefig(path, dpi=110)
+    print(f"plot written to {os.path.relpath(path)}")
+
+
+if __name__ == "__main__":
+    main()
