@@ -35,6 +35,8 @@ _ARMIJO = 1e-4
 _MEMORY = 10
 # L-BFGS-B stops only on the gradient test or when the objective can no longer decrease.
 _FTOL = 0.0
+# Iterations of empirical risk minimisation that start the primal L-BFGS path.
+_ERM_START = 10
 
 
 @dataclass
@@ -104,6 +106,14 @@ class Result:
     converged: bool
 
 
+def sample_sizes(n: int, initial_sample_size: int, growth: float):
+    """The sizes ``m_t = min(n, ceil(initial_sample_size * growth**t))``, ``t = 0, 1, ...``."""
+    size = float(min(n, initial_sample_size))
+    while True:
+        yield min(n, math.ceil(size))
+        size = min(size * growth, float(n))
+
+
 def dynamic_sgd(
     problem: LinearDRO,
     theta: np.ndarray,
@@ -123,12 +133,11 @@ def dynamic_sgd(
     when the largest absolute gradient entry is at most ``tol``.
     """
     n = problem.X.shape[0]
-    size = float(min(n, initial_sample_size))
     step, eta = 1.0, None
     prev_theta = prev_grad = at_theta = None
     history: list[float] = []
-    for it in range(1, max_iter + 1):
-        m = min(n, math.ceil(size))
+    sizes = sample_sizes(n, initial_sample_size, growth)
+    for it, m in zip(range(1, max_iter + 1), sizes):
         full = m == n
         sub = problem if full else problem.subset(np.sort(rng.choice(n, m, replace=False)))
         if at_theta is None:
@@ -157,8 +166,23 @@ def dynamic_sgd(
         prev_theta, prev_grad, theta = theta, grad, candidate
         if callback is not None:
             callback(theta)
-        size = min(size * growth, float(n))
     return Result(theta, max_iter, False)
+
+
+def _lbfgs(fun, theta, max_iter, tol, callback, bounds=None):
+    return minimize(fun, theta, jac=True, method="L-BFGS-B", bounds=bounds, callback=callback,
+                    options=dict(maxiter=max_iter, gtol=tol, ftol=_FTOL, maxls=50))
+
+
+def erm_lbfgs(problem: LinearDRO, theta: np.ndarray, max_iter: int, tol: float) -> Result:
+    """Weighted empirical risk minimisation (the ``radius = 0`` problem), smooth."""
+
+    def fun(theta):
+        losses, dZ = problem.losses(theta)
+        return problem.q @ losses + problem.penalty(theta), problem._chain(theta, problem.q, dZ)
+
+    res = _lbfgs(fun, theta, max_iter, tol, None)
+    return Result(res.x, int(res.nit), res.status != 1)
 
 
 def primal_lbfgs(
@@ -170,18 +194,22 @@ def primal_lbfgs(
 ) -> Result:
     """L-BFGS-B on ``F`` itself, the inner maximisation solved exactly at every evaluation.
 
-    ``F`` is differentiable wherever the worst case is unique (non-constant losses), with
-    Danskin's gradient; this full-batch path converges to high accuracy and is the default.
+    ``F`` is differentiable wherever the worst case is unique, with Danskin's gradient. It is
+    not where losses with different gradients tie (at ``theta = 0`` all logistic losses
+    tie), so the path starts with a few iterations of empirical risk minimisation, after
+    which they generically do not; those iterations count in ``n_iter``.
     """
+    if problem.radius == 0.0:
+        return erm_lbfgs(problem, theta, max_iter, tol)
+    start = erm_lbfgs(problem, theta, min(max_iter, _ERM_START), tol)
     eta = [None]
 
     def fun(theta):
         value, grad, _, eta[0] = problem.objective(theta, eta[0], grad=True)
         return value, grad
 
-    res = minimize(fun, theta, jac=True, method="L-BFGS-B", callback=callback,
-                   options=dict(maxiter=max_iter, gtol=tol, ftol=_FTOL, maxls=50))
-    return Result(res.x, int(res.nit), res.status != 1)
+    res = _lbfgs(fun, start.theta, max(1, max_iter - start.n_iter), tol, callback)
+    return Result(res.x, start.n_iter + int(res.nit), res.status != 1)
 
 
 def dual_lbfgs(
@@ -192,18 +220,10 @@ def dual_lbfgs(
     callback: Callable | None = None,
 ) -> Result:
     """Minimise the convex dual jointly over ``(theta, eta)`` with L-BFGS-B."""
+    if problem.radius == 0.0:
+        return erm_lbfgs(problem, theta, max_iter, tol)
     losses, _ = problem.losses(theta)
     q, divergence, radius = problem.q, problem.divergence, problem.radius
-    if radius == 0.0:
-        # The ball is the base distribution alone: weighted empirical risk.
-        def fun(theta):
-            losses, dZ = problem.losses(theta)
-            return q @ losses + problem.penalty(theta), problem._chain(theta, q, dZ)
-
-        res = minimize(fun, theta, jac=True, method="L-BFGS-B",
-                       options=dict(maxiter=max_iter, gtol=tol, ftol=_FTOL, maxls=50), callback=callback)
-        return Result(res.x, int(res.nit), res.status != 1)
-
     _, eta = _worst_case(losses, q, divergence, radius)
     spread = float(np.ptp(losses)) + 1.0
     if divergence == "chi2":
@@ -222,6 +242,5 @@ def dual_lbfgs(
 
     bounds = [(None, None)] * theta.size + [bound]
     step = None if callback is None else (lambda z: callback(z[:-1]))
-    res = minimize(fun, np.append(theta, eta), jac=True, method="L-BFGS-B", bounds=bounds,
-                   options=dict(maxiter=max_iter, gtol=tol, ftol=_FTOL, maxls=50), callback=step)
+    res = _lbfgs(fun, np.append(theta, eta), max_iter, tol, step, bounds)
     return Result(res.x[:-1], int(res.nit), res.status != 1)

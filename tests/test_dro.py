@@ -1,0 +1,408 @@
+"""Distributionally robust learning: inner maximisation, solvers and estimators."""
+
+import warnings
+
+import cvxpy as cp
+import numpy as np
+import pytest
+from scipy.optimize import minimize_scalar
+from sklearn.linear_model import Ridge
+
+from skrate import DROClassifier, DRORegressor, robust_loss, worst_case_weights
+from skrate._divergence import _dual, _worst_case
+from skrate._dro_losses import LOSSES
+from skrate._dro_solvers import LinearDRO, dual_lbfgs, dynamic_sgd, primal_lbfgs, sample_sizes
+
+# ---------------------------------------------------------------- exact references (cvxpy)
+
+
+def _divergence(p, q, divergence):
+    """sum_i q_i f(p_i / q_i) in numpy (0 log 0 = 0)."""
+    r = p / q
+    if divergence == "chi2":
+        return float(q @ ((r - 1.0) ** 2) / 2.0)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return float(np.sum(np.where(p > 0, p * np.log(r), 0.0)))
+
+
+def _cvx_inner(losses, q, divergence, radius):
+    p = cp.Variable(losses.size, nonneg=True)
+    if divergence == "chi2":
+        ball = cp.sum(cp.multiply(q, cp.square(p / q - 1.0))) / 2.0 <= radius
+    else:
+        ball = cp.sum(cp.kl_div(p, q)) <= radius  # = KL(p || q) when both sum to one
+    problem = cp.Problem(cp.Maximize(losses @ p), [cp.sum(p) == 1.0, ball])
+    problem.solve(solver="CLARABEL")
+    return problem.value, p.value
+
+
+def _cvx_dro(X, y, q, loss, divergence, radius, alpha):
+    """The full DRO problem through its dual, solved exactly by a conic solver."""
+    n, d = X.shape
+    w, b, eta = cp.Variable(d), cp.Variable(), cp.Variable()
+    z = X @ w + b
+    losses = cp.logistic(z) - cp.multiply(y, z) if loss == "logistic" else cp.square(z - y)
+    s = cp.Variable(n)
+    cons = [s >= losses]
+    if divergence == "chi2":
+        robust = eta + np.sqrt(1 + 2 * radius) * cp.norm(
+            cp.multiply(np.sqrt(q), cp.pos(s - eta)), 2)
+    else:
+        # t >= eta log sum_i q_i exp(s_i / eta)  <=>  sum_i q_i u_i <= eta,
+        # eta exp((s_i - t) / eta) <= u_i.
+        t, u = cp.Variable(), cp.Variable(n)
+        cons += [cp.constraints.ExpCone(s - t, cp.hstack([eta] * n), u), q @ u <= eta]
+        robust = t + radius * eta
+    problem = cp.Problem(cp.Minimize(robust + alpha / 2 * cp.sum_squares(w)), cons)
+    problem.solve(solver="CLARABEL")
+    return problem.value, w.value, float(b.value)
+
+
+# ---------------------------------------------------------------- inner maximisation
+
+
+@pytest.mark.parametrize("divergence", ["chi2", "kl"])
+@pytest.mark.parametrize("radius", [0.01, 0.3, 2.0, 8.0])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_worst_case_matches_cvxpy(divergence, radius, weighted):
+    rng = np.random.default_rng(int(radius * 100) + weighted)
+    n = 40
+    losses = rng.exponential(size=n)
+    sw = rng.uniform(0.2, 3.0, size=n) if weighted else None
+    q = np.full(n, 1.0 / n) if sw is None else sw / sw.sum()
+    value, p_ref = _cvx_inner(losses, q, divergence, radius)
+    p = worst_case_weights(losses, divergence, radius, sample_weight=sw)
+    assert p.min() >= 0 and p.sum() == pytest.approx(1.0, abs=1e-12)
+    assert _divergence(p, q, divergence) <= radius * (1 + 1e-9)
+    assert p @ losses == pytest.approx(value, rel=1e-6)
+    np.testing.assert_allclose(p, p_ref, atol=1e-4)
+    assert robust_loss(losses, divergence, radius, sample_weight=sw) == pytest.approx(p @ losses)
+
+
+def test_chi2_large_radius_zeroes_the_small_losses_exactly():
+    # radius 2 on n=40: p >= 0 is active, the smallest losses get exactly zero mass.
+    rng = np.random.default_rng(3)
+    losses = rng.normal(size=40)
+    p = worst_case_weights(losses, "chi2", 2.0)
+    assert np.sum(p == 0) > 5
+    assert losses[p == 0].max() <= losses[p > 0].min()
+    assert _divergence(p, np.full(40, 1 / 40), "chi2") == pytest.approx(2.0, rel=1e-9)
+    # Inside the support the worst case is affine in the losses.
+    support = p > 0
+    slope = np.polyfit(losses[support], p[support], 1)
+    np.testing.assert_allclose(np.polyval(slope, losses[support]), p[support], atol=1e-12)
+
+
+@pytest.mark.parametrize("divergence", ["chi2", "kl"])
+def test_inactive_and_degenerate_balls_return_the_base_distribution(divergence):
+    losses = np.array([0.3, 1.0, 0.2, 0.7])
+    sw = np.array([1.0, 2.0, 3.0, 4.0])
+    np.testing.assert_allclose(worst_case_weights(losses, divergence, 0.0, sw), sw / 10)
+    np.testing.assert_allclose(worst_case_weights(np.full(4, 2.5), divergence, 1.0, sw),
+                               sw / 10)
+
+
+@pytest.mark.parametrize("divergence", ["chi2", "kl"])
+def test_large_radius_concentrates_on_the_largest_losses(divergence):
+    losses = np.array([0.1, 2.0, 0.5, 2.0, 1.9])
+    sw = np.array([1.0, 1.0, 1.0, 3.0, 1.0])
+    q_top = 4 / 7
+    limit = 0.5 * (1 / q_top - 1) if divergence == "chi2" else -np.log(q_top)
+    for radius in (limit, 1.5 * limit, 1e12):
+        p = worst_case_weights(losses, divergence, radius, sample_weight=sw)
+        np.testing.assert_allclose(p, [0, 0.25, 0, 0.75, 0], atol=1e-12)
+        assert robust_loss(losses, divergence, radius, sw) == 2.0
+    # Just below the limit the mass is not yet all on the top losses, and no NaN appears.
+    p = worst_case_weights(losses, divergence, 0.99 * limit, sample_weight=sw)
+    assert np.all(np.isfinite(p)) and p[[1, 3]].sum() < 1.0
+    assert p[1] / p[3] == pytest.approx(1 / 3)
+
+
+@pytest.mark.parametrize("divergence", ["chi2", "kl"])
+def test_zero_weight_samples_get_no_mass_and_ties_share_it(divergence):
+    losses = np.array([5.0, 1.0, 1.0, 0.0, 3.0])
+    sw = np.array([0.0, 1.0, 1.0, 1.0, 1.0])
+    p = worst_case_weights(losses, divergence, 0.2, sample_weight=sw)
+    assert p[0] == 0.0 and p[1] == pytest.approx(p[2])
+    np.testing.assert_allclose(p[1:], worst_case_weights(losses[1:], divergence, 0.2))
+
+
+@pytest.mark.parametrize("divergence", ["chi2", "kl"])
+def test_robust_loss_is_monotone_in_the_radius(divergence):
+    losses = np.random.default_rng(0).gamma(2.0, size=300)
+    values = [robust_loss(losses, divergence, r) for r in (0.0, 0.05, 0.2, 1.0, 5.0, 1e3)]
+    assert values[0] == pytest.approx(losses.mean())
+    assert values[-1] == losses.max()
+    assert np.all(np.diff(values[:-1]) > 0)
+
+
+@pytest.mark.parametrize("divergence", ["chi2", "kl"])
+def test_warm_start_hint_does_not_change_the_answer(divergence):
+    rng = np.random.default_rng(1)
+    q = np.full(500, 1 / 500)
+    losses = rng.exponential(size=500)
+    p, eta = _worst_case(losses, q, divergence, 0.3)
+    for hint in (eta, 0.5 * eta, 3.0 * eta, -10.0, 1e-6):
+        p_hint, eta_hint = _worst_case(losses, q, divergence, 0.3, eta_hint=hint)
+        np.testing.assert_allclose(p_hint, p, rtol=1e-9, atol=1e-15)
+
+
+@pytest.mark.parametrize("divergence", ["chi2", "kl"])
+def test_dual_minimum_is_the_robust_loss_and_its_gradients_are_exact(divergence):
+    rng = np.random.default_rng(2)
+    losses, q = rng.exponential(size=30), rng.dirichlet(np.ones(30))
+    radius = 0.4
+    p, eta = _worst_case(losses, q, divergence, radius)
+    value = _dual(losses, q, divergence, radius, eta)[0]
+    assert value == pytest.approx(p @ losses, rel=1e-10)
+    bounds = (-5.0, losses.max()) if divergence == "chi2" else (1e-3, 50.0)
+    best = minimize_scalar(lambda e: _dual(losses, q, divergence, radius, e)[0],
+                           bounds=bounds, method="bounded", options=dict(xatol=1e-10))
+    assert best.fun == pytest.approx(p @ losses, rel=1e-8)
+    # Gradients against central finite differences, away from the optimum in eta.
+    e0, h = eta + 0.1, 1e-6
+    _, d_losses, d_eta = _dual(losses, q, divergence, radius, e0)
+    fd_eta = (_dual(losses, q, divergence, radius, e0 + h)[0]
+              - _dual(losses, q, divergence, radius, e0 - h)[0]) / (2 * h)
+    assert d_eta == pytest.approx(fd_eta, rel=1e-5, abs=1e-8)
+    basis = np.eye(30)[[0, 7, 19]]
+    fd = [(_dual(losses + h * e, q, divergence, radius, e0)[0]
+           - _dual(losses - h * e, q, divergence, radius, e0)[0]) / (2 * h) for e in basis]
+    np.testing.assert_allclose(d_losses[[0, 7, 19]], fd, rtol=1e-5, atol=1e-9)
+    # At the optimal eta the gradient in the losses is the worst case (Danskin).
+    np.testing.assert_allclose(_dual(losses, q, divergence, radius, eta)[1], p, atol=1e-7)
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(radius=-0.1), "radius"),
+    (dict(radius=np.nan), "radius"),
+    (dict(divergence="tv"), "divergence"),
+    (dict(losses=[1.0, np.nan]), "NaN"),
+    (dict(losses=np.ones((2, 2))), "1-d"),
+    (dict(sample_weight=[1.0, -1.0]), "sample_weight"),
+    (dict(sample_weight=[1.0]), "shape"),
+])
+def test_inner_maximiser_rejects_bad_input(bad, match):
+    kwargs = dict(losses=[1.0, 2.0], divergence="chi2", radius=0.1, sample_weight=None)
+    kwargs.update(bad)
+    with pytest.raises(ValueError, match=match):
+        worst_case_weights(**kwargs)
+
+
+# ---------------------------------------------------------------- solvers
+
+
+def test_sample_size_schedule_is_geometric_and_caps_at_n():
+    sizes = sample_sizes(1000, 10, 1.5)
+    got = [next(sizes) for _ in range(15)]
+    expected = [min(1000, int(np.ceil(10 * 1.5**t - 1e-9))) for t in range(15)]
+    assert got == expected
+    assert got[-1] == 1000 and got[-2] == 1000 and got[10] < 1000
+    assert next(sample_sizes(50, 100, 2.0)) == 50
+
+
+class _RecordingRng:
+    """Delegates to a Generator and records every sample drawn."""
+
+    def __init__(self, seed):
+        self.rng, self.draws = np.random.default_rng(seed), []
+
+    def choice(self, n, m, replace):
+        rows = self.rng.choice(n, m, replace=replace)
+        self.draws.append((n, rows, replace))
+        return rows
+
+
+def _binary_problem(n=300, d=5, divergence="chi2", radius=0.2, alpha=1e-2, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = (X @ rng.normal(size=d) + rng.normal(size=n) > 0).astype(float)
+    return LinearDRO(X, y, LOSSES["logistic"], np.full(n, 1 / n), divergence, radius, alpha,
+                     1, True)
+
+
+def test_dynamic_sgd_draws_growing_samples_without_replacement_then_goes_full_batch():
+    problem = _binary_problem()
+    rng = _RecordingRng(0)
+    result = dynamic_sgd(problem, np.zeros(problem.n_params), rng, 16, 2.0, 200, 1e-6)
+    sizes = [rows.size for _, rows, _ in rng.draws]
+    assert sizes == [16, 32, 64, 128, 256]  # the next size, 512, is capped to the full batch
+    assert all(n == 300 and not replace for n, _, replace in rng.draws)
+    assert all(np.unique(rows).size == rows.size for _, rows, _ in rng.draws)
+    assert result.converged and result.n_iter > len(sizes)
+
+
+@pytest.mark.parametrize("divergence", ["chi2", "kl"])
+@pytest.mark.parametrize("loss", ["logistic", "squared"])
+def test_solvers_reach_the_exact_optimum(divergence, loss):
+    rng = np.random.default_rng(4)
+    n, d, radius, alpha = 60, 4, 0.3, 0.05
+    X = rng.normal(size=(n, d))
+    score = X @ rng.normal(size=d)
+    y = (score + rng.normal(size=n) > 0).astype(float) if loss == "logistic" else score + 0.5 * rng.standard_t(3, size=n)
+    sw = rng.integers(1, 4, size=n).astype(float)
+    q = sw / sw.sum()
+    value, w_ref, b_ref = _cvx_dro(X, y, q, loss, divergence, radius, alpha)
+    problem = LinearDRO(X, y, LOSSES[loss], q, divergence, radius, alpha, 1, True)
+    theta0 = np.zeros(problem.n_params)
+    runs = {
+        "primal": primal_lbfgs(problem, theta0, 2000, 1e-9),
+        "dual": dual_lbfgs(problem, theta0, 2000, 1e-9),
+        "sgd": dynamic_sgd(problem, theta0, np.random.default_rng(0), 8, 1.5, 5000, 1e-7),
+    }
+    for name, result in runs.items():
+        objective = problem.objective(result.theta)[0]
+        assert objective == pytest.approx(value, rel=1e-5), name
+        assert objective >= value - 1e-6 * abs(value)  # cvxpy's value is the minimum
+        W, b = problem.unpack(result.theta)
+        np.testing.assert_allclose(W[:, 0], w_ref, atol=2e-3, err_msg=name)
+
+
+def test_multiclass_classifier_matches_cvxpy():
+    rng = np.random.default_rng(5)
+    n, d, k, radius, alpha = 45, 3, 3, 0.2, 0.1
+    X = rng.normal(size=(n, d))
+    y = np.argmax(X @ rng.normal(size=(d, k)) + rng.gumbel(size=(n, k)), axis=1)
+    W, b, eta = cp.Variable((d, k)), cp.Variable(k), cp.Variable()
+    Z = X @ W + np.ones((n, 1)) @ cp.reshape(b, (1, k), order="C")
+    losses = cp.log_sum_exp(Z, axis=1) - cp.sum(cp.multiply(Z, np.eye(k)[y]), axis=1)
+    robust = eta + np.sqrt(1 + 2 * radius) * cp.norm(cp.pos(losses - eta), 2) / np.sqrt(n)
+    ref = cp.Problem(cp.Minimize(robust + alpha / 2 * cp.sum_squares(W)))
+    ref.solve(solver="CLARABEL")
+    clf = DROClassifier(radius=radius, alpha=alpha, tol=1e-8).fit(X, y)
+    assert clf.objective_ == pytest.approx(ref.value, rel=1e-6)
+    np.testing.assert_allclose(clf.coef_, W.value.T, atol=1e-3)
+    proba = clf.predict_proba(X)
+    np.testing.assert_allclose(proba.sum(axis=1), 1.0)
+    np.testing.assert_array_equal(clf.predict(X), clf.classes_[proba.argmax(axis=1)])
+
+
+# ---------------------------------------------------------------- estimators
+
+
+@pytest.mark.parametrize("divergence", ["chi2", "kl"])
+def test_classifier_attributes_are_consistent(divergence):
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(200, 4))
+    y = np.where(X[:, 0] - X[:, 1] + 0.5 * rng.normal(size=200) > 0, "yes", "no")
+    clf = DROClassifier(divergence=divergence, radius=0.3, alpha=0.01).fit(X, y)
+    z = clf.decision_function(X)
+    t = (y == "yes").astype(float)
+    losses = np.logaddexp(0, z) - t * z
+    np.testing.assert_allclose(clf.sample_weights_,
+                               worst_case_weights(losses, divergence, 0.3), atol=1e-12)
+    assert clf.objective_ == pytest.approx(
+        robust_loss(losses, divergence, 0.3) + 0.005 * np.sum(clf.coef_**2))
+    np.testing.assert_allclose(clf.predict_proba(X)[:, 1], 1 / (1 + np.exp(-z)))
+    assert set(clf.predict(X)) <= {"no", "yes"} and (clf.predict(X) == y).mean() > 0.8
+    # Heavier weight on the worst-fitted samples.
+    assert np.corrcoef(clf.sample_weights_, losses)[0, 1] > 0.9
+
+
+def test_dro_beats_empirical_risk_minimiser_on_its_own_objective():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(300, 3))
+    y = X @ [1.0, -2.0, 0.5] + rng.standard_t(2, size=300)
+    erm = DRORegressor(radius=0.0, alpha=0.01).fit(X, y)
+    dro = DRORegressor(radius=0.5, alpha=0.01).fit(X, y)
+    erm_losses = (erm.predict(X) - y) ** 2
+    erm_robust = robust_loss(erm_losses, "chi2", 0.5) + 0.005 * erm.coef_ @ erm.coef_
+    assert dro.objective_ < erm_robust - 1e-3
+    assert np.mean((dro.predict(X) - y) ** 2) > np.mean(erm_losses)
+
+
+def test_zero_radius_regressor_is_ridge():
+    rng = np.random.default_rng(8)
+    X = rng.normal(size=(80, 5))
+    y = X @ rng.normal(size=5) + 3.0 + rng.normal(size=80)
+    alpha = 0.2
+    reg = DRORegressor(radius=0.0, alpha=alpha, tol=1e-10).fit(X, y)
+    ridge = Ridge(alpha=80 * alpha / 2).fit(X, y)
+    np.testing.assert_allclose(reg.coef_, ridge.coef_, rtol=1e-6)
+    assert reg.intercept_ == pytest.approx(ridge.intercept_, rel=1e-6)
+    np.testing.assert_allclose(reg.sample_weights_, 1 / 80)
+
+
+@pytest.mark.parametrize("divergence", ["chi2", "kl"])
+def test_sgd_and_lbfgs_agree(divergence):
+    rng = np.random.default_rng(9)
+    X = rng.normal(size=(2000, 6))
+    y = (X[:, :3].sum(axis=1) + rng.normal(size=2000) > 0).astype(int)
+    kw = dict(divergence=divergence, radius=0.2, alpha=1e-2, tol=1e-7)
+    lbfgs = DROClassifier(solver="lbfgs", **kw).fit(X, y)
+    sgd = DROClassifier(solver="sgd", initial_sample_size=32, growth=1.5, random_state=0,
+                        max_iter=3000, **kw).fit(X, y)
+    assert sgd.objective_ == pytest.approx(lbfgs.objective_, rel=1e-6)
+    np.testing.assert_allclose(sgd.coef_, lbfgs.coef_, atol=1e-3)
+    again = DROClassifier(solver="sgd", initial_sample_size=32, growth=1.5, random_state=0,
+                          max_iter=3000, **kw).fit(X, y)
+    np.testing.assert_array_equal(again.coef_, sgd.coef_)
+
+
+@pytest.mark.parametrize("Estimator", [DROClassifier, DRORegressor])
+@pytest.mark.parametrize("divergence", ["chi2", "kl"])
+def test_radius_so_large_that_all_mass_is_on_one_point(Estimator, divergence):
+    rng = np.random.default_rng(10)
+    X = rng.normal(size=(30, 2))
+    y = (X[:, 0] > 0).astype(int) if Estimator is DROClassifier else X[:, 0] + rng.normal(size=30)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the max-loss problem is non-smooth
+        est = Estimator(divergence=divergence, radius=1e6, alpha=0.1).fit(X, y)
+    p = est.sample_weights_
+    assert np.all(np.isfinite(p)) and np.isfinite(est.objective_)
+    assert np.all(np.isfinite(est.coef_))
+    assert p.max() == pytest.approx(1.0) or np.count_nonzero(p) <= 3
+    # The objective is then the largest loss plus the penalty.
+    if Estimator is DRORegressor:
+        losses = (est.predict(X) - y) ** 2
+        penalty = 0.05 * est.coef_ @ est.coef_
+        assert est.objective_ == pytest.approx(losses.max() + penalty)
+
+
+@pytest.mark.parametrize("Estimator", [DROClassifier, DRORegressor])
+@pytest.mark.parametrize("params, match", [
+    (dict(radius=-1.0), "radius"),
+    (dict(radius=float("nan")), "radius"),
+    (dict(alpha=-1.0), "alpha"),
+    (dict(divergence="hellinger"), "divergence"),
+    (dict(growth=1.0), "growth"),
+    (dict(solver="adam"), "solver"),
+])
+def test_bad_parameters_name_themselves(Estimator, params, match):
+    X, y = np.random.default_rng(0).normal(size=(20, 2)), np.arange(20) % 2
+    with pytest.raises(ValueError, match=match):
+        Estimator(**params).fit(X, y)
+
+
+@pytest.mark.parametrize("Estimator", [DROClassifier, DRORegressor])
+def test_nan_input_and_bad_weights_are_rejected(Estimator):
+    X, y = np.random.default_rng(0).normal(size=(20, 2)), np.arange(20) % 2
+    X_nan = X.copy()
+    X_nan[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        Estimator().fit(X_nan, y)
+    with pytest.raises(ValueError, match="[Nn]egative"):
+        Estimator().fit(X, y, sample_weight=np.r_[-1.0, np.ones(19)])
+    X_before = X.copy()
+    Estimator().fit(X, y)
+    np.testing.assert_array_equal(X, X_before)
+
+
+def test_single_class_is_a_clear_error():
+    with pytest.raises(ValueError, match="at least 2 classes"):
+        DROClassifier().fit(np.ones((5, 2)), np.zeros(5))
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
+def test_zero_weight_equals_removal(solver):
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(120, 3))
+    y = X @ [1.0, 0.0, -1.0] + rng.normal(size=120)
+    sw = np.ones(120)
+    sw[:20] = 0.0
+    kw = dict(solver=solver, radius=0.3, alpha=0.01, tol=1e-9, max_iter=5000,
+              initial_sample_size=120, random_state=0)
+    weighted = DRORegressor(**kw).fit(X, y, sample_weight=sw)
+    removed = DRORegressor(**kw).fit(X[20:], y[20:])
+    np.testing.assert_allclose(weighted.coef_, removed.coef_, atol=1e-6)
+    np.testing.assert_array_equal(weighted.sample_weights_[:20], 0.0)
