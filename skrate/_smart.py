@@ -176,6 +176,7 @@ def smart(
     rng: np.random.Generator | None = None,
     step_size: float | None = None,
     step_scale: float = 1.0,
+    step_growth: float = 1.5,
 ) -> TrimmedFit:
     """Stochastic variance-reduced block prox-gradient on ``(W, b)`` and ``w``.
 
@@ -202,9 +203,12 @@ def smart(
     capped simplex instead, with ``fbar`` the current weighted mean loss (so the
     step is free of the loss scale); its fixed points are the same.
 
-    The exact objective is evaluated once per epoch (one pass); an epoch that
-    increased it is undone and the ``(W, b)`` step halved, so the recorded
-    objective is non-increasing.
+    The exact objective is evaluated once per epoch (one pass). The ``(W, b)``
+    step starts from the Lipschitz value above and grows by ``step_growth`` after
+    each epoch that lowered the objective; an epoch that raised it is undone, the
+    step halved and growth stopped. So the recorded objective is non-increasing.
+    The run ends with the exact weight block on the exact losses when that lowers
+    the objective (``h`` integer).
 
     References
     ----------
@@ -222,8 +226,8 @@ def smart(
     if batch_size == "auto":
         # An epoch advances about as much as n / (b + L_terms / L_full) full-gradient
         # steps: b near that ratio is within 2x of b = 1 at a fraction of the
-        # per-step overhead. At least 8 rows, at most 256.
-        batch_size = int(np.clip(np.ceil(L_terms / max(L_full, 1e-300)), 8, 256))
+        # per-step overhead. At least 32 rows (Python cost per step), at most 256.
+        batch_size = int(np.clip(np.ceil(L_terms / max(L_full, 1e-300)), 32, 256))
     bsz = int(min(max(1, batch_size), n))
     n_batches = -(-n // bsz)
     fi = float(P.fit_intercept)
@@ -262,7 +266,7 @@ def smart(
         return w_new, agg_W, agg_b
 
     objective = [P.objective(W, b, w)]
-    n_iter, converged, rejected = 0, False, 0
+    n_iter, converged, rejected, grow = 0, False, 0, step_growth
     in_prev = w > 0.5
     for epoch in range(max_iter):
         saved = (W, b, w, D.copy(), loss_tab.copy(), agg_W, agg_b)
@@ -308,11 +312,13 @@ def smart(
                 converged = True
                 break
             eta *= 0.5
+            grow = 1.0  # the largest stable step is now bracketed
             rejected += 1
             if rejected > 30:
                 break
             continue
         objective.append(f_new)
+        eta *= grow
         loss_tab = losses
         agg_W, agg_b = aggregate(w, D)  # clear drift of the running sums
         in_now = w > 0.5
@@ -320,6 +326,12 @@ def smart(
             converged = True
             break
         in_prev = in_now
+    # finish with the exact weight block on the exact losses (never raises the objective)
+    w_exact = _keep_smallest(P.losses(W, b), int(round(h)))
+    f_exact = P.objective(W, b, w_exact)
+    if f_exact < objective[-1]:
+        w = w_exact
+        objective.append(f_exact)
     return TrimmedFit(W, b, w, n_iter, objective, converged)
 
 

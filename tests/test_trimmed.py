@@ -208,7 +208,7 @@ def test_full_batch_smart_is_monotone_at_every_step_without_safeguard():
     X, y, _, _ = _regression_with_outliers(seed=2, n=120)
     P = TrimmedProblem(X, y, "squared", 100.0, "l2", 1e-2, True)
     L_full, _ = P.lipschitz()
-    fit = smart(P, batch_size=120, max_iter=60, tol=0, step_size=1.0 / L_full,
+    fit = smart(P, batch_size=120, max_iter=60, tol=0, step_size=1.0 / L_full, step_growth=1.0,
                 rng=np.random.default_rng(0))
     obj = np.asarray(fit.objective)
     assert len(obj) == fit.n_iter + 1  # no epoch was rejected
