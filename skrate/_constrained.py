@@ -14,7 +14,8 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from .exceptions import InfeasibleConstraintsWarning
 from .models import LinearModel, MLPModel
-from .problem import GroupTable, RateData, compile_problem, constraint_rows, evaluate_term
+from ._holdout import constraint_columns, holdout_split
+from .problem import GroupTable, RateData, compile_problem, confidence_margins, constraint_rows, evaluate_term
 from .rates import Expression, Ratio, as_constraints, as_expression
 from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
 from .solvers import GAME_SOLVERS, SURROGATES, solve_rate_game
@@ -79,6 +80,19 @@ class ConstrainedClassifier(ClassifierMixin, BaseEstimator):
         None trains full-batch; an int trains on minibatches of that size.
     n_candidates : int, default=100
         Evenly spaced snapshots of the iterates kept as candidates for the solutions.
+    validation_fraction : float or None, default=None
+        Hold out this fraction of the rows, stratified by label and by the groups the
+        constraints name, for the two-dataset proxy-Lagrangian (Cotter et al., ICML 2019):
+        the model trains on the rest while the multipliers and the choice of the solution
+        (LP shrink, best iterate) use the held-out constraint values, so constraints generalise.
+        ``fit(..., validation_mask=...)`` chooses the held-out rows explicitly.
+    margin : "auto", float, array-like or None, default=None
+        Tighten each constraint ``g <= 0`` to ``g + margin <= 0``. ``"auto"`` uses a
+        confidence bound on the constraint's estimate from its slices' sizes (see
+        :func:`skrate.problem.confidence_margins`), measured on the sample the solution is
+        chosen on (the held-out part when there is one).
+    margin_confidence : float, default=0.95
+        Per-constraint probability that a constraint met with ``margin="auto"`` holds on new data.
     random_state : int, RandomState instance or None, default=None
         Seeds minibatches, MLP initialisation and the per-row draws of stochastic predictions.
     verbose : int, default=0
@@ -106,7 +120,13 @@ class ConstrainedClassifier(ClassifierMixin, BaseEstimator):
     train_constraints_ : ndarray of shape (n_constraints, n_candidates)
         Constraint values ``g_j`` (``<= 0`` is met) of each candidate on the training data.
     feasible_ : bool
-        Whether the m-stochastic solution meets every constraint on the training data.
+        Whether the m-stochastic solution meets every constraint (with its margin) on the
+        data the solution is chosen on.
+    margins_ : ndarray of shape (n_constraints,)
+        The margin added to each constraint (zeros without ``margin``).
+    fit_report_ : DataFrame or list of dict
+        Per constraint of the selected solution: the margin, the value ``g`` on the training
+        part and on the held-out part (NaN without one).
     n_iter_ : int
 
     References
@@ -140,6 +160,9 @@ class ConstrainedClassifier(ClassifierMixin, BaseEstimator):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "batch_size": [None, Interval(Integral, 1, None, closed="left")],
         "n_candidates": [Interval(Integral, 1, None, closed="left")],
+        "validation_fraction": [None, Interval(Real, 0, 1, closed="neither")],
+        "margin": [None, StrOptions({"auto"}), Interval(Real, 0, None, closed="left"), "array-like"],
+        "margin_confidence": [Interval(Real, 0.5, 1, closed="neither")],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "callback": [None, callable],
@@ -161,6 +184,9 @@ class ConstrainedClassifier(ClassifierMixin, BaseEstimator):
         max_iter=1000,
         batch_size=None,
         n_candidates=100,
+        validation_fraction=None,
+        margin=None,
+        margin_confidence=0.95,
         random_state=None,
         verbose=0,
         callback=None,
@@ -178,6 +204,9 @@ class ConstrainedClassifier(ClassifierMixin, BaseEstimator):
         self.max_iter = max_iter
         self.batch_size = batch_size
         self.n_candidates = n_candidates
+        self.validation_fraction = validation_fraction
+        self.margin = margin
+        self.margin_confidence = margin_confidence
         self.random_state = random_state
         self.verbose = verbose
         self.callback = callback
@@ -203,7 +232,7 @@ class ConstrainedClassifier(ClassifierMixin, BaseEstimator):
         return MLPModel(n_features, sizes)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, *, groups=None, sample_weight=None, baseline=None):
+    def fit(self, X, y, *, groups=None, sample_weight=None, baseline=None, validation_mask=None):
         """Train on ``X, y`` with the constraints measured on ``groups``.
 
         Parameters
@@ -219,6 +248,10 @@ class ConstrainedClassifier(ClassifierMixin, BaseEstimator):
             Weights of the examples in every rate.
         baseline : array-like of shape (n_samples,), default=None
             The baseline model's 0/1 decisions, for churn, wins and losses constraints.
+        validation_mask : array-like of bool of shape (n_samples,), default=None
+            Rows held out for the multipliers and the choice of solution (overrides
+            ``validation_fraction``). To use a separate validation set, stack it under the
+            training rows and mark it here.
 
         Returns
         -------
@@ -240,15 +273,23 @@ class ConstrainedClassifier(ClassifierMixin, BaseEstimator):
                              "minimises linear combinations of rates.")
         constraints = as_constraints(self.constraints)
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
-        problem = compile_problem(objective, constraints, data)
         rng = check_random_state(self.random_state)
         gen = np.random.default_rng(rng.randint(np.iinfo(np.int32).max))
+        train, held = self._split(data, constraints, validation_mask, gen)
+        problem = compile_problem(objective, constraints, data.take(train) if held is not None else data)
+        held_problem = compile_problem(objective, constraints, data.take(held)) if held is not None else None
+        self.margins_ = self._margins(problem.constraints, data.take(held) if held is not None else data)
+        for p in (problem, held_problem):
+            if p is not None:
+                p.b[1:] += self.margins_
         self._model = self._make_model(X.shape[1])
         traj = solve_rate_game(
-            problem, self._model, X, solver=self.solver, surrogate=self.surrogate,
-            learning_rate=self.learning_rate, lambda_learning_rate=self.lambda_learning_rate,
-            alpha=self.alpha, max_iter=self.max_iter, batch_size=self.batch_size,
-            n_candidates=self.n_candidates, rng=gen, callback=self.callback, verbose=self.verbose,
+            problem, self._model, X[train] if held is not None else X, solver=self.solver,
+            surrogate=self.surrogate, learning_rate=self.learning_rate,
+            lambda_learning_rate=self.lambda_learning_rate, alpha=self.alpha, max_iter=self.max_iter,
+            batch_size=self.batch_size, n_candidates=self.n_candidates, rng=gen,
+            held_out=None if held is None else (held_problem, X[held]),
+            callback=self.callback, verbose=self.verbose,
         )
         self.constraints_ = problem.constraints
         self.objective_ = objective
@@ -259,7 +300,54 @@ class ConstrainedClassifier(ClassifierMixin, BaseEstimator):
         self.n_iter_ = traj.n_iter
         self.random_seed_ = int(gen.integers(2**62))
         self._set_solutions(traj)
+        self.fit_report_ = self._fit_report(X, data, train, held)
         return self
+
+    def _split(self, data, constraints, validation_mask, gen):
+        if validation_mask is not None:
+            mask = np.asarray(validation_mask)
+            if mask.shape != (data.n,) or mask.dtype != bool:
+                raise ValueError(f"validation_mask must be a boolean array with one entry per row ({data.n}); "
+                                 f"got dtype {mask.dtype} and shape {mask.shape}.")
+            if mask.all() or not mask.any():
+                raise ValueError("validation_mask must leave rows on both sides; it marks "
+                                 f"{int(mask.sum())} of {data.n} rows as held out.")
+            return np.flatnonzero(~mask), np.flatnonzero(mask)
+        if self.validation_fraction is None:
+            return np.arange(data.n), None
+        from .problem import expand_constraints
+
+        columns = constraint_columns(expand_constraints(constraints, data.groups))
+        return holdout_split(data, columns, self.validation_fraction, int(gen.integers(2**31)))
+
+    def _margins(self, constraints, data) -> np.ndarray:
+        m = len(constraints)
+        if self.margin is None:
+            return np.zeros(m)
+        if isinstance(self.margin, str):
+            return confidence_margins(constraints, data, self.margin_confidence)
+        margin = np.asarray(self.margin, dtype=float)
+        if margin.ndim == 0:
+            return np.full(m, float(margin))
+        if margin.shape != (m,) or (margin < 0).any():
+            raise ValueError(f"margin must be 'auto', a number >= 0 or one number >= 0 per constraint "
+                             f"({m} after expanding group columns: {[str(c) for c in constraints]}); got {self.margin!r}.")
+        return margin
+
+    def _fit_report(self, X, data, train, held):
+        sm = self.stochastic_model()
+        def violations(idx):
+            rows = constraint_rows(self.constraints_, data.take(idx), sm.proba(X[idx]))
+            return [r["violation"] for r in rows]
+        on_train = violations(train)
+        on_held = violations(held) if held is not None else [np.nan] * len(on_train)
+        rows = [{"constraint": str(c), "margin": mg, "train": a, "held_out": b}
+                for c, mg, a, b in zip(self.constraints_, self.margins_, on_train, on_held)]
+        try:
+            import pandas as pd
+        except ImportError:
+            return rows
+        return pd.DataFrame(rows)
 
     def _set_solutions(self, traj) -> None:
         k = traj.params.shape[0]
@@ -341,8 +429,9 @@ class ConstrainedClassifier(ClassifierMixin, BaseEstimator):
         Returns
         -------
         pandas.DataFrame or list of dict
-            One row per constraint with ``constraint``, ``lhs``, ``rhs`` and ``violation``
-            (``> 0`` when broken), and a last row for the objective. A DataFrame when pandas
+            One row per constraint with ``constraint``, ``lhs``, ``rhs``, ``violation``
+            (``> 0`` when broken; without the margin) and the ``margin`` it was trained with,
+            and a last row for the objective. A DataFrame when pandas
             is installed.
         """
         X_raw = X
@@ -356,8 +445,10 @@ class ConstrainedClassifier(ClassifierMixin, BaseEstimator):
         p = self.predict_proba(X, solution=solution)[:, 1]
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
         rows = constraint_rows(self.constraints_, data, p)
+        for row, margin in zip(rows, self.margins_):
+            row["margin"] = margin
         rows.append({"constraint": f"objective: {self.objective_}", "lhs": evaluate_term(self.objective_, data, p),
-                     "rhs": np.nan, "violation": np.nan})
+                     "rhs": np.nan, "violation": np.nan, "margin": np.nan})
         try:
             import pandas as pd
         except ImportError:

@@ -33,6 +33,11 @@ class RateData:
     def n(self) -> int:
         return self.sample_weight.shape[0]
 
+    def take(self, idx: np.ndarray) -> "RateData":
+        """The rows ``idx``."""
+        pick = lambda a: None if a is None else a[idx]
+        return RateData(pick(self.y), self.sample_weight[idx], self.groups.take(idx), pick(self.baseline))
+
 
 def _coefficients(kind: str, y, b):
     """Per-example (v, c) of a basic rate: its value is the slice-mean of v * yhat + c."""
@@ -62,7 +67,8 @@ def _coefficients(kind: str, y, b):
     raise ValueError(f"Unknown rate {kind!r}.")  # guarded by Rate itself
 
 
-def _slice_mask(rate: Rate, data: RateData) -> np.ndarray:
+def slice_mask(rate: Rate, data: RateData) -> np.ndarray:
+    """Rows of ``data`` a basic rate is measured on (its slice, and the label its kind needs)."""
     mask = np.ones(data.n, dtype=bool)
     for key, values in rate.slice.filters:
         if key == LABEL:
@@ -81,7 +87,7 @@ def _describe_empty(rate: Rate, data: RateData, mask: np.ndarray) -> str:
     label = RATE_KINDS[rate.kind][1]
     where = str(rate.slice) or "all examples"
     if label is not None:
-        plain = _slice_mask(Rate("ppr", rate.slice), data)
+        plain = slice_mask(Rate("ppr", rate.slice), data)
         return (f"The rate {rate} is undefined: its slice ({where}) matched {int(plain.sum())} rows, "
                 f"none with label {label} (in {RATE_KINDS[rate.kind][0]}, only rows with y = {label} count). "
                 "Widen the slice or drop the constraint.")
@@ -100,7 +106,7 @@ def _rate_row(rate: Rate, data: RateData) -> tuple[np.ndarray, np.ndarray, float
     if needs_baseline and data.baseline is None:
         raise ValueError(f"The rate {rate} compares with a baseline model: pass baseline=<the baseline "
                          "model's 0/1 decisions on these rows> to fit (and to constraint_report).")
-    mask = _slice_mask(rate, data)
+    mask = slice_mask(rate, data)
     w = data.sample_weight * mask
     total = w.sum()
     if not total > 0:

@@ -52,6 +52,10 @@ class GroupTable:
             raw[str(getattr(groups, "name", None) or "group")] = groups
         return cls(raw, n)
 
+    def take(self, idx: np.ndarray) -> "GroupTable":
+        """The rows ``idx`` of every column."""
+        return GroupTable({k: np.asarray(v)[idx] for k, v in self.raw.items()}, len(idx))
+
     def column(self, key: str) -> np.ndarray:
         """The group column ``key`` as strings; a clear error when it is unknown."""
         if key not in self._cache:

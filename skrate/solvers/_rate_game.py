@@ -53,6 +53,7 @@ def solve_rate_game(
     n_candidates: int = 100,
     rng: np.random.Generator,
     init_params: np.ndarray | None = None,
+    held_out: tuple[RateProblem, object] | None = None,
     callback: Callable | None = None,
     verbose: int = 0,
 ) -> Trajectory:
@@ -72,6 +73,10 @@ def solve_rate_game(
         None plays full-batch; otherwise minibatches drawn without replacement per epoch.
     n_candidates : int
         Number of evenly spaced snapshots kept (the last iterate is always one).
+    held_out : (RateProblem, X_held_out), optional
+        The two-dataset game of Cotter et al. (ICML 2019): the lambda-player, and the
+        candidates' constraint values, use the true rates on this second sample, while the
+        model trains on ``X``; constraint estimates then do not share the model's overfitting.
 
     Returns
     -------
@@ -92,9 +97,15 @@ def solve_rate_game(
     optimizer = Adam(theta.shape[0], learning_rate)
     reg = alpha * model.penalty_mask()
     A, b = problem.A, problem.b
+    if held_out is not None:
+        held_problem, X_held = held_out
+        X_held = Design(X_held).X
     full = batch_size is None or batch_size >= n
     A_cols = None if full else sp.csc_matrix(A)
     if player.needs_surrogate:
+        if held_out is not None:
+            raise ValueError("The Lagrangian's multipliers follow surrogate rates on the training sample; "
+                             "use a proxy-Lagrangian solver with a held-out sample.")
         A_pos, A_neg = A.maximum(0).tocsr(), A.minimum(0).tocsr()
 
     every = max(1, max_iter // max(1, n_candidates))
@@ -113,6 +124,8 @@ def solve_rate_game(
         if player.needs_surrogate:
             Ap, An = (A_pos, A_neg) if full else (A_pos[:, idx], A_neg[:, idx])
             values = _surrogate_rates(Ap * scale, An * scale, scores, b, surrogate)
+        elif held_out is not None:
+            values = held_problem.values((model.scores(X_held, theta) > 0).astype(float))
         else:
             values = scale * (Ab @ (scores > 0).astype(float)) + b
         weights = player.weights()
@@ -132,6 +145,8 @@ def solve_rate_game(
     lams.append(np.asarray(player.weights(), dtype=float).copy())
     params = np.array(snaps)
     rates = problem.values((model.scores_many(X, params) > 0).astype(float))
+    if held_out is not None:
+        rates[1:] = held_problem.values((model.scores_many(X_held, params) > 0).astype(float))[1:]
     lam_hist = np.array(lams)
     if lam_hist.shape[1] != m + 1:  # the Lagrangian's multipliers omit the objective's weight
         lam_hist = np.column_stack([np.ones(len(lam_hist)), lam_hist[:, -m:]]) if m else lam_hist[:, :1]

@@ -1,0 +1,98 @@
+"""Constraints that hold on new data: held-out multipliers and confidence margins."""
+
+import numpy as np
+import pytest
+
+from skrate import ConstrainedClassifier
+from skrate._holdout import holdout_split
+from skrate.problem import GroupTable, RateData, confidence_margins
+from skrate.rates import parse_constraint
+
+
+def _population(n, rng):
+    group = rng.choice(["a", "b"], n, p=[0.8, 0.2])
+    X = rng.normal(size=(n, 3))
+    shift = np.where(group == "a", 0.7, -0.7)
+    y = (X[:, 0] + shift + rng.normal(scale=0.7, size=n) > 0).astype(int)
+    X[:, 2] += shift
+    return X, y, group
+
+
+def test_auto_margin_holds_on_fresh_data_at_the_stated_level():
+    rng = np.random.default_rng(0)
+    X_new, y_new, g_new = _population(200_000, rng)
+    spec = "ppr[group=b] >= ppr - 0.05"
+    held = []
+    for seed in range(16):
+        X, y, g = _population(1500, np.random.default_rng(100 + seed))
+        clf = ConstrainedClassifier(spec, margin="auto", margin_confidence=0.9, max_iter=400, random_state=seed)
+        clf.fit(X, y, groups=g)
+        assert clf.margins_[0] > 0
+        p = clf.predict_proba(X_new)[:, 1]
+        held.append(p[g_new == "b"].mean() >= p.mean() - 0.05)
+    assert np.mean(held) >= 0.9
+
+
+def test_margin_formula():
+    rng = np.random.default_rng(1)
+    n = 1000
+    y = rng.integers(0, 2, n)
+    g = rng.choice(["a", "b"], n, p=[0.75, 0.25])
+    data = RateData(y, np.ones(n), GroupTable.from_input({"g": g}, None, n))
+    con = parse_constraint("tpr[g=b] >= 0.9 * tpr")
+    n_b, n_all = np.sum((g == "b") & (y == 1)), np.sum(y == 1)
+    expected = 1.6448536269514722 * (0.5 / np.sqrt(n_b) + 0.9 * 0.5 / np.sqrt(n_all))
+    np.testing.assert_allclose(confidence_margins([con], data, 0.95), [expected])
+    # weights shrink the effective sample size
+    w = np.where(g == "b", 2.0, 1.0) * rng.uniform(0.5, 1.5, n)
+    weighted = confidence_margins([con], RateData(y, w, data.groups), 0.95)
+    assert weighted[0] > expected * 0.99
+
+
+def test_explicit_margins_tighten_the_training_constraints():
+    X, y, g = _population(2000, np.random.default_rng(2))
+    clf = ConstrainedClassifier("ppr[group=b] >= ppr - 0.05", margin=0.03, random_state=0).fit(X, y, groups=g)
+    report = clf.constraint_report(X, y, groups=g)
+    assert report["violation"].iloc[0] <= -0.03 + 1e-3
+    assert report["margin"].iloc[0] == 0.03
+    with pytest.raises(ValueError, match="one number >= 0 per constraint"):
+        ConstrainedClassifier("ppr[group] >= 0.1", margin=[0.1, 0.2, 0.3]).fit(X, y, groups=g)
+
+
+def test_held_out_split_is_stratified_by_label_and_group():
+    rng = np.random.default_rng(3)
+    X, y, g = _population(3000, rng)
+    data = RateData(y, np.ones(3000), GroupTable.from_input({"group": g}, None, 3000))
+    train, held = holdout_split(data, ["group"], 0.3, 0)
+    assert len(np.intersect1d(train, held)) == 0 and len(train) + len(held) == 3000
+    for label in (0, 1):
+        for grp in ("a", "b"):
+            cell = (y == label) & (g == grp)
+            assert abs(cell[held].mean() - cell.mean()) < 0.01
+
+
+def test_validation_fraction_uses_held_out_constraint_values():
+    X, y, g = _population(3000, np.random.default_rng(4))
+    clf = ConstrainedClassifier("ppr[group=b] >= ppr - 0.05", validation_fraction=0.3, random_state=0)
+    clf.fit(X, y, groups=g)
+    report = clf.fit_report_
+    assert list(report.columns) == ["constraint", "margin", "train", "held_out"]
+    assert report["held_out"].iloc[0] <= 1e-3  # the LP chose the mixture on the held-out part
+    assert clf.feasible_
+    # the candidates' recorded constraint values are the held-out ones
+    mask = np.zeros(3000, bool)
+    mask[::3] = True
+    explicit = ConstrainedClassifier("ppr[group=b] >= ppr - 0.05", random_state=0).fit(X, y, groups=g, validation_mask=mask)
+    p = explicit.stochastic_model().proba(X[mask])
+    gb = g[mask] == "b"
+    np.testing.assert_allclose(explicit.fit_report_["held_out"].iloc[0], p.mean() - 0.05 - p[gb].mean(), atol=1e-12)
+
+
+def test_too_small_slices_cannot_be_split():
+    X, y, g = _population(400, np.random.default_rng(5))
+    g = g.copy()
+    g[0] = "c"
+    with pytest.raises(ValueError, match="group=c has 1 row"):
+        ConstrainedClassifier("ppr[group] >= 0.1", validation_fraction=0.3).fit(X, y, groups=g)
+    with pytest.raises(ValueError, match="validation_mask must leave rows on both sides"):
+        ConstrainedClassifier("ppr >= 0.1").fit(X, y, validation_mask=np.zeros(400, bool))
