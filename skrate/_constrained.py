@@ -6,37 +6,21 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
+from sklearn.base import _fit_context
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
+from ._base import RateClassifierBase
 from .exceptions import InfeasibleConstraintsWarning
 from .models import LinearModel, MLPModel
 from ._holdout import constraint_columns, holdout_split
-from .problem import GroupTable, RateData, compile_problem, confidence_margins, constraint_rows, evaluate_term
+from .problem import compile_problem, confidence_margins, constraint_rows, evaluate_term
 from .rates import Expression, Ratio, as_constraints, as_expression
-from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
+from .solutions import SOLUTIONS, best_iterate, shrink
 from .solvers import GAME_SOLVERS, SURROGATES, solve_rate_game
 
 
-def _check_baseline(baseline, classes, n):
-    if baseline is None:
-        return None
-    b = np.asarray(baseline)
-    if b.ndim != 1 or b.shape[0] != n:
-        raise ValueError(f"baseline must hold one decision per row of X ({n}), got shape {b.shape}.")
-    values = set(np.unique(b).tolist())
-    if values <= set(classes.tolist()) and not values <= {0, 1}:
-        return (b == classes[1]).astype(int)
-    if not values <= {0, 1, True, False}:
-        raise ValueError(f"baseline must hold 0/1 decisions (or the class labels {classes.tolist()}); "
-                         f"got values {sorted(values)[:5]}.")
-    return b.astype(int)
-
-
-class ConstrainedClassifier(ClassifierMixin, BaseEstimator):
+class ConstrainedClassifier(RateClassifierBase):
     """Binary classifier trained to minimise a rate subject to rate constraints.
 
     The constraints -- fairness across groups, recall, coverage, churn against a baseline,
@@ -211,18 +195,6 @@ class ConstrainedClassifier(ClassifierMixin, BaseEstimator):
         self.verbose = verbose
         self.callback = callback
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        tags.classifier_tags.multi_class = False
-        return tags
-
-    # -- fitting ----------------------------------------------------------------------------
-    def _rate_data(self, X_raw, X, y, groups, sample_weight, baseline) -> RateData:
-        y01 = None if y is None else (np.asarray(y) == self.classes_[1]).astype(int)
-        weights = _check_sample_weight(sample_weight, X)
-        return RateData(y01, weights, GroupTable.from_input(groups, X_raw, X.shape[0]),
-                        _check_baseline(baseline, self.classes_, X.shape[0]))
-
     def _make_model(self, n_features: int):
         if self.model == "linear":
             return LinearModel(n_features)
@@ -258,15 +230,7 @@ class ConstrainedClassifier(ClassifierMixin, BaseEstimator):
         self : ConstrainedClassifier
         """
         X_raw = X
-        X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
-        y_type = type_of_target(y, input_name="y", raise_unknown=True)
-        self.classes_ = np.unique(y)
-        if y_type != "binary" or self.classes_.shape[0] != 2:
-            raise ValueError(
-                "Only binary classification is supported. The type of the target is "
-                f"{y_type}, with {self.classes_.shape[0]} class(es): {self.classes_.tolist()[:10]}; "
-                "rates such as tpr are defined for a positive class (classes_[1]).")
+        X, y = self._validate_binary(X, y)
         objective = as_expression(self.objective)
         if isinstance(objective, Ratio):
             raise ValueError(f"The objective {objective} is a ratio of rates; ConstrainedClassifier "
@@ -370,51 +334,6 @@ class ConstrainedClassifier(ClassifierMixin, BaseEstimator):
                 "the constraints, or train longer (max_iter) or with a larger model.",
                 InfeasibleConstraintsWarning, stacklevel=3,
             )
-
-    # -- prediction ---------------------------------------------------------------------------
-    @property
-    def weights_(self) -> np.ndarray:
-        check_is_fitted(self)
-        return self.solutions_[self.solution]
-
-    def stochastic_model(self, solution: str | None = None) -> StochasticModel:
-        """The fitted distribution over models of ``solution`` (default: the ``solution`` parameter)."""
-        check_is_fitted(self)
-        name = self.solution if solution is None else solution
-        if name not in self.solutions_:
-            raise ValueError(f"Unknown solution {name!r}; choose from {list(self.solutions_)}.")
-        return StochasticModel(self._model, self.candidates_, self.solutions_[name], self.random_seed_)
-
-    def _features(self, X):
-        check_is_fitted(self)
-        return validate_data(self, X, reset=False, dtype=np.float64)
-
-    def predict_proba(self, X, *, solution: str | None = None) -> np.ndarray:
-        """Class probabilities: column 1 is the probability that the (randomised) classifier says 1.
-
-        For a stochastic solution this is ``sum_k p_k 1[f_k(x) > 0]``, so expected rates computed
-        from it are exact; for a deterministic one it is 0 or 1.
-
-        Returns
-        -------
-        ndarray of shape (n_samples, 2)
-        """
-        p = self.stochastic_model(solution).proba(self._features(X))
-        return np.column_stack([1.0 - p, p])
-
-    def decision_function(self, X, *, solution: str | None = None) -> np.ndarray:
-        """``predict_proba(X)[:, 1] - 0.5``: ranks as the probabilities do.
-
-        The raw scores of the models in the support are ``stochastic_model().scores(X)``.
-        """
-        return self.predict_proba(X, solution=solution)[:, 1] - 0.5
-
-    def predict(self, X, *, solution: str | None = None) -> np.ndarray:
-        """Labels. For a stochastic solution each row's label is drawn with its probability
-        from a uniform number that is a hash of the row, so predictions are reproducible
-        across calls and processes while, over many rows, following the mixture."""
-        labels = self.stochastic_model(solution).predict(self._features(X))
-        return self.classes_[labels]
 
     def constraint_report(self, X, y, *, groups=None, sample_weight=None, baseline=None, solution=None):
         """Value of each constraint's two sides and its violation on ``X, y``, in expectation.
