@@ -8,54 +8,73 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from .datasets import load_compas
-from .problem import GroupTable, RateData, constraint_rows
-from .rates import as_constraints
 
-CONSTRAINTS = ["tpr[race] <= tpr + 0.05", "tpr[race] >= tpr - 0.05",
-               "fpr[race] <= fpr + 0.05", "fpr[race] >= fpr - 0.05"]
-
-
-def _group_lines(y, p, groups) -> list[str]:
-    lines = [f"  {'slice':<26}{'rows':>6}{'ppr':>8}{'tpr':>8}{'fpr':>8}{'error':>8}"]
-    cells = [("all", np.ones(len(y), bool))]
-    cells += [(f"{k}={v}", groups[k] == v) for k in groups for v in np.unique(groups[k])]
-    for name, m in cells:
-        pos, neg = m & (y == 1), m & (y == 0)
-        err = np.mean(np.where(y[m] == 1, 1 - p[m], p[m]))
-        lines.append(f"  {name:<26}{m.sum():>6}{p[m].mean():>8.3f}{p[pos].mean():>8.3f}{p[neg].mean():>8.3f}{err:>8.3f}")
-    return lines
+TEMPLATE = ["tpr[race] <= tpr + {slack}", "tpr[race] >= tpr - {slack}",
+            "fpr[race] <= fpr + {slack}", "fpr[race] >= fpr - {slack}"]
+SLACK = 0.05
+CONSTRAINTS = [t.format(slack=SLACK) for t in TEMPLATE]
+TRADEOFF_SLACKS = (0.0, 0.02, 0.05, 0.1, 0.2)
 
 
-def run_demo(print_fn=print, random_state: int = 0) -> dict:
-    """Fit an unconstrained and an equalized-odds ConstrainedClassifier on COMPAS; print audits.
+def _matplotlib():
+    try:
+        import matplotlib
 
-    Rates are computed in expectation from ``predict_proba`` on a held-out 30% split.
-    Returns the fitted models under ``"unconstrained"`` and ``"constrained"``.
+        matplotlib.use("Agg")
+        return matplotlib
+    except ImportError:
+        return None
+
+
+def run_demo(print_fn=print, random_state: int = 0, figure: str | None = None, n_bootstrap: int = 200) -> dict:
+    """Fit an unconstrained and an equalized-odds ConstrainedClassifier on COMPAS; print their audits.
+
+    Audits are on a held-out 30% split, in expectation over the randomised predictions, with
+    bootstrap intervals. When ``figure`` is a path and matplotlib is installed, the error /
+    violation trade-off over several slacks is plotted there. Returns the fitted models under
+    ``"unconstrained"`` and ``"constrained"`` (and the trade-off curve under ``"tradeoff"``
+    when computed).
     """
     from ._constrained import ConstrainedClassifier
+    from .metrics import audit
 
     data = load_compas()
     X, y = data.data, data.target
     tr, te = train_test_split(np.arange(len(y)), test_size=0.3, stratify=y, random_state=random_state)
     g_tr = {k: v[tr] for k, v in data.groups.items()}
     g_te = {k: v[te] for k, v in data.groups.items()}
-    test_rates = RateData(y[te], np.ones(len(te)), GroupTable.from_input(g_te, None, len(te)))
     print_fn(f"skrate demo: ProPublica COMPAS two-year recidivism ({len(tr)} training rows, {len(te)} test rows)")
-    print_fn("Goal: equalized odds over race, |TPR_g - TPR| <= 0.05 and |FPR_g - FPR| <= 0.05\n")
-    models = {}
+    print_fn(f"Goal: equalized odds over race, |TPR_g - TPR| <= {SLACK} and |FPR_g - FPR| <= {SLACK}\n")
+    out = {}
     for name, constraints in (("unconstrained", None), ("constrained", CONSTRAINTS)):
         start = time.perf_counter()
         clf = ConstrainedClassifier(constraints=constraints, random_state=random_state)
         clf.fit(X[tr], y[tr], groups=g_tr)
         secs = time.perf_counter() - start
-        p = clf.predict_proba(X[te])[:, 1]
         print_fn(f"== {name}: fitted in {secs:.2f} s, a mixture of {int((clf.weights_ > 0).sum())} "
                  "linear model(s); test-set audit ==")
-        for line in _group_lines(y[te], p, g_te):
-            print_fn(line)
-        print_fn("  constraints on the test set (violation > 0 means broken):")
-        for row in constraint_rows(as_constraints(CONSTRAINTS), test_rates, p):
-            print_fn(f"    {row['constraint']:<44}{row['violation']:+.4f}")
+        report = audit(clf, X[te], y[te], groups=g_te, constraints=CONSTRAINTS, metrics=("ppr", "tpr", "fpr", "accuracy"),
+                       n_bootstrap=n_bootstrap, random_state=random_state)
+        print_fn(str(report))
         print_fn("")
-        models[name] = clf
-    return models
+        out[name] = clf
+    if figure is not None:
+        if _matplotlib() is None:
+            print_fn("matplotlib is not installed: no trade-off figure (pip install matplotlib).")
+            return out
+        import matplotlib.pyplot as plt
+
+        from .metrics import plot_tradeoff
+        from .model_selection import tradeoff_curve
+
+        curve = tradeoff_curve(ConstrainedClassifier(random_state=random_state), X, y, groups=data.groups,
+                               constraints=TEMPLATE, slacks=TRADEOFF_SLACKS, test_size=0.3,
+                               random_state=random_state)
+        ax = plot_tradeoff(curve, violation="gap")
+        ax.set_title("COMPAS, equalized odds over race: error vs. gap")
+        ax.figure.tight_layout()
+        ax.figure.savefig(figure, dpi=120)
+        plt.close(ax.figure)
+        print_fn(f"Trade-off over slacks {', '.join(f'{s:g}' for s in TRADEOFF_SLACKS)} written to {figure}")
+        out["tradeoff"] = curve
+    return out

@@ -1,0 +1,13 @@
+"""Audits, plots and scikit-learn scorers for rate goals.
+
+Importing this package needs neither pandas nor matplotlib: :func:`audit` and
+:func:`tradeoff_curve` need pandas when called, the plots need matplotlib when called.
+"""
+
+from ._audit import DEFAULT_METRICS, audit
+from ._decisions import decisions_of, is_stochastic
+from ._plot import plot_audit, plot_tradeoff
+from ._scorers import make_rate_scorer, make_violation_scorer
+
+__all__ = ["DEFAULT_METRICS", "audit", "decisions_of", "is_stochastic", "make_rate_scorer",
+           "make_violation_scorer", "plot_audit", "plot_tradeoff"]

@@ -1,0 +1,225 @@
+"""Fairness audit of any fitted binary classifier: per-group rates, gaps and constraints."""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+from typing import Any, Sequence
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions, validate_params
+from sklearn.utils.validation import _check_sample_weight, _num_samples
+
+from ..problem import GroupTable, RateData, constraint_rows, expand_constraints
+from ..rates import Expression, Ratio, Slice, as_constraints
+from ..rates._expression import Rate
+from ._bootstrap import RateParts, bootstrap_values, percentile_interval
+from ._decisions import DECISIONS, decisions_of, is_stochastic, positive_labels
+
+DEFAULT_METRICS = ("ppr", "tpr", "fpr", "tnr", "fnr", "accuracy", "precision")
+_KINDS = {"ppr", "npr", "tpr", "fpr", "tnr", "fnr", "accuracy", "error_rate", "precision"}
+ALL = "all"
+CONSTRAINT = "constraint"
+COLUMNS = ["attribute", "group", "metric", "count", "value", "value_low", "value_high",
+           "difference", "difference_low", "difference_high", "ratio", "ratio_low", "ratio_high",
+           "bound", "violation", "violation_low", "violation_high"]
+
+
+def require_pandas(what: str):
+    try:
+        import pandas as pd
+    except ImportError as exc:  # pragma: no cover - exercised only without pandas
+        raise ImportError(f"{what} returns a pandas DataFrame and needs pandas: pip install pandas") from exc
+    return pd
+
+
+def metric_term(kind: str, where: Slice):
+    """The rate expression of a named audit metric on a slice."""
+    if kind == "precision":
+        return Ratio(Expression.of(Rate("tp_proportion", where)), Expression.of(Rate("ppr", where)))
+    return Expression.of(Rate(kind, where))
+
+
+def _cells(table: GroupTable, group_columns: list[str]) -> list[tuple[str, str, Slice, np.ndarray]]:
+    cells = [(ALL, ALL, Slice(), np.ones(table.n, dtype=bool))]
+    for key in group_columns:
+        col = table.column(key)
+        for value in table.values(key):
+            cells.append((key, value, Slice.make({key: value}), col == value))
+    return cells
+
+
+@validate_params(
+    {
+        "metrics": [list, tuple],
+        "decisions": [StrOptions(set(DECISIONS))],
+        "n_bootstrap": [Interval(Integral, 0, None, closed="left")],
+        "confidence_level": [Interval(Real, 0, 1, closed="neither")],
+        "random_state": ["random_state"],
+        "n_jobs": [None, Integral],
+    },
+    prefer_skip_nested_validation=True,
+)
+def audit(
+    estimator,
+    X,
+    y,
+    *,
+    groups=None,
+    constraints=None,
+    sample_weight=None,
+    baseline=None,
+    metrics: Sequence[str] = DEFAULT_METRICS,
+    decisions: str = "auto",
+    n_bootstrap: int = 1000,
+    confidence_level: float = 0.95,
+    random_state=None,
+    n_jobs: int | None = None,
+):
+    """Audit a fitted binary classifier: per-group rates, their gaps to the overall rate, constraints.
+
+    Works for any fitted scikit-learn binary classifier, deterministic or stochastic, skrate's
+    or not. Every value comes with a percentile bootstrap interval: rows are resampled with
+    replacement ``n_bootstrap`` times (in parallel with joblib) and every quantity is
+    recomputed on each resample, so differences and ratios get paired intervals.
+
+    Parameters
+    ----------
+    estimator : fitted classifier
+        Binary classifier with ``classes_``; ``classes_[1]`` is the positive class.
+    X : array-like of shape (n_samples, n_features)
+        Features the estimator predicts on. When a DataFrame, constraints may name its columns.
+    y : array-like of shape (n_samples,)
+        True labels.
+    groups : DataFrame, dict of arrays, or array-like of shape (n_samples,), default=None
+        Group columns to audit (a 1-D array is the column ``"group"``). Every value of every
+        column gets its own rows.
+    constraints : Constraint, str, or list of them, default=None
+        Rate constraints to evaluate, e.g. ``"tpr[race] >= 0.95 * tpr"``; group columns
+        expand to one constraint per value.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Weights of the rows in every rate.
+    baseline : array-like of shape (n_samples,), default=None
+        A baseline model's 0/1 decisions, for churn, wins and losses constraints.
+    metrics : sequence of str, default=("ppr", "tpr", "fpr", "tnr", "fnr", "accuracy", "precision")
+        Rates to report per group; also ``"npr"`` and ``"error_rate"``.
+    decisions : {"auto", "predict", "expected"}, default="auto"
+        How decisions are read from the estimator: ``"predict"`` labels, or ``"expected"``
+        rates from ``predict_proba(X)[:, 1]`` (the probability that a randomised classifier
+        predicts 1). ``"auto"`` uses expected rates for skrate's stochastic estimators and
+        ``predict`` for every other classifier.
+    n_bootstrap : int, default=1000
+        Number of bootstrap resamples; 0 skips the intervals (NaN bounds).
+    confidence_level : float, default=0.95
+        Coverage of the percentile intervals.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the resamples; results do not depend on ``n_jobs``.
+    n_jobs : int, default=None
+        Parallel joblib workers for the resamples.
+
+    Returns
+    -------
+    pandas.DataFrame
+        A tidy frame, one row per (group, metric) and one per constraint, with columns
+        ``attribute`` (group column, ``"all"`` or ``"constraint"``), ``group`` (its value, or
+        the constraint's text), ``metric``, ``count`` (rows in the group), ``value``,
+        ``difference`` (``value`` minus the overall rate), ``ratio`` (``value`` over the
+        overall rate), ``bound`` (a constraint's right-hand side), ``violation`` (``> 0`` when
+        a constraint is broken) and ``*_low`` / ``*_high`` interval bounds of each. It
+        prints as readable text tables and renders as HTML tables in notebooks;
+        ``pandas.DataFrame(result)`` is the plain frame.
+
+    References
+    ----------
+    B. Efron, R. Tibshirani. An Introduction to the Bootstrap. Chapman & Hall, 1993 (percentile
+    intervals).
+
+    A. Cotter, H. Jiang, M. Gupta, S. Wang, T. Narayan, S. You, K. Sridharan. Optimization with
+    Non-Differentiable Constraints with Applications to Fairness, Recall, Churn, and Other Goals.
+    JMLR 20(172), 2019 (the rates and constraints).
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from skrate.datasets import load_compas
+    >>> from skrate.metrics import audit
+    >>> data = load_compas()
+    >>> clf = LogisticRegression().fit(data.data, data.target)
+    >>> report = audit(clf, data.data, data.target, groups=data.groups, n_bootstrap=100,
+    ...                constraints="tpr[race] >= tpr - 0.05", random_state=0)
+    >>> report.query("metric == 'tpr'")[["group", "value"]].round(3).to_numpy().tolist()[:2]
+    [['all', 0.61], ['African-American', 0.704]]
+    """
+    pd = require_pandas("audit")
+    unknown = [m for m in metrics if m not in _KINDS]
+    if unknown or not metrics:
+        raise ValueError(f"Unknown audit metric {unknown[0] if unknown else None!r}; choose from "
+                         f"{', '.join(sorted(_KINDS))}.")
+    n = _num_samples(X)
+    y01 = positive_labels(estimator, y)
+    if y01.shape[0] != n:
+        raise ValueError(f"y has {y01.shape[0]} entries but X has {n} rows.")
+    weights = _check_sample_weight(sample_weight, np.empty((n, 0)))
+    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
+        raise ValueError("sample_weight must be finite and non-negative.")
+    if baseline is not None:
+        baseline = np.asarray(baseline)
+        if baseline.shape != (n,) or not set(np.unique(baseline).tolist()) <= {0, 1}:
+            raise ValueError(f"baseline must hold one 0/1 decision per row of X ({n} rows).")
+        baseline = baseline.astype(int)
+    p = decisions_of(estimator, X, decisions)
+    if not np.all(np.isfinite(p)):
+        raise ValueError(f"{type(estimator).__name__} returned non-finite predictions on X.")
+
+    own = GroupTable.from_input(groups, None, n)
+    data = RateData(y01, weights, GroupTable.from_input(groups, X, n), baseline)
+    cells = _cells(data.groups, list(own.raw))
+    cons = expand_constraints(as_constraints(constraints), data.groups)
+
+    terms = [metric_term(kind, where) for _, _, where, _ in cells for kind in metrics]
+    terms += [t for con in cons for t in (con.lhs, con.rhs, con.expression)]
+    parts = RateParts(terms, data, p)
+    point = parts.values()[:, 0]
+    samples = bootstrap_values(parts, n_bootstrap, random_state, n_jobs)
+    k = len(metrics)
+    n_rates = len(cells) * k
+
+    def interval(s):
+        return percentile_interval(s, confidence_level)
+
+    rates, rate_samples = point[:n_rates].reshape(len(cells), k), samples[:n_rates].reshape(len(cells), k, -1)
+    overall, overall_samples = rates[0], rate_samples[0]
+    records: list[dict[str, Any]] = []
+    with np.errstate(invalid="ignore", divide="ignore"):
+        diff, diff_s = rates - overall, rate_samples - overall_samples
+        ratio = np.where(overall != 0, rates / np.where(overall != 0, overall, 1), np.nan)
+        ratio_s = np.where(overall_samples != 0, rate_samples / np.where(overall_samples != 0, overall_samples, 1), np.nan)
+    bounds = {name: interval(s.reshape(n_rates, -1)) for name, s in
+              (("value", rate_samples), ("difference", diff_s), ("ratio", ratio_s))}
+    for c, (attr, value, _, mask) in enumerate(cells):
+        for j, kind in enumerate(metrics):
+            i = c * k + j
+            records.append({
+                "attribute": attr, "group": value, "metric": kind, "count": int(mask.sum()),
+                "value": rates[c, j], "value_low": bounds["value"][0][i], "value_high": bounds["value"][1][i],
+                "difference": diff[c, j], "difference_low": bounds["difference"][0][i],
+                "difference_high": bounds["difference"][1][i],
+                "ratio": ratio[c, j], "ratio_low": bounds["ratio"][0][i], "ratio_high": bounds["ratio"][1][i],
+            })
+    if cons:
+        rows = constraint_rows(cons, data, p)
+        low, high = interval(samples[n_rates + 2::3])
+        for m, row in enumerate(rows):
+            records.append({
+                "attribute": CONSTRAINT, "group": row["constraint"], "metric": CONSTRAINT, "count": n,
+                "value": row["lhs"], "bound": row["rhs"], "violation": row["violation"],
+                "violation_low": low[m], "violation_high": high[m],
+            })
+    frame = pd.DataFrame.from_records(records, columns=COLUMNS)
+    from ._report import AuditFrame
+
+    out = AuditFrame.wrap(frame)
+    out.attrs.update({"estimator": type(estimator).__name__, "n_samples": n, "n_bootstrap": n_bootstrap,
+                      "confidence_level": confidence_level,
+                      "decisions": decisions if decisions != "auto" else
+                      ("expected" if is_stochastic(estimator) else "predict")})
+    return out

@@ -1,0 +1,78 @@
+"""The decisions a fitted classifier makes on X, as 0/1 labels or probabilities of predicting 1."""
+
+from __future__ import annotations
+
+import numpy as np
+
+DECISIONS = ("auto", "predict", "expected")
+
+
+def _innermost(estimator):
+    """The estimator that decides: through fitted searches and pipelines."""
+    while True:
+        if hasattr(estimator, "best_estimator_"):
+            estimator = estimator.best_estimator_
+        elif hasattr(estimator, "steps"):
+            estimator = estimator.steps[-1][1]
+        else:
+            return estimator
+
+
+def is_stochastic(estimator) -> bool:
+    """Whether ``predict_proba`` of the estimator is the probability that a randomised classifier says 1.
+
+    skrate's stochastic estimators expose ``stochastic_model``; for any other classifier
+    ``predict_proba`` is a probability *estimate* and decisions come from ``predict``.
+    """
+    return hasattr(_innermost(estimator), "stochastic_model")
+
+
+def positive_labels(estimator, y, name: str = "y") -> np.ndarray:
+    """``y`` as 0/1 with ``classes_[1]`` of the fitted estimator as the positive class."""
+    classes = getattr(estimator, "classes_", None)
+    if classes is None:
+        raise ValueError(f"{type(estimator).__name__} has no classes_: pass a fitted classifier.")
+    classes = np.asarray(classes)
+    if classes.shape[0] != 2:
+        raise ValueError(f"Rates are defined for binary classifiers; {type(estimator).__name__} has "
+                         f"{classes.shape[0]} classes: {classes.tolist()[:10]}.")
+    y = np.asarray(y)
+    if y.ndim != 1:
+        raise ValueError(f"{name} must be 1-D, got shape {y.shape}.")
+    unknown = sorted(set(np.unique(y).tolist()) - set(classes.tolist()), key=str)
+    if unknown:
+        raise ValueError(f"{name} holds labels {unknown[:5]} that are not classes of the estimator "
+                         f"({classes.tolist()}).")
+    return (y == classes[1]).astype(int)
+
+
+def decisions_of(estimator, X, decisions: str = "auto") -> np.ndarray:
+    """The estimator's decisions on ``X``: 0/1 labels, or probabilities of predicting 1.
+
+    Parameters
+    ----------
+    estimator : fitted binary classifier
+    X : array-like of shape (n_samples, n_features)
+    decisions : {"auto", "predict", "expected"}, default="auto"
+        ``"predict"`` uses the labels of ``predict``; ``"expected"`` uses
+        ``predict_proba(X)[:, 1]`` as the probability of predicting 1, so rates hold in
+        expectation over a randomised classifier; ``"auto"`` is ``"expected"`` for skrate's
+        stochastic estimators and ``"predict"`` for any other classifier.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+    """
+    if decisions not in DECISIONS:
+        raise ValueError(f"decisions must be one of {DECISIONS}, got {decisions!r}.")
+    if decisions == "auto":
+        decisions = "expected" if is_stochastic(estimator) else "predict"
+    classes = np.asarray(estimator.classes_)
+    if decisions == "expected":
+        if not hasattr(estimator, "predict_proba"):
+            raise ValueError(f"decisions='expected' needs predict_proba, which {type(estimator).__name__} "
+                             "does not have; use decisions='predict'.")
+        out = np.asarray(estimator.predict_proba(X), dtype=float)[:, 1]
+    else:
+        out = (np.asarray(estimator.predict(X)) == classes[1]).astype(float)
+    return out

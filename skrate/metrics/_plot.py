@@ -1,0 +1,88 @@
+"""Plots of audits and trade-off curves; matplotlib is imported only when plotting."""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def _pyplot():
+    try:
+        import matplotlib.pyplot as plt
+    except ImportError as exc:
+        raise ImportError("Plotting needs matplotlib: pip install matplotlib (or pip install skrate[plot]).") from exc
+    return plt
+
+
+def plot_audit(report, metrics=None, *, ax=None):
+    """Per-group rates with their bootstrap intervals, one panel per metric.
+
+    Parameters
+    ----------
+    report : DataFrame
+        The result of :func:`skrate.metrics.audit`.
+    metrics : list of str, default=None
+        Metrics to show (default: every metric of the audit).
+    ax : matplotlib Axes or array of Axes, default=None
+        Where to draw (one Axes per metric); new ones by default.
+
+    Returns
+    -------
+    axes : ndarray of matplotlib Axes
+    """
+    plt = _pyplot()
+    rates = report[report["attribute"] != "constraint"]
+    metrics = list(dict.fromkeys(rates["metric"])) if metrics is None else list(metrics)
+    if ax is None:
+        _, ax = plt.subplots(1, len(metrics), figsize=(2.6 * len(metrics) + 1.5, 0.35 * rates["group"].nunique() + 1.8),
+                             sharey=True, squeeze=False)
+    axes = np.atleast_1d(ax).ravel()
+    if axes.shape[0] != len(metrics):
+        raise ValueError(f"Got {axes.shape[0]} Axes for {len(metrics)} metrics; pass one Axes per metric.")
+    for axis, metric in zip(axes, metrics):
+        rows = rates[rates["metric"] == metric]
+        if not len(rows):
+            raise ValueError(f"The audit has no metric {metric!r}; it has {sorted(set(rates['metric']))}.")
+        labels = ["all" if a == "all" else f"{a}={g}" for a, g in zip(rows["attribute"], rows["group"])]
+        pos = np.arange(len(rows))[::-1]
+        value = rows["value"].to_numpy(float)
+        err = np.vstack([value - rows["value_low"].to_numpy(float), rows["value_high"].to_numpy(float) - value])
+        axis.errorbar(value, pos, xerr=None if np.isnan(err).all() else np.abs(err), fmt="o", capsize=3)
+        axis.axvline(value[0], color="0.6", lw=1, ls="--")
+        axis.set_yticks(pos, labels)
+        axis.set_title(metric)
+    return axes
+
+
+def plot_tradeoff(curve, *, ax=None, violation: str = "violation"):
+    """The error / violation frontier of a :func:`skrate.model_selection.tradeoff_curve`.
+
+    Parameters
+    ----------
+    curve : DataFrame
+        The result of ``tradeoff_curve``: columns ``slack``, ``train_error``, ``test_error``,
+        ``train_violation``, ``test_violation``, ``train_gap`` and ``test_gap``.
+    ax : matplotlib Axes, default=None
+    violation : {"violation", "gap"}, default="violation"
+        Plot the violation of each setting's own constraints, or the gap: the violation of
+        the constraints at slack 0.
+
+    Returns
+    -------
+    ax : matplotlib Axes
+    """
+    plt = _pyplot()
+    if violation not in ("violation", "gap"):
+        raise ValueError(f"violation must be 'violation' or 'gap', got {violation!r}.")
+    if ax is None:
+        _, ax = plt.subplots(figsize=(5.5, 4))
+    for split, marker in (("train", "o-"), ("test", "s--")):
+        if f"{split}_error" in curve and not np.isnan(curve[f"{split}_error"].to_numpy(float)).all():
+            ax.plot(curve[f"{split}_{violation}"], curve[f"{split}_error"], marker, label=split)
+            for s, x, y in zip(curve["slack"], curve[f"{split}_{violation}"], curve[f"{split}_error"]):
+                ax.annotate(f"{s:g}", (x, y), textcoords="offset points", xytext=(4, 4), fontsize=7)
+    ax.axvline(0.0, color="0.6", lw=1)
+    ax.set_xlabel("max constraint violation" if violation == "violation" else "gap (violation at slack 0)")
+    ax.set_ylabel("error rate")
+    ax.set_title("error / violation trade-off (labels: slack)")
+    ax.legend()
+    return ax

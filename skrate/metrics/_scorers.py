@@ -1,0 +1,180 @@
+"""scikit-learn scorers of rates and constraint violations, with groups routed as metadata."""
+
+from __future__ import annotations
+
+import numpy as np
+from sklearn.metrics._scorer import _BaseScorer
+from sklearn.utils.validation import _check_sample_weight, _num_samples
+
+from ..problem import GroupTable, RateData, constraint_rows, evaluate_term
+from ..rates import as_constraints, as_expression
+from ._decisions import DECISIONS, is_stochastic, positive_labels
+
+
+def _rate_data(y_true, groups, sample_weight, baseline, X=None) -> RateData:
+    y = np.asarray(y_true)
+    n = y.shape[0]
+    table = groups if isinstance(groups, GroupTable) else GroupTable.from_input(groups, X, n)
+    weights = _check_sample_weight(sample_weight, np.empty((n, 0)))
+    return RateData(y.astype(int), weights, table, None if baseline is None else np.asarray(baseline).astype(int))
+
+
+class RateMetric:
+    """Value of a rate expression for 0/1 labels and decisions: ``metric(y_true, y_pred, groups=...)``."""
+
+    def __init__(self, spec):
+        self.term = as_expression(spec)
+        expands = sorted({k for r in self.term.rates for k in r.slice.expand})
+        if expands:
+            raise ValueError(f"The rate {self.term} expands over the group column(s) {', '.join(expands)} "
+                             "and has no single value; name a value (e.g. tpr[race=Black]) or score "
+                             "a constraint with make_violation_scorer.")
+        self.__name__ = str(self.term)
+
+    def __call__(self, y_true, y_pred, *, groups=None, sample_weight=None, baseline=None):
+        data = _rate_data(y_true, groups, sample_weight, baseline)
+        return evaluate_term(self.term, data, np.asarray(y_pred, dtype=float))
+
+    def __repr__(self):
+        return f"rate {self.term}"
+
+
+class MaxViolation:
+    """Largest constraint violation (``> 0`` when some constraint is broken) of 0/1 labels and decisions."""
+
+    def __init__(self, constraints):
+        self.constraints = as_constraints(constraints)
+        if not self.constraints:
+            raise ValueError("make_violation_scorer needs at least one constraint.")
+        self.__name__ = "max_violation"
+
+    def __call__(self, y_true, y_pred, *, groups=None, sample_weight=None, baseline=None):
+        data = _rate_data(y_true, groups, sample_weight, baseline)
+        rows = constraint_rows(self.constraints, data, np.asarray(y_pred, dtype=float))
+        return max(row["violation"] for row in rows)
+
+    def __repr__(self):
+        return "max violation of " + "; ".join(map(str, self.constraints))
+
+
+def _direct_call(estimator, response_method, X):
+    return getattr(estimator, response_method)(X)
+
+
+class RateScorer(_BaseScorer):
+    """Scorer reading decisions as :func:`skrate.metrics.audit` does and passing group metadata on.
+
+    Call it as ``scorer(estimator, X, y, groups=...)``; inside ``cross_validate`` or
+    ``GridSearchCV`` request the groups with ``set_score_request(groups=True)`` under
+    ``sklearn.set_config(enable_metadata_routing=True)``.
+    """
+
+    def __init__(self, metric, sign: int, decisions: str):
+        super().__init__(metric, sign, {}, response_method="predict")
+        self._decisions = decisions
+
+    def __call__(self, estimator, X, y_true, **kwargs):
+        return self._score(_direct_call, estimator, X, y_true, **kwargs)
+
+    def _accept_sample_weight(self):
+        return True
+
+    def _score(self, method_caller, estimator, X, y_true, **kwargs):
+        unknown = set(kwargs) - {"groups", "sample_weight", "baseline"}
+        if unknown:
+            raise TypeError(f"Unexpected scorer argument(s) {sorted(unknown)}; a rate scorer takes "
+                            "groups, sample_weight and baseline.")
+        y = positive_labels(estimator, y_true, "y_true")
+        if y.shape[0] != _num_samples(X):
+            raise ValueError(f"y_true has {y.shape[0]} entries but X has {_num_samples(X)} rows.")
+        expected = self._decisions == "expected" or (self._decisions == "auto" and is_stochastic(estimator))
+        if expected:
+            proba = np.asarray(method_caller(estimator, "predict_proba", X), dtype=float)
+            p = proba[:, 1] if proba.ndim == 2 else proba
+        else:
+            p = (np.asarray(method_caller(estimator, "predict", X)) == estimator.classes_[1]).astype(float)
+        groups = GroupTable.from_input(kwargs.pop("groups", None), X, y.shape[0])
+        return self._sign * self._score_func(y, p, groups=groups, **kwargs)
+
+    def __repr__(self):
+        sign = "" if self._sign > 0 else ", greater_is_better=False"
+        return f"make_rate_scorer({self._score_func!r}{sign}, decisions={self._decisions!r})"
+
+
+def _check_decisions(decisions):
+    if decisions not in DECISIONS:
+        raise ValueError(f"decisions must be one of {DECISIONS}, got {decisions!r}.")
+
+
+def make_rate_scorer(spec, *, greater_is_better: bool = True, decisions: str = "auto") -> RateScorer:
+    """A scorer for the value of a rate expression on a slice, e.g. ``"tpr[race=Black]"`` or ``"error"``.
+
+    Parameters
+    ----------
+    spec : str, Expression or Ratio
+        The rate, e.g. ``"tpr"``, ``"fpr[sex=Female] - fpr"``, ``precision(race="Black")``.
+        It must have a single value: a bare group column (``tpr[race]``) is rejected.
+    greater_is_better : bool, default=True
+        Whether a higher value is better; False negates the score (for ``"error"``, ``"fpr"``),
+        following scikit-learn's convention that scores are maximised.
+    decisions : {"auto", "predict", "expected"}, default="auto"
+        As in :func:`skrate.metrics.audit`: expected rates from ``predict_proba`` for skrate's
+        stochastic estimators, ``predict`` labels for any other classifier.
+
+    Returns
+    -------
+    scorer : callable
+        ``scorer(estimator, X, y, groups=None, sample_weight=None, baseline=None)``. It
+        supports metadata routing: ``scorer.set_score_request(groups=True)``.
+
+    References
+    ----------
+    A. Cotter, H. Jiang, M. Gupta, S. Wang, T. Narayan, S. You, K. Sridharan. Optimization with
+    Non-Differentiable Constraints with Applications to Fairness, Recall, Churn, and Other Goals.
+    JMLR 20(172), 2019.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from skrate.datasets import load_compas
+    >>> from skrate.metrics import make_rate_scorer
+    >>> data = load_compas()
+    >>> clf = LogisticRegression().fit(data.data, data.target)
+    >>> scorer = make_rate_scorer("tpr[race=Caucasian]")
+    >>> round(scorer(clf, data.data, data.target, groups=data.groups), 3)
+    0.49
+    """
+    _check_decisions(decisions)
+    return RateScorer(RateMetric(spec), 1 if greater_is_better else -1, decisions)
+
+
+def make_violation_scorer(constraints, *, decisions: str = "auto") -> RateScorer:
+    """A scorer for the largest violation of rate constraints; scores are its negative.
+
+    The violation of ``lhs <= rhs`` is ``lhs - rhs`` (``> 0`` when broken); the scorer
+    returns ``-max violation`` so that, as for every scikit-learn score, higher is better:
+    a score ``>= 0`` means every constraint holds. Use it next to an error scorer in
+    ``GridSearchCV(scoring={...}, refit=skrate.model_selection.RankRefit(...))``.
+
+    Parameters
+    ----------
+    constraints : Constraint, str, or list of them
+        The constraints, e.g. ``"tpr[race] >= tpr - 0.05"``; group columns expand per value
+        on each evaluation set.
+    decisions : {"auto", "predict", "expected"}, default="auto"
+        As in :func:`skrate.metrics.audit`.
+
+    Returns
+    -------
+    scorer : callable
+        ``scorer(estimator, X, y, groups=None, sample_weight=None, baseline=None)``; supports
+        ``set_score_request(groups=True)``.
+
+    References
+    ----------
+    A. Cotter, H. Jiang, M. Gupta, S. Wang, T. Narayan, S. You, K. Sridharan. Optimization with
+    Non-Differentiable Constraints with Applications to Fairness, Recall, Churn, and Other Goals.
+    JMLR 20(172), 2019.
+    """
+    _check_decisions(decisions)
+    return RateScorer(MaxViolation(constraints), -1, decisions)

@@ -1,0 +1,38 @@
+"""A one-line text progress bar for sweeps, on stderr."""
+
+from __future__ import annotations
+
+import sys
+import time
+
+
+class Progress:
+    """``with Progress(total, label) as bar: bar.update()`` redraws ``label [####    ] k/total  12.3 s``."""
+
+    def __init__(self, total: int, label: str, *, enabled: bool = True, stream=None, width: int = 24):
+        self.total, self.label, self.enabled, self.width = total, label, enabled, width
+        self.stream = sys.stderr if stream is None else stream
+        self.done = 0
+        self.start = time.perf_counter()
+
+    def __enter__(self) -> "Progress":
+        self._draw()
+        return self
+
+    def update(self, k: int = 1) -> None:
+        self.done += k
+        self._draw()
+
+    def _draw(self) -> None:
+        if not self.enabled:
+            return
+        filled = self.width * self.done // max(self.total, 1)
+        secs = time.perf_counter() - self.start
+        self.stream.write(f"\r{self.label} [{'#' * filled}{' ' * (self.width - filled)}] "
+                          f"{self.done}/{self.total}  {secs:.1f} s")
+        self.stream.flush()
+
+    def __exit__(self, *exc) -> None:
+        if self.enabled:
+            self.stream.write("\n")
+            self.stream.flush()

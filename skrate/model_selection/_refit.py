@@ -1,0 +1,82 @@
+"""Pick a hyper-parameter setting by the rank heuristic of Cotter et al. (2019), Eq. 18."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..solutions import best_iterate
+
+
+class RankRefit:
+    """``refit`` callable for ``GridSearchCV`` trading error against constraint violation.
+
+    Every setting is ranked by its mean cross-validated error and by its mean maximum
+    constraint violation (all settings that meet the constraints share the best violation
+    rank); the pick minimises the larger of its two ranks, ties going to the lower error.
+    The setting picked is never beaten by another setting on both error and violation.
+
+    Parameters
+    ----------
+    error : str, default="error"
+        Name of the error scorer in ``scoring`` (any scorer, higher is better as in
+        scikit-learn: e.g. ``make_rate_scorer("error", greater_is_better=False)`` or
+        ``"accuracy"``).
+    violation : str, default="violation"
+        Name of the violation scorer in ``scoring``, from
+        :func:`skrate.metrics.make_violation_scorer` (its score is minus the violation).
+
+    References
+    ----------
+    A. Cotter, H. Jiang, M. Gupta, S. Wang, T. Narayan, S. You, K. Sridharan. Optimization with
+    Non-Differentiable Constraints with Applications to Fairness, Recall, Churn, and Other Goals.
+    JMLR 20(172), 2019, Section 5, Eq. (18).
+
+    Examples
+    --------
+    >>> from sklearn.model_selection import GridSearchCV
+    >>> from skrate import ConstrainedClassifier
+    >>> from skrate.metrics import make_rate_scorer, make_violation_scorer
+    >>> from skrate.model_selection import RankRefit
+    >>> search = GridSearchCV(
+    ...     ConstrainedClassifier(constraints="tpr[race] >= tpr - 0.05"),
+    ...     {"alpha": [1e-4, 1e-2]},
+    ...     scoring={"error": make_rate_scorer("error", greater_is_better=False),
+    ...              "violation": make_violation_scorer("tpr[race] >= tpr - 0.05")},
+    ...     refit=RankRefit("error", "violation"))
+    """
+
+    def __init__(self, error: str = "error", violation: str = "violation"):
+        self.error = error
+        self.violation = violation
+
+    def __call__(self, cv_results: dict) -> int:
+        err, vio = (self._column(cv_results, name) for name in (self.error, self.violation))
+        # Scores are "higher is better": negate back to error and violation.
+        objective, violation = -err, -vio
+        # Settings whose scores failed (NaN) rank last on both.
+        bad = ~(np.isfinite(objective) & np.isfinite(violation))
+        objective = np.where(bad, np.inf, objective)
+        violation = np.where(bad, np.inf, violation)
+        pick = best_iterate(objective, violation[None, :])
+        vio_pos = np.maximum(violation, 0.0)
+        # Move to a setting that dominates the pick, if any (possible only through exact ties).
+        while True:
+            better = ((objective <= objective[pick]) & (vio_pos <= vio_pos[pick]) &
+                      ((objective < objective[pick]) | (vio_pos < vio_pos[pick])))
+            if not better.any():
+                return int(pick)
+            candidates = np.flatnonzero(better)
+            pick = candidates[np.lexsort((vio_pos[candidates], objective[candidates]))[0]]
+
+    @staticmethod
+    def _column(cv_results: dict, name: str) -> np.ndarray:
+        key = f"mean_test_{name}"
+        if key not in cv_results:
+            scores = sorted(k[len("mean_test_"):] for k in cv_results if k.startswith("mean_test_"))
+            raise ValueError(f"RankRefit needs the scorer {name!r} in GridSearchCV's scoring; the search "
+                             f"scored {scores}. Pass scoring={{'{name}': ..., ...}} or name the scorers "
+                             "RankRefit(error=..., violation=...).")
+        return np.asarray(cv_results[key], dtype=float)
+
+    def __repr__(self) -> str:
+        return f"RankRefit(error={self.error!r}, violation={self.violation!r})"
