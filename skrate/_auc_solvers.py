@@ -230,14 +230,17 @@ def vrspam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: 
         if gap <= tol:
             converged = True
             break
-        snapshot = w
         batches = []
         while len(batches) < inner_iter:
             batches.extend(_batches(n, batch_size, rng))
-        for idx in batches[:inner_iter]:
+        batches = batches[:inner_iter]
+        if passes + sum(len(idx) for idx in batches) / n > max_iter:
+            break
+        snapshot = w
+        for idx in batches:
             v = minibatch_gradient(w - snapshot, X[idx], y[idx], stats, affine=False) + mu
             w = prox_elastic_net(w - step * v, step, alpha, l1_ratio)
-        passes += sum(len(idx) for idx in batches[:inner_iter]) / n
+        passes += sum(len(idx) for idx in batches) / n
         if callback is not None and callback({"coef": w.copy(), "n_iter": passes}):
             break
     return SolverResult(w, passes, converged)

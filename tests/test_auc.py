@@ -287,6 +287,22 @@ def test_partial_fit_one_example_at_a_time():
         clf.partial_fit(X[:2], np.array([0, 2]))
 
 
+def test_partial_fit_continues_fit_and_accepts_sparse_chunks():
+    X, y = _data(n=1000, d=6, seed=19)
+    clf = AUCClassifier(solver="exact", alpha=0.05).fit(X, y)
+    start = clf.objective_
+    Xs = sp.csr_matrix(X)
+    for chunk in np.array_split(np.arange(len(y)), 5):
+        clf.partial_fit(Xs[chunk], y[chunk])
+    assert clf.solver_ == "exact" and clf.t_ == 2 * len(y)
+    obj = _objective(clf.coef_.ravel(), X, y, 0.05, 0.0)
+    assert start <= obj < start * 1.05  # SPAM steps stay near the optimum
+    with pytest.raises(ValueError, match="differ"):
+        clf.partial_fit(X[:5], y[:5], classes=[0, 3])
+    with pytest.raises(ValueError, match="features"):
+        clf.partial_fit(X[:5, :3], y[:5])
+
+
 def test_pipeline_and_grid_search_with_roc_auc():
     X, y = load_breast_cancer(return_X_y=True)
     pipe = make_pipeline(StandardScaler(), AUCClassifier(solver="exact"))
@@ -296,6 +312,7 @@ def test_pipeline_and_grid_search_with_roc_auc():
     assert search.predict_proba(X).shape == (len(y), 2)
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_sparse_input_matches_dense():
     X, y = _data(n=400, d=6, seed=16)
     Xs = sp.csr_matrix(np.where(np.abs(X) > 1.0, X, 0.0))
