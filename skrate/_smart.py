@@ -226,8 +226,8 @@ def smart(
     if batch_size == "auto":
         # An epoch advances about as much as n / (b + L_terms / L_full) full-gradient
         # steps: b near that ratio is within 2x of b = 1 at a fraction of the
-        # per-step overhead. At least 32 rows (Python cost per step), at most 256.
-        batch_size = int(np.clip(np.ceil(L_terms / max(L_full, 1e-300)), 32, 256))
+        # per-step overhead. At least 64 rows (Python cost per step), at most 256.
+        batch_size = int(np.clip(np.ceil(L_terms / max(L_full, 1e-300)), 64, 256))
     bsz = int(min(max(1, batch_size), n))
     n_batches = -(-n // bsz)
     fi = float(P.fit_intercept)
@@ -252,9 +252,25 @@ def smart(
 
     agg_W, agg_b = aggregate(w, D)
 
-    def w_step(w, loss_tab, agg_W, agg_b):
+    # Exact weight block: the kept set stays optimal while (a bound on) the largest
+    # kept loss is <= (a bound on) the smallest trimmed one; the bounds follow the
+    # rows a step touched, and only a crossing triggers a new O(n) selection.
+    bounds = [np.inf, -np.inf]  # [upper bound of max kept loss, lower bound of min trimmed]
+
+    def w_step(w, loss_tab, agg_W, agg_b, touched=None):
         if np.isinf(weight_step):
+            if touched is not None and bounds[0] <= bounds[1]:
+                lt, kept = loss_tab[touched], w[touched] > 0
+                if kept.any():
+                    bounds[0] = max(bounds[0], float(lt[kept].max()))
+                if not kept.all():
+                    bounds[1] = min(bounds[1], float(lt[~kept].min()))
+                if bounds[0] <= bounds[1]:
+                    return w, agg_W, agg_b
             w_new = _keep_smallest(loss_tab, int(round(h)))
+            kept = w_new > 0
+            bounds[0] = float(loss_tab[kept].max()) if kept.any() else -np.inf
+            bounds[1] = float(loss_tab[~kept].min()) if not kept.all() else np.inf
         else:
             scale = max(float(w @ loss_tab) / h, np.finfo(float).tiny)
             w_new = project_capped_simplex(w - (weight_step / scale) * loss_tab, h)
@@ -270,6 +286,7 @@ def smart(
     in_prev = w > 0.5
     for epoch in range(max_iter):
         saved = (W, b, w, D.copy(), loss_tab.copy(), agg_W, agg_b)
+        bounds[:] = [np.inf, -np.inf]  # tables are refreshed below or were restored
         if variance_reduction == "svrg":
             loss_tab, D = linear_loss(P.loss, P.scores(W, b), Y)
             agg_W, agg_b = aggregate(w, D)
@@ -299,7 +316,7 @@ def smart(
                 agg_W = agg_W + corr_W
                 agg_b = agg_b + corr_b
             if block == "cyclic":
-                w, agg_W, agg_b = w_step(w, loss_tab, agg_W, agg_b)
+                w, agg_W, agg_b = w_step(w, loss_tab, agg_W, agg_b, B)
         n_iter = epoch + 1
 
         losses = P.losses(W, b)
