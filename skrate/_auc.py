@@ -221,14 +221,21 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         # the step's smoothness bound costs a pass: only the stochastic solvers need it now
         self._fit_smoothness = (0.0 if solver == "exact" else
                                 minibatch_smoothness(X, y01, stats, self.batch_size))
-        self.step_size_ = (float(self.eta0) if self.eta0 != "auto" else None
-                           if solver == "exact" else 1.0 / max(self._fit_smoothness,
-                                                               np.finfo(float).tiny))
+        if self.eta0 != "auto":
+            self.step_size_ = float(self.eta0)
+        elif solver == "exact":
+            self.step_size_ = None
+        else:
+            self.step_size_ = 1.0 / max(self._fit_smoothness, np.finfo(float).tiny)
         common = dict(alpha=self.alpha, l1_ratio=l1_ratio, step=self.step_size_,
                       max_iter=self.max_iter, batch_size=self.batch_size, rng=rng,
                       callback=self.callback, verbose=self.verbose)
         if solver == "exact":
             result = solve_exact(X, y01, self.alpha, l1_ratio)
+            if not result.converged:
+                warnings.warn("The exact solver's proximal-gradient iterations stopped before "
+                              "reaching their tolerance; the coefficients are approximate.",
+                              ConvergenceWarning)
             if self.callback is not None:
                 self.callback({"coef": result.coef.copy(), "n_iter": 1.0})
         elif solver == "spam":

@@ -49,7 +49,8 @@ def minibatch_smoothness(X, y: np.ndarray, stats: ClassStatistics, batch_size: i
     xc = np.asarray(X @ c).ravel()
     dist_c = np.sqrt(np.maximum(sq - 2 * xc + c @ c, 0.0))
     # ||x - m||^2 = ||x||^2 - 2 x.m + ||m||^2, with m the other class's mean
-    xm = np.where(pos, np.asarray(X @ stats.mean_neg).ravel(), np.asarray(X @ stats.mean_pos).ravel())
+    xm = np.where(pos, np.asarray(X @ stats.mean_neg).ravel(),
+                  np.asarray(X @ stats.mean_pos).ravel())
     mm = np.where(pos, stats.mean_neg @ stats.mean_neg, stats.mean_pos @ stats.mean_pos)
     dist_m = np.sqrt(np.maximum(sq - 2 * xm + mm, 0.0))
     L = dist_c * dist_m / np.where(pos, stats.p, 1.0 - stats.p)
@@ -57,10 +58,6 @@ def minibatch_smoothness(X, y: np.ndarray, stats: ClassStatistics, batch_size: i
     if n == 1:
         return float(L[0])
     return float(n * (b - 1) / (b * (n - 1)) * L.mean() + (n - b) / (b * (n - 1)) * L.max())
-
-
-def objective_value(w: np.ndarray, loss: float, alpha: float, l1_ratio: float) -> float:
-    return loss + elastic_net_penalty(w, alpha, l1_ratio)
 
 
 # ----------------------------------------------------------------------------- exact

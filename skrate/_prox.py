@@ -80,5 +80,6 @@ def prox_elastic_net(v: np.ndarray, step: float, alpha: float, l1_ratio: float) 
     Parikh, N. and Boyd, S. Proximal Algorithms. Foundations and Trends in Optimization
     1(3), 2014, Sec. 6.5.3.
     """
-    shrunk = soft_threshold(v, step * alpha * l1_ratio) if l1_ratio > 0 else np.array(v, dtype=float)
-    return shrunk / (1.0 + step * alpha * (1.0 - l1_ratio))
+    if l1_ratio > 0:
+        v = soft_threshold(v, step * alpha * l1_ratio)
+    return v / (1.0 + step * alpha * (1.0 - l1_ratio))
