@@ -121,7 +121,8 @@ def digits_benchmark():
             print(
                 f"- {name}: accuracy {s[0]:.4f} vs baseline {base[0]:.4f} "
                 f"({'met' if acc_ok else 'NOT met'}); wall time {s[2]:.3f} s = "
-                f"{s[2] / base[2]:.2f} x baseline, target <= 0.33 ({'met' if time_ok else 'NOT met'})"
+                f"{s[2] / base[2]:.2f} x baseline, target <= 0.33 ({'met' if time_ok else 'NOT met'}); "
+                f"CPU time {s[3] / base[3]:.2f} x baseline"
             )
         print()
     return verdicts
