@@ -58,7 +58,7 @@ class ConstrainedClassifier(RateClassifierBase):
         Step size of the multipliers.
     alpha : float, default=1e-4
         L2 penalty on the weights (not the intercept).
-    max_iter : int, default=1000
+    max_iter : int, default=500
         Number of iterations (a fixed budget; there is no early stopping).
     batch_size : int or None, default=None
         None trains full-batch; an int trains on minibatches of that size.
@@ -165,7 +165,7 @@ class ConstrainedClassifier(RateClassifierBase):
         learning_rate=0.05,
         lambda_learning_rate=2.0,
         alpha=1e-4,
-        max_iter=1000,
+        max_iter=500,
         batch_size=None,
         n_candidates=100,
         validation_fraction=None,

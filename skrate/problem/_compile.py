@@ -119,8 +119,14 @@ def _rate_row(rate: Rate, data: RateData) -> tuple[np.ndarray, np.ndarray, float
     return idx[keep], values[keep], float(np.dot(wi, c))
 
 
-def compile_expressions(expressions: list[Expression], data: RateData) -> tuple[sp.csr_matrix, np.ndarray]:
-    """Rows ``A`` (CSR, expressions x examples) and constants ``b`` so that values = ``A @ yhat + b``."""
+def compile_factored(expressions: list[Expression], data: RateData) -> tuple[sp.csr_matrix, sp.csr_matrix, np.ndarray]:
+    """``(mix, basis, b)``: values = ``mix @ (basis @ yhat) + b``.
+
+    ``basis`` has one row per distinct basic rate (its non-zeros are the slice's rows) and
+    ``mix`` (expressions x rates) combines them. Constraints share rates -- every parity
+    constraint mentions the overall rate -- so products through the factors cost the sum of
+    the distinct slices' sizes, not the number of constraints times n.
+    """
     rates: dict[Rate, int] = {}
     for expr in expressions:
         for rate in expr.rates:
@@ -143,21 +149,33 @@ def compile_expressions(expressions: list[Expression], data: RateData) -> tuple[
             mix[e, rates[rate]] += coef
         offsets[e] = expr.constant
     mix = mix.tocsr()
-    return (mix @ basis).tocsr(), offsets + mix @ consts
+    return mix, basis, offsets + mix @ consts
+
+
+def compile_expressions(expressions: list[Expression], data: RateData) -> tuple[sp.csr_matrix, np.ndarray]:
+    """Rows ``A`` (CSR, expressions x examples) and constants ``b`` so that values = ``A @ yhat + b``."""
+    mix, basis, b = compile_factored(expressions, data)
+    return (mix @ basis).tocsr(), b
 
 
 @dataclass
 class RateProblem:
-    """Objective and constraints ``g_j <= 0`` as rows of one matrix.
+    """Objective and constraints ``g_j <= 0`` as rows of one matrix ``A = mix @ basis``.
 
     Row 0 of ``A`` / ``b`` is the objective, rows ``1..m`` the constraints, so the values of
-    a model with 0/1 (or expected) decisions ``yhat`` are ``A @ yhat + b``.
+    a model with 0/1 (or expected) decisions ``yhat`` are ``A @ yhat + b``. Products go
+    through the factors (see :func:`compile_factored`).
     """
 
-    A: sp.csr_matrix
+    mix: sp.csr_matrix
+    basis: sp.csr_matrix
     b: np.ndarray
     objective: Expression
     constraints: list[Constraint]
+
+    @property
+    def A(self) -> sp.csr_matrix:
+        return (self.mix @ self.basis).tocsr()
 
     @property
     def n_constraints(self) -> int:
@@ -165,7 +183,7 @@ class RateProblem:
 
     def values(self, yhat: np.ndarray) -> np.ndarray:
         """Objective and constraint values for decisions ``yhat`` (n,) or (n, k)."""
-        out = self.A @ yhat
+        out = self.mix @ (self.basis @ yhat)
         return out + (self.b if out.ndim == 1 else self.b[:, None])
 
 
@@ -185,5 +203,5 @@ def compile_problem(objective: Expression, constraints: list[Constraint], data: 
     if objective.rates and any(r.slice.expand for r in objective.rates):
         raise ValueError(f"The objective {objective} cannot expand over a group column; name a value.")
     expanded = expand_constraints(constraints, data.groups)
-    A, b = compile_expressions([objective] + [c.expression for c in expanded], data)
-    return RateProblem(A, b, objective, expanded)
+    mix, basis, b = compile_factored([objective] + [c.expression for c in expanded], data)
+    return RateProblem(mix, basis, b, objective, expanded)

@@ -68,19 +68,29 @@ class GroupTable:
             self._cache[key] = _column(self.raw[key], key, self.n)
         return self._cache[key]
 
+    def _codes(self, key: str) -> tuple[list[str], np.ndarray]:
+        """Sorted distinct values and each row's index into them, computed once per column."""
+        cache_key = ("codes", key)
+        if cache_key not in self._cache:
+            uniques, codes = np.unique(self.column(key), return_inverse=True)
+            self._cache[cache_key] = (uniques.tolist(), codes)
+        return self._cache[cache_key]
+
     def values(self, key: str) -> list[str]:
         """The sorted distinct values of a group column."""
-        return sorted(np.unique(self.column(key)).tolist())
+        return list(self._codes(key)[0])
 
     def mask(self, key: str, values: tuple[str, ...]) -> np.ndarray:
         """Rows whose ``key`` is any of ``values``; unknown values list the known ones."""
-        col = self.column(key)
-        known = np.unique(col).tolist()
-        unknown = [v for v in values if v not in known]
+        known, codes = self._codes(key)
+        index = {v: i for i, v in enumerate(known)}
+        unknown = [v for v in values if v not in index]
         if unknown:
             raise ValueError(f"Unknown value {unknown[0]!r} for group column {key!r}; "
                              f"known values: {', '.join(map(repr, known))}.")
-        return np.isin(col, values)
+        hit = np.zeros(len(known), dtype=bool)
+        hit[[index[v] for v in values]] = True
+        return hit[codes]
 
 
 def _is_frame(obj) -> bool:

@@ -96,16 +96,18 @@ def solve_rate_game(
     theta = model.init_params(rng) if init_params is None else init_params.copy()
     optimizer = Adam(theta.shape[0], learning_rate)
     reg = alpha * model.penalty_mask()
-    A, b = problem.A, problem.b
+    mix, basis, b = problem.mix, problem.basis, problem.b
+    mixT = mix.T.tocsr()
     if held_out is not None:
         held_problem, X_held = held_out
         X_held = Design(X_held).X
     full = batch_size is None or batch_size >= n
-    A_cols = None if full else sp.csc_matrix(A)
+    basis_cols = None if full else sp.csc_matrix(basis)
     if player.needs_surrogate:
         if held_out is not None:
             raise ValueError("The Lagrangian's multipliers follow surrogate rates on the training sample; "
                              "use a proxy-Lagrangian solver with a held-out sample.")
+        A = problem.A
         A_pos, A_neg = A.maximum(0).tocsr(), A.minimum(0).tocsr()
 
     every = max(1, max_iter // max(1, n_candidates))
@@ -113,13 +115,13 @@ def solve_rate_game(
     order, at = rng.permutation(n), 0
     for t in range(max_iter):
         if full:
-            Xb, XTb, Ab, scale = X, design.T, A, 1.0
+            Xb, XTb, Bb, scale = X, design.T, basis, 1.0
         else:
             if at + batch_size > n:
                 order, at = rng.permutation(n), 0
             idx = order[at:at + batch_size]
             at += batch_size
-            Xb, XTb, Ab, scale = X[idx], None, A_cols[:, idx], n / batch_size
+            Xb, XTb, Bb, scale = X[idx], None, basis_cols[:, idx], n / batch_size
         scores = model.scores(Xb, theta)
         if player.needs_surrogate:
             Ap, An = (A_pos, A_neg) if full else (A_pos[:, idx], A_neg[:, idx])
@@ -127,9 +129,9 @@ def solve_rate_game(
         elif held_out is not None:
             values = held_problem.values((model.scores(X_held, theta) > 0).astype(float))
         else:
-            values = scale * (Ab @ (scores > 0).astype(float)) + b
+            values = scale * (mix @ (Bb @ (scores > 0).astype(float))) + b
         weights = player.weights()
-        coef = scale * (Ab.T @ weights)
+        coef = scale * (Bb.T @ (mixT @ weights))
         grad = model.backward(Xb, theta, surrogate_grad(scores, coef, surrogate), XTb) + reg * theta
         if t % every == 0 or t == max_iter - 1:
             snaps.append(theta.copy())
