@@ -58,3 +58,183 @@ def test_m_stochastic_meets_constraints_on_training_data(spec):
     assert err > unconstrained.score(X, y) - 0.1  # constrained, not degenerate
 
 
+
+
+def test_all_solutions_available_after_one_fit():
+    X, y, g = _fair_data()
+    clf = ConstrainedClassifier("ppr[group] >= ppr - 0.03", random_state=0).fit(X, y, groups=g)
+    assert set(clf.solutions_) == {"m_stochastic", "best", "last", "T_stochastic"}
+    for name, w in clf.solutions_.items():
+        assert np.isclose(w.sum(), 1.0) and w.shape == (clf.candidates_.shape[0],)
+    assert (clf.solutions_["best"] > 0).sum() == 1
+    p_best = clf.predict_proba(X, solution="best")[:, 1]
+    assert set(np.unique(p_best)) <= {0.0, 1.0}
+    clf.set_params(solution="best")
+    np.testing.assert_array_equal(clf.predict_proba(X)[:, 1], p_best)
+    np.testing.assert_array_equal(clf.predict(X), (p_best > 0.5).astype(int))
+    with pytest.raises(ValueError, match="Unknown solution"):
+        clf.predict(X, solution="median")
+
+
+def test_stochastic_predict_is_reproducible_and_follows_probabilities():
+    X, y, g = _fair_data(n=6000)
+    clf = ConstrainedClassifier(["tpr[group] >= 0.98 * tpr", "tpr[group] <= tpr / 0.98"], random_state=0)
+    clf.fit(X, y, groups=g)
+    proba = clf.predict_proba(X)[:, 1]
+    pred = clf.predict(X)
+    np.testing.assert_array_equal(pred, clf.predict(X))
+    np.testing.assert_array_equal(pred[::-1], clf.predict(X[::-1]))
+    np.testing.assert_array_equal(pred, pickle.loads(pickle.dumps(clf)).predict(X))
+    mixed = (proba > 0) & (proba < 1)
+    assert mixed.sum() > 100  # the solution is a genuine mixture on this data
+    assert abs(pred[mixed].mean() - proba[mixed].mean()) < 0.05
+    np.testing.assert_array_equal(clf.decision_function(X) > 0, proba > 0.5)
+
+
+def test_determinism_under_random_state():
+    X, y, g = _fair_data(n=1000)
+    kw = dict(constraints="ppr[group] >= ppr - 0.03", batch_size=128, max_iter=300)
+    a = ConstrainedClassifier(random_state=3, **kw).fit(X, y, groups=g)
+    b = ConstrainedClassifier(random_state=3, **kw).fit(X, y, groups=g)
+    c = ConstrainedClassifier(random_state=4, **kw).fit(X, y, groups=g)
+    np.testing.assert_array_equal(a.candidates_, b.candidates_)
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
+    assert not np.array_equal(a.candidates_, c.candidates_)
+
+
+@pytest.mark.parametrize("params", [
+    dict(solver="proxy_lagrangian_ext"),
+    dict(solver="lagrangian", lambda_learning_rate=0.5),
+    dict(surrogate="logistic"),
+    dict(surrogate="sigmoid"),
+    dict(model="mlp", hidden_layer_sizes=(8,), max_iter=500),
+    dict(batch_size=256),
+])
+def test_variants_reach_feasibility(params):
+    X, y, g = _fair_data()
+    clf = ConstrainedClassifier("ppr[group] >= ppr - 0.05", random_state=0, **params).fit(X, y, groups=g)
+    assert clf.feasible_
+    assert _max_violation(clf.constraint_report(X, y, groups=g)) <= 1e-3
+
+
+def test_precision_and_churn_constraints():
+    X, y, g = _fair_data()
+    baseline = LogisticRegression().fit(X[:, :2], y).predict(X[:, :2])
+    clf = ConstrainedClassifier(["precision >= 0.82", "churn <= 0.12"], random_state=0)
+    clf.fit(X, y, groups=g, baseline=baseline)
+    report = clf.constraint_report(X, y, groups=g, baseline=baseline)
+    assert clf.feasible_ and _max_violation(report) <= 1e-3
+    p = clf.predict_proba(X)[:, 1]
+    assert (y * p).sum() / p.sum() >= 0.82 - 1e-3
+    assert np.mean(np.abs(p - baseline)) <= 0.12 + 1e-3
+    with pytest.raises(ValueError, match="pass baseline="):
+        clf.constraint_report(X, y, groups=g)
+
+
+def test_infeasible_problem_warns_with_smallest_violation():
+    X, y, g = _fair_data(n=800)
+    with pytest.warns(InfeasibleConstraintsWarning, match="smallest maximum violation reached is"):
+        clf = ConstrainedClassifier(["ppr >= 0.9", "ppr <= 0.1"], max_iter=200, random_state=0).fit(X, y, groups=g)
+    assert not clf.feasible_
+
+
+def test_groups_from_dataframe_columns_and_dict_agree():
+    X, y, g = _fair_data(n=800)
+    frame = pd.DataFrame(X, columns=[f"x{k}" for k in range(4)])
+    frame_groups = pd.DataFrame({"group": g})
+    a = ConstrainedClassifier("ppr[group] >= ppr - 0.05", random_state=0).fit(X, y, groups=g)
+    b = ConstrainedClassifier("ppr[group] >= ppr - 0.05", random_state=0).fit(frame, y, groups=frame_groups)
+    c = ConstrainedClassifier("ppr[group] >= ppr - 0.05", random_state=0).fit(X, y, groups={"group": g})
+    np.testing.assert_allclose(a.candidates_, b.candidates_)
+    np.testing.assert_allclose(a.candidates_, c.candidates_)
+    # slices may name X's own columns
+    Xg = frame.assign(flag=(X[:, 3] > 0).astype(int))
+    d = ConstrainedClassifier("ppr[flag=0] >= 0.2", random_state=0).fit(Xg, y)
+    assert d.feasible_ and d.n_features_in_ == 5
+
+
+def test_inputs_are_not_modified():
+    X, y, g = _fair_data(n=500)
+    w = np.ones(500)
+    copies = [a.copy() for a in (X, y, g, w)]
+    ConstrainedClassifier("ppr[group] >= 0.3", random_state=0).fit(X, y, groups=g, sample_weight=w)
+    for a, b in zip((X, y, g, w), copies):
+        np.testing.assert_array_equal(a, b)
+
+
+def test_sample_weight_enters_the_rates():
+    X, y, g = _fair_data(n=1500)
+    w = np.where(g == "b", 3.0, 1.0)
+    clf = ConstrainedClassifier("ppr[group=a] >= ppr - 0.02", random_state=0).fit(X, y, groups=g, sample_weight=w)
+    report = clf.constraint_report(X, y, groups=g, sample_weight=w)
+    assert _max_violation(report) <= 1e-3
+    p = clf.predict_proba(X)[:, 1]
+    np.testing.assert_allclose(report["lhs"].iloc[0], p[g == "a"].mean())
+    np.testing.assert_allclose(report["rhs"].iloc[0], np.average(p, weights=w) - 0.02)
+
+
+@pytest.mark.parametrize("fit_kwargs, message", [
+    (dict(groups=None), "no groups were given"),
+    (dict(groups={"race": np.array(["a"] * 300)}), "Unknown group column 'group'; known group columns: 'race'"),
+    (dict(groups=np.array(["a", "b"] * 100)), "has 200 entries but X has 300 rows"),
+])
+def test_bad_groups(fit_kwargs, message):
+    X, y, _ = _fair_data(n=300)
+    with pytest.raises(ValueError, match=message):
+        ConstrainedClassifier("ppr[group] >= 0.2").fit(X, y, **fit_kwargs)
+
+
+def test_bad_inputs_have_clear_errors():
+    X, y, g = _fair_data(n=300)
+    Xn = X.copy()
+    Xn[3, 1] = np.nan
+    with pytest.raises(ValueError, match="NaN"):
+        ConstrainedClassifier().fit(Xn, y)
+    with pytest.raises(ValueError, match="Only binary classification"):
+        ConstrainedClassifier().fit(X, np.arange(300) % 3)
+    with pytest.raises(ValueError, match="inconsistent numbers of samples"):
+        ConstrainedClassifier().fit(X, y[:-1])
+    with pytest.raises(ValueError, match="Unknown value 'c' for group column 'group'; known values: 'a', 'b'"):
+        ConstrainedClassifier("tpr[group=c] >= 0.5").fit(X, y, groups=g)
+    with pytest.raises(ValueError, match="position"):
+        ConstrainedClassifier("tpr[group=c >= 0.5").fit(X, y, groups=g)
+    with pytest.raises(ValueError, match="ratio of rates"):
+        ConstrainedClassifier(objective="precision").fit(X, y)
+    with pytest.raises(ValueError, match="baseline must hold"):
+        ConstrainedClassifier("churn <= 0.1").fit(X, y, baseline=np.full(300, 7))
+    with pytest.raises(ValueError, match="learning_rate"):
+        ConstrainedClassifier(learning_rate=-1).fit(X, y)
+
+
+def test_pipeline_and_grid_search_route_groups():
+    X, y, g = _fair_data(n=1200)
+    with config_context(enable_metadata_routing=True):
+        clf = ConstrainedClassifier("ppr[group] >= ppr - 0.05", max_iter=300, random_state=0)
+        pipe = make_pipeline(StandardScaler(), clf.set_fit_request(groups=True))
+        pipe.fit(X, y, groups=g)
+        assert pipe[-1].feasible_
+        search = GridSearchCV(pipe, {"constrainedclassifier__constraints": [
+            "ppr[group] >= ppr - 0.05", tpr(group="group") >= 0.9 * tpr()]}, cv=3)
+        search.fit(X, y, groups=g)
+        assert search.best_estimator_[-1].n_iter_ == 300
+        assert clone(search.best_estimator_).get_params()["constrainedclassifier__constraints"] in (
+            "ppr[group] >= ppr - 0.05", tpr(group="group") >= 0.9 * tpr())
+        scores = cross_val_score(pipe, X, y, params={"groups": g}, cv=3)
+        assert scores.shape == (3,) and scores.min() > 0.6
+
+
+def test_goal_helpers_and_mixed_specs_are_accepted():
+    X, y, g = _fair_data(n=1500)
+    clf = ConstrainedClassifier([equal_opportunity("group", 0.05), "ppr >= 0.3"], random_state=0).fit(X, y, groups=g)
+    assert [str(c) for c in clf.constraints_] == ["tpr[group=a] >= tpr - 0.05", "tpr[group=b] >= tpr - 0.05", "ppr >= 0.3"]
+    assert clf.feasible_
+
+
+def test_callback_can_stop_training():
+    X, y, g = _fair_data(n=300)
+    seen = []
+    clf = ConstrainedClassifier(callback=lambda t, theta, values: seen.append(t) or t < 9).fit(X, y)
+    assert clf.n_iter_ == 10 and seen == list(range(10))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ConstrainedClassifier(max_iter=50, verbose=1).fit(X, y)
