@@ -1,6 +1,5 @@
 """scikit-learn's estimator checks over every public skrate estimator."""
 
-import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skrate.utils import all_estimators
