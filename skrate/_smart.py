@@ -185,7 +185,7 @@ def smart(
     sample, ``K`` numbers, not a full gradient) and its weighted aggregate
     ``X^T (w/h * dS)``. "saga" refreshes the rows of the sampled minibatch at each
     step; "svrg" refreshes the whole table at a snapshot at the start of each
-    epoch. The ``w`` block takes projected-gradient steps onto the capped simplex;
+    epoch (taken in the same pass as the end-of-epoch objective). The ``w`` block takes projected-gradient steps onto the capped simplex;
     its gradient is the loss vector ``f / h``, read from a table of the latest
     per-sample losses, so a ``w`` step costs no pass over the data; only the rows
     whose weight changed update the aggregate.
@@ -287,9 +287,8 @@ def smart(
     for epoch in range(max_iter):
         saved = (W, b, w, D.copy(), loss_tab.copy(), agg_W, agg_b)
         bounds[:] = [np.inf, -np.inf]  # tables are refreshed below or were restored
-        if variance_reduction == "svrg":
-            loss_tab, D = linear_loss(P.loss, P.scores(W, b), Y)
-            agg_W, agg_b = aggregate(w, D)
+        # (the SVRG snapshot at this epoch's start point was taken when the
+        # previous epoch was accepted, or at the initial point)
         perm = rng.permutation(n)
         X_perm, Y_perm = X[perm], Y[perm]  # minibatches become contiguous views
         n_steps = n_batches if block == "cyclic" else 2 * n_batches
@@ -319,7 +318,7 @@ def smart(
                 w, agg_W, agg_b = w_step(w, loss_tab, agg_W, agg_b, B)
         n_iter = epoch + 1
 
-        losses = P.losses(W, b)
+        losses, D_now = linear_loss(P.loss, P.scores(W, b), Y)
         f_new = float(w @ losses) / h + alpha * penalty_value(P.penalty, W)
         f_old = objective[-1]
         if not f_new <= f_old + 1e-12 * abs(f_old):  # beyond rounding: a real rise
@@ -337,7 +336,9 @@ def smart(
         objective.append(f_new)
         eta *= grow
         loss_tab = losses
-        agg_W, agg_b = aggregate(w, D)  # clear drift of the running sums
+        if variance_reduction == "svrg":
+            D = D_now  # snapshot for the next epoch
+        agg_W, agg_b = aggregate(w, D)  # (also clears drift of the running sums)
         in_now = w > 0.5
         if f_old - f_new <= tol * max(abs(f_old), 1e-12) and np.array_equal(in_now, in_prev):
             converged = True
