@@ -8,7 +8,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import _fit_context
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._base import RateClassifierBase
 from .exceptions import InfeasibleConstraintsWarning
@@ -18,6 +18,8 @@ from .problem import compile_problem, confidence_margins, constraint_rows, evalu
 from .rates import Expression, Ratio, as_constraints, as_expression
 from .solutions import SOLUTIONS, best_iterate, shrink
 from .solvers import GAME_SOLVERS, SURROGATES, solve_rate_game
+from .solvers._oracle_game import ORACLE_SOLVERS
+from ._oracle import check_oracle_params, fit_oracle_game
 
 
 class ConstrainedClassifier(RateClassifierBase):
@@ -44,9 +46,12 @@ class ConstrainedClassifier(RateClassifierBase):
         Score function: ``x . w + b`` or a ReLU network with ``hidden_layer_sizes``.
     hidden_layer_sizes : tuple of int, default=(16,)
         Hidden layers of the ``"mlp"`` model.
-    solver : {"proxy_lagrangian", "proxy_lagrangian_ext", "lagrangian"}, default="proxy_lagrangian"
+    solver : {"proxy_lagrangian", "proxy_lagrangian_ext", "lagrangian", "oracle_lagrangian", \
+            "oracle_proxy_lagrangian"}, default="proxy_lagrangian"
         The lambda-player: swap regret ("0-1 swap", Algorithm 3), external regret ("0-1 ext",
-        Algorithm 4), or the hinge-relaxed Lagrangian baseline (Algorithm 5).
+        Algorithm 4), or the hinge-relaxed Lagrangian baseline (Algorithm 5). With an
+        ``estimator``: ``"oracle_lagrangian"`` (Algorithm 1) or ``"oracle_proxy_lagrangian"``
+        (Algorithm 2), see ``estimator``.
     surrogate : {"hinge", "logistic", "sigmoid"}, default="hinge"
         Stand-in for the indicator in the model's updates.
     solution : {"m_stochastic", "best", "last", "T_stochastic"}, default="m_stochastic"
@@ -83,7 +88,21 @@ class ConstrainedClassifier(RateClassifierBase):
         Print progress every tenth of the iterations when > 0.
     callback : callable, default=None
         ``callback(iteration, params, values)`` after every iteration, ``values`` holding the
-        objective and constraint values on the batch; returning False stops training.
+        objective and constraint values on the batch; returning False stops training. With the
+        oracle solvers, ``params`` is the estimator fitted at that iteration.
+    estimator : classifier or None, default=None
+        For the oracle solvers: a scikit-learn classifier whose ``fit`` accepts
+        ``sample_weight`` (e.g. ``HistGradientBoostingClassifier()``). Each iteration fits a
+        copy on the cost-sensitive reduction of the current Lagrangian and every fitted copy is
+        a candidate (all are kept: ``T_stochastic`` uses them all; memory grows with the number
+        of iterations, at most ``min(max_iter, n_candidates)``). ``model``, ``surrogate``,
+        ``learning_rate``, ``alpha`` and ``batch_size`` do not apply. See :doc:`/oracle`.
+    n_jobs : int or None, default=None
+        Threads predicting the fitted estimators of the oracle solvers in parallel.
+    tol : float or None, default=1e-4
+        Early stopping of the oracle solvers: stop once the best mixture of the candidates
+        (the m-stochastic LP) has improved neither its largest violation nor its objective by
+        more than ``tol`` over 5 consecutive iterations. None fits every iteration.
 
     Attributes
     ----------
@@ -135,7 +154,10 @@ class ConstrainedClassifier(RateClassifierBase):
         "objective": [str, Expression],
         "model": [StrOptions({"linear", "mlp"})],
         "hidden_layer_sizes": [tuple, list],
-        "solver": [StrOptions(set(GAME_SOLVERS))],
+        "solver": [StrOptions(set(GAME_SOLVERS) | set(ORACLE_SOLVERS))],
+        "estimator": [None, HasMethods(["fit", "predict"])],
+        "n_jobs": [None, Integral],
+        "tol": [None, Interval(Real, 0, None, closed="left")],
         "surrogate": [StrOptions(set(SURROGATES))],
         "solution": [StrOptions(set(SOLUTIONS))],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
@@ -174,6 +196,9 @@ class ConstrainedClassifier(RateClassifierBase):
         random_state=None,
         verbose=0,
         callback=None,
+        estimator=None,
+        n_jobs=None,
+        tol=1e-4,
     ):
         self.constraints = constraints
         self.objective = objective
@@ -194,6 +219,9 @@ class ConstrainedClassifier(RateClassifierBase):
         self.random_state = random_state
         self.verbose = verbose
         self.callback = callback
+        self.estimator = estimator
+        self.n_jobs = n_jobs
+        self.tol = tol
 
     def _make_model(self, n_features: int):
         if self.model == "linear":
@@ -246,15 +274,21 @@ class ConstrainedClassifier(RateClassifierBase):
         for p in (problem, held_problem):
             if p is not None:
                 p.b[1:] += self.margins_
-        self._model = self._make_model(X.shape[1])
-        traj = solve_rate_game(
-            problem, self._model, X[train] if held is not None else X, solver=self.solver,
-            surrogate=self.surrogate, learning_rate=self.learning_rate,
-            lambda_learning_rate=self.lambda_learning_rate, alpha=self.alpha, max_iter=self.max_iter,
-            batch_size=self.batch_size, n_candidates=self.n_candidates, rng=gen,
-            held_out=None if held is None else (held_problem, X[held]),
-            callback=self.callback, verbose=self.verbose,
-        )
+        check_oracle_params(self.estimator, self.solver)
+        if self.solver in ORACLE_SOLVERS:
+            self._model, traj = fit_oracle_game(
+                self, problem, X[train] if held is not None else X,
+                None if held is None else (held_problem, X[held]), int(gen.integers(2**31)))
+        else:
+            self._model = self._make_model(X.shape[1])
+            traj = solve_rate_game(
+                problem, self._model, X[train] if held is not None else X, solver=self.solver,
+                surrogate=self.surrogate, learning_rate=self.learning_rate,
+                lambda_learning_rate=self.lambda_learning_rate, alpha=self.alpha, max_iter=self.max_iter,
+                batch_size=self.batch_size, n_candidates=self.n_candidates, rng=gen,
+                held_out=None if held is None else (held_problem, X[held]),
+                callback=self.callback, verbose=self.verbose,
+            )
         self.constraints_ = problem.constraints
         self.objective_ = objective
         self.candidates_ = traj.params

@@ -1,0 +1,40 @@
+"""ConstrainedClassifier's oracle path: any scikit-learn classifier as the theta-player."""
+
+from __future__ import annotations
+
+from sklearn.base import clone
+
+from .models._fitted import FittedEstimators
+from .models._oracle import CostSensitiveOracle
+from .solvers._oracle_game import ORACLE_SOLVERS, OracleTrajectory, solve_oracle_game
+
+
+def check_oracle_params(estimator, solver: str) -> None:
+    """The estimator and the solver must come together: oracle solvers need one, the others none."""
+    if solver in ORACLE_SOLVERS and estimator is None:
+        raise ValueError(f"solver={solver!r} fits a classifier on a weighted problem at every iteration; "
+                         "pass it as estimator=..., e.g. estimator=LogisticRegression().")
+    if estimator is not None and solver not in ORACLE_SOLVERS:
+        raise ValueError(f"estimator={type(estimator).__name__} is used by the oracle solvers only; set "
+                         f"solver to one of {list(ORACLE_SOLVERS)} (solver={solver!r} trains the built-in "
+                         "'model' instead), or drop estimator.")
+
+
+def fit_oracle_game(clf, problem, X, held_out, seed: int) -> tuple[FittedEstimators, OracleTrajectory]:
+    """Play the oracle game for the parameters of ``clf``; return the score model and trajectory.
+
+    Estimators whose ``random_state`` is None get ``seed`` (every fit reproducible). One
+    model is fitted per iteration and every one is a candidate, so there are at most
+    ``min(max_iter, n_candidates)`` iterations.
+    """
+    check_oracle_params(clf.estimator, clf.solver)
+    estimator = clf.estimator
+    if estimator.get_params(deep=False).get("random_state", 0) is None:
+        estimator = clone(estimator).set_params(random_state=seed)
+    oracle = CostSensitiveOracle(estimator)
+    traj = solve_oracle_game(
+        problem, oracle, X, solver=clf.solver, lambda_learning_rate=clf.lambda_learning_rate,
+        max_iter=min(clf.max_iter, clf.n_candidates), tol=clf.tol, held_out=held_out,
+        callback=clf.callback, verbose=clf.verbose,
+    )
+    return FittedEstimators(traj.estimators, n_jobs=clf.n_jobs), traj

@@ -1,0 +1,75 @@
+"""A scikit-learn classifier as a cost-sensitive best-response oracle."""
+
+from __future__ import annotations
+
+import copy
+
+import numpy as np
+from sklearn.base import clone
+from sklearn.dummy import DummyClassifier
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.utils.validation import has_fit_parameter
+
+
+def warm_startable(estimator) -> bool:
+    """Whether ``warm_start=True`` makes a refit start from the previous solution.
+
+    True for estimators with a ``warm_start`` parameter (LogisticRegression, SGDClassifier,
+    MLPClassifier, ...), except ensembles whose warm start appends stages
+    (``n_estimators``-style ensembles and HistGradientBoostingClassifier): there a warm start
+    does not change the starting point of the fit but grows the model, so every candidate
+    would be larger than the one before; those are fitted from a fresh clone instead.
+    """
+    params = estimator.get_params(deep=False)
+    if "warm_start" not in params:
+        return False
+    return "n_estimators" not in params and not isinstance(estimator, HistGradientBoostingClassifier)
+
+
+class CostSensitiveOracle:
+    """Fit a copy of ``estimator`` on labels and sample weights: one call, one fitted model.
+
+    Parameters
+    ----------
+    estimator : classifier
+        Must accept ``sample_weight`` in ``fit``; never modified.
+    warm_start : bool, default=True
+        Start each fit from the previous one's solution when the estimator supports it
+        (:func:`warm_startable`); the returned models are independent copies either way.
+
+    Notes
+    -----
+    When every example with a positive weight carries the same label, the best response is
+    the constant classifier; it is returned as a fitted ``DummyClassifier`` (many learners
+    refuse a single class). Examples of zero weight are left out of the fit.
+    """
+
+    def __init__(self, estimator, warm_start: bool = True):
+        if not has_fit_parameter(estimator, "sample_weight"):
+            raise ValueError(
+                f"The estimator {type(estimator).__name__} does not accept sample_weight in fit, which "
+                "the oracle solvers need (the constrained problem is reduced to weighted classification). "
+                "Choose a classifier whose fit takes sample_weight, e.g. LogisticRegression or "
+                "HistGradientBoostingClassifier.")
+        self.estimator = estimator
+        self.warm_start = warm_start and warm_startable(estimator)
+        self._previous = None
+
+    def __call__(self, X, labels: np.ndarray, sample_weight: np.ndarray):
+        active = sample_weight > 0
+        present = np.unique(labels[active])
+        if present.shape[0] < 2:
+            label = int(present[0]) if present.shape[0] else 0
+            return DummyClassifier(strategy="constant", constant=label).fit(X[:1], [label])
+        if not active.all():
+            X, labels, sample_weight = X[active], labels[active], sample_weight[active]
+        if self.warm_start and self._previous is not None:
+            model = copy.deepcopy(self._previous)
+        else:
+            model = clone(self.estimator)
+            if self.warm_start:
+                model.set_params(warm_start=True)
+        model.fit(X, labels, sample_weight=sample_weight)
+        if self.warm_start:
+            self._previous = model
+        return model

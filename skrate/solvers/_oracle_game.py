@@ -1,0 +1,200 @@
+"""The oracle games of Cotter et al. (2019): a cost-sensitive learner as the theta-player.
+
+For multipliers ``w`` over (objective, constraints) the Lagrangian of a rate problem is
+linear in the 0/1 decisions: ``w . (A @ yhat + b) = c . yhat + const`` with ``c = A.T @ w``.
+Predicting 1 on example i costs ``c_i`` and predicting 0 costs nothing, so the Lagrangian is
+minimised by a weighted classification problem: label ``1[c_i < 0]``, weight ``|c_i|``
+(scaled to mean 1; the minimiser does not depend on the scale, regularised learners do).
+Any classifier that accepts ``sample_weight`` is then an approximate best-response oracle.
+
+* ``"oracle_lagrangian"`` (Algorithm 1): the multipliers ``(1, lam)`` follow projected
+  gradient ascent on the true 0-1 constraint values, ``lam`` kept in
+  ``{lam >= 0, ||lam||_1 <= radius}``.
+* ``"oracle_proxy_lagrangian"`` (Algorithm 2): the swap-regret lambda-player of the
+  proxy-Lagrangian (a column-stochastic matrix and its stationary distribution), also on the
+  true 0-1 constraint values.
+
+Each iteration fits one model; every fitted model is a candidate. The solver sees arrays, a
+compiled problem and an ``oracle(X, labels, sample_weight) -> fitted model`` callable; it never
+sees estimator parameters.
+
+Early stopping. The game's output is a mixture of the candidates, and the LP of the
+m-stochastic solution (:func:`skrate.solutions.shrink`, milliseconds for a hundred candidates)
+gives the best such mixture so far. After every oracle call that LP is solved again over the
+candidates found so far; when for ``n_iter_no_change`` consecutive iterations neither its
+largest violation nor (at the same violation) its objective improved by more than ``tol``, the
+lambda-player's updates have stalled -- they no longer lead the oracle to models that improve
+the mixture (with a finite hypothesis class, the oracle is cycling through models it already
+returned) -- and the game stops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..problem import RateProblem
+from ..solutions._shrink import shrink
+from ._players import LagrangePlayer, SwapRegretPlayer
+from ._trajectory import Trajectory
+
+ORACLE_SOLVERS = ("oracle_lagrangian", "oracle_proxy_lagrangian")
+
+
+def cost_sensitive_reduction(A: sp.spmatrix, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Labels and sample weights whose weighted 0-1 loss is the Lagrangian ``weights . (A @ yhat + b)``.
+
+    Parameters
+    ----------
+    A : sparse matrix of shape (1 + m, n)
+        Rate rows (objective first), as in :class:`skrate.problem.RateProblem`.
+    weights : ndarray of shape (1 + m,)
+        Multipliers of the objective and constraints.
+
+    Returns
+    -------
+    labels : ndarray of int of shape (n,)
+        ``1`` where predicting 1 lowers the Lagrangian (``c_i < 0``), else ``0``.
+    sample_weight : ndarray of shape (n,)
+        ``|c_i|`` scaled to mean 1 (all zeros when ``c`` is zero: every model is a best response).
+    """
+    cost = np.asarray(A.T @ np.asarray(weights, dtype=float)).ravel()
+    labels = (cost < 0).astype(int)
+    size = np.abs(cost)
+    total = size.sum()
+    return labels, (size * (size.shape[0] / total) if total > 0 else size)
+
+
+def project_l1_ball(v: np.ndarray, radius: float) -> np.ndarray:
+    """Euclidean projection onto ``{lam >= 0, sum(lam) <= radius}`` (sorting, no loop over entries)."""
+    lam = np.maximum(v, 0.0)
+    if lam.sum() <= radius:
+        return lam
+    u = np.sort(lam)[::-1]
+    cum = np.cumsum(u) - radius
+    k = np.flatnonzero(u > cum / np.arange(1, u.shape[0] + 1))[-1]
+    return np.maximum(lam - cum[k] / (k + 1), 0.0)
+
+
+class OracleLagrangePlayer(LagrangePlayer):
+    """Projected gradient ascent on the true 0-1 constraint values (Algorithm 1 of Cotter et al.).
+
+    The objective keeps weight 1; ``lam <- Pi(lam + eta * g(theta))`` with ``Pi`` the projection
+    onto ``{lam >= 0, ||lam||_1 <= radius}``, the multiplier set of the paper.
+    """
+
+    needs_surrogate = False
+
+    def update(self, constraint_values: np.ndarray) -> None:
+        self.lam = project_l1_ball(self.lam + self.eta * constraint_values, self.radius)
+
+
+ORACLE_PLAYERS = {"oracle_lagrangian": OracleLagrangePlayer, "oracle_proxy_lagrangian": SwapRegretPlayer}
+
+
+@dataclass
+class OracleTrajectory(Trajectory):
+    """A :class:`Trajectory` whose ``params`` index ``estimators`` (``params[k, 0] == k``)."""
+
+    estimators: list
+
+
+def _decisions(model, X) -> np.ndarray:
+    return (np.asarray(model.predict(X)) == 1).astype(float)
+
+
+def _improved(lp, best, tol: float) -> bool:
+    objective, violation = lp
+    return violation < best[1] - tol or (violation <= best[1] + 1e-12 and objective < best[0] - tol)
+
+
+def solve_oracle_game(
+    problem: RateProblem,
+    oracle: Callable,
+    X,
+    *,
+    solver: str = "oracle_proxy_lagrangian",
+    lambda_learning_rate: float = 1.0,
+    max_iter: int = 100,
+    tol: float | None = 1e-4,
+    n_iter_no_change: int = 5,
+    radius: float = 1e3,
+    held_out: tuple[RateProblem, object] | None = None,
+    callback: Callable | None = None,
+    verbose: int = 0,
+) -> OracleTrajectory:
+    """Play the oracle game; every oracle response is a candidate.
+
+    Parameters
+    ----------
+    problem : RateProblem
+        Row 0 the objective, rows 1..m the constraints ``g_j <= 0``, measured on ``X``.
+    oracle : callable
+        ``oracle(X, labels, sample_weight)`` returns a fitted model with ``predict`` giving 0/1.
+    X : array-like of shape (n_samples, n_features)
+    solver : {"oracle_lagrangian", "oracle_proxy_lagrangian"}
+    lambda_learning_rate : float
+        Additive (Lagrangian) or multiplicative (proxy-Lagrangian) step of the multipliers.
+    max_iter : int
+        Largest number of oracle calls.
+    tol : float or None
+        Early stopping tolerance on the best mixture's objective and violation (module
+        docstring); None plays all ``max_iter`` iterations.
+    n_iter_no_change : int
+        Iterations without improvement before stopping.
+    radius : float
+        Bound on ``||lam||_1`` of the Lagrangian player.
+    held_out : (RateProblem, X_held_out), optional
+        The multipliers and the candidates' constraint values use the rates on this sample
+        (Cotter et al., ICML 2019); the oracle trains on ``X``.
+    callback : callable, optional
+        ``callback(iteration, model, values)`` after every oracle call; False stops the game.
+
+    Returns
+    -------
+    OracleTrajectory
+
+    References
+    ----------
+    A. Cotter, H. Jiang, M. Gupta, S. Wang, T. Narayan, S. You, K. Sridharan. Optimization
+    with Non-Differentiable Constraints with Applications to Fairness, Recall, Churn, and
+    Other Goals. JMLR 20(172), 2019. Algorithms 1 and 2.
+    """
+    m = problem.n_constraints
+    if solver not in ORACLE_PLAYERS:
+        raise ValueError(f"solver must be one of {sorted(ORACLE_PLAYERS)}, got {solver!r}.")
+    player = ORACLE_PLAYERS[solver](m, lambda_learning_rate)
+    if solver == "oracle_lagrangian":
+        player.radius = radius
+    models, objective, constraints, lams = [], [], [], []
+    best, stalled = (np.inf, np.inf), 0
+    for t in range(max_iter):
+        weights = np.asarray(player.weights(), dtype=float).copy()
+        labels, sample_weight = cost_sensitive_reduction(problem.A, weights)
+        model = oracle(X, labels, sample_weight)
+        values = problem.values(_decisions(model, X))
+        if held_out is not None:
+            values[1:] = held_out[0].values(_decisions(model, held_out[1]))[1:]
+        models.append(model)
+        lams.append(weights)
+        objective.append(values[0])
+        constraints.append(values[1:])
+        player.update(values[1:])
+        if verbose:
+            worst = values[1:].max() if m else 0.0
+            print(f"[{solver}] iter {t + 1}/{max_iter} objective {values[0]:.4f} max violation {worst:+.4f}")
+        if callback is not None and callback(t, model, values) is False:
+            break
+        if tol is not None:
+            lp = shrink(np.array(objective), np.array(constraints).T)
+            current = (float(np.dot(lp.weights, objective)), lp.max_violation)
+            stalled = 0 if _improved(current, best, tol) else stalled + 1
+            best = min(best, current, key=lambda v: (v[1], v[0]))
+            if stalled >= n_iter_no_change:
+                break
+    k = len(models)
+    return OracleTrajectory(np.arange(k, dtype=float)[:, None], np.array(objective),
+                            np.array(constraints).reshape(k, m).T, np.array(lams), k, models)
