@@ -26,6 +26,7 @@ import argparse  # noqa: E402
 import datetime  # noqa: E402
 import platform  # noqa: E402
 import resource  # noqa: E402
+import subprocess  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import tracemalloc  # noqa: E402
@@ -159,13 +160,24 @@ TASKS = [
 # -- timing -----------------------------------------------------------------------------------
 def timed(fn: Callable, reps: int):
     """Run ``fn`` ``reps`` times; return its last result and the median wall and CPU seconds."""
-    walls, cpus, out = [], [], None
+    return timed_together({"": fn}, reps)[""]
+
+
+def timed_together(fns: dict[str, Callable], reps: int) -> dict[str, tuple]:
+    """Time several fits round-robin, so a burst of load from other jobs hits peers alike.
+
+    Returns, per name, the last result and the median wall and CPU seconds over ``reps`` runs.
+    """
+    walls = {k: [] for k in fns}
+    cpus = {k: [] for k in fns}
+    out = dict.fromkeys(fns)
     for _ in range(reps):
-        w0, c0 = time.perf_counter(), time.process_time()
-        out = fn()
-        walls.append(time.perf_counter() - w0)
-        cpus.append(time.process_time() - c0)
-    return out, float(np.median(walls)), float(np.median(cpus))
+        for name, fn in fns.items():
+            w0, c0 = time.perf_counter(), time.process_time()
+            out[name] = fn()
+            walls[name].append(time.perf_counter() - w0)
+            cpus[name].append(time.process_time() - c0)
+    return {k: (out[k], float(np.median(walls[k])), float(np.median(cpus[k]))) for k in fns}
 
 
 def peak_memory_mb(fn: Callable) -> float:
@@ -197,18 +209,23 @@ def run_split(task: Task, split, seed: int, reps: int) -> list[dict]:
                          test_vio=task.violation(y_te, p_te, g_te),
                          predict_ms=1e3 * pred_wall, support=support, **extra))
 
-    lr, wall, cpu = timed(lambda: LogisticRegression(**LR_PARAMS).fit(X_tr, y_tr), reps)
+    sf_tr = task.fairlearn_features(g_tr)
+    fits = timed_together({
+        "lr": lambda: LogisticRegression(**LR_PARAMS).fit(X_tr, y_tr),
+        "eg": lambda: ExponentiatedGradient(LogisticRegression(**LR_PARAMS), constraints=task.fairlearn_moment())
+        .fit(X_tr, y_tr, sensitive_features=sf_tr),
+        "skrate": lambda: fit_skrate(task.constraints, X_tr, y_tr, g_tr, seed),
+    }, reps)
+
+    lr, wall, cpu = fits["lr"]
     score("LogisticRegression", lr.predict(X_tr).astype(float), lr.predict(X_te).astype(float),
           wall, cpu, lr.predict, 1)
 
-    sf_tr = task.fairlearn_features(g_tr)
-    eg, wall, cpu = timed(lambda: ExponentiatedGradient(
-        LogisticRegression(**LR_PARAMS), constraints=task.fairlearn_moment()).fit(
-            X_tr, y_tr, sensitive_features=sf_tr), reps)
+    eg, wall, cpu = fits["eg"]
     score("fairlearn ExponentiatedGradient", eg._pmf_predict(X_tr)[:, 1], eg._pmf_predict(X_te)[:, 1],
           wall, cpu, lambda X: eg.predict(X, random_state=0), int((eg.weights_ > 0).sum()))
 
-    clf, wall, cpu = timed(lambda: fit_skrate(task.constraints, X_tr, y_tr, g_tr, seed), reps)
+    clf, wall, cpu = fits["skrate"]
     mem = peak_memory_mb(lambda: fit_skrate(task.constraints, X_tr, y_tr, g_tr, seed))
     p_tr = clf.predict_proba(X_tr, solution="m_stochastic")[:, 1]
     p_te = clf.predict_proba(X_te, solution="m_stochastic")[:, 1]
@@ -257,6 +274,29 @@ def loglog_slope(n, t) -> float:
     return float(np.polyfit(np.log(n), np.log(t), 1)[0])
 
 
+def _defaults() -> str:
+    params = ConstrainedClassifier().get_params()
+    return ", ".join(f"{k}={params[k]!r}" for k in ("model", "solver", "surrogate", "max_iter", "batch_size",
+                                                     "learning_rate", "lambda_learning_rate"))
+
+
+_CORE_PATHS = ("skrate/_constrained.py", "skrate/_base.py", "skrate/models", "skrate/problem", "skrate/rates",
+               "skrate/solutions", "skrate/solvers")
+
+
+def _commit() -> str:
+    """The repository commit benchmarked, and whether ConstrainedClassifier's modules had uncommitted edits."""
+    root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    try:
+        head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root, capture_output=True,
+                              text=True, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", *_CORE_PATHS], cwd=root,
+                               capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + (" (with uncommitted changes to ConstrainedClassifier's modules)" if dirty else "")
+
+
 # -- printing ---------------------------------------------------------------------------------
 def fmt(v, spec="{:.3f}"):
     if v is None or (isinstance(v, float) and np.isnan(v)):
@@ -294,14 +334,15 @@ def main(argv=None) -> None:
     say(f"Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC  ")
     say(f"Machine: {platform.machine()}, {os.cpu_count()} cores shared with other jobs (load average at start "
         f"{os.getloadavg()[0]:.2f}), BLAS 1 thread; Python {platform.python_version()}, numpy {np.__version__}, "
-        f"scikit-learn {sklearn.__version__}, fairlearn {fairlearn.__version__}, skrate {skrate.__version__}  ")
+        f"scikit-learn {sklearn.__version__}, fairlearn {fairlearn.__version__}, skrate {skrate.__version__} "
+        f"at commit {_commit()}  ")
     say(f"Adult: {adult[0].shape[0]} train / {adult[3].shape[0]} test rows, {adult[0].shape[1]} features. "
         f"COMPAS: {compas[seeds[0]][0].shape[0]} train / {compas[seeds[0]][3].shape[0]} test rows, "
         f"seeds {seeds} (means reported).  ")
-    say(f"Fit and predict times: median of {reps} run(s). Rates in expectation from P(predict 1), "
+    say(f"Fit and predict times: median of {reps} run(s), peers' fits interleaved round-robin. Rates in expectation from P(predict 1), "
         "except the 'predict labels' rows (the m-stochastic model's reproducible `predict`). "
         "skrate: `ConstrainedClassifier(constraints, random_state=seed)`, all other parameters default "
-        "(linear, 1000 full-batch iterations); its best iterate comes from the same fit. "
+        f"({_defaults()}); its best iterate comes from the same fit. "
         f"LogisticRegression({', '.join(f'{k}={v}' for k, v in LR_PARAMS.items())}), also inside "
         "ExponentiatedGradient (its defaults otherwise: eps=0.01, max_iter=50).")
     if args.quick:
@@ -383,8 +424,9 @@ def main(argv=None) -> None:
     for n in sizes:
         idx = np.sort(rng.choice(X_tr.shape[0], n, replace=False)) if n < X_tr.shape[0] else np.arange(n)
         Xs, ys, gs = X_tr[idx], y_tr[idx], g_tr.iloc[idx].reset_index(drop=True)
-        _, w_lr, c_lr = timed(lambda: LogisticRegression(**LR_PARAMS).fit(Xs, ys), reps)
-        clf, w_sk, c_sk = timed(lambda: fit_skrate(TASKS[0].constraints, Xs, ys, gs, 0), reps)
+        fits = timed_together({"lr": lambda: LogisticRegression(**LR_PARAMS).fit(Xs, ys),
+                               "skrate": lambda: fit_skrate(TASKS[0].constraints, Xs, ys, gs, 0)}, reps)
+        (_, w_lr, c_lr), (clf, w_sk, c_sk) = fits["lr"], fits["skrate"]
         t_sk.append(w_sk)
         c_sks.append(c_sk)
         t_lr.append(w_lr)
@@ -407,8 +449,11 @@ def main(argv=None) -> None:
     # -- scaling with the number of constraints
     many, g_many = hundred_constraints(g_tr)
     body, times = [], []
-    for name, constraints, groups in (("T1", TASKS[0].constraints, g_tr), ("100 constraints", many, g_many)):
-        clf, wall, cpu = timed(lambda: fit_skrate(constraints, X_tr, y_tr, groups, 0), reps)
+    cases = {"T1": (TASKS[0].constraints, g_tr), "100 constraints": (many, g_many)}
+    fits = timed_together({name: (lambda c=c, g=g: fit_skrate(c, X_tr, y_tr, g, 0)) for name, (c, g) in cases.items()},
+                          reps)
+    for name, (constraints, groups) in cases.items():
+        clf, wall, cpu = fits[name]
         mem = peak_memory_mb(lambda: fit_skrate(constraints, X_tr, y_tr, groups, 0))
         times.append((wall, cpu))
         worst = float(np.max(clf.train_constraints_ @ clf.solutions_["m_stochastic"]))
