@@ -142,7 +142,7 @@ def make_rate_scorer(spec, *, greater_is_better: bool = True, decisions: str = "
     >>> clf = LogisticRegression().fit(data.data, data.target)
     >>> scorer = make_rate_scorer("tpr[race=Caucasian]")
     >>> round(scorer(clf, data.data, data.target, groups=data.groups), 3)
-    0.49
+    0.4
     """
     _check_decisions(decisions)
     return RateScorer(RateMetric(spec), 1 if greater_is_better else -1, decisions)

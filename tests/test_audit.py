@@ -1,0 +1,273 @@
+"""audit: numbers against direct computation and fairlearn, bootstrap coverage, reports, bad input."""
+
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+from joblib import parallel_backend
+from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.linear_model import LogisticRegression
+
+from skrate import ConstrainedClassifier
+from skrate.metrics import audit, plot_audit
+from skrate.metrics._bootstrap import RateParts
+from skrate.metrics._audit import metric_term
+from skrate.problem import GroupTable, RateData, constraint_rows, evaluate_term
+from skrate.rates import Slice, as_constraints
+
+
+class Fixed(ClassifierMixin, BaseEstimator):
+    """A 'fitted' classifier whose prediction is column 0 of X (and its probability column 1)."""
+
+    def fit(self, X, y):
+        self.classes_ = np.array([0, 1])
+        return self
+
+    def predict(self, X):
+        return np.asarray(X)[:, 0].astype(int)
+
+    def predict_proba(self, X):
+        p = np.asarray(X)[:, 1]
+        return np.column_stack([1 - p, p])
+
+
+def _data(n=2000, seed=0):
+    rng = np.random.default_rng(seed)
+    race = rng.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2])
+    sex = rng.choice(["F", "M"], n)
+    X = rng.normal(size=(n, 3))
+    X[:, 2] += (race == "a")
+    y = (X[:, 0] + 0.5 * X[:, 2] + rng.normal(size=n) > 0.3).astype(int)
+    return X, y, pd.DataFrame({"race": race, "sex": sex})
+
+
+def _direct(y, p, w, m, metric):
+    """A rate computed from its definition."""
+    y, p, w = y[m], p[m], w[m]
+    if metric == "ppr":
+        return np.sum(w * p) / np.sum(w)
+    if metric == "tpr":
+        return np.sum(w * p * y) / np.sum(w * y)
+    if metric == "fnr":
+        return np.sum(w * (1 - p) * y) / np.sum(w * y)
+    if metric == "fpr":
+        return np.sum(w * p * (1 - y)) / np.sum(w * (1 - y))
+    if metric == "tnr":
+        return np.sum(w * (1 - p) * (1 - y)) / np.sum(w * (1 - y))
+    if metric == "accuracy":
+        return np.sum(w * (p * y + (1 - p) * (1 - y))) / np.sum(w)
+    if metric == "precision":
+        return np.sum(w * p * y) / np.sum(w * p)
+    raise AssertionError(metric)
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_rates_match_direct_computation(weighted):
+    X, y, g = _data()
+    w = np.random.default_rng(1).uniform(0.2, 3.0, len(y)) if weighted else np.ones(len(y))
+    clf = LogisticRegression().fit(X, y)
+    report = audit(clf, X, y, groups=g, sample_weight=w if weighted else None, n_bootstrap=0)
+    p = clf.predict(X).astype(float)
+    rows = pd.DataFrame(report)
+    assert set(rows["metric"]) == {"ppr", "tpr", "fpr", "tnr", "fnr", "accuracy", "precision"}
+    assert len(rows) == 7 * (1 + 3 + 2)
+    for r in rows.itertuples():
+        mask = np.ones(len(y), bool) if r.attribute == "all" else (g[r.attribute] == r.group).to_numpy()
+        expected = _direct(y, p, w, mask, r.metric)
+        overall = _direct(y, p, w, np.ones(len(y), bool), r.metric)
+        assert r.value == pytest.approx(expected, abs=1e-12)
+        assert r.count == mask.sum()
+        assert r.difference == pytest.approx(expected - overall, abs=1e-12)
+        assert r.ratio == pytest.approx(expected / overall, rel=1e-12)
+        assert np.isnan(r.value_low) and np.isnan(r.value_high)
+
+
+def test_stochastic_estimator_is_audited_in_expectation():
+    X, y, g = _data(1500)
+    clf = ConstrainedClassifier("tpr[race] >= tpr - 0.05", max_iter=200, random_state=0).fit(X, y, groups=g)
+    p = clf.predict_proba(X)[:, 1]
+    assert np.any((p > 0) & (p < 1))  # a real mixture, so expected and predicted rates differ
+    report = audit(clf, X, y, groups=g, n_bootstrap=0)
+    assert report.attrs["decisions"] == "expected"
+    tpr_b = report.query("group == 'b' and metric == 'tpr'")["value"].item()
+    assert tpr_b == pytest.approx(_direct(y, p, np.ones(len(y)), (g.race == "b").to_numpy(), "tpr"))
+    labels = audit(clf, X, y, groups=g, decisions="predict", n_bootstrap=0)
+    hard = (clf.predict(X) == 1).astype(float)
+    assert labels.query("group == 'b' and metric == 'tpr'")["value"].item() == pytest.approx(
+        _direct(y, hard, np.ones(len(y)), (g.race == "b").to_numpy(), "tpr"))
+
+
+def test_matches_fairlearn_metricframe():
+    fairlearn = pytest.importorskip("fairlearn.metrics")
+    from sklearn.metrics import accuracy_score, precision_score
+
+    X, y, g = _data(3000, seed=3)
+    clf = LogisticRegression().fit(X, y)
+    y_pred = clf.predict(X)
+    report = pd.DataFrame(audit(clf, X, y, groups=g, n_bootstrap=0))
+    fns = {"ppr": fairlearn.selection_rate, "tpr": fairlearn.true_positive_rate,
+           "fpr": fairlearn.false_positive_rate, "tnr": fairlearn.true_negative_rate,
+           "fnr": fairlearn.false_negative_rate, "accuracy": accuracy_score, "precision": precision_score}
+    for attribute in ("race", "sex"):
+        frame = fairlearn.MetricFrame(metrics=fns, y_true=y, y_pred=y_pred, sensitive_features=g[attribute])
+        ours = report[report.attribute == attribute].pivot(index="group", columns="metric", values="value")
+        pd.testing.assert_frame_equal(ours[list(fns)], frame.by_group[list(fns)], check_names=False, atol=1e-12)
+        for metric in fns:
+            assert report[report.attribute == "all"].set_index("metric").loc[metric, "value"] == pytest.approx(
+                frame.overall[metric])
+            sub = report[(report.attribute == attribute) & (report.metric == metric)]
+            # fairlearn's to_overall difference is the largest gap; its ratio the smallest of min/max.
+            assert sub["difference"].abs().max() == pytest.approx(frame.difference(method="to_overall")[metric])
+            r = sub["ratio"].to_numpy()
+            assert np.minimum(r, 1 / r).min() == pytest.approx(frame.ratio(method="to_overall")[metric])
+
+
+def test_constraints_match_constraint_rows_and_bootstrap_identity():
+    X, y, g = _data()
+    clf = LogisticRegression().fit(X, y)
+    spec = ["tpr[race] >= 0.9 * tpr", "precision[sex=F] >= 0.5", "fpr[race=a] <= fpr + 0.01"]
+    report = audit(clf, X, y, groups=g, constraints=spec, n_bootstrap=50, random_state=0)
+    cons = report[report.attribute == "constraint"]
+    data = RateData(y, np.ones(len(y)), GroupTable.from_input(g, None, len(y)))
+    p = clf.predict(X).astype(float)
+    rows = constraint_rows(as_constraints(spec), data, p)
+    assert list(cons["group"]) == [r["constraint"] for r in rows]
+    np.testing.assert_allclose(cons["value"], [r["lhs"] for r in rows])
+    np.testing.assert_allclose(cons["bound"], [r["rhs"] for r in rows])
+    np.testing.assert_allclose(cons["violation"], [r["violation"] for r in rows])
+    assert (cons["violation_low"] <= cons["violation"] + 1e-12).all()
+    assert (cons["violation"] <= cons["violation_high"] + 1e-12).all()
+    # Resampling machinery: every row drawn once reproduces the exact values of the problem layer.
+    terms = [metric_term(k, Slice.make({"race": "b"})) for k in ("tpr", "precision")]
+    parts = RateParts(terms, data, p)
+    once = parts.values(np.ones((1, len(y))))[:, 0]
+    assert once == pytest.approx([evaluate_term(t, data, p) for t in terms])
+    # Doubling every count changes no rate.
+    assert parts.values(2 * np.ones((1, len(y))))[:, 0] == pytest.approx(once)
+
+
+def _simulate(n, rng):
+    """Labels and decisions with known population rates: group u has tpr 0.7, group v tpr 0.5."""
+    group = rng.choice(["u", "v"], n)
+    y = (rng.random(n) < 0.4).astype(int)
+    tpr = np.where(group == "u", 0.7, 0.5)
+    yhat = np.where(y == 1, rng.random(n) < tpr, rng.random(n) < 0.2).astype(int)
+    return np.column_stack([yhat, yhat]).astype(float), y, group
+
+
+def test_bootstrap_intervals_cover_the_truth_at_nominal_rate():
+    rng = np.random.default_rng(0)
+    clf = Fixed().fit(None, None)
+    true = {"tpr_u": 0.7, "fpr_all": 0.2, "diff_u": 0.7 - 0.6}  # overall tpr = (0.7 + 0.5) / 2
+    hits = {k: 0 for k in true}
+    n_sim = 120
+    for s in range(n_sim):
+        X, y, group = _simulate(600, rng)
+        rep = pd.DataFrame(audit(clf, X, y, groups=group, metrics=("tpr", "fpr"), n_bootstrap=300, random_state=s))
+        rep = rep.set_index(["group", "metric"])
+        u, a = rep.loc[("u", "tpr")], rep.loc[("all", "fpr")]
+        hits["tpr_u"] += u.value_low <= true["tpr_u"] <= u.value_high
+        hits["fpr_all"] += a.value_low <= true["fpr_all"] <= a.value_high
+        hits["diff_u"] += u.difference_low <= true["diff_u"] <= u.difference_high
+    coverage = {k: v / n_sim for k, v in hits.items()}
+    for k, c in coverage.items():
+        assert 0.87 <= c <= 0.995, (k, coverage)
+
+
+def test_interval_width_and_confidence_level():
+    rng = np.random.default_rng(5)
+    X, y, group = _simulate(800, rng)
+    clf = Fixed().fit(None, None)
+    wide = audit(clf, X, y, groups=group, confidence_level=0.99, n_bootstrap=400, random_state=0)
+    narrow = audit(clf, X, y, groups=group, confidence_level=0.5, n_bootstrap=400, random_state=0)
+    width = lambda r: (r["value_high"] - r["value_low"]).to_numpy()
+    assert np.all(width(wide) > width(narrow))
+
+
+def test_results_do_not_depend_on_n_jobs():
+    X, y, g = _data(800)
+    clf = LogisticRegression().fit(X, y)
+    one = audit(clf, X, y, groups=g, n_bootstrap=250, random_state=7)
+    with parallel_backend("threading"):
+        two = audit(clf, X, y, groups=g, n_bootstrap=250, random_state=7, n_jobs=2)
+    pd.testing.assert_frame_equal(pd.DataFrame(one), pd.DataFrame(two))
+    other = audit(clf, X, y, groups=g, n_bootstrap=250, random_state=8)
+    assert not np.allclose(one["value_low"], other["value_low"])
+
+
+def test_report_prints_tables_and_renders_html():
+    X, y, g = _data(600)
+    clf = LogisticRegression().fit(X, y)
+    report = audit(clf, X, y, groups=g, constraints="tpr[race] >= tpr - 0.05", n_bootstrap=30, random_state=0)
+    text = str(report)
+    assert text == repr(report)
+    for piece in ("Audit of LogisticRegression on 600 rows", "rates", "difference to the overall rate",
+                  "race=b", "tpr[race=b] >= tpr - 0.05", "95% bootstrap intervals"):
+        assert piece in text
+    html = report._repr_html_()
+    assert html.count("<table>") == 4 and "race=c" in html
+    # Derived frames are plain DataFrames with pandas' own display.
+    sub = report[report.metric == "tpr"]
+    assert type(sub) is pd.DataFrame
+    assert "[6 rows x 17 columns]" in repr(sub)
+
+
+def test_undefined_rates_are_nan_not_errors():
+    X, y, g = _data(300)
+    y = y.copy()
+    y[(g.race == "c").to_numpy()] = 0  # group c has no positive: its tpr is undefined
+    clf = LogisticRegression().fit(X, y)
+    report = audit(clf, X, y, groups=g, n_bootstrap=20, random_state=0)
+    row = report.query("group == 'c' and metric == 'tpr'")
+    assert np.isnan(row["value"].item()) and np.isnan(row["value_low"].item())
+    assert "-" in str(report)
+
+
+def test_bad_input():
+    X, y, g = _data(200)
+    clf = LogisticRegression().fit(X, y)
+    with pytest.raises(ValueError, match="Unknown audit metric 'f1'"):
+        audit(clf, X, y, metrics=("f1",))
+    with pytest.raises(ValueError, match="y has 199 entries but X has 200 rows"):
+        audit(clf, X, y[:-1])
+    with pytest.raises(ValueError, match=r"labels \[7\]"):
+        audit(clf, X, np.where(y == 1, 7, 0))
+    with pytest.raises(ValueError, match="Unknown group column 'age'"):
+        audit(clf, X, y, groups=g, constraints="tpr[age] >= tpr - 0.1")
+    with pytest.raises(ValueError, match="n_bootstrap"):
+        audit(clf, X, y, n_bootstrap=-1)
+    with pytest.raises(ValueError, match="no classes_"):
+        audit(LogisticRegression(), X, y)
+    with pytest.raises(ValueError, match="sample_weight contains NaN"):
+        audit(clf, X, y, sample_weight=np.full(200, np.nan))
+    with pytest.raises(ValueError, match="sample_weight must be finite and non-negative"):
+        audit(clf, X, y, sample_weight=-np.ones(200))
+
+
+def test_importing_metrics_needs_no_pandas_and_audit_says_how_to_get_it():
+    code = ("import sys; sys.modules['pandas'] = None; sys.modules['matplotlib'] = None\n"
+            "import numpy as np\n"
+            "from sklearn.dummy import DummyClassifier\n"
+            "import skrate.metrics as m, skrate.model_selection\n"
+            "clf = DummyClassifier().fit(np.zeros((4, 1)), [0, 1, 0, 1])\n"
+            "try:\n    m.audit(clf, np.zeros((4, 1)), [0, 1, 0, 1])\nexcept ImportError as e:\n    print(e)\n"
+            "try:\n    m.plot_tradeoff(None)\nexcept ImportError as e:\n    print(e)\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert "pip install pandas" in out
+    assert "pip install matplotlib" in out
+
+
+def test_plots(tmp_path):
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    X, y, g = _data(400)
+    clf = LogisticRegression().fit(X, y)
+    report = audit(clf, X, y, groups=g, n_bootstrap=30, random_state=0)
+    axes = plot_audit(report, ["tpr", "fpr"])
+    assert len(axes) == 2
+    line = axes[0].lines[0]
+    np.testing.assert_allclose(line.get_xdata(), report.query("metric == 'tpr'")["value"])
+    with pytest.raises(ValueError, match="no metric 'f1'"):
+        plot_audit(report, ["f1"])

@@ -1,0 +1,112 @@
+"""Datasets: the bundled COMPAS copy and fetch_adult's cache, download and checksum paths (no network)."""
+
+import hashlib
+
+import numpy as np
+import pytest
+
+from skrate.datasets import fetch_adult, load_compas
+from skrate.datasets import _adult
+
+TRAIN = """\
+39, State-gov, 77516, Bachelors, 13, Never-married, Adm-clerical, Not-in-family, White, Male, 2174, 0, 40, United-States, <=50K
+50, Self-emp-not-inc, 83311, Bachelors, 13, Married-civ-spouse, Exec-managerial, Husband, White, Male, 0, 0, 13, United-States, >50K
+38, Private, 215646, HS-grad, 9, Divorced, Handlers-cleaners, Not-in-family, Black, Female, 0, 0, 40, United-States, <=50K
+53, ?, 234721, 11th, 7, Married-civ-spouse, ?, Husband, Black, Male, 0, 0, 40, United-States, <=50K
+28, Private, 338409, Bachelors, 13, Married-civ-spouse, Prof-specialty, Wife, Black, Female, 0, 0, 40, Cuba, >50K
+
+"""
+TEST = """\
+|1x3 Cross validator
+25, Private, 226802, 11th, 7, Never-married, Machine-op-inspct, Own-child, Black, Male, 0, 0, 40, United-States, <=50K.
+44, Private, 160323, Some-college, 10, Married-civ-spouse, Machine-op-inspct, Husband, Black, Male, 7688, 0, 40, United-States, >50K.
+18, ?, 103497, Some-college, 10, Never-married, ?, Own-child, White, Female, 0, 0, 30, United-States, <=50K.
+34, Federal-gov, 245487, 7th-8th, 4, Married-civ-spouse, Transport-moving, Husband, Amer-Indian-Eskimo, Male, 0, 0, 45, Mexico, <=50K.
+"""
+
+
+def _write(folder):
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "adult.data").write_text(TRAIN)
+    (folder / "adult.test").write_text(TEST)
+    return folder
+
+
+def test_fetch_adult_reads_a_folder_holding_the_files(tmp_path):
+    folder = _write(tmp_path / "uci")
+    train = fetch_adult(folder)
+    assert train.data.shape[0] == 4  # the row with '?' is dropped
+    np.testing.assert_array_equal(train.target, [0, 1, 0, 1])
+    np.testing.assert_array_equal(train.groups["race"], ["White", "White", "Black", "Black"])
+    np.testing.assert_array_equal(train.groups["sex"], ["Male", "Male", "Female", "Female"])
+    assert "fnlwgt" not in train.feature_names and "UCI Adult" in train.DESCR
+    age = train.data[:, train.feature_names.index("age")]
+    ages = np.array([39, 50, 38, 28.0])
+    np.testing.assert_allclose(age, (ages - ages.mean()) / ages.std())
+    test = fetch_adult(folder, subset="test")
+    assert test.data.shape == (3, train.data.shape[1])
+    np.testing.assert_array_equal(test.target, [0, 1, 0])  # trailing '.' stripped
+    np.testing.assert_allclose(test.data[:, train.feature_names.index("age")], (np.array([25, 44, 34]) - ages.mean()) / ages.std())
+    # Categories unseen in training (Federal-gov, Mexico, Amer-Indian-Eskimo) encode as all zeros.
+    work = [i for i, name in enumerate(train.feature_names) if name.startswith("workclass=")]
+    np.testing.assert_array_equal(test.data[2, work], 0)
+    both = fetch_adult(folder, subset="all", as_frame=True)
+    assert both.data.shape[0] == 7 and list(both.groups.columns) == ["sex", "race"]
+    assert both.frame["income"].tolist() == [0, 1, 0, 1, 0, 1, 0]
+    with pytest.raises(ValueError, match="subset must be"):
+        fetch_adult(folder, subset="validation")
+
+
+def _serve(tmp_path, monkeypatch, train=TRAIN, checksum=None):
+    source = _write(tmp_path / "remote")
+    (source / "adult.data").write_text(train)
+    remote = {}
+    for name in ("adult.data", "adult.test"):
+        digest = hashlib.sha256((source / name).read_bytes()).hexdigest()
+        remote[name] = ((source / name).as_uri(), checksum or digest)
+    monkeypatch.setattr(_adult, "REMOTE", remote)
+
+
+def test_fetch_adult_downloads_once_and_caches(tmp_path, monkeypatch):
+    _serve(tmp_path, monkeypatch)
+    home = tmp_path / "home"
+    first = fetch_adult(home)
+    assert (home / "skrate_adult" / "adult.data").read_text() == TRAIN
+    # A second call reads the cache: any attempt to download now fails.
+    monkeypatch.setattr(_adult.urllib.request, "urlopen", lambda *a, **k: pytest.fail("downloaded twice"))
+    second = fetch_adult(home)
+    np.testing.assert_array_equal(first.data, second.data)
+
+
+def test_fetch_adult_rejects_a_corrupt_download(tmp_path, monkeypatch):
+    _serve(tmp_path, monkeypatch, checksum="0" * 64)
+    home = tmp_path / "home"
+    with pytest.raises(OSError, match="SHA-256 .* expected 0000"):
+        fetch_adult(home)
+    assert not list((home / "skrate_adult").iterdir())  # nothing cached, no partial file left
+
+
+def test_fetch_adult_without_download(tmp_path):
+    with pytest.raises(OSError, match="download_if_missing=False"):
+        fetch_adult(tmp_path, download_if_missing=False)
+
+
+def test_fetch_adult_names_an_unusable_file(tmp_path):
+    folder = tmp_path / "bad"
+    folder.mkdir()
+    (folder / "adult.data").write_text("a,b,c\n1,2,3\n")
+    (folder / "adult.test").write_text(TEST)
+    with pytest.raises(ValueError, match="adult.data holds no complete row"):
+        fetch_adult(folder)
+
+
+def test_load_compas_bunch():
+    data = load_compas()
+    assert data.data.shape == (5278, len(data.feature_names))
+    assert set(np.unique(data.target)) == {0, 1}
+    assert set(data.groups) == {"race", "sex"} and set(np.unique(data.groups["race"])) == {"African-American", "Caucasian"}
+    assert "ProPublica" in data.DESCR
+    framed = load_compas(as_frame=True)
+    assert framed.data.shape == data.data.shape and list(framed.groups.columns) == ["race", "sex"]
+    np.testing.assert_array_equal(framed.target.to_numpy(), data.target)
+    assert framed.frame.shape[0] == 5278

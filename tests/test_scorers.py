@@ -1,0 +1,130 @@
+"""Rate and violation scorers: values, signs, and groups routed through cross_validate and GridSearchCV."""
+
+import numpy as np
+import pandas as pd
+import pytest
+from sklearn import config_context
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV, KFold, cross_validate
+
+from skrate import ConstrainedClassifier
+from skrate.metrics import make_rate_scorer, make_violation_scorer
+from skrate.model_selection import RankRefit
+from skrate.problem import GroupTable, RateData, constraint_rows
+from skrate.rates import as_constraints, precision
+
+SPEC = ["ppr[race] >= ppr - 0.05", "tpr[race=b] >= tpr - 0.02"]
+
+
+def _data(n=1200, seed=0):
+    rng = np.random.default_rng(seed)
+    race = rng.choice(["a", "b"], n, p=[0.6, 0.4])
+    X = rng.normal(size=(n, 3))
+    X[:, 2] += 1.2 * (race == "a")
+    y = (X[:, 0] + 0.7 * X[:, 2] + rng.normal(size=n) > 0.4).astype(int)
+    return X, np.where(y == 1, "yes", "no"), pd.DataFrame({"race": race})
+
+
+def _max_violation(spec, y01, p, groups):
+    data = RateData(y01, np.ones(len(y01)), GroupTable.from_input(groups, None, len(y01)))
+    return max(r["violation"] for r in constraint_rows(as_constraints(spec), data, p))
+
+
+def test_rate_scorer_values_and_sign():
+    X, y, g = _data()
+    clf = LogisticRegression().fit(X, y)
+    y01, p = (y == "yes").astype(int), (clf.predict(X) == "yes").astype(float)
+    b = (g.race == "b").to_numpy()
+    tpr_b = np.sum(p * y01 * b) / np.sum(y01 * b)
+    assert make_rate_scorer("tpr[race=b]")(clf, X, y, groups=g) == pytest.approx(tpr_b)
+    error = np.mean(p != y01)
+    assert make_rate_scorer("error", greater_is_better=False)(clf, X, y) == pytest.approx(-error)
+    prec = np.sum(p * y01 * b) / np.sum(p * b)
+    assert make_rate_scorer(precision(race="b"))(clf, X, y, groups=g) == pytest.approx(prec)
+    w = np.linspace(0.5, 2, len(y))
+    assert make_rate_scorer("error")(clf, X, y, sample_weight=w) == pytest.approx(np.sum(w * (p != y01)) / w.sum())
+
+
+def test_violation_scorer_is_minus_the_largest_violation():
+    X, y, g = _data()
+    clf = LogisticRegression().fit(X, y)
+    y01, p = (y == "yes").astype(int), (clf.predict(X) == "yes").astype(float)
+    expected = _max_violation(SPEC, y01, p, g)
+    assert expected > 0  # the unconstrained model breaks the constraints here
+    assert make_violation_scorer(SPEC)(clf, X, y, groups=g) == pytest.approx(-expected)
+
+
+def test_stochastic_models_are_scored_in_expectation():
+    X, y, g = _data()
+    clf = ConstrainedClassifier(SPEC, max_iter=150, random_state=0).fit(X, y, groups=g)
+    y01, p = (y == "yes").astype(int), clf.predict_proba(X)[:, 1]
+    assert make_violation_scorer(SPEC)(clf, X, y, groups=g) == pytest.approx(-_max_violation(SPEC, y01, p, g))
+    hard = (clf.predict(X) == "yes").astype(float)
+    assert make_violation_scorer(SPEC, decisions="predict")(clf, X, y, groups=g) == pytest.approx(
+        -_max_violation(SPEC, y01, hard, g))
+
+
+def test_bad_specs():
+    with pytest.raises(ValueError, match="expands over the group column"):
+        make_rate_scorer("tpr[race]")
+    with pytest.raises(ValueError, match="at least one constraint"):
+        make_violation_scorer([])
+    with pytest.raises(ValueError, match="decisions must be one of"):
+        make_rate_scorer("tpr", decisions="proba")
+    X, y, g = _data(200)
+    clf = LogisticRegression().fit(X, y)
+    with pytest.raises(TypeError, match="Unexpected scorer argument"):
+        make_rate_scorer("tpr")(clf, X, y, group=g)
+    with pytest.raises(ValueError, match="Unknown group column 'race'"):
+        make_violation_scorer(SPEC)(clf, X, y)
+
+
+def test_cross_validate_routes_groups_to_fit_and_scorers():
+    X, y, g = _data()
+    error = make_rate_scorer("error", greater_is_better=False)
+    violation = make_violation_scorer(SPEC)
+    cv = KFold(3, shuffle=True, random_state=0)
+    with config_context(enable_metadata_routing=True):
+        est = ConstrainedClassifier(SPEC, max_iter=150, random_state=0).set_fit_request(groups=True)
+        violation.set_score_request(groups=True)
+        error.set_score_request(groups=True)
+        res = cross_validate(est, X, y, params={"groups": g}, cv=cv, return_estimator=True,
+                             return_indices=True, scoring={"error": error, "violation": violation})
+    for k, test in enumerate(res["indices"]["test"]):
+        model = res["estimator"][k]
+        p = model.predict_proba(X[test])[:, 1]
+        y01 = (y[test] == "yes").astype(int)
+        assert res["test_error"][k] == pytest.approx(-np.mean(np.where(y01 == 1, 1 - p, p)))
+        assert res["test_violation"][k] == pytest.approx(-_max_violation(SPEC, y01, p, g.iloc[test]))
+        # The fold's fit saw its groups: the constraints were compiled for the training rows.
+        assert [str(c) for c in model.constraints_][:2] == ["ppr[race=a] >= ppr - 0.05", "ppr[race=b] >= ppr - 0.05"]
+
+
+def test_grid_search_with_routed_groups_and_rank_refit():
+    X, y, g = _data()
+    scoring = {"error": make_rate_scorer("error", greater_is_better=False),
+               "violation": make_violation_scorer(SPEC)}
+    with config_context(enable_metadata_routing=True):
+        scoring["violation"].set_score_request(groups=True)
+        scoring["error"].set_score_request(groups=False)
+        est = ConstrainedClassifier(max_iter=150, random_state=0).set_fit_request(groups=True)
+        search = GridSearchCV(est, {"constraints": [None, SPEC]}, scoring=scoring,
+                              refit=RankRefit("error", "violation"), cv=KFold(3))
+        search.fit(X, y, groups=g)
+    res = search.cv_results_
+    # The unconstrained setting breaks the constraints on held-out folds, the constrained one less so.
+    assert -res["mean_test_violation"][0] > -res["mean_test_violation"][1]
+    assert search.best_index_ == RankRefit("error", "violation")(res)
+    err, vio = -res["mean_test_error"], np.maximum(-res["mean_test_violation"], 0)
+    best = search.best_index_
+    assert not np.any((err <= err[best]) & (vio <= vio[best]) & ((err < err[best]) | (vio < vio[best])))
+    assert hasattr(search.best_estimator_, "solutions_")
+
+
+def test_scoring_without_routing_rejects_nothing_it_needs():
+    X, y, g = _data(300)
+    clf = LogisticRegression().fit(X, y)
+    # Direct calls work without enabling routing (groups are plain keyword arguments).
+    assert np.isfinite(make_violation_scorer(SPEC)(clf, X, y, groups=g))
+    with pytest.raises(RuntimeError, match="metadata routing"):
+        make_violation_scorer(SPEC).set_score_request(groups=True)
