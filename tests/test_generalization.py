@@ -39,14 +39,26 @@ def test_margin_formula():
     y = rng.integers(0, 2, n)
     g = rng.choice(["a", "b"], n, p=[0.75, 0.25])
     data = RateData(y, np.ones(n), GroupTable.from_input({"g": g}, None, n))
+    z = 1.6448536269514722
+    n_b, n_pos = np.sum((g == "b") & (y == 1)), np.sum(y == 1)
+    single = confidence_margins([parse_constraint("tpr[g=b] >= 0.5")], data, 0.95)
+    np.testing.assert_allclose(single, [z * 0.5 / np.sqrt(n_b)])
+    # 0.9 tpr - tpr[g=b]: rows of b carry 0.9 / n_pos - 1 / n_b, the other positives 0.9 / n_pos
     con = parse_constraint("tpr[g=b] >= 0.9 * tpr")
-    n_b, n_all = np.sum((g == "b") & (y == 1)), np.sum(y == 1)
-    expected = 1.6448536269514722 * (0.5 / np.sqrt(n_b) + 0.9 * 0.5 / np.sqrt(n_all))
-    np.testing.assert_allclose(confidence_margins([con], data, 0.95), [expected])
+    sd = 0.5 * np.sqrt(n_b * (0.9 / n_pos - 1 / n_b) ** 2 + (n_pos - n_b) * (0.9 / n_pos) ** 2)
+    np.testing.assert_allclose(confidence_margins([con], data, 0.95), [z * sd])
+    # the sampling distribution of the constraint's estimate has about that spread
+    rng2 = np.random.default_rng(7)
+    draws = []
+    for _ in range(2000):
+        yhat = rng2.integers(0, 2, n).astype(float)  # decisions of variance 1/4
+        b = (g == "b") & (y == 1)
+        draws.append(0.9 * yhat[y == 1].mean() - yhat[b].mean())
+    np.testing.assert_allclose(np.std(draws), sd, rtol=0.05)
     # weights shrink the effective sample size
     w = np.where(g == "b", 2.0, 1.0) * rng.uniform(0.5, 1.5, n)
-    weighted = confidence_margins([con], RateData(y, w, data.groups), 0.95)
-    assert weighted[0] > expected * 0.99
+    weighted = confidence_margins([parse_constraint("tpr[g=b] >= 0.5")], RateData(y, w, data.groups), 0.95)
+    assert weighted[0] > single[0]
 
 
 def test_explicit_margins_tighten_the_training_constraints():

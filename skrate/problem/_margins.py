@@ -1,4 +1,4 @@
-"""Confidence margins: tighten constraints by the sampling error of their rate estimates."""
+"""Confidence margins: tighten constraints by the sampling error of their estimates."""
 
 from __future__ import annotations
 
@@ -6,28 +6,25 @@ import numpy as np
 from scipy.stats import norm
 
 from ..rates import Constraint
-from ._compile import RateData, slice_mask
+from ._compile import RateData, compile_expressions
 
 
 def confidence_margins(constraints: list[Constraint], data: RateData, confidence: float) -> np.ndarray:
     """A margin per constraint so that, met with it on ``data``, it holds on new data.
 
-    A basic rate on a slice of effective size ``n_k = (sum w)^2 / sum w^2`` is a mean of
-    indicators, so its standard deviation is at most ``0.5 / sqrt(n_k)``. By the triangle
-    inequality the constraint ``g = sum_k a_k r_k + c`` has standard deviation at most
-    ``s = sum_k |a_k| 0.5 / sqrt(n_k)`` whatever the correlations between its rates (overlapping
-    slices), and the margin is ``z * s`` with ``z`` the one-sided normal quantile of
-    ``confidence``. Meeting ``g + margin <= 0`` on ``data`` then implies ``g <= 0`` in the
-    population with probability about ``confidence`` for each constraint (normal approximation,
-    for a model chosen independently of ``data``).
+    A constraint is linear in the decisions, ``g = sum_i a_i yhat_i + c`` (its row of the rate
+    matrix: ``a_i`` sums the constraint's coefficients over the slices row i belongs to, over
+    the slices' weights). Each example contributes independently, so the standard deviation
+    of the estimate is about ``sqrt(sum_i a_i^2 v_i)`` with ``v_i`` the variance of a decision;
+    with the worst case ``v_i = 1/4`` this is ``s = ||a||_2 / 2``. Overlapping slices are
+    accounted for exactly (``tpr[g] - tpr`` has smaller coefficients than either rate alone).
+    The margin is ``z * s``, ``z`` the one-sided normal quantile of ``confidence``: meeting
+    ``g + margin <= 0`` on ``data`` implies ``g <= 0`` in the population with about that
+    probability per constraint (normal approximation, the solution's selection aside).
+    For a single rate on a slice of effective size n it is ``z / (2 sqrt(n))``.
     """
-    z = norm.ppf(confidence)
-    out = np.zeros(len(constraints))
-    for j, con in enumerate(constraints):
-        for rate, coef in con.expression.terms:
-            w = data.sample_weight[slice_mask(rate, data)]
-            n_eff = w.sum() ** 2 / np.square(w).sum() if w.size and w.sum() > 0 else 0.0
-            if n_eff == 0:
-                raise ValueError(f"The rate {rate} in '{con}' has no rows to estimate a margin from.")
-            out[j] += abs(coef) * 0.5 / np.sqrt(n_eff)
-    return z * out
+    if not constraints:
+        return np.zeros(0)
+    A, _ = compile_expressions([c.expression for c in constraints], data)
+    row_norms = np.sqrt(np.asarray(A.multiply(A).sum(axis=1)).ravel())
+    return norm.ppf(confidence) * 0.5 * row_norms

@@ -1,0 +1,126 @@
+"""Constraints on new data: held-out multiplier updates and confidence margins, side by side.
+
+Usage::
+
+    python benchmarks/bench_generalization.py DATA_DIR [--quick]
+
+Tasks T1-T4 of BENCHMARKS.md (task definitions and violation functions shared with
+``bench_constrained.py``). COMPAS tasks over 10 stratified split seeds, Adult on its fixed
+split. Methods, all fitted on the same splits: LogisticRegression, fairlearn's
+ExponentiatedGradient, and ConstrainedClassifier as the unmodified proxy-Lagrangian, with
+``validation_fraction=0.3``, with ``margin="auto"``, and with both. Rates in expectation from
+P(predict 1). ``--quick``: 2 seeds, Adult tasks skipped.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from fairlearn.reductions import ExponentiatedGradient  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _data import load_adult, load_compas  # noqa: E402
+from bench_constrained import LR_PARAMS, TASKS, expected_error, table  # noqa: E402
+
+from skrate import ConstrainedClassifier  # noqa: E402
+from skrate.exceptions import InfeasibleConstraintsWarning  # noqa: E402
+
+VARIANTS = {
+    "skrate proxy-Lagrangian (unmodified)": {},
+    "skrate validation_fraction=0.3": {"validation_fraction": 0.3},
+    "skrate margin='auto'": {"margin": "auto"},
+    "skrate validation_fraction=0.3 + margin='auto'": {"validation_fraction": 0.3, "margin": "auto"},
+}
+BASE = "skrate proxy-Lagrangian (unmodified)"
+
+
+def run_split(task, split, seed) -> list[dict]:
+    X_tr, y_tr, g_tr, X_te, y_te, g_te = split
+    out = []
+
+    def record(method, p_tr, p_te, secs):
+        out.append(dict(task=task.name, seed=seed, method=method, fit_s=secs,
+                        test_error=expected_error(y_te, p_te), train_vio=task.violation(y_tr, p_tr, g_tr),
+                        test_vio=task.violation(y_te, p_te, g_te)))
+
+    t = time.perf_counter()
+    lr = LogisticRegression(**LR_PARAMS).fit(X_tr, y_tr)
+    record("LogisticRegression", lr.predict(X_tr), lr.predict(X_te), time.perf_counter() - t)
+    t = time.perf_counter()
+    eg = ExponentiatedGradient(LogisticRegression(**LR_PARAMS), constraints=task.fairlearn_moment())
+    eg.fit(X_tr, y_tr, sensitive_features=task.fairlearn_features(g_tr))
+    record("fairlearn ExponentiatedGradient", eg._pmf_predict(X_tr)[:, 1], eg._pmf_predict(X_te)[:, 1],
+           time.perf_counter() - t)
+    for name, params in VARIANTS.items():
+        t = time.perf_counter()
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InfeasibleConstraintsWarning)
+            clf = ConstrainedClassifier(list(task.constraints), random_state=seed, **params).fit(X_tr, y_tr, groups=g_tr)
+        secs = time.perf_counter() - t
+        record(name, clf.predict_proba(X_tr)[:, 1], clf.predict_proba(X_te)[:, 1], secs)
+    return out
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data_dir")
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args(argv)
+    seeds = [0, 1] if args.quick else list(range(10))
+    rows = []
+    adult = None if args.quick else load_adult(args.data_dir)
+    compas = {s: load_compas(args.data_dir, s) for s in seeds}
+    for task in TASKS:
+        if task.data == "adult" and adult is None:
+            continue
+        for seed in (seeds if task.data == "compas" else [0]):
+            rows += run_split(task, adult if task.data == "adult" else compas[seed], seed)
+            print(f"  [{task.name} seed {seed} done]", file=sys.stderr, flush=True)
+    df = pd.DataFrame(rows)
+    agg = df.groupby(["task", "method"], sort=False).agg(
+        fit_s=("fit_s", "median"), test_error=("test_error", "mean"), train_vio=("train_vio", "mean"),
+        test_vio=("test_vio", "mean"), worst_test_vio=("test_vio", "max"), splits=("seed", "count")).reset_index()
+
+    print("# Constraints on new data: held-out updates and margins\n")
+    print(f"Command: `python benchmarks/bench_generalization.py {args.data_dir}{' --quick' if args.quick else ''}`  ")
+    print(f"Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; 2 shared cores, BLAS 1 thread.  ")
+    print(f"COMPAS tasks over split seeds {seeds[0]}..{seeds[-1]} (means, and the worst split); Adult on its fixed split.\n")
+    for task in TASKS:
+        sub = agg[agg.task == task.name]
+        if sub.empty:
+            continue
+        print(f"## {task.name} (`{'`, `'.join(task.constraints)}`)\n")
+        body = [[r.method, f"{r.fit_s:.2f}", f"{r.test_error:.4f}", f"{r.train_vio:+.4f}", f"{r.test_vio:+.4f}",
+                 f"{r.worst_test_vio:+.4f}", str(r.splits)] for r in sub.itertuples()]
+        print(table(["method", "fit s (median)", "test error", "train vio", "mean test vio", "worst test vio",
+                     "splits"], body))
+        print()
+    print("## Targets (mean test violation <= 0, worst split <= +0.01, test error <= unmodified + 0.005)\n")
+    body = []
+    for task in TASKS:
+        sub = agg[agg.task == task.name].set_index("method")
+        if sub.empty:
+            continue
+        base_err = sub.loc[BASE, "test_error"]
+        for name in list(VARIANTS)[1:]:
+            r = sub.loc[name]
+            ok = r.test_vio <= 0 and r.worst_test_vio <= 0.01 and r.test_error <= base_err + 0.005
+            body.append([task.name, name, f"{r.test_vio:+.4f}", f"{r.worst_test_vio:+.4f}",
+                         f"{r.test_error - base_err:+.4f}", "met" if ok else "NOT met"])
+    print(table(["task", "method", "mean test vio", "worst test vio", "error vs unmodified", "all three"], body))
+
+
+if __name__ == "__main__":
+    main()
