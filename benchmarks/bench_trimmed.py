@@ -27,15 +27,15 @@ import time
 os.environ.setdefault("OMP_NUM_THREADS", "1")
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
-import numpy as np  # noqa: E402
-from sklearn.base import clone  # noqa: E402
-from sklearn.datasets import load_digits, make_regression  # noqa: E402
-from sklearn.linear_model import HuberRegressor, LogisticRegression, RANSACRegressor  # noqa: E402
-from sklearn.model_selection import train_test_split  # noqa: E402
-from sklearn.preprocessing import StandardScaler  # noqa: E402
+import numpy as np
+from sklearn.base import clone
+from sklearn.datasets import load_digits, make_regression
+from sklearn.linear_model import HuberRegressor, LogisticRegression, RANSACRegressor
+from sklearn.model_selection import train_test_split
+from sklearn.preprocessing import StandardScaler
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from skrate import TrimmedClassifier, TrimmedRegressor  # noqa: E402
+from skrate import TrimmedClassifier, TrimmedRegressor
 
 N_REPEATS = 3
 SEEDS = (0, 1, 2)
@@ -58,7 +58,7 @@ def timed_fit(est, X, y):
 
 
 def flip_labels(y, frac, rng, n_classes=10):
-    idx = rng.choice(y.size, int(round(frac * y.size)), replace=False)
+    idx = rng.choice(y.size, round(frac * y.size), replace=False)
     y = y.copy()
     y[idx] = (y[idx] + rng.integers(1, n_classes, size=idx.size)) % n_classes
     return y, idx
@@ -101,7 +101,9 @@ def digits_benchmark():
                 obj = fit.objective_[-1] if hasattr(fit, "objective_") else np.nan
                 rows[name].append((fit.score(X_te, y_te), kept, wall, cpu, np.max(it), obj))
         print(f"### {int(frac * 100)}% labels flipped\n")
-        print("| method | test accuracy | flipped kept | fit wall (s) | fit CPU (s) | iterations | trimmed objective |")
+        print(
+            "| method | test accuracy | flipped kept | fit wall (s) | fit CPU (s) | iterations | trimmed objective |"
+        )
         print("|---|---|---|---|---|---|---|")
         summary = {}
         for name, r in rows.items():
@@ -131,7 +133,7 @@ def digits_benchmark():
 def contaminate(X, y, coef, kind, frac, rng):
     X, y = X.copy(), y.copy()
     n, d = X.shape
-    m = int(round(frac * n))
+    m = round(frac * n)
     if kind == "vertical":
         idx = rng.choice(n, m, replace=False)
         y[idx] += rng.choice([-1, 1], size=m) * rng.uniform(5, 10, size=m) * y.std()
@@ -148,7 +150,7 @@ def contaminate(X, y, coef, kind, frac, rng):
     Xv, yv, iv = contaminate(X, y, coef, "vertical", frac, rng)
     rest = np.setdiff1d(np.arange(n), iv)
     sub = rng.choice(rest, m, replace=False)
-    Xl, yl, il = contaminate(Xv[sub], yv[sub], coef, "leverage", 1.0, rng)
+    Xl, yl, _il = contaminate(Xv[sub], yv[sub], coef, "leverage", 1.0, rng)
     Xv[sub], yv[sub] = Xl, yl
     return Xv, yv, np.concatenate([iv, sub])
 
@@ -174,7 +176,9 @@ def regression_benchmark():
                 trim_fraction=total + 0.05, penalty="none", tol=SMART_TOL
             ),
             "Trimmed, SMART-SVRG": TrimmedRegressor(
-                trim_fraction=total + 0.05, penalty="none", variance_reduction="svrg",
+                trim_fraction=total + 0.05,
+                penalty="none",
+                variance_reduction="svrg",
                 tol=SMART_TOL,
             ),
         }
@@ -193,8 +197,11 @@ def regression_benchmark():
                 else:
                     caught = np.nan
                 rows[name].append((err, caught, wall, cpu))
-        label = {"vertical": "20% vertical outliers", "leverage": "20% leverage points",
-                 "both": "20% vertical outliers + 20% leverage points"}[kind]
+        label = {
+            "vertical": "20% vertical outliers",
+            "leverage": "20% leverage points",
+            "both": "20% vertical outliers + 20% leverage points",
+        }[kind]
         print(f"### {label}\n")
         print("| method | coef error | outliers excluded | fit wall (s) | fit CPU (s) |")
         print("|---|---|---|---|---|")
@@ -216,7 +223,9 @@ def main(argv):
     verdicts = digits_benchmark()
     regression_benchmark()
     met = all(a and t for _, _, a, t in verdicts)
-    print(f"Digits targets (accuracy >= baseline and time <= baseline / 3) met for every row: {met}")
+    print(
+        f"Digits targets (accuracy >= baseline and time <= baseline / 3) met for every row: {met}"
+    )
 
 
 if __name__ == "__main__":

@@ -267,7 +267,7 @@ def smart(
                     bounds[1] = min(bounds[1], float(lt[~kept].min()))
                 if bounds[0] <= bounds[1]:
                     return w, agg_W, agg_b
-            w_new = _keep_smallest(loss_tab, int(round(h)))
+            w_new = _keep_smallest(loss_tab, round(h))
             kept = w_new > 0
             bounds[0] = float(loss_tab[kept].max()) if kept.any() else -np.inf
             bounds[1] = float(loss_tab[~kept].min()) if not kept.all() else np.inf
@@ -345,7 +345,7 @@ def smart(
             break
         in_prev = in_now
     # finish with the exact weight block on the exact losses (never raises the objective)
-    w_exact = _keep_smallest(P.losses(W, b), int(round(h)))
+    w_exact = _keep_smallest(P.losses(W, b), round(h))
     f_exact = P.objective(W, b, w_exact)
     if f_exact < objective[-1]:
         w = w_exact
@@ -444,7 +444,7 @@ def concentration_steps(
     P = problem
     n, d = P.X.shape
     K = P.n_scores
-    h = int(round(P.h))
+    h = round(P.h)
     W, b = fit_weighted(P, np.full(n, 1.0 / n), np.zeros((d, K)), np.zeros(K), tol=tol)
     w = np.full(n, h / n)
     objective = [P.objective(W, b, w)]

@@ -118,11 +118,11 @@ def _classification_with_flips(seed=0, n=400, d=4, n_classes=2, frac=0.1):
 
 
 SMART_VARIANTS = [
-    dict(variance_reduction="saga"),
-    dict(variance_reduction="svrg"),
-    dict(variance_reduction="saga", block="random"),
-    dict(variance_reduction="svrg", weight_step=1.0),
-    dict(solver="alternating"),
+    {"variance_reduction": "saga"},
+    {"variance_reduction": "svrg"},
+    {"variance_reduction": "saga", "block": "random"},
+    {"variance_reduction": "svrg", "weight_step": 1.0},
+    {"solver": "alternating"},
 ]
 
 
@@ -177,10 +177,10 @@ def test_smart_and_concentration_steps_reach_the_same_objective():
 @pytest.mark.parametrize(
     "loss,params",
     [
-        ("squared", dict(variance_reduction="saga")),
-        ("squared", dict(variance_reduction="svrg", block="random")),
-        ("multinomial", dict(variance_reduction="saga", weight_step=0.5)),
-        ("logistic", dict(variance_reduction="svrg")),
+        ("squared", {"variance_reduction": "saga"}),
+        ("squared", {"variance_reduction": "svrg", "block": "random"}),
+        ("multinomial", {"variance_reduction": "saga", "weight_step": 0.5}),
+        ("logistic", {"variance_reduction": "svrg"}),
     ],
 )
 def test_smart_objective_decreases_monotonically(loss, params):
@@ -208,8 +208,15 @@ def test_full_batch_smart_is_monotone_at_every_step_without_safeguard():
     X, y, _, _ = _regression_with_outliers(seed=2, n=120)
     P = TrimmedProblem(X, y, "squared", 100.0, "l2", 1e-2, True)
     L_full, _ = P.lipschitz()
-    fit = smart(P, batch_size=120, max_iter=60, tol=0, step_size=1.0 / L_full, step_growth=1.0,
-                rng=np.random.default_rng(0))
+    fit = smart(
+        P,
+        batch_size=120,
+        max_iter=60,
+        tol=0,
+        step_size=1.0 / L_full,
+        step_growth=1.0,
+        rng=np.random.default_rng(0),
+    )
     obj = np.asarray(fit.objective)
     assert len(obj) == fit.n_iter + 1  # no epoch was rejected
     assert fit.n_iter > 10
@@ -252,9 +259,7 @@ def test_sparse_penalties_zero_out_irrelevant_features(penalty, solver):
         c, c0 = cp.Variable(d), cp.Variable()
         h = keep.sum()
         cp.Problem(
-            cp.Minimize(
-                cp.sum_squares(X[keep] @ c + c0 - y[keep]) / (2 * h) + alpha * cp.norm1(c)
-            )
+            cp.Minimize(cp.sum_squares(X[keep] @ c + c0 - y[keep]) / (2 * h) + alpha * cp.norm1(c))
         ).solve(solver="CLARABEL")
         np.testing.assert_allclose(reg.coef_, c.value, atol=2e-3)
         assert reg.intercept_ == pytest.approx(c0.value, abs=2e-3)
