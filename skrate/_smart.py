@@ -23,7 +23,6 @@ from skrate._prox import elastic_net_penalty, prox_elastic_net
 # Bound on the second derivative of each loss in the score: the Lipschitz constant of
 # grad f_i is CURVATURE[loss] * ||(x_i, 1)||^2.
 CURVATURE = {"squared": 1.0, "logistic": 0.25, "multinomial": 0.5}
-PENALTIES = ("l2", "l1", "l0", "none")
 
 
 # --------------------------------------------------------------------------- losses
@@ -105,13 +104,8 @@ class TrimmedProblem:
     def __post_init__(self):
         self.n_scores = self.Y.shape[1] if self.loss == "multinomial" else 1
 
-    @property
-    def n_samples(self) -> int:
-        return self.X.shape[0]
-
-    def scores(self, W, b, rows=None):
-        X = self.X if rows is None else self.X[rows]
-        return X @ W + b
+    def scores(self, W, b):
+        return self.X @ W + b
 
     def losses(self, W, b):
         return linear_loss(self.loss, self.scores(W, b), self.Y)[0]
@@ -238,7 +232,7 @@ def smart(
             if n == 1
             else n * (bsz - 1) / (bsz * (n - 1)) * L_full + (n - bsz) / (bsz * (n - 1)) * L_terms
         )
-        step_size = step_scale / L_b
+        step_size = step_scale / max(L_b, 1e-12)  # all-zero design: any step
     eta = float(step_size)
 
     W = np.zeros((d, K))

@@ -199,13 +199,15 @@ class _BaseTrimmed(BaseEstimator):
                 tol=self.tol,
                 rng=np.random.default_rng(seed),
             )
+        fit.intercept = fit.intercept - offset @ fit.coef
+        return fit
+
+    def _set_fitted(self, fit, h):
         self.sample_weights_ = fit.weights
         self.inlier_mask_ = fit.weights > 0.5
         self.n_inliers_ = int(h)
         self.n_iter_ = fit.n_iter
         self.objective_ = np.asarray(fit.objective)
-        fit.intercept = fit.intercept - offset @ fit.coef
-        return fit
 
     def _scores(self, X):
         check_is_fitted(self)
@@ -279,6 +281,7 @@ class TrimmedRegressor(RegressorMixin, _BaseTrimmed):
         X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
         h = self._n_kept(X.shape[0])
         fit = self._solve(X, np.asarray(y, dtype=np.float64), "squared", h)
+        self._set_fitted(fit, h)
         self.coef_ = fit.coef[:, 0].copy()
         self.intercept_ = float(fit.intercept[0])
         return self
@@ -387,6 +390,7 @@ class TrimmedClassifier(ClassifierMixin, _BaseTrimmed):
                 "class is not learned; lower trim_fraction (or raise n_inliers), or give "
                 "more samples of that class."
             )
+        self._set_fitted(fit, h)
         self.coef_ = fit.coef.T.copy()
         self.intercept_ = fit.intercept.copy()
         return self
