@@ -15,7 +15,7 @@ Both maximisers have a one-parameter form, found exactly (Ghosh et al. 2018):
   ``eta``, so after one sort the segment between consecutive sorted losses that holds the root
   is found by a search over the breakpoints and the root inside it has a closed form.
 * kl: ``p_i ∝ q_i exp(l_i / eta)`` with ``eta`` set by ``KL(p || q) = rho``, a monotone
-  equation solved by bracketing and bisection (Brent's method).
+  equation solved by Newton's method safeguarded by bisection.
 
 When the radius is at least the divergence of the distribution ``q`` conditioned on the
 largest loss (``(1/Q - 1)/2`` for chi2, ``-log Q`` for kl, ``Q`` the base mass of the samples
@@ -28,8 +28,7 @@ from __future__ import annotations
 from numbers import Real
 
 import numpy as np
-from scipy.optimize import brentq
-from scipy.special import logsumexp, softmax
+from scipy.special import logsumexp
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
 DIVERGENCES = ("chi2", "kl")
@@ -102,12 +101,16 @@ def _chi2(
     return p, float(eta[k] + l_sorted[0])
 
 
-def _kl_divergence(t: float, z: np.ndarray, log_q: np.ndarray) -> float:
-    """KL(p_t || q) for p_t ∝ q exp(t z)."""
+def _tilt(t: float, z: np.ndarray, log_q: np.ndarray):
+    """``p_t ∝ q exp(t z)``, ``KL(p_t || q)`` and its derivative ``t Var_{p_t}(z)``."""
     a = log_q + t * z
-    lse = logsumexp(a)
-    p = np.exp(a - lse)
-    return float(t * (p @ z) - lse)
+    top = a.max()
+    e = np.exp(a - top)
+    total = e.sum()
+    p = e / total
+    mean = p @ z
+    kl = t * mean - top - np.log(total)
+    return p, float(kl), float(t * (p @ (z - mean) ** 2))
 
 
 def _kl(
@@ -115,26 +118,34 @@ def _kl(
 ) -> tuple[np.ndarray, float]:
     top = losses.max()
     scale = top - losses.min()
-    # Normalised losses in [-1, 0]; t = scale / eta is an inverse temperature.
+    # Normalised losses in [-1, 0]; t = scale / eta is an inverse temperature, and
+    # KL(p_t || q) increases with t from 0 to -log Q (all mass on the top losses).
     z = (losses - top) / scale
-    log_q = np.log(q)
-    lo, hi = 0.0, 1.0
-    if eta_hint is not None and 0.0 < eta_hint < np.inf:
-        # A guess from a nearby problem: a narrow bracket saves most evaluations.
-        guess = scale / eta_hint
-        if _kl_divergence(guess, z, log_q) < radius:
-            lo, hi = guess, 1.25 * guess
+    with np.errstate(divide="ignore"):
+        log_q = np.log(q)
+    t = scale / eta_hint if eta_hint is not None and 0.0 < eta_hint < np.inf else 1.0
+    lo, hi = 0.0, np.inf
+    # Newton's method on the monotone equation KL(t) = radius, safeguarded by bisection
+    # (the bracket [lo, hi] always holds the root).
+    for _ in range(200):
+        p, kl, slope = _tilt(t, z, log_q)
+        gap = kl - radius
+        if abs(gap) <= 1e-13 * radius:
+            break
+        if gap < 0:
+            lo = t
         else:
-            hi = guess
-            lo = 0.8 * guess if _kl_divergence(0.8 * guess, z, log_q) < radius else 0.0
-    while _kl_divergence(hi, z, log_q) < radius:
-        lo, hi = hi, 4.0 * hi
-        if hi > _KL_MAX_INV_TEMP:
+            hi = t
+        if hi < np.inf and hi - lo <= 1e-15 * hi:
+            break
+        newton = t - gap / slope if slope > 0 else np.inf
+        if lo < newton < hi:
+            t = newton
+        else:
+            t = 4.0 * t if hi == np.inf else 0.5 * (lo + hi)
+        if t > _KL_MAX_INV_TEMP:
             return _concentrated(losses, q), 0.0
-    t = brentq(lambda t: _kl_divergence(t, z, log_q) - radius, lo, hi, xtol=1e-14, rtol=1e-15)
-    if t == 0.0:
-        return q.copy(), np.inf
-    return softmax(log_q + t * z), scale / t
+    return p, scale / t
 
 
 def _worst_case(

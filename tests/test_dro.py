@@ -51,7 +51,7 @@ def _cvx_dro(X, y, q, loss, divergence, radius, alpha):
         # t >= eta log sum_i q_i exp(s_i / eta)  <=>  sum_i q_i u_i <= eta,
         # eta exp((s_i - t) / eta) <= u_i.
         t, u = cp.Variable(), cp.Variable(n)
-        cons += [cp.constraints.ExpCone(s - t, cp.hstack([eta] * n), u), q @ u <= eta]
+        cons += [cp.constraints.ExpCone(s - t, eta * np.ones(n), u), q @ u <= eta]
         robust = t + radius * eta
     problem = cp.Problem(cp.Minimize(robust + alpha / 2 * cp.sum_squares(w)), cons)
     problem.solve(solver="CLARABEL")
