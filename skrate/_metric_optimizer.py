@@ -1,0 +1,350 @@
+"""MetricOptimizer: minimise a non-linear function of rates subject to rate-metric constraints."""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import _fit_context
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ._base import RateClassifierBase
+from .exceptions import InfeasibleConstraintsWarning
+from .generalized._metrics import Metric, as_metric
+from .generalized._mixture import best_mixture
+from .generalized._plugin_oracle import PluginOracle, fit_logistic
+from .generalized._program import as_metric_constraints, compile_program
+from .generalized._ratio import RatioProgram, solve_ratio_game
+from .generalized._three_player import CONFIGURATIONS, solve_three_player
+from .models import LinearModel, MLPModel
+from .rates import Expression
+from .solutions import SOLUTIONS, best_iterate, shrink
+from .solvers import SURROGATES
+
+CONVEX_SOLVERS = ("three_player", "oracle", "frank_wolfe", "spade", "nemsis")
+SOLVERS = CONVEX_SOLVERS + ("ratio",)
+
+
+def applicable_solvers(kinds) -> tuple[str, ...]:
+    """Solvers whose guarantees hold for a problem whose metrics have the classes ``kinds``."""
+    kinds = set(kinds) - {"linear"}
+    if not kinds:
+        return SOLVERS
+    if kinds == {"convex"}:
+        return CONVEX_SOLVERS
+    if kinds == {"ratio"}:
+        return ("ratio",)
+    return ()
+
+
+class MetricOptimizer(RateClassifierBase):
+    """Binary classifier trained to minimise a generalized rate metric under metric constraints.
+
+    The objective ``psi`` is a non-linear function of rates -- one minus the F-measure, G-mean or
+    H-mean, the Q-mean, a KL-divergence between true and predicted positive proportions (per
+    group: fairness; overall: quantification), the worst of several rates, a sum of ratios, or a
+    user function with a declared class -- and the constraints are ``phi_j(rates) <= 0`` for such
+    metrics (KL fairness, G-mean, predictive parity, F-measure parity) or the linear rate
+    constraints of :class:`ConstrainedClassifier` (error, churn, win-loss ratio...).
+    Training plays the games of Narasimhan, Cotter and Gupta (2019): for convex metrics a model
+    (theta) player, a slack (xi) player answering in closed form and a multiplier (lambda)
+    player; for sums of ratios their Algorithm 3. The result is a distribution over snapshots of
+    the model; its uniform mixture is the solution with guarantees, the best iterate a
+    deterministic alternative.
+
+    Parameters
+    ----------
+    metric : str, Metric or Expression, default="error"
+        What to minimise: a name (``"error"``, ``"f1"``, ``"g_mean"``, ``"h_mean"``, ``"q_mean"``,
+        ``"kld"``), a metric from :mod:`skrate.generalized` (``f_measure(beta=2)``,
+        ``kld(group="sex")``, ``g_mean() + 0.5 * kld()``), or a linear rate expression.
+        Names denote losses: ``"f1"`` minimises ``1 - F1``.
+    constraints : MetricConstraint, Constraint, str or list of them, default=None
+        ``metric <= bound`` / ``metric >= bound`` from :mod:`skrate.generalized`, helpers such
+        as ``kld_fairness("sex", 0.01)`` or ``f_measure_parity(...)``, and core rate constraints
+        (``"error_rate <= 0.2"``, ``churn() <= 0.1``). A bare group column expands to one
+        constraint per value.
+    solver : {"auto", "three_player", "oracle", "frank_wolfe", "spade", "nemsis", "ratio"}, default="auto"
+        ``"three_player"``: Algorithm 2 (surrogate model steps, multipliers on true rates,
+        closed-form slack player). ``"oracle"``: Algorithm 1 with a cost-sensitive oracle that
+        thresholds a plug-in logistic-regression estimate of ``P(y = 1 | x)`` (one global
+        threshold per answer). ``"frank_wolfe"``, ``"spade"``, ``"nemsis"``: the earlier
+        algorithms as special cases of the game. ``"ratio"``: Algorithm 3 for sums of ratios
+        (F-measure, precision, their parities). ``"auto"`` picks ``"ratio"`` for ratio metrics
+        and ``"three_player"`` otherwise. A solver whose guarantees do not cover the metric's
+        class is refused with the list of solvers that apply.
+    model : {"linear", "mlp"}, default="linear"
+        Score function of the surrogate solvers (the oracle solvers produce linear models).
+    hidden_layer_sizes : tuple of int, default=(16,)
+    surrogate : {"hinge", "logistic", "sigmoid"}, default="hinge"
+        Stand-in for the indicator in the model's updates.
+    solution : {"m_stochastic", "T_stochastic", "best", "last"}, default="m_stochastic"
+        Default solution of ``predict``/``predict_proba`` (all are computed by ``fit``, in
+        ``solutions_``): ``"m_stochastic"`` is the best mixture of the snapshots on the training
+        data -- the LP shrink of Cotter et al. (2019) to at most m + 1 models when the problem is
+        linear in the rates, otherwise the optimal mixture for the metric (SLSQP over the
+        simplex), reduced by an LP to at most K + 1 models with the same K rates;
+        ``"T_stochastic"`` the uniform mixture over the snapshots (the game's guarantee); ``"best"``
+        the best iterate (Cotter et al. 2019, Eq. 18, on the metric values); ``"last"`` the last.
+    learning_rate : float, default=0.05
+        Adam step size of the model.
+    lambda_learning_rate : float, default=0.5
+        Gradient-ascent step of the multipliers.
+    xi_learning_rate : float, default=0.05
+        Step of the slack player of the ratio solver.
+    lambda_bound : float, default=100.0
+        Bound on the magnitude of the multipliers.
+    alpha : float, default=1e-4
+        L2 penalty on the weights (and of the plug-in probability model).
+    max_iter : int, default=500
+    batch_size : int or None, default=None
+        None trains full-batch; an int trains the surrogate player on minibatches.
+    n_candidates : int, default=100
+        Evenly spaced snapshots kept as candidates.
+    random_state : int, RandomState instance or None, default=None
+    verbose : int, default=0
+    callback : callable, default=None
+        ``callback(iteration, params, rates)``; returning False stops training.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+    n_features_in_ : int
+    objective_ : MetricSum
+        The objective after expanding group columns.
+    constraints_ : list of str
+        The constraints after expansion.
+    metric_class_ : str
+        Class of the problem: ``"linear"``, ``"convex"``, ``"ratio"``.
+    solver_ : str
+        The solver used.
+    candidates_ : ndarray of shape (n_candidates, n_params)
+    solutions_ : dict of str to ndarray
+    weights_ : ndarray of shape (n_candidates,)
+    train_objective_ : ndarray of shape (n_candidates,)
+        Objective ``psi`` of each candidate on the training data.
+    train_constraints_ : ndarray of shape (n_constraints, n_candidates)
+    multipliers_ : ndarray of shape (n_candidates, n_constraints + 1)
+    feasible_ : bool
+        Whether the selected solution meets every constraint on the training data.
+    n_iter_ : int
+
+    References
+    ----------
+    H. Narasimhan, A. Cotter, M. Gupta. Optimizing Generalized Rate Metrics with Three Players.
+    Advances in Neural Information Processing Systems 32 (NeurIPS 2019).
+
+    H. Narasimhan, P. Kar, P. Jain. Optimizing Non-decomposable Performance Measures: A Tale of
+    Two Classes. ICML 2015.
+
+    A. Cotter, H. Jiang, M. Gupta, S. Wang, T. Narayan, S. You, K. Sridharan. Optimization with
+    Non-Differentiable Constraints with Applications to Fairness, Recall, Churn, and Other Goals.
+    JMLR 20(172), 2019.
+
+    Examples
+    --------
+    >>> from skrate import MetricOptimizer
+    >>> from skrate.datasets import load_compas
+    >>> data = load_compas()
+    >>> clf = MetricOptimizer(metric="g_mean", random_state=0).fit(data.data, data.target)
+    >>> clf.metric_class_, clf.solver_
+    ('convex', 'three_player')
+    """
+
+    _parameter_constraints = {
+        "metric": [str, Metric, Expression],
+        "constraints": [None, list, tuple, str, object],
+        "solver": [StrOptions(set(SOLVERS) | {"auto"})],
+        "model": [StrOptions({"linear", "mlp"})],
+        "hidden_layer_sizes": [tuple, list],
+        "surrogate": [StrOptions(set(SURROGATES))],
+        "solution": [StrOptions(set(SOLUTIONS))],
+        "learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "lambda_learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "xi_learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "lambda_bound": [Interval(Real, 0, None, closed="neither")],
+        "alpha": [Interval(Real, 0, None, closed="left")],
+        "max_iter": [Interval(Integral, 1, None, closed="left")],
+        "batch_size": [None, Interval(Integral, 1, None, closed="left")],
+        "n_candidates": [Interval(Integral, 1, None, closed="left")],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+        "callback": [None, callable],
+    }
+
+    def __init__(
+        self,
+        metric="error",
+        constraints=None,
+        *,
+        solver="auto",
+        model="linear",
+        hidden_layer_sizes=(16,),
+        surrogate="hinge",
+        solution="m_stochastic",
+        learning_rate=0.05,
+        lambda_learning_rate=0.5,
+        xi_learning_rate=0.05,
+        lambda_bound=100.0,
+        alpha=1e-4,
+        max_iter=500,
+        batch_size=None,
+        n_candidates=100,
+        random_state=None,
+        verbose=0,
+        callback=None,
+    ):
+        self.metric = metric
+        self.constraints = constraints
+        self.solver = solver
+        self.model = model
+        self.hidden_layer_sizes = hidden_layer_sizes
+        self.surrogate = surrogate
+        self.solution = solution
+        self.learning_rate = learning_rate
+        self.lambda_learning_rate = lambda_learning_rate
+        self.xi_learning_rate = xi_learning_rate
+        self.lambda_bound = lambda_bound
+        self.alpha = alpha
+        self.max_iter = max_iter
+        self.batch_size = batch_size
+        self.n_candidates = n_candidates
+        self.random_state = random_state
+        self.verbose = verbose
+        self.callback = callback
+
+    def _choose_solver(self, program) -> str:
+        kinds = [program.objective.kind] + [c.kind for c in program.constraints]
+        ok = applicable_solvers(kinds)
+        described = ", ".join(f"'{s.label}' is {s.kind}" for s in [program.objective] + program.constraints
+                              if s.kind != "linear")
+        if not ok:
+            raise ValueError(
+                f"No solver of MetricOptimizer has guarantees for this problem ({described}): the "
+                "convex solvers (three_player, oracle, frank_wolfe, spade, nemsis) need convex metrics, "
+                "the ratio solver sums of ratios of rates. Reformulate, e.g. maximise a concave metric "
+                "by minimising its negative.")
+        if self.solver == "auto":
+            return "ratio" if "ratio" in ok and len(ok) == 1 else ok[0]
+        if self.solver not in ok:
+            raise ValueError(f"solver={self.solver!r} does not apply to this problem ({described}); "
+                             f"solvers that do: {', '.join(ok)}.")
+        return self.solver
+
+    def _make_model(self, n_features: int, solver: str):
+        if self.model == "linear" or CONFIGURATIONS.get(solver, ("",))[0] == "oracle":
+            return LinearModel(n_features)
+        sizes = tuple(int(s) for s in self.hidden_layer_sizes)
+        if not sizes or min(sizes) < 1:
+            raise ValueError(f"hidden_layer_sizes must be positive integers, got {self.hidden_layer_sizes!r}.")
+        return MLPModel(n_features, sizes)
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y, *, groups=None, sample_weight=None, baseline=None):
+        """Train on ``X, y`` with the metrics measured on ``groups``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : array-like of shape (n_samples,)
+            Binary labels; ``classes_[1]`` is the positive class.
+        groups : DataFrame, dict of arrays, or array-like of shape (n_samples,), default=None
+            Group columns named by the metrics (a 1-D array is the column ``"group"``).
+        sample_weight : array-like of shape (n_samples,), default=None
+        baseline : array-like of shape (n_samples,), default=None
+            A baseline model's 0/1 decisions, for churn and win-loss constraints.
+
+        Returns
+        -------
+        self : MetricOptimizer
+        """
+        X_raw = X
+        X, y = self._validate_binary(X, y)
+        metric = as_metric(self.metric)
+        constraints = as_metric_constraints(self.constraints)
+        data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
+        program = compile_program(metric, constraints, data)
+        solver = self._choose_solver(program)
+        rng = check_random_state(self.random_state)
+        gen = np.random.default_rng(rng.randint(np.iinfo(np.int32).max))
+        self._model = self._make_model(X.shape[1], solver)
+        common = dict(surrogate=self.surrogate, learning_rate=self.learning_rate,
+                      lambda_learning_rate=self.lambda_learning_rate, lambda_bound=self.lambda_bound,
+                      alpha=self.alpha, max_iter=self.max_iter, batch_size=self.batch_size,
+                      n_candidates=self.n_candidates, rng=gen, callback=self.callback, verbose=self.verbose)
+        if solver == "ratio":
+            traj = solve_ratio_game(program, RatioProgram(program, data), self._model, X,
+                                    xi_learning_rate=self.xi_learning_rate, **common)
+        else:
+            oracle = None
+            if CONFIGURATIONS[solver][0] == "oracle":
+                oracle = PluginOracle(X, fit_logistic(X, data.y, data.sample_weight, self.alpha))
+            traj = solve_three_player(program, self._model, X, solver=solver, oracle=oracle, **common)
+        self.objective_ = program.objective.metric
+        self.constraints_ = [c.label for c in program.constraints]
+        self.metric_class_ = _problem_class(program)
+        self.solver_ = solver
+        self.candidates_ = traj.params
+        self.train_objective_ = traj.objective
+        self.train_constraints_ = traj.constraints
+        self.multipliers_ = traj.multipliers
+        self.n_iter_ = traj.n_iter
+        self.random_seed_ = int(gen.integers(2**62))
+        self._program = program
+        self._set_solutions(program, X, traj)
+        return self
+
+    def _set_solutions(self, program, X, traj) -> None:
+        k = traj.params.shape[0]
+        one_hot = np.eye(k)
+        self.solutions_ = {
+            "T_stochastic": np.full(k, 1.0 / k),
+            "best": one_hot[best_iterate(traj.objective, traj.constraints)],
+            "last": one_hot[-1],
+        }
+        # the rates of a mixture are the mixture of the rates: exact metric values of each solution
+        rates = program.rates((self._model.scores_many(X, traj.params) > 0).astype(float))
+        if program.is_linear:
+            self.solutions_["m_stochastic"] = shrink(traj.objective, traj.constraints).weights
+        else:
+            self.solutions_["m_stochastic"] = best_mixture(program, rates, list(self.solutions_.values()))
+        _, cons = program.values(rates @ self.weights_)
+        cons = np.atleast_1d(cons)
+        self.feasible_ = bool(cons.size == 0 or cons.max() <= 1e-9)
+        if not self.feasible_:
+            worst = int(np.argmax(cons))
+            warnings.warn(
+                f"The {self.solution} solution does not meet every constraint on the training data: the "
+                f"largest violation is {cons.max():.4g}, on '{self.constraints_[worst]}'. Loosen the "
+                "constraints, train longer (max_iter), or choose another solution.",
+                InfeasibleConstraintsWarning, stacklevel=3,
+            )
+
+    def metric_values(self, X, y, *, groups=None, sample_weight=None, baseline=None, solution=None) -> dict:
+        """Objective and constraint values on ``X, y`` in expectation over the stochastic model.
+
+        Returns
+        -------
+        dict
+            ``{"objective": psi, label: phi_j, ...}`` with ``phi_j <= 0`` meaning met.
+        """
+        X_raw = X
+        X = self._features(X)
+        y = np.asarray(y)
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"y has {y.shape[0]} entries but X has {X.shape[0]} rows.")
+        p = self.predict_proba(X, solution=solution)[:, 1]
+        data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
+        program = compile_program(self.metric, self.constraints, data)
+        obj, cons = program.values(program.rates(p))
+        out = {"objective": float(obj)}
+        out.update({c.label: float(v) for c, v in zip(program.constraints, np.atleast_1d(cons))})
+        return out
+
+
+def _problem_class(program) -> str:
+    kinds = {program.objective.kind} | {c.kind for c in program.constraints}
+    kinds.discard("linear")
+    return kinds.pop() if len(kinds) == 1 else ("linear" if not kinds else "mixed")

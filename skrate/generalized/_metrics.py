@@ -1,0 +1,688 @@
+"""Generalized rate metrics: non-linear functions of a few basic rates, as immutable specs.
+
+A metric is a sum ``constant + sum_a coef_a * f_a(r_a)`` of *atoms*; each atom ``f_a`` is a
+function of a short vector ``r_a`` of linear rate expressions (``tpr``, ``ppr[sex=Female]``...)
+whose value and gradient are known, together with its class: linear, convex, a ratio of
+rates (pseudo-convex), or non-convex. The class of a sum follows from its atoms and the signs
+of their coefficients, so the estimator can pick an algorithm with guarantees or refuse.
+Specs compare by value and hash (frozen dataclasses), so ``clone`` and ``GridSearchCV`` handle
+them. Narasimhan, Cotter and Gupta (NeurIPS 2019), Table 1.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from numbers import Real
+from typing import Any, Callable, Iterable
+
+import numpy as np
+
+from ..rates import Expression, as_expression
+from ..rates import _functions as R
+
+_EPS = 1e-6
+CLASSES = ("linear", "convex", "concave", "ratio", "nonconvex")
+
+
+def _scalar(x) -> bool:
+    return isinstance(x, Real) and not isinstance(x, bool)
+
+
+class Metric:
+    """Arithmetic and comparisons shared by atoms and sums of atoms."""
+
+    def as_sum(self) -> "MetricSum":
+        return MetricSum(((1.0, self),), 0.0)
+
+    def __add__(self, other):
+        a = self.as_sum()
+        if _scalar(other):
+            return MetricSum(a.terms, a.constant + float(other))
+        b = _lift(other)
+        if b is None:
+            return NotImplemented
+        return MetricSum(a.terms + b.terms, a.constant + b.constant)
+
+    __radd__ = __add__
+
+    def __mul__(self, other):
+        if not _scalar(other):
+            return NotImplemented
+        a = self.as_sum()
+        return MetricSum(tuple((c * float(other), t) for c, t in a.terms), a.constant * float(other))
+
+    __rmul__ = __mul__
+
+    def __neg__(self):
+        return self * -1.0
+
+    def __sub__(self, other):
+        return self + (-other if _scalar(other) else -_require(other))
+
+    def __rsub__(self, other):
+        return (-self) + other
+
+    def __le__(self, other):
+        return MetricConstraint(self - other)
+
+    def __ge__(self, other):
+        return MetricConstraint((other if _scalar(other) else _require(other)) - self)
+
+    def __lt__(self, other):
+        raise TypeError("Use <= or >= to state a metric constraint.")
+
+    __gt__ = __lt__
+
+    @property
+    def kind(self) -> str:
+        """The metric's class: one of ``CLASSES``."""
+        return self.as_sum().kind
+
+
+def _lift(x) -> "MetricSum | None":
+    if isinstance(x, Metric):
+        return x.as_sum()
+    if isinstance(x, (Expression, str)):
+        return LinearRate(as_expression(x)).as_sum()
+    return None
+
+
+def _require(x) -> "MetricSum":
+    out = _lift(x)
+    if out is None:
+        raise TypeError(f"Expected a metric, a rate expression or a number, got {x!r}.")
+    return out
+
+
+class Atom(Metric):
+    """A function of a vector of linear rate expressions ``exprs`` with value and gradient.
+
+    Subclasses define ``exprs``, ``kind``, ``value(r)``, ``gradient(r)`` and ``check(r)``; a
+    ratio-class atom also defines ``ratios()``.
+    """
+
+    name = "metric"
+    bounds = (0.0, 1.0)  # every basic rate lies in [0, 1]: the box of the xi-player
+
+    @property
+    def exprs(self) -> tuple[Expression, ...]:
+        raise NotImplementedError
+
+    def value(self, r: np.ndarray) -> np.ndarray:
+        """Value for rates ``r`` of shape (len(exprs),) or (len(exprs), k)."""
+        raise NotImplementedError
+
+    def gradient(self, r: np.ndarray) -> np.ndarray:
+        raise NotImplementedError
+
+    def check(self, r: np.ndarray) -> None:
+        """Raise when the metric is undefined for the data (model-independent rates only)."""
+
+    def ratios(self):
+        """``[(coef, numerator, denominator)]`` with ``value = sum coef N / D``, or None."""
+        return None
+
+    def bind(self, assignment: dict[str, str]) -> "Atom":
+        """The atom with expanded group columns replaced by values."""
+        raise NotImplementedError
+
+    @property
+    def expand_keys(self) -> tuple[str, ...]:
+        return tuple(sorted({k for e in self.exprs for r in e.rates for k in r.slice.expand}))
+
+    def slice_text(self) -> str:
+        texts = sorted({str(r.slice) for e in self.exprs for r in e.rates} - {""})
+        return ", ".join(texts) or "all examples"
+
+    def __str__(self) -> str:
+        return f"{self.name}({', '.join(map(str, self.exprs))})"
+
+
+def _bind_exprs(exprs, assignment):
+    return tuple(e.bind(assignment) for e in exprs)
+
+
+@dataclass(frozen=True, eq=True)
+class LinearRate(Atom):
+    """A linear rate expression, e.g. ``error_rate`` or ``ppr[sex=Female] - ppr``."""
+
+    expr: Expression
+    name = "rate"
+
+    @property
+    def exprs(self):
+        return (self.expr,)
+
+    @property
+    def kind(self):
+        return "linear"
+
+    def value(self, r):
+        return np.asarray(r)[0]
+
+    def gradient(self, r):
+        return np.ones(1)
+
+    def ratios(self):
+        return [(1.0, self.expr, Expression((), 1.0))]
+
+    def bind(self, assignment):
+        return LinearRate(self.expr.bind(assignment))
+
+    def __str__(self):
+        return str(self.expr)
+
+
+@dataclass(frozen=True)
+class FMeasure(Atom):
+    """``1 - F_beta`` with ``F_beta = (1 + b^2) TP / ((1 + b^2) TP + b^2 FN + FP)``.
+
+    In rates: ``F = (1 + b^2) tp / (b^2 pi + ppr)`` with ``tp`` the proportion of true
+    positives and ``pi`` the proportion of positive labels of the slice: a ratio of rates.
+    """
+
+    tp: Expression
+    ppr: Expression
+    pi: Expression
+    beta: float = 1.0
+    name = "f_measure"
+
+    @property
+    def exprs(self):
+        return (self.tp, self.ppr, self.pi)
+
+    @property
+    def kind(self):
+        return "ratio"
+
+    def _den(self, r):
+        return self.beta ** 2 * r[2] + r[1]
+
+    def value(self, r):
+        r = np.asarray(r, dtype=float)
+        return 1.0 - (1 + self.beta ** 2) * r[0] / np.maximum(self._den(r), _EPS)
+
+    def gradient(self, r):
+        r = np.asarray(r, dtype=float)
+        d = max(float(self._den(r)), _EPS)
+        c = 1 + self.beta ** 2
+        return np.array([-c / d, c * r[0] / d ** 2, c * r[0] * self.beta ** 2 / d ** 2])
+
+    def check(self, r):
+        if not r[2] > 0:
+            raise ValueError(f"The metric {self} is undefined on the slice ({self.slice_text()}): it has no "
+                             "positive examples, so the F-measure has no true positives to count.")
+
+    def ratios(self):
+        c = 1 + self.beta ** 2
+        return [(-1.0, c * self.tp, self.beta ** 2 * self.pi + self.ppr), (1.0, Expression((), 1.0), Expression((), 1.0))]
+
+    def bind(self, a):
+        return FMeasure(*_bind_exprs(self.exprs, a), beta=self.beta)
+
+    def __str__(self):
+        s = str(self.ppr)[3:]
+        return f"1 - f_measure{s}" + (f"(beta={self.beta:g})" if self.beta != 1 else "")
+
+
+@dataclass(frozen=True)
+class _TwoRates(Atom):
+    """Shared storage of the class-balanced means of two rates."""
+
+    a: Expression
+    b: Expression
+
+    @property
+    def exprs(self):
+        return (self.a, self.b)
+
+    @property
+    def kind(self):
+        return "convex"
+
+    def bind(self, assignment):
+        return type(self)(*_bind_exprs(self.exprs, assignment))
+
+    def check(self, r):  # tpr/tnr slices without positives or negatives fail at compile time
+        return None
+
+
+@dataclass(frozen=True)
+class GMean(_TwoRates):
+    """``1 - sqrt(TPR * TNR)``: one minus the geometric mean (convex; degree-1 homogeneous part)."""
+
+    name = "g_mean"
+
+    def value(self, r):
+        r = np.clip(np.asarray(r, dtype=float), 0.0, 1.0)
+        return 1.0 - np.sqrt(r[0] * r[1])
+
+    def gradient(self, r):
+        a, b = np.clip(np.asarray(r, dtype=float), _EPS, 1.0)
+        g = np.sqrt(a * b)
+        return np.array([-0.5 * b / g, -0.5 * a / g])
+
+    def __str__(self):
+        return f"1 - g_mean({self.a}, {self.b})"
+
+
+@dataclass(frozen=True)
+class HMean(_TwoRates):
+    """``1 - 2 TPR TNR / (TPR + TNR)``: one minus the harmonic mean (convex)."""
+
+    name = "h_mean"
+
+    def value(self, r):
+        a, b = np.clip(np.asarray(r, dtype=float), 0.0, 1.0)
+        return 1.0 - 2.0 * a * b / np.maximum(a + b, _EPS)
+
+    def gradient(self, r):
+        a, b = np.clip(np.asarray(r, dtype=float), _EPS, 1.0)
+        s2 = (a + b) ** 2
+        return np.array([-2.0 * b * b / s2, -2.0 * a * a / s2])
+
+    def __str__(self):
+        return f"1 - h_mean({self.a}, {self.b})"
+
+
+@dataclass(frozen=True)
+class QMean(_TwoRates):
+    """``sqrt((FNR^2 + FPR^2) / 2)``: the quadratic mean of the class errors (convex)."""
+
+    name = "q_mean"
+
+    def value(self, r):
+        r = np.asarray(r, dtype=float)
+        return np.sqrt(0.5 * (r[0] ** 2 + r[1] ** 2))
+
+    def gradient(self, r):
+        r = np.asarray(r, dtype=float)
+        v = max(float(np.sqrt(0.5 * (r[0] ** 2 + r[1] ** 2))), _EPS)
+        return 0.5 * r / v
+
+
+@dataclass(frozen=True)
+class KLD(Atom):
+    """``KL(p || q)`` between the true positive proportion ``p`` (a constant of the data) and the
+    predicted one ``q``, ``p log(p / q) + (1 - p) log((1 - p) / (1 - q))``: convex in ``q``.
+
+    Quantification (Esuli and Sebastiani) and, per group, demographic-parity fairness.
+    """
+
+    p: Expression
+    q: Expression
+    name = "kld"
+
+    @property
+    def exprs(self):
+        return (self.p, self.q)
+
+    @property
+    def kind(self):
+        return "convex"
+
+    def value(self, r):
+        p = np.asarray(r[0], dtype=float)
+        q = np.clip(np.asarray(r[1], dtype=float), _EPS, 1 - _EPS)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            out = np.where(p > 0, p * np.log(np.maximum(p, _EPS) / q), 0.0)
+            out = out + np.where(p < 1, (1 - p) * np.log(np.maximum(1 - p, _EPS) / (1 - q)), 0.0)
+        return out
+
+    def gradient(self, r):
+        p = float(r[0])
+        q = float(np.clip(r[1], _EPS, 1 - _EPS))
+        return np.array([0.0, -p / q + (1 - p) / (1 - q)])
+
+    def check(self, r):
+        if not 0.0 < float(r[0]) < 1.0:
+            raise ValueError(f"The metric {self} is undefined on the slice ({self.slice_text()}): the true "
+                             f"positive proportion there is {float(r[0]):g}, and KL-divergence needs it strictly "
+                             "between 0 and 1 (it is infinite for any other prediction rate). Use another slice "
+                             "or another metric.")
+
+    def bind(self, a):
+        return KLD(*_bind_exprs(self.exprs, a))
+
+
+@dataclass(frozen=True)
+class MaxOf(Atom):
+    """``max_k r_k``: the worst of several rates (convex, with a subgradient)."""
+
+    rates: tuple[Expression, ...]
+    name = "max"
+
+    @property
+    def exprs(self):
+        return self.rates
+
+    @property
+    def kind(self):
+        return "convex"
+
+    def value(self, r):
+        return np.max(np.asarray(r, dtype=float), axis=0)
+
+    def gradient(self, r):
+        g = np.zeros(len(self.rates))
+        g[int(np.argmax(r))] = 1.0
+        return g
+
+    def bind(self, a):
+        return MaxOf(_bind_exprs(self.rates, a))
+
+
+@dataclass(frozen=True)
+class RatioAtom(Atom):
+    """``numerator / denominator`` of two linear rate expressions (precision, win-loss ratio)."""
+
+    numerator: Expression
+    denominator: Expression
+    name = "ratio"
+
+    @property
+    def exprs(self):
+        return (self.numerator, self.denominator)
+
+    @property
+    def kind(self):
+        return "ratio"
+
+    def value(self, r):
+        r = np.asarray(r, dtype=float)
+        return r[0] / np.maximum(r[1], _EPS)
+
+    def gradient(self, r):
+        d = max(float(r[1]), _EPS)
+        return np.array([1.0 / d, -float(r[0]) / d ** 2])
+
+    def ratios(self):
+        return [(1.0, self.numerator, self.denominator)]
+
+    def bind(self, a):
+        return RatioAtom(*_bind_exprs(self.exprs, a))
+
+    def __str__(self):
+        return f"({self.numerator}) / ({self.denominator})"
+
+
+@dataclass(frozen=True)
+class RateFunction(Atom):
+    """A user function ``fn(r) -> float`` of named rates, with its declared class.
+
+    ``gradient`` (``r -> array``) is optional: central differences are used without it.
+    ``fn`` must accept rates of shape (k,) and, for evaluating many candidates at once,
+    (k, n_candidates); a function that cannot is applied column by column.
+    """
+
+    fn: Callable = field(compare=True)
+    rates: tuple[Expression, ...] = ()
+    convexity: str = "convex"
+    grad: Callable | None = None
+    label: str = "rate_function"
+
+    @property
+    def name(self):
+        return self.label
+
+    @property
+    def exprs(self):
+        return self.rates
+
+    @property
+    def kind(self):
+        return self.convexity
+
+    def value(self, r):
+        r = np.asarray(r, dtype=float)
+        if r.ndim == 1:
+            return float(self.fn(r))
+        return np.array([float(self.fn(r[:, j])) for j in range(r.shape[1])])
+
+    def gradient(self, r):
+        r = np.asarray(r, dtype=float)
+        if self.grad is not None:
+            return np.asarray(self.grad(r), dtype=float)
+        h = 1e-6
+        eye = np.eye(r.shape[0]) * h
+        return np.array([(self.fn(r + e) - self.fn(r - e)) / (2 * h) for e in eye])
+
+    def bind(self, a):
+        return RateFunction(self.fn, _bind_exprs(self.rates, a), self.convexity, self.grad, self.label)
+
+
+def _combine_kinds(terms) -> str:
+    kinds = set()
+    for coef, atom in terms:
+        k = atom.kind
+        if k in ("convex", "concave") and coef < 0:
+            k = "concave" if k == "convex" else "convex"
+        kinds.add(k)
+    kinds.discard("linear")
+    if not kinds:
+        return "linear"
+    if kinds == {"convex"}:
+        return "convex"
+    if kinds == {"concave"}:
+        return "concave"
+    if kinds == {"ratio"}:
+        return "ratio"
+    return "nonconvex"
+
+
+@dataclass(frozen=True)
+class MetricSum(Metric):
+    """``constant + sum_a coef_a * atom_a``; the form every metric takes once combined."""
+
+    terms: tuple[tuple[float, Atom], ...] = ()
+    constant: float = 0.0
+
+    def as_sum(self):
+        return self
+
+    @property
+    def kind(self) -> str:
+        return _combine_kinds(self.terms)
+
+    @property
+    def is_pseudo_convex(self) -> bool:
+        """A single ratio of rates plus a constant is pseudo-convex (and pseudo-concave)."""
+        return len(self.terms) == 1 and self.terms[0][1].kind == "ratio"
+
+    @property
+    def expand_keys(self) -> tuple[str, ...]:
+        return tuple(sorted({k for _, a in self.terms for k in a.expand_keys}))
+
+    def bind(self, assignment: dict[str, str]) -> "MetricSum":
+        return MetricSum(tuple((c, a.bind(assignment)) for c, a in self.terms), self.constant)
+
+    def ratio_form(self):
+        """``(constant, [(coef, N, D)])`` when every atom is a ratio of rates, else None."""
+        constant, out = self.constant, []
+        for coef, atom in self.terms:
+            parts = atom.ratios()
+            if parts is None:
+                return None
+            for c, num, den in parts:
+                if not num.terms and not den.terms:
+                    constant += coef * c * num.constant / den.constant
+                else:
+                    out.append((coef * c, num, den))
+        return constant, out
+
+    def __str__(self) -> str:
+        parts = []
+        for coef, atom in self.terms:
+            parts.append(str(atom) if coef == 1 else f"{coef:g} * ({atom})")
+        if self.constant or not parts:
+            parts.append(f"{self.constant:g}")
+        return " + ".join(parts)
+
+
+@dataclass(frozen=True)
+class MetricConstraint:
+    """``metric <= 0``: a (possibly non-linear) constraint on rates."""
+
+    metric: MetricSum
+    label: str = ""
+
+    @property
+    def kind(self) -> str:
+        return self.metric.kind
+
+    @property
+    def expand_keys(self):
+        return self.metric.expand_keys
+
+    def __str__(self) -> str:
+        return self.label or f"{self.metric} <= 0"
+
+
+# -- constructors -------------------------------------------------------------------------------
+def error(group: str | Iterable[str] | None = None, **filters: Any) -> MetricSum:
+    """The error rate P(yhat != y) (linear)."""
+    return LinearRate(R.error_rate(group, **filters)).as_sum()
+
+
+def f_measure(beta: float = 1.0, group: str | Iterable[str] | None = None, **filters: Any) -> MetricSum:
+    """``1 - F_beta`` on a slice: minimise it to maximise the F-measure (a ratio of rates).
+
+    Parameters
+    ----------
+    beta : float, default=1.0
+        Weight of recall against precision.
+    group : str or list of str, optional
+        Group columns to expand over (a sum over groups as an objective, one constraint per
+        group in a constraint).
+    **filters
+        Group column = value(s) restricting the slice.
+    """
+    if not (_scalar(beta) and beta > 0):
+        raise ValueError(f"beta of the F-measure must be a positive number, got {beta!r}.")
+    return FMeasure(R.tp_proportion(group, **filters), R.ppr(group, **filters), R.label_rate(group, **filters),
+                    float(beta)).as_sum()
+
+
+def g_mean(group=None, **filters) -> MetricSum:
+    """``1 - sqrt(TPR * TNR)`` on a slice (convex)."""
+    return GMean(R.tpr(group, **filters), R.tnr(group, **filters)).as_sum()
+
+
+def h_mean(group=None, **filters) -> MetricSum:
+    """``1 - 2 TPR TNR / (TPR + TNR)`` on a slice (convex)."""
+    return HMean(R.tpr(group, **filters), R.tnr(group, **filters)).as_sum()
+
+
+def q_mean(group=None, **filters) -> MetricSum:
+    """``sqrt((FNR^2 + FPR^2) / 2)`` on a slice (convex)."""
+    return QMean(R.fnr(group, **filters), R.fpr(group, **filters)).as_sum()
+
+
+def kld(group=None, *, reference: str = "overall", **filters) -> MetricSum:
+    """KL-divergence between the true and the predicted positive proportion (convex).
+
+    Parameters
+    ----------
+    group : str, optional
+        Expand over this group column: as an objective, ``sum_g KL(p, ppr_g)``; in a constraint,
+        one ``KL(p, ppr_g) <= eps`` per group (KL fairness, Narasimhan et al. 2019, Section 6).
+    reference : {"overall", "slice"}, default="overall"
+        Whether ``p`` is the positive proportion of all examples or of the slice itself
+        (quantification within the slice).
+    """
+    if reference not in ("overall", "slice"):
+        raise ValueError(f"reference must be 'overall' or 'slice', got {reference!r}.")
+    p = R.label_rate() if reference == "overall" else R.label_rate(group, **filters)
+    return KLD(p, R.ppr(group, **filters)).as_sum()
+
+
+def max_of(*rates) -> MetricSum:
+    """The largest of several rates (e.g. the worst group error), convex."""
+    if not rates:
+        raise ValueError("max_of needs at least one rate.")
+    return MaxOf(tuple(as_expression(r) for r in rates)).as_sum()
+
+
+def min_of(*rates) -> MetricSum:
+    """The smallest of several rates, ``-max(-r)``: concave (maximise it as ``-min_of(...)``)."""
+    return -MaxOf(tuple(-as_expression(r) for r in rates)).as_sum()
+
+
+def ratio(numerator, denominator) -> MetricSum:
+    """The ratio of two linear rate expressions (sums of these suit ``solver="ratio"``)."""
+    return RatioAtom(as_expression(numerator), as_expression(denominator)).as_sum()
+
+
+def precision(group=None, **filters) -> MetricSum:
+    """Precision ``tp / ppr`` on a slice, a ratio of rates."""
+    return ratio(R.tp_proportion(group, **filters), R.ppr(group, **filters))
+
+
+def rate_function(fn: Callable, rates, *, convexity: str = "convex", gradient: Callable | None = None,
+                  name: str = "rate_function") -> MetricSum:
+    """A metric defined by a user function of named rates, with its declared class.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(r) -> float`` for the vector ``r`` of the values of ``rates``.
+    rates : list of str or Expression
+        The rates ``fn`` takes, e.g. ``["tpr", "fpr"]``.
+    convexity : {"linear", "convex", "concave", "ratio", "nonconvex"}
+        The class of ``fn`` in the rates; it decides which solvers apply.
+    gradient : callable, optional
+        ``gradient(r) -> array``; central differences when omitted.
+    """
+    if convexity not in CLASSES:
+        raise ValueError(f"convexity must be one of {CLASSES}, got {convexity!r}.")
+    if convexity == "ratio":
+        raise ValueError("A user function cannot be declared a ratio; build ratios with ratio(N, D).")
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {fn!r}.")
+    exprs = tuple(as_expression(r) for r in ([rates] if isinstance(rates, str) else rates))
+    return RateFunction(fn, exprs, convexity, gradient, name).as_sum()
+
+
+# -- constraints --------------------------------------------------------------------------------
+def kld_fairness(group: str, epsilon: float) -> MetricConstraint:
+    """``KL(p, ppr_g) <= epsilon`` for every value ``g`` of the group column."""
+    return MetricConstraint(kld(group) - float(epsilon), f"kld[{group}] <= {epsilon:g}")
+
+
+def g_mean_at_least(value: float, group=None, **filters) -> MetricConstraint:
+    """``G-mean >= value`` on a slice."""
+    return MetricConstraint(g_mean(group, **filters) - (1.0 - float(value)), f"g_mean >= {value:g}")
+
+
+def predictive_parity(group: str, epsilon: float) -> list[MetricConstraint]:
+    """``|precision_g - precision| <= epsilon`` for every value of the group column (ratios)."""
+    gap = precision(group) - precision()
+    return [MetricConstraint(gap - float(epsilon), f"precision[{group}] - precision <= {epsilon:g}"),
+            MetricConstraint(-gap - float(epsilon), f"precision - precision[{group}] <= {epsilon:g}")]
+
+
+def f_measure_parity(protected: dict, other: dict, epsilon: float, beta: float = 1.0) -> MetricConstraint:
+    """``F(protected) >= F(other) - epsilon`` between two slices given as filter dicts (ratios)."""
+    # F_other - F_prot - eps = (1 - F_prot) - (1 - F_other) - eps
+    gap = f_measure(beta, **protected) - f_measure(beta, **other)
+    return MetricConstraint(gap - float(epsilon), f"f_measure{protected} >= f_measure{other} - {epsilon:g}")
+
+
+METRICS: dict[str, Callable[[], MetricSum]] = {
+    "error": error, "f1": lambda: f_measure(1.0), "f_measure": lambda: f_measure(1.0),
+    "g_mean": g_mean, "h_mean": h_mean, "q_mean": q_mean, "kld": kld,
+}
+
+
+def as_metric(spec) -> MetricSum:
+    """A metric from a name (``"f1"``), a metric, a rate expression or its string."""
+    if isinstance(spec, Metric):
+        return spec.as_sum()
+    if isinstance(spec, str) and spec in METRICS:
+        return METRICS[spec]()
+    try:
+        return LinearRate(as_expression(spec)).as_sum()
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"Unknown metric {spec!r}: give a name among {sorted(METRICS)}, a metric such as "
+                         "skrate.generalized.f_measure(beta=2), or a linear rate expression such as "
+                         f"'fpr + fnr' ({exc}).") from None

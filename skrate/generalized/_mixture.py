@@ -1,0 +1,71 @@
+"""The best mixture of candidate models for a non-linear metric, shrunk to a small support.
+
+The rates of a mixture ``p`` of candidates are the mixture of their rates, ``R @ p``; so the
+best mixture solves ``min_p psi(R p)`` s.t. ``phi_j(R p) <= 0`` over the simplex, a convex
+problem for convex metrics (quasi-convex for a single ratio) in as many variables as candidates,
+solved by SLSQP. Every metric value depends on ``p`` only through ``R p``, so any other mixture
+with the same rates is as good: a vertex of ``{p >= 0, sum p = 1, R_S p = R_S p*}`` (an LP, with
+``R_S`` the K model-dependent rate rows) has at most K + 1 models (Caratheodory) -- the
+non-linear counterpart of the m + 1 shrink of Cotter et al. (2019).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import linprog, minimize
+
+from ._program import CompiledSum, MetricProgram
+
+
+def _grad(s: CompiledSum, r: np.ndarray) -> np.ndarray:
+    g = np.zeros(r.shape[0])
+    for coef, atom, idx in s.atoms:
+        g[idx] += coef * atom.gradient(r[idx])
+    return g
+
+
+def _merit(program: MetricProgram, R: np.ndarray, p: np.ndarray, tol: float = 1e-7) -> tuple[float, float]:
+    """(largest violation beyond ``tol``, objective): feasible mixtures compare by objective."""
+    obj, cons = program.values(R @ p)
+    return max(0.0, float(np.max(cons)) - tol) if np.size(cons) else 0.0, float(obj)
+
+
+def best_mixture(program: MetricProgram, R: np.ndarray, starts: list[np.ndarray], tol: float = 1e-7) -> np.ndarray:
+    """Weights over the candidates (columns of ``R``, shape (K, k)) of the best mixture found.
+
+    The result is compared with every start by (largest violation, objective) and the best kept,
+    so it is never worse than any of them on the training data.
+    """
+    k = R.shape[1]
+    cons = [{"type": "eq", "fun": lambda p: p.sum() - 1.0, "jac": lambda p: np.ones(k)}]
+    for s in program.constraints:
+        cons.append({"type": "ineq", "fun": lambda p, s=s: -float(s.value(R @ p)),
+                     "jac": lambda p, s=s: -(R.T @ _grad(s, R @ p))})
+
+    def fun(p):
+        r = R @ p
+        return float(program.objective.value(r)), R.T @ _grad(program.objective, r)
+
+    best = min(starts, key=lambda p: _merit(program, R, p))
+    res = minimize(fun, np.full(k, 1.0 / k), jac=True, method="SLSQP", bounds=[(0.0, 1.0)] * k,
+                   constraints=cons, options={"maxiter": 200, "ftol": 1e-10})
+    p = np.clip(res.x, 0.0, None)
+    if p.sum() > 0:
+        p /= p.sum()
+        cand = _caratheodory(program, R, p, tol)
+        if _merit(program, R, cand) <= _merit(program, R, best):
+            best = cand
+    return best
+
+
+def _caratheodory(program: MetricProgram, R: np.ndarray, p: np.ndarray, tol: float) -> np.ndarray:
+    """A vertex mixture with the same model-dependent rates as ``p`` (support <= K + 1)."""
+    rows = np.asarray(abs(program.A).sum(axis=1)).ravel() > 0
+    A_eq = np.vstack([R[rows], np.ones((1, R.shape[1]))])
+    res = linprog(np.zeros(R.shape[1]), A_eq=A_eq, b_eq=A_eq @ p, bounds=[(0, None)] * R.shape[1],
+                  method="highs-ds")
+    if res.status != 0:
+        return p
+    q = np.clip(res.x, 0.0, None)
+    q[q < 1e-12] = 0.0
+    return q / q.sum()

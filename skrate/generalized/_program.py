@@ -1,0 +1,132 @@
+"""A metric objective and constraints compiled on data: one rate matrix plus the atoms over it.
+
+All basic rates of all atoms are rows of one sparse matrix ``A`` (rates x examples), so the
+rates of a model are ``A @ yhat + b`` (the core's compiler) and every atom reads its own rows.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..problem import RateData, compile_expressions, expand_constraints
+from ..rates import Constraint
+from ._metrics import LinearRate, MetricConstraint, MetricSum, as_metric
+
+
+@dataclass
+class CompiledSum:
+    """``constant + sum_a coef_a * atom_a(r[idx_a])`` over the program's rate vector ``r``."""
+
+    constant: float
+    atoms: list  # (coef, atom, idx)
+    label: str
+    kind: str
+    metric: MetricSum
+
+    def value(self, r: np.ndarray) -> np.ndarray:
+        out = self.constant + 0.0 * r[0]
+        for coef, atom, idx in self.atoms:
+            out = out + coef * atom.value(r[idx])
+        return out
+
+    @property
+    def is_linear(self) -> bool:
+        return self.kind == "linear"
+
+
+@dataclass
+class MetricProgram:
+    """Objective (row 0 of ``values``) and constraints ``<= 0`` over the rates ``A @ yhat + b``."""
+
+    A: sp.csr_matrix
+    b: np.ndarray
+    objective: CompiledSum
+    constraints: list
+
+    @property
+    def n_constraints(self) -> int:
+        return len(self.constraints)
+
+    @property
+    def is_linear(self) -> bool:
+        return self.objective.is_linear and all(c.is_linear for c in self.constraints)
+
+    def rates(self, yhat: np.ndarray) -> np.ndarray:
+        out = self.A @ yhat
+        return out + (self.b if out.ndim == 1 else self.b[:, None])
+
+    def values(self, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Objective and constraint values for rates ``r`` of shape (K,) or (K, k)."""
+        obj = self.objective.value(r)
+        cons = np.array([c.value(r) for c in self.constraints]) if self.constraints else np.zeros((0,) + np.shape(obj))
+        return obj, cons
+
+
+def _expand(metric: MetricSum, groups) -> list[MetricSum]:
+    keys = metric.expand_keys
+    if not keys:
+        return [metric]
+    combos = itertools.product(*(groups.values(k) for k in keys))
+    return [metric.bind(dict(zip(keys, combo))) for combo in combos]
+
+
+def as_metric_constraints(spec) -> list:
+    """Flatten constraints: metric constraints, core constraints, strings, nested lists."""
+    from ..rates import as_constraints
+
+    if spec is None:
+        return []
+    if isinstance(spec, MetricConstraint):
+        return [spec]
+    if isinstance(spec, (list, tuple)):
+        return [c for item in spec for c in as_metric_constraints(item)]
+    return as_constraints(spec)
+
+
+def compile_program(objective, constraints, data: RateData) -> MetricProgram:
+    """Expand group columns and compile every atom's rates on ``data``.
+
+    An objective over a bare group column is the sum over its values; a constraint over one
+    stands for one constraint per value. A metric undefined on the data (an empty slice, a
+    class proportion of 0 or 1 for a KL-divergence, no positives for an F-measure) raises an
+    error naming the metric and its slice.
+    """
+    objective = as_metric(objective)
+    obj_terms = []
+    for part in _expand(objective, data.groups):
+        obj_terms.extend(part.terms)
+    objective = MetricSum(tuple(obj_terms), objective.constant * max(1, len(_expand(objective, data.groups))))
+    sums: list[tuple[MetricSum, str]] = [(objective, f"objective: {objective}")]
+    for con in as_metric_constraints(constraints):
+        if isinstance(con, Constraint):
+            for c in expand_constraints([con], data.groups):
+                sums.append((LinearRate(c.expression).as_sum(), str(c)))
+        else:
+            parts = _expand(con.metric, data.groups)
+            for part in parts:
+                label = con.label if len(parts) == 1 and con.label else f"{part} <= 0"
+                sums.append((part, label))
+    rows, consts, compiled, cache = [], [], [], {}
+    n_rows = 0
+    for metric, label in sums:
+        atoms = []
+        for coef, atom in metric.terms:
+            if atom not in cache:
+                try:
+                    A_a, b_a = compile_expressions(list(atom.exprs), data)
+                except ValueError as exc:
+                    raise ValueError(f"The metric {atom} cannot be measured on this data: {exc}") from None
+                atom.check(b_a)
+                cache[atom] = np.arange(n_rows, n_rows + len(atom.exprs))
+                rows.append(A_a)
+                consts.append(b_a)
+                n_rows += len(atom.exprs)
+            atoms.append((float(coef), atom, cache[atom]))
+        compiled.append(CompiledSum(metric.constant, atoms, label, metric.kind, metric))
+    A = sp.vstack(rows).tocsr() if rows else sp.csr_matrix((0, data.n))
+    b = np.concatenate(consts) if consts else np.zeros(0)
+    return MetricProgram(A, b, compiled[0], compiled[1:])

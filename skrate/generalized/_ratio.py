@@ -1,0 +1,121 @@
+"""Algorithm 3 of Narasimhan, Cotter and Gupta (NeurIPS 2019): sums of ratios of rates.
+
+An objective ``c_0 + sum_k c_k N_k(h) / D_k(h)`` (F-measure, precision) and constraints of the same
+form (predictive parity, F-measure parity) are made linear in the rates by one slack per ratio,
+``xi_k >= c_k N_k / D_k``, which (denominators being positive) is the linear constraint
+``c_k N_k(h) - xi_k D_k(h) <= 0``:
+
+    min_{h, xi} sum_{k in obj} xi_k   s.t.  c_j + sum_{k in j} xi_k <= 0,  c_k N_k(h) - xi_k D_k(h) <= 0.
+
+Its Lagrangian is linear in the rates of ``h`` for fixed ``(xi, lam)`` -- the theta-player takes
+surrogate steps on ``sum_k lam_k (c_k N_k - xi_k D_k)`` -- and linear in ``xi``: the xi-player
+descends ``w_k - lam_k D_k(h)`` (``w_k`` = 1 in the objective, ``mu_j`` in constraint j) and the
+multipliers ascend on the true, 0-1 rates.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..problem import RateData, compile_expressions
+from ..solvers import Trajectory
+from ._program import MetricProgram
+from ._theta_player import SurrogateTheta
+from ._three_player import trajectory
+
+
+class RatioProgram:
+    """Numerators and denominators of every ratio term, stacked as ``[N; D]`` rate rows."""
+
+    def __init__(self, program: MetricProgram, data: RateData):
+        owners, coefs, nums, dens, constants = [], [], [], [], []
+        for owner, s in enumerate([program.objective] + program.constraints):
+            form = s.metric.ratio_form()
+            if form is None:
+                raise ValueError(f"'{s.label}' is not a sum of ratios of rates.")
+            constants.append(form[0])
+            for coef, num, den in form[1]:
+                owners.append(owner - 1)
+                coefs.append(coef)
+                nums.append(num)
+                dens.append(den)
+        self.owner = np.array(owners, dtype=int)
+        self.coef = np.array(coefs, dtype=float)
+        self.constant = np.array(constants)
+        try:
+            A_n, b_n = compile_expressions(nums, data)
+            A_d, b_d = compile_expressions(dens, data)
+        except ValueError as exc:
+            raise ValueError(f"A ratio of the problem cannot be measured on this data: {exc}") from None
+        self.k = len(coefs)
+        self.A = sp.vstack([A_n, A_d]).tocsr()
+        self.b = np.concatenate([b_n, b_d])
+
+    def split(self, r: np.ndarray):
+        return r[: self.k], r[self.k:]
+
+
+def solve_ratio_game(
+    program: MetricProgram,
+    ratios: RatioProgram,
+    model,
+    X,
+    *,
+    surrogate: str = "hinge",
+    learning_rate: float = 0.05,
+    lambda_learning_rate: float = 0.5,
+    xi_learning_rate: float = 0.05,
+    lambda_bound: float = 100.0,
+    alpha: float = 0.0,
+    max_iter: int = 500,
+    batch_size: int | None = None,
+    n_candidates: int = 100,
+    rng: np.random.Generator,
+    callback: Callable | None = None,
+    verbose: int = 0,
+) -> Trajectory:
+    """Play Algorithm 3 and return snapshots of the model with their true metric values.
+
+    References
+    ----------
+    H. Narasimhan, A. Cotter, M. Gupta. Optimizing Generalized Rate Metrics with Three Players.
+    NeurIPS 2019, Section 5 (Algorithm 3).
+    """
+    m = program.n_constraints
+    player = SurrogateTheta(model, X, ratios.A, surrogate=surrogate, learning_rate=learning_rate, alpha=alpha,
+                            batch_size=batch_size, rng=rng)
+    c, owner = ratios.coef, ratios.owner
+    bound = 10.0 * np.abs(c)
+    mu = np.zeros(m)
+    every = max(1, max_iter // max(1, n_candidates))
+    snaps, mus = [], []
+    xi = lam = None
+    for t in range(max_iter):
+        N, D = ratios.split(player.batch() + ratios.b)
+        Dpos = np.maximum(D, 1e-3)
+        w = np.concatenate(([1.0], mu))[owner + 1]
+        if xi is None:  # start at the current ratios, with multipliers making xi stationary
+            xi = np.clip(c * N / Dpos, -bound, bound)
+            lam = np.where(owner < 0, 1.0, 0.0) / Dpos
+        if t % every == 0 or t == max_iter - 1:
+            snaps.append(player.theta.copy())
+            mus.append(np.concatenate(([1.0], mu)))
+        player.step(np.concatenate([lam * c, -lam * xi]))
+        gap = c * N - xi * D
+        xi = np.clip(xi - xi_learning_rate * (w - lam * D), -bound, bound)
+        lam = np.clip(lam + lambda_learning_rate * gap, 0.0, lambda_bound)
+        if m:
+            terms = c * N / Dpos
+            phi = ratios.constant[1:] + np.bincount(owner[owner >= 0], terms[owner >= 0], minlength=m)
+            mu = np.clip(mu + lambda_learning_rate * phi, 0.0, lambda_bound)
+        if verbose and (t % max(1, max_iter // 10) == 0 or t == max_iter - 1):
+            obj = ratios.constant[0] + (c * N / Dpos)[owner < 0].sum()
+            print(f"[ratio] iter {t + 1}/{max_iter} objective {obj:.4f}")
+        if callback is not None and callback(t, player.theta, np.concatenate([N, D])) is False:
+            break
+    snaps.append(player.theta.copy())
+    mus.append(np.concatenate(([1.0], mu)))
+    return trajectory(program, model, player.X, np.array(snaps), np.array(mus), t + 1)

@@ -1,0 +1,63 @@
+"""The theta-player of the rate games: surrogate gradient steps on a weighted sum of rates.
+
+Whatever the other players do, the model only ever minimises a *linear* combination
+``sum_k c_k rate_k`` of the rows of a rate matrix, whose surrogate gradient with respect to
+the scores is ``(A.T @ c) * surrogate'(f)`` (the core's compiler and surrogates).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..models import Design
+from ..solvers import surrogate_grad
+from ..solvers._adam import Adam
+from ..solvers._rate_game import _surrogate_rates
+
+
+class SurrogateTheta:
+    """Adam steps on the surrogate of ``row_weights . (A @ yhat)``, full-batch or minibatch."""
+
+    def __init__(self, model, X, A: sp.csr_matrix, *, surrogate: str, learning_rate: float, alpha: float,
+                 batch_size: int | None, rng: np.random.Generator):
+        design = Design(X)
+        self.model, self.X, self.XT, self.A = model, design.X, design.T, A
+        self.n = self.X.shape[0]
+        self.surrogate, self.rng = surrogate, rng
+        self.theta = model.init_params(rng)
+        self.adam = Adam(self.theta.shape[0], learning_rate)
+        self.reg = alpha * model.penalty_mask()
+        self.full = batch_size is None or batch_size >= self.n
+        self.batch_size = batch_size
+        self.A_cols = None if self.full else sp.csc_matrix(A)
+        self.order, self.at = rng.permutation(self.n), 0
+        self._pos_neg = None
+
+    def batch(self) -> np.ndarray:
+        """Draw the next batch; return the batch estimate of the rates ``A @ 1[f > 0]`` (without b)."""
+        if self.full:
+            self.Xb, self.XTb, self.Ab, self.scale, self.idx = self.X, self.XT, self.A, 1.0, None
+        else:
+            if self.at + self.batch_size > self.n:
+                self.order, self.at = self.rng.permutation(self.n), 0
+            self.idx = self.order[self.at:self.at + self.batch_size]
+            self.at += self.batch_size
+            self.Xb, self.XTb, self.Ab = self.X[self.idx], None, self.A_cols[:, self.idx]
+            self.scale = self.n / self.batch_size
+        self.scores = self.model.scores(self.Xb, self.theta)
+        return self.scale * (self.Ab @ (self.scores > 0).astype(float))
+
+    def surrogate_rates(self) -> np.ndarray:
+        """Surrogate (upper-bounding) estimate of the rates on the current batch (without b)."""
+        if self._pos_neg is None:
+            self._pos_neg = (self.A.maximum(0).tocsc(), self.A.minimum(0).tocsc())
+        pos, neg = self._pos_neg
+        if self.idx is not None:
+            pos, neg = pos[:, self.idx], neg[:, self.idx]
+        return _surrogate_rates(pos * self.scale, neg * self.scale, self.scores, 0.0, self.surrogate)
+
+    def step(self, row_weights: np.ndarray) -> None:
+        coef = self.scale * (self.Ab.T @ row_weights)
+        grad = self.model.backward(self.Xb, self.theta, surrogate_grad(self.scores, coef, self.surrogate), self.XTb)
+        self.theta = self.adam.step(self.theta, grad + self.reg * self.theta)

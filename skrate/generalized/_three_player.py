@@ -1,0 +1,174 @@
+"""The three-player game of Narasimhan, Cotter and Gupta (NeurIPS 2019), and its special cases.
+
+For ``min psi(R(h))`` subject to ``phi_j(R(h)) <= 0`` (P2), every non-linear atom ``f_a`` of the
+objective and of the constraints gets its own slack vector ``xi_a`` with ``R_a(h) = xi_a``:
+
+    L(h, xi; lam, mu) = sum_{a in psi} c_a f_a(xi_a) + sum_j mu_j phi_j
+                        + sum_a lam_a . (R_a(h) - xi_a) + (linear atoms, which need no slack).
+
+* theta-player: minimises the linear ``sum_a lam_a . R_a(h) + sum_lin w R(h)`` -- by a surrogate
+  gradient step (Algorithm 2) or by a cost-sensitive oracle (Algorithm 1);
+* xi-player: best response ``argmin c_a w f_a(xi) - lam_a . xi`` (closed form, see ``_xi_player``);
+* lambda-player: online gradient ascent ``lam_a += eta (R_a(h_t) - xi_a)`` on the true rates
+  (Algorithms 1-2), or follow-the-leader ``lam_a = c_a w grad f_a(mean_t R_a(h_t))``, which turns
+  the game into Frank-Wolfe (oracle theta-player) or NEMSIS (surrogate theta-player, surrogate
+  rates); gradient ascent on surrogate rates with a surrogate theta-player is SPADE (Section 4).
+  The constraint multipliers ``mu_j`` ascend on ``phi_j`` at the current rates.
+
+The output is a trajectory of snapshots; the uniform mixture over iterates is the game's
+stochastic solution.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+
+from ..solvers import Trajectory
+from ._program import MetricProgram
+from ._theta_player import SurrogateTheta
+from ._xi_player import best_response
+
+# solver name -> (theta-player, lambda-player, rates the lambda-player sees)
+CONFIGURATIONS = {
+    "three_player": ("surrogate", "ogd", "true"),
+    "oracle": ("oracle", "ogd", "true"),
+    "frank_wolfe": ("oracle", "ftl", "true"),
+    "spade": ("surrogate", "ogd", "surrogate"),
+    "nemsis": ("surrogate", "ftl", "surrogate"),
+}
+
+
+@dataclass
+class _Block:
+    owner: int  # -1 for the objective, j for constraint j
+    coef: float
+    atom: object
+    idx: np.ndarray
+    fixed: np.ndarray  # NaN where the rate depends on the model
+    lam: np.ndarray
+    xi: np.ndarray
+
+
+def _blocks(program: MetricProgram):
+    model_free = np.asarray(abs(program.A).sum(axis=1)).ravel() == 0
+    blocks, linear = [], []
+    for owner, s in enumerate([program.objective] + program.constraints):
+        for coef, atom, idx in s.atoms:
+            if atom.kind == "linear":
+                linear.append((owner - 1, coef, int(idx[0])))
+                continue
+            fixed = np.where(model_free[idx], program.b[idx], np.nan)
+            blocks.append(_Block(owner - 1, coef, atom, idx, fixed, np.zeros(len(idx)), np.where(model_free[idx], program.b[idx], 0.5)))
+    return blocks, linear
+
+
+def solve_three_player(
+    program: MetricProgram,
+    model,
+    X,
+    *,
+    solver: str = "three_player",
+    oracle=None,
+    surrogate: str = "hinge",
+    learning_rate: float = 0.05,
+    lambda_learning_rate: float = 0.5,
+    lambda_bound: float = 100.0,
+    alpha: float = 0.0,
+    max_iter: int = 500,
+    batch_size: int | None = None,
+    n_candidates: int = 100,
+    rng: np.random.Generator,
+    callback: Callable | None = None,
+    verbose: int = 0,
+) -> Trajectory:
+    """Play the game named by ``solver`` (see ``CONFIGURATIONS``) and return its snapshots.
+
+    Parameters
+    ----------
+    program : MetricProgram
+    model : LinearModel or MLPModel
+        Score family of the surrogate theta-player (the oracle returns linear models).
+    X : array-like of shape (n_samples, n_features)
+    oracle : PluginOracle, optional
+        Required by the oracle-based configurations.
+    lambda_learning_rate, lambda_bound : float
+        Step size of the multipliers and the bound on their magnitude.
+
+    Returns
+    -------
+    Trajectory
+
+    References
+    ----------
+    H. Narasimhan, A. Cotter, M. Gupta. Optimizing Generalized Rate Metrics with Three Players.
+    NeurIPS 2019.
+    """
+    theta_kind, lam_kind, lam_rates = CONFIGURATIONS[solver]
+    if theta_kind == "oracle" and oracle is None:
+        raise ValueError(f"solver={solver!r} needs a plug-in oracle.")
+    A, b = program.A, program.b
+    m = program.n_constraints
+    blocks, linear = _blocks(program)
+    mu = np.zeros(m)
+    player = SurrogateTheta(model, X, A, surrogate=surrogate, learning_rate=learning_rate, alpha=alpha,
+                            batch_size=None if theta_kind == "oracle" else batch_size, rng=rng)
+    if theta_kind == "oracle":
+        player.theta = oracle.best_response(A.T @ _linear_weights(A.shape[0], linear, mu))
+    rate_sum = np.zeros(A.shape[0])
+    every = max(1, max_iter // max(1, n_candidates))
+    snaps, mus = [], []
+    for t in range(max_iter):
+        r = player.batch() + b
+        seen = r if lam_rates == "true" else player.surrogate_rates() + b
+        rate_sum += seen
+        owner_w = np.concatenate(([1.0], mu))
+        weights = _linear_weights(A.shape[0], linear, mu)
+        for blk in blocks:
+            w = blk.coef * owner_w[blk.owner + 1]
+            if lam_kind == "ftl":
+                blk.lam = w * blk.atom.gradient(rate_sum[blk.idx] / (t + 1))
+            else:
+                blk.xi = best_response(blk.atom, blk.lam, w, blk.fixed, blk.xi)
+            weights[blk.idx] += np.where(np.isnan(blk.fixed), blk.lam, 0.0)
+        if t % every == 0 or t == max_iter - 1:
+            snaps.append(player.theta.copy())
+            mus.append(owner_w.copy())
+        if theta_kind == "oracle":
+            player.theta = oracle.best_response(A.T @ weights)
+        else:
+            player.step(weights)
+        if lam_kind == "ogd":
+            for blk in blocks:
+                free = np.isnan(blk.fixed)
+                blk.lam = np.clip(blk.lam + lambda_learning_rate * free * (seen[blk.idx] - blk.xi), -lambda_bound, lambda_bound)
+        if m:
+            phi = np.array([c.value(seen) for c in program.constraints])
+            mu = np.clip(mu + lambda_learning_rate * phi, 0.0, lambda_bound)
+        if verbose and (t % max(1, max_iter // 10) == 0 or t == max_iter - 1):
+            obj = program.objective.value(r)
+            worst = max((c.value(r) for c in program.constraints), default=0.0)
+            print(f"[{solver}] iter {t + 1}/{max_iter} objective {obj:.4f} max violation {worst:+.4f}")
+        if callback is not None and callback(t, player.theta, r) is False:
+            break
+    snaps.append(player.theta.copy())
+    mus.append(np.concatenate(([1.0], mu)))
+    return trajectory(program, model, player.X, np.array(snaps), np.array(mus), t + 1)
+
+
+def _linear_weights(k: int, linear, mu) -> np.ndarray:
+    weights = np.zeros(k)
+    owner_w = np.concatenate(([1.0], mu))
+    for owner, coef, row in linear:
+        weights[row] += coef * owner_w[owner + 1]
+    return weights
+
+
+def trajectory(program: MetricProgram, model, X, params: np.ndarray, multipliers: np.ndarray, n_iter: int) -> Trajectory:
+    """Snapshots with their objective and constraint values on the training rows."""
+    rates = program.rates((model.scores_many(X, params) > 0).astype(float))
+    obj, cons = program.values(rates)
+    return Trajectory(params, np.asarray(obj, dtype=float), np.asarray(cons, dtype=float).reshape(-1, params.shape[0]),
+                      multipliers, n_iter)

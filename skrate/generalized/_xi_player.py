@@ -1,0 +1,151 @@
+"""The xi-player's best response: ``argmin_{xi in box} w * f(xi) - lam . xi``.
+
+In the game ``min_{h, xi} max_lam psi(xi) + lam . (R(h) - xi)`` the xi-player answers the
+multipliers with the minimiser of ``w psi(xi) - lam . xi`` over the box of possible rates (minus
+the conjugate of ``psi`` at ``lam / w``). Closed forms where they exist:
+
+* KL-divergence in ``q``: the stationarity condition is the quadratic
+  ``c q^2 + (1 - c) q - p = 0`` with ``c = lam / w``;
+* G-, H- and Q-mean: the function is positively homogeneous of degree 1 (up to a constant),
+  so on every ray from 0 it is linear and its minimum over ``[0, 1]^2`` lies at 0 or on a face
+  ``a = 1`` or ``b = 1``, where a one-dimensional convex problem has a closed-form solution;
+* max of rates: the same homogeneity gives ``xi = t 1[lam > 0]`` with ``t`` in ``{0, 1}``.
+
+Other atoms (user functions) fall back to a box-constrained quasi-Newton solve; the cvxpy
+form of the built-in atoms (:class:`CvxpyXiPlayer`) builds its problem once with parameters
+for ``lam`` and ``w`` and re-solves it, a reference for the closed forms.
+Narasimhan, Cotter and Gupta (NeurIPS 2019), Section 4.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.optimize import minimize
+
+from ._metrics import KLD, GMean, HMean, MaxOf, QMean
+
+_LO = 1e-6
+
+
+def _kld(p: float, lam: float, w: float) -> float:
+    if w <= 0:
+        return 1 - _LO if lam > 0 else _LO
+    c = lam / w
+    # rationalised root of c q^2 + (1 - c) q - p = 0, stable for every sign of c
+    q = 2 * p / ((1 - c) + np.sqrt((1 - c) ** 2 + 4 * c * p))
+    return float(np.clip(q, _LO, 1 - _LO))
+
+
+def _face_gmean(w, lam):
+    if lam >= 0:
+        return 1.0
+    return min(1.0, (w / (2 * -lam)) ** 2)
+
+
+def _face_hmean(w, lam):
+    if lam >= 0:
+        return 1.0
+    return float(np.clip(np.sqrt(2 * w / -lam) - 1, 0.0, 1.0))
+
+
+def _face_qmean(w, lam):
+    if lam <= 0:
+        return 0.0
+    if w <= 0:
+        return 1.0
+    s = np.sqrt(2.0) * lam / w
+    return 1.0 if s >= 1 / np.sqrt(2.0) else float(min(1.0, s / np.sqrt(1 - s * s)))
+
+
+_FACES = {GMean: _face_gmean, HMean: _face_hmean, QMean: _face_qmean}
+
+
+def _homogeneous(atom, lam, w):
+    face = _FACES[type(atom)]
+    cands = [np.zeros(2), np.array([1.0, face(w, lam[1])]), np.array([face(w, lam[0]), 1.0])]
+    vals = [w * atom.value(c) - lam @ c for c in cands]
+    return cands[int(np.argmin(vals))]
+
+
+def _numeric(atom, lam, w, fixed, start):
+    free = np.isnan(fixed)
+
+    def full(z):
+        r = fixed.copy()
+        r[free] = z
+        return r
+
+    def fun(z):
+        r = full(z)
+        return w * float(atom.value(r)) - lam[free] @ z, w * atom.gradient(r)[free] - lam[free]
+
+    z0 = np.clip(start[free], 0.0, 1.0)
+    res = minimize(fun, z0, jac=True, method="L-BFGS-B", bounds=[(0.0, 1.0)] * int(free.sum()))
+    return full(res.x)
+
+
+def best_response(atom, lam: np.ndarray, w: float, fixed: np.ndarray, start: np.ndarray | None = None) -> np.ndarray:
+    """Minimiser of ``w * atom(xi) - lam . xi`` over ``[0, 1]^k`` with some entries fixed.
+
+    Parameters
+    ----------
+    atom : Atom
+    lam : ndarray of shape (k,)
+    w : float
+        Non-negative weight of the atom (1 in the objective, the multiplier in a constraint).
+    fixed : ndarray of shape (k,)
+        Values of the rates that do not depend on the model (the class proportion of a KL
+        divergence); NaN where the xi-player chooses.
+    start : ndarray of shape (k,), optional
+        Warm start of the numerical fallback.
+    """
+    free = np.isnan(fixed)
+    if isinstance(atom, KLD) and free.tolist() == [False, True]:
+        return np.array([fixed[0], _kld(float(fixed[0]), float(lam[1]), w)])
+    if type(atom) in _FACES and free.all():
+        return _homogeneous(atom, lam, w)
+    if isinstance(atom, MaxOf) and free.all():
+        pos = lam > 0
+        return pos.astype(float) if lam[pos].sum() > w else np.zeros(lam.shape[0])
+    return _numeric(atom, lam, w, fixed, np.where(free, 0.5, fixed) if start is None else start)
+
+
+class CvxpyXiPlayer:
+    """The xi-player's problem for a built-in convex atom as a parametrised cvxpy problem.
+
+    Built once (variables, parameters ``lam`` and ``w >= 0``), then re-solved with new values:
+    the structure is cached across iterations, only the parameters change.
+    """
+
+    def __init__(self, atom, fixed: np.ndarray):
+        import cvxpy as cp
+
+        self.fixed = np.asarray(fixed, dtype=float)
+        free = np.isnan(self.fixed)
+        self.free = free
+        self.xi = cp.Variable(int(free.sum()))
+        self.lam = cp.Parameter(int(free.sum()))
+        self.w = cp.Parameter(nonneg=True)
+        x = self.xi
+        if isinstance(atom, KLD):
+            p = float(self.fixed[0])
+            f = -p * cp.log(x[0]) - (1 - p) * cp.log(1 - x[0])
+        elif isinstance(atom, GMean):
+            f = -cp.geo_mean(x)
+        elif isinstance(atom, HMean):
+            f = -cp.harmonic_mean(x)
+        elif isinstance(atom, QMean):
+            f = cp.norm(x, 2) / np.sqrt(2.0)
+        elif isinstance(atom, MaxOf):
+            f = cp.max(x)
+        else:
+            raise TypeError(f"No cvxpy form for the metric {atom}.")
+        self.problem = cp.Problem(cp.Minimize(self.w * f - self.lam @ x), [x >= 0, x <= 1])
+
+    def __call__(self, lam: np.ndarray, w: float) -> np.ndarray:
+        self.lam.value = np.asarray(lam, dtype=float)[self.free]
+        self.w.value = float(w)
+        self.problem.solve()
+        out = self.fixed.copy()
+        out[self.free] = self.xi.value
+        return out
