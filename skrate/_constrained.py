@@ -278,7 +278,8 @@ class ConstrainedClassifier(RateClassifierBase):
         if self.solver in ORACLE_SOLVERS:
             self._model, traj = fit_oracle_game(
                 self, problem, X[train] if held is not None else X,
-                None if held is None else (held_problem, X[held]), int(gen.integers(2**31)))
+                None if held is None else (held_problem, X[held]), int(gen.integers(2**31)),
+                float(data.sample_weight[train].sum()))
         else:
             self._model = self._make_model(X.shape[1])
             traj = solve_rate_game(

@@ -20,10 +20,13 @@ def check_oracle_params(estimator, solver: str) -> None:
                          "'model' instead), or drop estimator.")
 
 
-def fit_oracle_game(clf, problem, X, held_out, seed: int) -> tuple[FittedEstimators, OracleTrajectory]:
+def fit_oracle_game(clf, problem, X, held_out, seed: int,
+                    total_weight: float) -> tuple[FittedEstimators, OracleTrajectory]:
     """Play the oracle game for the parameters of ``clf``; return the score model and trajectory.
 
-    Estimators whose ``random_state`` is None get ``seed`` (every fit reproducible). One
+    ``total_weight`` is the sum of the user's sample weights on ``X``: the reduction's weights
+    sum to it, so weighting a row by 2 fits the same models as repeating it. Estimators whose
+    ``random_state`` is None get ``seed`` (every fit reproducible). One
     model is fitted per iteration and every one is a candidate, so there are at most
     ``min(max_iter, n_candidates)`` iterations.
     """
@@ -34,7 +37,7 @@ def fit_oracle_game(clf, problem, X, held_out, seed: int) -> tuple[FittedEstimat
     oracle = CostSensitiveOracle(estimator)
     traj = solve_oracle_game(
         problem, oracle, X, solver=clf.solver, lambda_learning_rate=clf.lambda_learning_rate,
-        max_iter=min(clf.max_iter, clf.n_candidates), tol=clf.tol, held_out=held_out,
+        max_iter=min(clf.max_iter, clf.n_candidates), tol=clf.tol, total_weight=total_weight, held_out=held_out,
         callback=clf.callback, verbose=clf.verbose,
     )
     return FittedEstimators(traj.estimators, n_jobs=clf.n_jobs), traj

@@ -7,11 +7,15 @@ from skrate.utils import all_estimators
 
 def _instances():
     """Every estimator with default parameters, plus configurations that change the code path."""
+    from sklearn.linear_model import LogisticRegression
+
     from skrate import ConstrainedClassifier
 
     extra = [
         ConstrainedClassifier(constraints="tpr >= 0.6", solution="best", max_iter=200),
         ConstrainedClassifier(constraints=["ppr >= 0.3"], model="mlp", batch_size=16, solution="last", max_iter=100),
+        ConstrainedClassifier(estimator=LogisticRegression(), solver="oracle_proxy_lagrangian",
+                              constraints="tpr >= 0.6", solution="best"),
     ]
     return [cls() for _, cls in all_estimators()] + extra
 

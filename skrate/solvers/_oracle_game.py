@@ -4,7 +4,8 @@ For multipliers ``w`` over (objective, constraints) the Lagrangian of a rate pro
 linear in the 0/1 decisions: ``w . (A @ yhat + b) = c . yhat + const`` with ``c = A.T @ w``.
 Predicting 1 on example i costs ``c_i`` and predicting 0 costs nothing, so the Lagrangian is
 minimised by a weighted classification problem: label ``1[c_i < 0]``, weight ``|c_i|``
-(scaled to mean 1; the minimiser does not depend on the scale, regularised learners do).
+(scaled to sum to the total sample weight; the minimiser does not depend on the scale,
+regularised learners do).
 Any classifier that accepts ``sample_weight`` is then an approximate best-response oracle.
 
 * ``"oracle_lagrangian"`` (Algorithm 1): the multipliers ``(1, lam)`` follow projected
@@ -44,7 +45,8 @@ from ._trajectory import Trajectory
 ORACLE_SOLVERS = ("oracle_lagrangian", "oracle_proxy_lagrangian")
 
 
-def cost_sensitive_reduction(A: sp.spmatrix, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+def cost_sensitive_reduction(A: sp.spmatrix, weights: np.ndarray,
+                             total_weight: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Labels and sample weights whose weighted 0-1 loss is the Lagrangian ``weights . (A @ yhat + b)``.
 
     Parameters
@@ -53,19 +55,24 @@ def cost_sensitive_reduction(A: sp.spmatrix, weights: np.ndarray) -> tuple[np.nd
         Rate rows (objective first), as in :class:`skrate.problem.RateProblem`.
     weights : ndarray of shape (1 + m,)
         Multipliers of the objective and constraints.
+    total_weight : float, optional
+        What the returned weights sum to (default ``n``): the sum of the sample weights, so a
+        regularised learner balances its penalty as it would on the unweighted problem.
 
     Returns
     -------
     labels : ndarray of int of shape (n,)
         ``1`` where predicting 1 lowers the Lagrangian (``c_i < 0``), else ``0``.
     sample_weight : ndarray of shape (n,)
-        ``|c_i|`` scaled to mean 1 (all zeros when ``c`` is zero: every model is a best response).
+        ``|c_i|`` scaled to sum to ``total_weight`` (all zeros when ``c`` is zero: every model
+        is a best response).
     """
     cost = np.asarray(A.T @ np.asarray(weights, dtype=float)).ravel()
     labels = (cost < 0).astype(int)
     size = np.abs(cost)
     total = size.sum()
-    return labels, (size * (size.shape[0] / total) if total > 0 else size)
+    target = size.shape[0] if total_weight is None else total_weight
+    return labels, (size * (target / total) if total > 0 else size)
 
 
 def project_l1_ball(v: np.ndarray, radius: float) -> np.ndarray:
@@ -122,6 +129,7 @@ def solve_oracle_game(
     tol: float | None = 1e-4,
     n_iter_no_change: int = 5,
     radius: float = 1e3,
+    total_weight: float | None = None,
     held_out: tuple[RateProblem, object] | None = None,
     callback: Callable | None = None,
     verbose: int = 0,
@@ -147,6 +155,8 @@ def solve_oracle_game(
         Iterations without improvement before stopping.
     radius : float
         Bound on ``||lam||_1`` of the Lagrangian player.
+    total_weight : float, optional
+        Sum of the reduction's sample weights (default ``n``), see :func:`cost_sensitive_reduction`.
     held_out : (RateProblem, X_held_out), optional
         The multipliers and the candidates' constraint values use the rates on this sample
         (Cotter et al., ICML 2019); the oracle trains on ``X``.
@@ -173,7 +183,7 @@ def solve_oracle_game(
     best, stalled = (np.inf, np.inf), 0
     for t in range(max_iter):
         weights = np.asarray(player.weights(), dtype=float).copy()
-        labels, sample_weight = cost_sensitive_reduction(problem.A, weights)
+        labels, sample_weight = cost_sensitive_reduction(problem.A, weights, total_weight)
         model = oracle(X, labels, sample_weight)
         values = problem.values(_decisions(model, X))
         if held_out is not None:

@@ -1,0 +1,352 @@
+"""The oracle solvers: any sample_weight classifier trained under rate constraints."""
+
+import pickle
+import warnings
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+from scipy.optimize import linprog
+from sklearn import config_context
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.linear_model import LogisticRegression
+from sklearn.model_selection import GridSearchCV
+from sklearn.neighbors import KNeighborsClassifier
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import StandardScaler
+from sklearn.tree import DecisionTreeClassifier
+
+from skrate import ConstrainedClassifier
+from skrate.exceptions import InfeasibleConstraintsWarning
+from skrate.models._oracle import CostSensitiveOracle, warm_startable
+from skrate.problem import GroupTable, RateData, compile_problem
+from skrate.rates import as_constraints, as_expression
+from skrate.solvers._oracle_game import cost_sensitive_reduction, project_l1_ball, solve_oracle_game
+from skrate.solutions import shrink
+
+ORACLE_SOLVERS = ["oracle_lagrangian", "oracle_proxy_lagrangian"]
+
+
+def _tiny(n=60, seed=0):
+    """Two features, two groups whose base rates differ: demographic parity binds."""
+    rng = np.random.default_rng(seed)
+    group = np.where(rng.random(n) < 0.5, "a", "b")
+    X = np.round(rng.normal(size=(n, 2)) + (group == "a")[:, None] * 0.7, 1)
+    y = (X[:, 0] + 0.6 * rng.normal(size=n) > 0.35).astype(int)
+    return X, y, group
+
+
+# -- the exact references -----------------------------------------------------------------------
+def _stump_specs(X):
+    """Every depth-1 tree on X: (feature, threshold, label left, label right)."""
+    specs = []
+    for j in range(X.shape[1]):
+        values = np.unique(X[:, j])
+        for thr in np.r_[values[:-1] + np.diff(values) / 2, values[-1]]:
+            specs += [(j, thr, a, b) for a in (0, 1) for b in (0, 1)]
+    return specs
+
+
+def _stump_decisions(X, specs):
+    return np.column_stack([np.where(X[:, j] <= thr, a, b) for j, thr, a, b in specs]).astype(float)
+
+
+def _all_stumps(X):
+    """Decisions (n, K) of every depth-1 tree: a feature, a threshold, one label per leaf."""
+    return _stump_decisions(X, _stump_specs(X))
+
+
+def _parity_rates(y, group, yhat):
+    """error, then ``ppr_g - ppr - 0.05`` and ``ppr - ppr_g - 0.05`` for g in (a, b), computed directly."""
+    yhat = yhat.reshape(len(y), -1)
+    err = np.abs(yhat - y[:, None]).mean(axis=0)  # expected error of P(predict 1) = yhat
+    everyone = yhat.mean(axis=0)
+    gaps = [yhat[group == g].mean(axis=0) - everyone for g in ("a", "b")]
+    return err, np.array([gap - 0.05 for gap in gaps] + [-gap - 0.05 for gap in gaps])
+
+
+PARITY = ["ppr[group] <= ppr + 0.05", "ppr[group] >= ppr - 0.05"]
+
+
+def _lp_optimum(objective, constraints):
+    """min_p p . objective s.t. constraints @ p <= 0, p in the simplex (scipy's HiGHS)."""
+    k = objective.shape[0]
+    res = linprog(objective, A_ub=constraints, b_ub=np.zeros(constraints.shape[0]), A_eq=np.ones((1, k)),
+                  b_eq=[1.0], bounds=[(0, None)] * k, method="highs")
+    assert res.status == 0
+    return res.fun
+
+
+class ExhaustiveStump(ClassifierMixin, BaseEstimator):
+    """The exact weighted 0-1 minimiser over all stumps: an exact oracle for the finite class."""
+
+    def fit(self, X, y, sample_weight=None):
+        w = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, float)
+        specs = _stump_specs(X)
+        loss = w @ (_stump_decisions(X, specs) != y[:, None])
+        self.stump_ = specs[int(np.argmin(loss))]
+        self.classes_ = np.array([0, 1])
+        return self
+
+    def predict(self, X):
+        return _stump_decisions(np.asarray(X), [self.stump_])[:, 0].astype(int)
+
+
+class RecordingLogisticRegression(LogisticRegression):
+    """Remembers the coefficients it started from."""
+
+    def fit(self, X, y, sample_weight=None):
+        self.started_from_ = getattr(self, "coef_", None)
+        self.started_from_ = None if self.started_from_ is None else self.started_from_.copy()
+        return super().fit(X, y, sample_weight=sample_weight)
+
+
+# -- the reduction --------------------------------------------------------------------------------
+def test_reduction_matches_a_direct_computation():
+    X, y, group = _tiny(40)
+    data = RateData(y, np.ones(len(y)), GroupTable.from_input(group, None, len(y)))
+    problem = compile_problem(as_expression("error"), as_constraints(PARITY), data)
+    assert [str(c) for c in problem.constraints] == [
+        "ppr[group=a] <= ppr + 0.05", "ppr[group=b] <= ppr + 0.05",
+        "ppr[group=a] >= ppr - 0.05", "ppr[group=b] >= ppr - 0.05"]
+    w = np.array([1.0, 0.7, 0.0, 2.5, 0.3])
+    labels, weights = cost_sensitive_reduction(problem.A, w)
+
+    def lagrangian(yhat):
+        err, cons = _parity_rates(y, group, yhat.astype(float))
+        return float(w[0] * err[0] + w[1:] @ cons[:, 0])
+
+    zero = lagrangian(np.zeros(len(y)))
+    cost = np.array([lagrangian(np.eye(len(y))[i]) - zero for i in range(len(y))])
+    np.testing.assert_array_equal(labels, (cost < 0).astype(int))
+    np.testing.assert_allclose(weights, np.abs(cost) * len(y) / np.abs(cost).sum(), rtol=1e-10)
+    # the weighted 0-1 loss is the Lagrangian up to a positive scale and a shift, for any decisions
+    rng = np.random.default_rng(1)
+    scale = np.abs(cost).sum() / len(y)
+    for _ in range(5):
+        yhat = rng.integers(0, 2, len(y))
+        assert weights @ (yhat != labels) * scale == pytest.approx(lagrangian(yhat) - lagrangian(labels), abs=1e-12)
+
+
+def test_reduction_with_sample_weight_and_zero_multipliers():
+    X, y, group = _tiny(30)
+    sw = np.random.default_rng(2).uniform(0.5, 2.0, len(y))
+    data = RateData(y, sw, GroupTable.from_input(group, None, len(y)))
+    problem = compile_problem(as_expression("error"), as_constraints(PARITY), data)
+    labels, weights = cost_sensitive_reduction(problem.A, np.array([1.0, 0, 0, 0, 0]))
+    np.testing.assert_array_equal(labels, y)  # the error alone: fit the labels,
+    np.testing.assert_allclose(weights, sw * len(y) / sw.sum())  # weighted as the user said
+    _, weights = cost_sensitive_reduction(problem.A, np.array([1.0, 0, 0, 0, 0]), total_weight=sw.sum())
+    np.testing.assert_allclose(weights, sw)  # summing to the total weight: as if rows were repeated
+    labels, weights = cost_sensitive_reduction(problem.A, np.zeros(5))
+    assert not weights.any()
+
+
+def test_l1_ball_projection_against_cvxpy():
+    cp = pytest.importorskip("cvxpy")
+    rng = np.random.default_rng(0)
+    for radius in (0.5, 3.0, 100.0):
+        v = rng.normal(scale=2.0, size=6)
+        lam = cp.Variable(6)
+        cp.Problem(cp.Minimize(cp.sum_squares(lam - v)), [lam >= 0, cp.sum(lam) <= radius]).solve()
+        np.testing.assert_allclose(project_l1_ball(v, radius), lam.value, atol=1e-6)
+
+
+# -- the game reaches the LP optimum over a finite class -------------------------------------------
+@pytest.mark.parametrize("solver", ORACLE_SOLVERS)
+def test_exact_oracle_reaches_the_lp_optimum_over_stumps(solver):
+    X, y, group = _tiny()
+    err, cons = _parity_rates(y, group, _all_stumps(X))
+    optimum = _lp_optimum(err, cons)
+    assert optimum > err.min() + 0.01  # the constraints bind
+    clf = ConstrainedClassifier(PARITY, estimator=ExhaustiveStump(), solver=solver, lambda_learning_rate=4.0,
+                                max_iter=150, n_candidates=150, tol=None, random_state=0)
+    clf.fit(X, y, groups=group)
+    got_err, got_cons = _parity_rates(y, group, clf.predict_proba(X)[:, 1])
+    assert clf.feasible_
+    assert got_cons.max() <= 1e-9
+    assert got_err[0] == pytest.approx(optimum, abs=1e-6)  # the LP over the game's stumps finds the optimum
+    assert (clf.weights_ > 0).sum() <= len(clf.constraints_) + 1
+    # the game's own output, the uniform mixture of its iterates, is an approximate equilibrium
+    avg_err, avg_cons = _parity_rates(y, group, clf.predict_proba(X, solution="T_stochastic")[:, 1])
+    assert avg_cons.max() <= 0.01 and abs(avg_err[0] - optimum) <= 0.01
+
+
+@pytest.mark.parametrize("solver", ORACLE_SOLVERS)
+def test_decision_trees_of_depth_one_near_the_lp_optimum(solver):
+    # DecisionTreeClassifier picks splits by Gini impurity, so it is only an approximate oracle
+    X, y, group = _tiny()
+    err, cons = _parity_rates(y, group, _all_stumps(X))
+    optimum = _lp_optimum(err, cons)
+    clf = ConstrainedClassifier(PARITY, estimator=DecisionTreeClassifier(max_depth=1), solver=solver,
+                                lambda_learning_rate=4.0, max_iter=200, n_candidates=200, random_state=0)
+    clf.fit(X, y, groups=group)
+    got_err, got_cons = _parity_rates(y, group, clf.predict_proba(X)[:, 1])
+    assert clf.feasible_ and got_cons.max() <= 1e-9
+    assert optimum - 1e-9 <= got_err[0] <= optimum + 0.05
+
+
+# -- estimator semantics ----------------------------------------------------------------------------
+def _fair(n=1500, seed=0):
+    rng = np.random.default_rng(seed)
+    group = rng.choice(["a", "b"], n, p=[0.7, 0.3])
+    X = rng.normal(size=(n, 4))
+    shift = np.where(group == "a", 0.8, -0.8)
+    y = (X[:, 0] + 0.5 * X[:, 1] + shift + rng.normal(scale=0.8, size=n) > 0).astype(int)
+    X[:, 3] += shift
+    return X, y, group
+
+
+@pytest.mark.parametrize("solver", ORACLE_SOLVERS)
+def test_predictions_follow_the_fitted_estimators(solver):
+    X, y, g = _fair()
+    clf = ConstrainedClassifier("ppr[group] >= ppr - 0.03", estimator=LogisticRegression(), solver=solver,
+                                random_state=0).fit(X, y, groups=g)
+    estimators = clf._model.estimators
+    assert len(estimators) == clf.n_iter_ == clf.candidates_.shape[0]
+    assert len({id(e) for e in estimators}) == len(estimators)
+    decisions = np.column_stack([e.predict(X) == 1 for e in estimators])
+    for name, w in clf.solutions_.items():
+        np.testing.assert_allclose(clf.predict_proba(X, solution=name)[:, 1], decisions @ w)
+    np.testing.assert_allclose(clf.train_objective_, (decisions != y[:, None]).mean(axis=0))
+    assert clf.feasible_ and (clf.solutions_["m_stochastic"] > 0).sum() <= 2
+    labels = clf.predict(X)
+    np.testing.assert_array_equal(labels, clf.predict(X))
+    assert abs(labels.mean() - clf.predict_proba(X)[:, 1].mean()) < 0.03
+    again = pickle.loads(pickle.dumps(clf))
+    np.testing.assert_array_equal(again.predict(X), labels)
+    unconstrained = LogisticRegression().fit(X, y)
+    gap = lambda yhat: yhat.mean() - yhat[g == "b"].mean()
+    assert gap(unconstrained.predict(X)) > 0.1  # the constraint binds...
+    assert gap(clf.predict_proba(X)[:, 1]) <= 0.03 + 1e-9  # ...and holds
+
+
+def test_n_jobs_gives_the_same_predictions():
+    X, y, g = _fair(600)
+    kw = dict(constraints="ppr[group] >= ppr - 0.03", estimator=LogisticRegression(),
+              solver="oracle_proxy_lagrangian", solution="T_stochastic", random_state=0)
+    one = ConstrainedClassifier(**kw).fit(X, y, groups=g)
+    two = ConstrainedClassifier(**kw, n_jobs=2).fit(X, y, groups=g)
+    np.testing.assert_array_equal(one.predict_proba(X), two.predict_proba(X))
+
+
+def test_held_out_constraints():
+    X, y, g = _fair(1200)
+    clf = ConstrainedClassifier("ppr[group] >= ppr - 0.03", estimator=LogisticRegression(),
+                                solver="oracle_lagrangian", validation_fraction=0.3, random_state=0)
+    clf.fit(X, y, groups=g)
+    held = np.isfinite(clf.fit_report_["held_out"]).all()
+    assert held and clf.fit_report_["held_out"].max() <= 1e-9
+
+
+# -- warm start and early stopping ----------------------------------------------------------------
+def test_warm_start_continues_from_the_previous_fit():
+    X, y, g = _fair(800)
+    clf = ConstrainedClassifier("ppr[group] >= ppr - 0.03", estimator=RecordingLogisticRegression(),
+                                solver="oracle_lagrangian", random_state=0).fit(X, y, groups=g)
+    fitted = [e for e in clf._model.estimators if isinstance(e, RecordingLogisticRegression)]
+    assert len(fitted) >= 3 and fitted[0].started_from_ is None
+    for before, after in zip(fitted, fitted[1:]):
+        assert after.warm_start
+        np.testing.assert_array_equal(after.started_from_, before.coef_)
+    assert clf.estimator.get_params()["warm_start"] is False  # the user's estimator is untouched
+    assert not hasattr(clf.estimator, "coef_")
+
+
+def test_which_estimators_are_warm_started():
+    assert warm_startable(LogisticRegression())
+    assert not warm_startable(HistGradientBoostingClassifier())  # its warm start appends trees
+    assert not warm_startable(DecisionTreeClassifier())
+    X, y, g = _fair(400)
+    X = np.round(X, 1)  # few distinct values: binning skips the (slow) weighted quantiles
+    clf = ConstrainedClassifier("ppr[group] >= ppr - 0.03", estimator=HistGradientBoostingClassifier(max_iter=5),
+                                solver="oracle_proxy_lagrangian", random_state=0).fit(X, y, groups=g)
+    assert all(e.n_iter_ <= 5 for e in clf._model.estimators if hasattr(e, "n_iter_"))
+
+
+def test_one_class_reduction_gives_a_constant_model():
+    X, y, _ = _fair(100)
+    oracle = CostSensitiveOracle(LogisticRegression())
+    model = oracle(X, np.ones(100, int), np.ones(100))
+    np.testing.assert_array_equal(model.predict(X), np.ones(100))
+    model = oracle(X, y, np.where(y == 0, 1.0, 0.0))  # only label-0 rows carry weight
+    np.testing.assert_array_equal(model.predict(X), np.zeros(100))
+
+
+def test_early_stopping_when_the_mixture_stalls():
+    X, y, group = _tiny()
+    kw = dict(constraints=PARITY, estimator=ExhaustiveStump(), solver="oracle_lagrangian",
+              lambda_learning_rate=4.0, max_iter=200, n_candidates=200, random_state=0)
+    early = ConstrainedClassifier(**kw, tol=1e-4).fit(X, y, groups=group)
+    full = ConstrainedClassifier(**kw, tol=None).fit(X, y, groups=group)
+    assert full.n_iter_ == 200
+    assert early.n_iter_ < 200
+    # the criterion: the LP over the candidates did not improve in the last 5 iterations
+    before = shrink(early.train_objective_[:-5], early.train_constraints_[:, :-5])
+    after = shrink(early.train_objective_, early.train_constraints_)
+    assert after.max_violation >= before.max_violation - 1e-4
+    assert before.weights @ early.train_objective_[:-5] - after.weights @ early.train_objective_ <= 1e-4
+    # the early stopped game is a prefix of the full one
+    np.testing.assert_array_equal(early.train_objective_, full.train_objective_[:early.n_iter_])
+
+
+def test_early_stopping_when_the_unconstrained_model_is_feasible():
+    X, y, g = _fair(600)
+    clf = ConstrainedClassifier("ppr >= 0.1", estimator=LogisticRegression(), solver="oracle_lagrangian",
+                                random_state=0).fit(X, y, groups=g)
+    assert clf.n_iter_ == 6  # one useful fit, then five without improvement
+    np.testing.assert_array_equal(clf.multipliers_[:, 1:], 0.0)  # the multiplier never left zero
+
+
+def test_solver_callback_and_budget():
+    X, y, g = _fair(300)
+    problem = compile_problem(as_expression("error"), as_constraints("ppr[group] >= ppr - 0.03"),
+                              RateData(y, np.ones(len(y)), GroupTable.from_input(g, None, len(y))))
+    seen = []
+    traj = solve_oracle_game(problem, CostSensitiveOracle(LogisticRegression()), X, max_iter=7, tol=None,
+                             callback=lambda t, model, values: seen.append(t) or t < 3)
+    assert seen == [0, 1, 2, 3] and traj.n_iter == 4 and len(traj.estimators) == 4
+    np.testing.assert_array_equal(traj.params[:, 0], np.arange(4))
+
+
+# -- errors and integration -----------------------------------------------------------------------
+def test_clear_errors():
+    X, y, g = _fair(200)
+    with pytest.raises(ValueError, match="estimator=LogisticRegression"):
+        ConstrainedClassifier("ppr >= 0.3", solver="oracle_lagrangian").fit(X, y, groups=g)
+    with pytest.raises(ValueError, match="KNeighborsClassifier does not accept sample_weight"):
+        ConstrainedClassifier("ppr >= 0.3", estimator=KNeighborsClassifier(),
+                              solver="oracle_proxy_lagrangian").fit(X, y, groups=g)
+    with pytest.raises(ValueError, match="estimator=LogisticRegression is used by the oracle solvers only"):
+        ConstrainedClassifier("ppr >= 0.3", estimator=LogisticRegression()).fit(X, y, groups=g)
+    with pytest.raises(ValueError, match="tol"):
+        ConstrainedClassifier("ppr >= 0.3", estimator=LogisticRegression(), solver="oracle_lagrangian",
+                              tol=-1.0).fit(X, y, groups=g)
+
+
+def test_infeasible_problem_is_reported():
+    X, y, g = _fair(300)
+    with pytest.warns(InfeasibleConstraintsWarning, match="smallest maximum violation"):
+        clf = ConstrainedClassifier(["ppr >= 0.8", "ppr <= 0.2"], estimator=LogisticRegression(),
+                                    solver="oracle_proxy_lagrangian", random_state=0).fit(X, y, groups=g)
+    assert not clf.feasible_
+
+
+def test_pipeline_and_grid_search_with_gradient_boosting():
+    X, y, g = _fair(600)
+    X = np.round(X, 1)  # few distinct values: binning skips the (slow) weighted quantiles
+    with config_context(enable_metadata_routing=True), warnings.catch_warnings():
+        warnings.simplefilter("ignore", InfeasibleConstraintsWarning)
+        clf = ConstrainedClassifier("ppr[group] >= ppr - 0.05", estimator=HistGradientBoostingClassifier(max_iter=10),
+                                    solver="oracle_proxy_lagrangian", random_state=0, max_iter=15)
+        pipe = make_pipeline(StandardScaler(), clf.set_fit_request(groups=True))
+        pipe.fit(X, y, groups=g)
+        assert pipe[-1].feasible_
+        search = GridSearchCV(pipe, {"constrainedclassifier__solver": ORACLE_SOLVERS,
+                                     "constrainedclassifier__estimator__max_iter": [5, 10]}, cv=2)
+        search.fit(X, y, groups=g)
+        best = search.best_estimator_[-1]
+        assert best.estimator.max_iter in (5, 10) and best.solver in ORACLE_SOLVERS
+        assert isinstance(clone(best).estimator, HistGradientBoostingClassifier)
+        assert search.predict(X).shape == (600,)
