@@ -143,6 +143,7 @@ def cmd_fit(args) -> int:
     from .model_selection._progress import Progress
 
     constraints = _parse_constraints(args.constraint)
+    _estimator(args, constraints, None)  # an unavailable --metric fails before reading the data
     frame = _read_csv(args.data)
     groups = _columns(args.groups)
     excluded = _columns(args.exclude)
@@ -169,7 +170,8 @@ def cmd_fit(args) -> int:
             warnings.simplefilter("always")
             model.fit(frame[features], y, classifier__groups=_groups(frame, groups))
     except ValueError as exc:
-        raise CLIError(f"{args.data}: cannot fit: {exc}") from None
+        hint = " (list the group columns the constraints name in --groups)" if "Unknown group column" in str(exc) else ""
+        raise CLIError(f"{args.data}: cannot fit: {exc}{hint}") from None
     for w in caught:
         _say(args, f"warning: {w.message}")
     if "callback" in model[-1].get_params():
@@ -324,3 +326,8 @@ def main(argv: list[str] | None = None) -> int:
     except CLIError as exc:
         print(f"skrate {args.command}: error: {exc}", file=sys.stderr)
         return exc.code
+    except BrokenPipeError:  # the reader of our output went away (e.g. `| head`): not an error
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0

@@ -7,13 +7,19 @@ import time
 
 
 class Progress:
-    """``with Progress(total, label) as bar: bar.update()`` redraws ``label [####    ] k/total  12.3 s``."""
+    """``with Progress(total, label) as bar: bar.update()`` redraws ``label [####    ] k/total  12.3 s``.
+
+    On a terminal the line is redrawn in place; elsewhere (a log file, a pipe) one line is
+    written per quarter of the work, so logs stay short.
+    """
 
     def __init__(self, total: int, label: str, *, enabled: bool = True, stream=None, width: int = 24):
         self.total, self.label, self.enabled, self.width = total, label, enabled, width
         self.stream = sys.stderr if stream is None else stream
         self.done = 0
         self.start = time.perf_counter()
+        self.live = bool(getattr(self.stream, "isatty", lambda: False)())
+        self._quarter = -1
 
     def __enter__(self) -> "Progress":
         self._draw()
@@ -26,13 +32,17 @@ class Progress:
     def _draw(self) -> None:
         if not self.enabled:
             return
+        quarter = 4 * self.done // max(self.total, 1)
+        if not self.live and quarter == self._quarter:
+            return
+        self._quarter = quarter
         filled = self.width * self.done // max(self.total, 1)
         secs = time.perf_counter() - self.start
-        self.stream.write(f"\r{self.label} [{'#' * filled}{' ' * (self.width - filled)}] "
-                          f"{self.done}/{self.total}  {secs:.1f} s")
+        line = f"{self.label} [{'#' * filled}{' ' * (self.width - filled)}] {self.done}/{self.total}  {secs:.1f} s"
+        self.stream.write(f"\r{line}" if self.live else f"{line}\n")
         self.stream.flush()
 
     def __exit__(self, *exc) -> None:
-        if self.enabled:
+        if self.enabled and self.live:
             self.stream.write("\n")
             self.stream.flush()
