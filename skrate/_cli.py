@@ -128,7 +128,10 @@ def _estimator(args, constraints, callback):
             raise CLIError(f"--metric {args.metric} needs skrate.MetricOptimizer, which this version of skrate "
                            f"(skrate {skrate.__version__}) does not include; minimise a rate with --objective "
                            "instead (e.g. --objective error)", EXIT_USAGE)
-        est = optimizer(metric=args.metric, constraints=constraints or None, random_state=args.random_state)
+        if args.objective != "error":
+            raise CLIError("give either --metric or --objective, not both", EXIT_USAGE)
+        est = optimizer(metric=args.metric, constraints=constraints or None, max_iter=args.max_iter,
+                        random_state=args.random_state)
     else:
         est = skrate.ConstrainedClassifier(constraints=constraints or None, objective=args.objective,
                                            max_iter=args.max_iter, random_state=args.random_state)

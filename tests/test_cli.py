@@ -141,6 +141,11 @@ def test_metric_needs_metric_optimizer(files, capsys, monkeypatch):
     err = capsys.readouterr().err
     if hasattr(skrate, "MetricOptimizer"):
         assert code == 0, err
+        payload = joblib.load(files / "f1.joblib")
+        assert type(payload["model"][-1]).__name__ == "MetricOptimizer"
+        assert main(["fit", "data.csv", "--target", TARGET, "--metric", "f1", "--objective", "fpr", "--out",
+                     "f1.joblib"]) == 2
+        assert "either --metric or --objective" in capsys.readouterr().err
     else:
         assert code == 2
         assert "--metric f1 needs skrate.MetricOptimizer" in err and "--objective" in err
