@@ -64,7 +64,7 @@ class LinearDRO:
         b = theta[d * k :] if self.fit_intercept else np.zeros(k)
         return W, b
 
-    def subset(self, rows: np.ndarray) -> "LinearDRO":
+    def subset(self, rows) -> "LinearDRO":
         """The same problem on ``rows``, its base distribution renormalised."""
         q = self.q[rows]
         return LinearDRO(self.X[rows], self.T[rows], self.loss, q / q.sum(), self.divergence,
@@ -126,20 +126,24 @@ def dynamic_sgd(
 ) -> Result:
     """Dynamically sampled subgradient descent (Ghosh et al. 2018, Algorithm 1).
 
-    Iteration ``t`` uses ``m_t = min(n, ceil(initial_sample_size * growth**t))`` samples drawn
-    without replacement. The step length starts from the Barzilai-Borwein estimate and is
+    Iteration ``t`` uses the first ``m_t = min(n, ceil(initial_sample_size * growth**t))``
+    points of a random permutation of the data: a sample without replacement that grows by
+    new points until it covers the data. The step length starts from the Barzilai-Borwein estimate and is
     backtracked until the sample's robust objective decreases enough (Armijo; non-monotone
     over the last few iterations once the sample is the full data). Stops on the full batch
     when the largest absolute gradient entry is at most ``tol``.
     """
     n = problem.X.shape[0]
+    # Samples without replacement that grow by adding new points: the prefixes of one
+    # random permutation (views of a single permuted copy of the data).
+    shuffled = problem.subset(rng.permutation(n))
     step, eta = 1.0, None
     prev_theta = prev_grad = at_theta = None
     history: list[float] = []
     sizes = sample_sizes(n, initial_sample_size, growth)
     for it, m in zip(range(1, max_iter + 1), sizes):
         full = m == n
-        sub = problem if full else problem.subset(np.sort(rng.choice(n, m, replace=False)))
+        sub = shuffled if full else shuffled.subset(slice(0, m))
         if at_theta is None:
             value, grad, _, eta = sub.objective(theta, eta, grad=True)
         else:

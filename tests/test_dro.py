@@ -201,18 +201,6 @@ def test_sample_size_schedule_is_geometric_and_caps_at_n():
     assert next(sample_sizes(50, 100, 2.0)) == 50
 
 
-class _RecordingRng:
-    """Delegates to a Generator and records every sample drawn."""
-
-    def __init__(self, seed):
-        self.rng, self.draws = np.random.default_rng(seed), []
-
-    def choice(self, n, m, replace):
-        rows = self.rng.choice(n, m, replace=replace)
-        self.draws.append((n, rows, replace))
-        return rows
-
-
 def _binary_problem(n=300, d=5, divergence="chi2", radius=0.2, alpha=1e-2, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, d))
@@ -221,15 +209,27 @@ def _binary_problem(n=300, d=5, divergence="chi2", radius=0.2, alpha=1e-2, seed=
                      1, True)
 
 
-def test_dynamic_sgd_draws_growing_samples_without_replacement_then_goes_full_batch():
+def test_dynamic_sgd_draws_growing_samples_without_replacement_then_goes_full_batch(
+        monkeypatch):
     problem = _binary_problem()
-    rng = _RecordingRng(0)
-    result = dynamic_sgd(problem, np.zeros(problem.n_params), rng, 16, 2.0, 200, 1e-6)
-    sizes = [rows.size for _, rows, _ in rng.draws]
-    assert sizes == [16, 32, 64, 128, 256]  # the next size, 512, is capped to the full batch
-    assert all(n == 300 and not replace for n, _, replace in rng.draws)
-    assert all(np.unique(rows).size == rows.size for _, rows, _ in rng.draws)
-    assert result.converged and result.n_iter > len(sizes)
+    calls = []
+    subset = LinearDRO.subset
+
+    def recording_subset(self, rows):
+        calls.append((self.X.shape[0], rows))
+        return subset(self, rows)
+
+    monkeypatch.setattr(LinearDRO, "subset", recording_subset)
+    result = dynamic_sgd(problem, np.zeros(problem.n_params), np.random.default_rng(0), 16,
+                         2.0, 200, 1e-6)
+    # One random permutation of all 300 rows, then its prefixes: nested samples drawn
+    # without replacement, growing geometrically; the next size, 512, is the full batch.
+    (n, permutation), prefixes = calls[0], calls[1:]
+    assert n == 300 and np.array_equal(np.sort(permutation), np.arange(300))
+    assert not np.array_equal(permutation, np.arange(300))
+    assert all(size == 300 and rows.start in (0, None) for size, rows in prefixes)
+    assert [rows.stop for _, rows in prefixes] == [16, 32, 64, 128, 256]
+    assert result.converged and result.n_iter > len(prefixes)
 
 
 @pytest.mark.parametrize("divergence", ["chi2", "kl"])
