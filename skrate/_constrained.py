@@ -102,7 +102,7 @@ class ConstrainedClassifier(RateClassifierBase):
     tol : float or None, default=1e-4
         Early stopping of the oracle solvers: stop once the best mixture of the candidates
         (the m-stochastic LP) has improved neither its largest violation nor its objective by
-        more than ``tol`` over 5 consecutive iterations. None fits every iteration.
+        more than ``tol`` over 5 consecutive iterations, and is feasible. None fits every iteration.
 
     Attributes
     ----------

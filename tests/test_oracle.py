@@ -331,6 +331,7 @@ def test_infeasible_problem_is_reported():
         clf = ConstrainedClassifier(["ppr >= 0.8", "ppr <= 0.2"], estimator=LogisticRegression(),
                                     solver="oracle_proxy_lagrangian", random_state=0).fit(X, y, groups=g)
     assert not clf.feasible_
+    assert clf.n_iter_ == 100  # no early stop while infeasible: min(max_iter, n_candidates) fits
 
 
 def test_pipeline_and_grid_search_with_gradient_boosting():

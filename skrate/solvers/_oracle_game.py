@@ -26,7 +26,8 @@ candidates found so far; when for ``n_iter_no_change`` consecutive iterations ne
 largest violation nor (at the same violation) its objective improved by more than ``tol``, the
 lambda-player's updates have stalled -- they no longer lead the oracle to models that improve
 the mixture (with a finite hypothesis class, the oracle is cycling through models it already
-returned) -- and the game stops.
+returned) -- and the game stops. It never stops early while no mixture is feasible: the
+multipliers are then still growing towards the violated constraints.
 """
 
 from __future__ import annotations
@@ -203,7 +204,7 @@ def solve_oracle_game(
             current = (float(np.dot(lp.weights, objective)), lp.max_violation)
             stalled = 0 if _improved(current, best, tol) else stalled + 1
             best = min(best, current, key=lambda v: (v[1], v[0]))
-            if stalled >= n_iter_no_change:
+            if stalled >= n_iter_no_change and lp.feasible:
                 break
     k = len(models)
     return OracleTrajectory(np.arange(k, dtype=float)[:, None], np.array(objective),

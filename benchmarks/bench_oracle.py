@@ -1,0 +1,210 @@
+"""Oracle solvers of ConstrainedClassifier against fairlearn's ExponentiatedGradient, side by side.
+
+Usage::
+
+    python benchmarks/bench_oracle.py DATA_DIR [--quick]
+
+Both wrap the same base estimator -- LogisticRegression and HistGradientBoostingClassifier --
+and reduce the constrained problem to a sequence of weighted fits. Tasks T2a, T2b and T4 of
+BENCHMARKS.md are the ones fairlearn expresses exactly; T1 and T3 are run for skrate alone.
+COMPAS tasks are averaged over the split seeds 0, 1, 2. Rates are computed by the functions of
+``bench_constrained.py`` from the probability that a model predicts 1 (stochastic models in
+expectation); skrate's m-stochastic model is also scored from its reproducible ``predict``.
+
+``--quick`` is a smoke run: one seed, one repetition, Adult subsampled to 4000 training rows.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECLIB_MAXIMUM_THREADS",
+             "NUMEXPR_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+import sklearn  # noqa: E402
+from sklearn.ensemble import HistGradientBoostingClassifier  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+
+import fairlearn  # noqa: E402
+from fairlearn.reductions import ExponentiatedGradient  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _data import load_adult, load_compas  # noqa: E402
+from bench_constrained import TASKS, expected_error, fmt, table, timed  # noqa: E402
+
+import skrate  # noqa: E402
+from skrate import ConstrainedClassifier  # noqa: E402
+
+BASES = {
+    "LogisticRegression": lambda: LogisticRegression(max_iter=1000),
+    "HistGradientBoosting": lambda: HistGradientBoostingClassifier(max_iter=20, random_state=0),
+}
+# (label, solver, lambda_learning_rate, run on Adult too)
+SKRATE = [
+    ("skrate oracle proxy-Lagrangian", "oracle_proxy_lagrangian", 2.0, True),
+    ("skrate oracle Lagrangian", "oracle_lagrangian", 0.3, False),
+]
+EG = "fairlearn ExponentiatedGradient"
+EXACT = ("T2a", "T2b", "T4")
+
+
+def fit_skrate(task, base, solver, eta, X, y, g, seed):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", skrate.exceptions.InfeasibleConstraintsWarning)
+        return ConstrainedClassifier(list(task.constraints), estimator=BASES[base](), solver=solver,
+                                     lambda_learning_rate=eta, random_state=seed).fit(X, y, groups=g)
+
+
+def fit_fairlearn(task, base, X, y, g):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ExponentiatedGradient(BASES[base](), constraints=task.fairlearn_moment()).fit(
+            X, y, sensitive_features=task.fairlearn_features(g))
+
+
+def run_split(task, split, seed: int, reps: int, on_adult: bool) -> list[dict]:
+    X_tr, y_tr, g_tr, X_te, y_te, g_te = split
+    rows = []
+
+    def score(method, base, p_tr, p_te, wall, cpu, predict_fn, support, **extra):
+        _, pred_wall, _ = timed(lambda: predict_fn(X_te), reps)
+        rows.append(dict(task=task.name, seed=seed, base=base, method=method, fit_wall=wall, fit_cpu=cpu,
+                         test_error=expected_error(y_te, p_te), train_vio=task.violation(y_tr, p_tr, g_tr),
+                         test_vio=task.violation(y_te, p_te, g_te), predict_ms=1e3 * pred_wall,
+                         support=support, **extra))
+
+    for base in BASES:
+        if task.name in EXACT:
+            eg, wall, cpu = timed(lambda: fit_fairlearn(task, base, X_tr, y_tr, g_tr), reps)
+            score(EG, base, eg._pmf_predict(X_tr)[:, 1], eg._pmf_predict(X_te)[:, 1], wall, cpu,
+                  lambda X: eg.predict(X, random_state=0), int((eg.weights_ > 0).sum()),
+                  n_fits=len(eg.predictors_), kept=len(eg.predictors_))
+        for label, solver, eta, adult_too in SKRATE:
+            if on_adult and not adult_too:
+                continue
+            clf, wall, cpu = timed(lambda: fit_skrate(task, base, solver, eta, X_tr, y_tr, g_tr, seed), reps)
+            weights = clf.solutions_["m_stochastic"]
+            score(label, base, clf.predict_proba(X_tr)[:, 1], clf.predict_proba(X_te)[:, 1], wall, cpu,
+                  clf.predict, int((weights > 0).sum()), n_fits=clf.n_iter_, kept=clf.n_iter_,
+                  m_plus_1=len(clf.constraints_) + 1, feasible=bool(clf.feasible_))
+            lab_tr, lab_te = clf.predict(X_tr).astype(float), clf.predict(X_te).astype(float)
+            rows.append(dict(rows[-1], method=label + ", predict labels", test_error=expected_error(y_te, lab_te),
+                             train_vio=task.violation(y_tr, lab_tr, g_tr), test_vio=task.violation(y_te, lab_te, g_te)))
+    return rows
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data_dir")
+    parser.add_argument("--quick", action="store_true", help="one seed, one repetition, small Adult")
+    args = parser.parse_args(argv)
+    seeds, reps = ([0], 1) if args.quick else ([0, 1, 2], 3)
+    out: list[str] = []
+
+    def say(text: str = "") -> None:
+        print(text, flush=True)
+        out.append(text)
+
+    adult = load_adult(args.data_dir)
+    if args.quick:
+        keep = np.random.default_rng(0).choice(len(adult[1]), 4000, replace=False)
+        adult = (adult[0][keep], adult[1][keep], adult[2].iloc[keep].reset_index(drop=True), *adult[3:])
+    compas = {s: load_compas(args.data_dir, s) for s in seeds}
+
+    say("# Oracle solvers benchmark: ConstrainedClassifier(estimator=...) vs fairlearn ExponentiatedGradient")
+    say()
+    say(f"Command: `python benchmarks/bench_oracle.py {args.data_dir}{' --quick' if args.quick else ''}`  ")
+    say(f"Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC  ")
+    say(f"Machine: {platform.machine()}, {os.cpu_count()} cores shared with other jobs (load average at start "
+        f"{os.getloadavg()[0]:.2f}), BLAS 1 thread; Python {platform.python_version()}, numpy {np.__version__}, "
+        f"scikit-learn {sklearn.__version__}, fairlearn {fairlearn.__version__}, skrate {skrate.__version__}  ")
+    say(f"Adult: {adult[0].shape[0]} train / {adult[3].shape[0]} test rows. COMPAS: seeds {seeds} (means).  ")
+    say(f"Fit and predict times: median of {reps} run(s). Base estimators, identical on both sides: "
+        "`LogisticRegression(max_iter=1000)` and `HistGradientBoostingClassifier(max_iter=20, random_state=0)`. "
+        "fairlearn: `ExponentiatedGradient(base, constraints)` with its defaults (eps=0.01, max_iter=50). "
+        "skrate: `ConstrainedClassifier(constraints, estimator=base, solver=..., lambda_learning_rate=..., "
+        "random_state=seed)` with the other parameters at their defaults (early stopping tol=1e-4, at most "
+        "100 fits); proxy-Lagrangian with lambda_learning_rate=2 (the default), Lagrangian with 0.3 (COMPAS "
+        "only, to keep the run short). Columns: `fits` = base-estimator fits (skrate: `n_iter_`, fairlearn: "
+        "`len(predictors_)`), which is also the number of fitted models each keeps; `support` = models with "
+        "positive weight in the returned mixture (skrate: the m-stochastic LP solution, at most m+1).")
+    if args.quick:
+        say("**Smoke run (`--quick`)**: Adult subsampled to 4000 training rows, one seed, one repetition.")
+    say()
+
+    rows = []
+    for task in TASKS:
+        for seed in (seeds if task.data == "compas" else [0]):
+            split = adult if task.data == "adult" else compas[seed]
+            rows += run_split(task, split, seed, reps, on_adult=task.data == "adult")
+            print(f"  [{task.name} seed {seed} done]", file=sys.stderr, flush=True)
+    df = pd.DataFrame(rows)
+    numeric = ["fit_wall", "fit_cpu", "test_error", "train_vio", "test_vio", "predict_ms", "support", "n_fits"]
+    means = df.groupby(["task", "base", "method"], sort=False)[numeric].mean().reset_index()
+
+    say("## Comparison (violation > 0 means the constraint is broken)")
+    for task in TASKS:
+        say()
+        exact = "fairlearn: " + task.fairlearn_note if task.name in EXACT else "skrate only (fairlearn cannot express it exactly)"
+        say(f"### {task.name} ({task.data}; `{'`, `'.join(task.constraints)}`; {exact})")
+        say()
+        body = []
+        for _, r in means[means.task == task.name].iterrows():
+            labels = r.method.endswith("predict labels")
+            body.append([r.base, r.method, "same fit" if labels else fmt(r.fit_wall, "{:.2f}"),
+                         "same fit" if labels else fmt(r.fit_cpu, "{:.2f}"), fmt(r.test_error),
+                         fmt(r.train_vio, "{:+.4f}"), fmt(r.test_vio, "{:+.4f}"), fmt(r.predict_ms, "{:.1f}"),
+                         fmt(r.n_fits, "{:.1f}"), fmt(r.support, "{:.1f}")])
+        say(table(["base", "method", "fit wall s", "fit CPU s", "test error", "train vio", "test vio",
+                   "predict ms", "fits", "support"], body))
+
+    sk_rows = df[df.method.isin([s[0] for s in SKRATE])]
+    say()
+    say(f"m-stochastic support <= m+1 in {int((sk_rows.support <= sk_rows.m_plus_1).sum())}/{len(sk_rows)} skrate "
+        f"fits; feasible on train (`feasible_`) in {int(sk_rows.feasible.sum())}/{len(sk_rows)}.")
+
+    # -- targets: the issue's, per exact task and base, for the main skrate method
+    def value(task, base, method, col):
+        sel = means[(means.task == task) & (means.base == base) & (means.method == method)]
+        return float(sel[col].iloc[0])
+
+    main_method = SKRATE[0][0]
+    body = []
+    for task in EXACT:
+        for base in BASES:
+            e_sk, e_eg = value(task, base, main_method, "test_error"), value(task, base, EG, "test_error")
+            v_sk, v_eg = value(task, base, main_method, "test_vio"), value(task, base, EG, "test_vio")
+            w_sk, w_eg = value(task, base, main_method, "fit_wall"), value(task, base, EG, "fit_wall")
+            c_sk, c_eg = value(task, base, main_method, "fit_cpu"), value(task, base, EG, "fit_cpu")
+            body.append([task, base, f"{e_sk:.4f} vs {e_eg:.4f}", "met" if e_sk <= e_eg else "NOT met",
+                         f"{v_sk:+.4f} vs {v_eg:+.4f}", "met" if v_sk <= max(v_eg, 0.0) else "NOT met",
+                         f"{w_sk:.2f} / {c_sk:.2f} vs {w_eg:.2f} / {c_eg:.2f}",
+                         "met" if w_sk <= w_eg and c_sk <= c_eg else "NOT met"])
+    say()
+    say(f"## Targets ({main_method} vs {EG})")
+    say()
+    say("Test violation counts as met when it is at most fairlearn's or not positive.")
+    say()
+    say(table(["task", "base", "test error", "error target", "test violation", "violation target",
+               "fit wall / CPU s", "time target"], body))
+    say()
+
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "doc", "benchmarks", "oracle.md")
+    if not args.quick:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        with open(path, "w") as fh:
+            fh.write("\n".join(out) + "\n")
+        print(f"written to {os.path.normpath(path)}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
