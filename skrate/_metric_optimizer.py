@@ -15,7 +15,7 @@ from .exceptions import InfeasibleConstraintsWarning
 from .generalized._metrics import Metric, as_metric
 from .generalized._mixture import best_mixture
 from .generalized._plugin_oracle import PluginOracle, fit_logistic
-from .generalized._program import as_metric_constraints, compile_program
+from .generalized._program import as_metric_constraints, compile_program, group_cells, program_group_columns
 from .generalized._ratio import RatioProgram, solve_ratio_game
 from .generalized._three_player import CONFIGURATIONS, solve_three_player
 from .models import LinearModel, MLPModel
@@ -69,11 +69,12 @@ class MetricOptimizer(RateClassifierBase):
     solver : {"auto", "three_player", "oracle", "frank_wolfe", "spade", "nemsis", "ratio"}, default="auto"
         ``"three_player"``: Algorithm 2 (surrogate model steps, multipliers on true rates,
         closed-form slack player). ``"oracle"``: Algorithm 1 with a cost-sensitive oracle that
-        thresholds a plug-in logistic-regression estimate of ``P(y = 1 | x)`` (one global
-        threshold per answer). ``"frank_wolfe"``, ``"spade"``, ``"nemsis"``: the earlier
+        thresholds a plug-in logistic-regression estimate of ``P(y = 1 | x)`` (one
+        threshold per answer and group cell). ``"frank_wolfe"``, ``"spade"``, ``"nemsis"``: the earlier
         algorithms as special cases of the game. ``"ratio"``: Algorithm 3 for sums of ratios
         (F-measure, precision, their parities). ``"auto"`` picks ``"ratio"`` for ratio metrics
-        and ``"three_player"`` otherwise. A solver whose guarantees do not cover the metric's
+        and ``"three_player"`` otherwise. The oracle thresholds per group cell when the groups the
+        metrics name are one-hot columns of ``X`` (exactly decodable), else globally. A solver whose guarantees do not cover the metric's
         class is refused with the list of solvers that apply.
     model : {"linear", "mlp"}, default="linear"
         Score function of the surrogate solvers (the oracle solvers produce linear models).
@@ -280,7 +281,8 @@ class MetricOptimizer(RateClassifierBase):
         else:
             oracle = None
             if CONFIGURATIONS[solver][0] == "oracle":
-                oracle = PluginOracle(X, fit_logistic(X, data.y, data.sample_weight, self.alpha))
+                cells = group_cells(program_group_columns(program), data)
+                oracle = PluginOracle(X, fit_logistic(X, data.y, data.sample_weight, self.alpha), cells)
             traj = solve_three_player(program, self._model, X, solver=solver, oracle=oracle, **common)
         self.objective_ = program.objective.metric
         self.constraints_ = [c.label for c in program.constraints]

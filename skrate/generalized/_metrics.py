@@ -330,9 +330,9 @@ class KLD(Atom):
         return out
 
     def gradient(self, r):
-        p = float(r[0])
+        p = float(np.clip(r[0], _EPS, 1 - _EPS))
         q = float(np.clip(r[1], _EPS, 1 - _EPS))
-        return np.array([0.0, -p / q + (1 - p) / (1 - q)])
+        return np.array([np.log(p / q) - np.log((1 - p) / (1 - q)), -p / q + (1 - p) / (1 - q)])
 
     def check(self, r):
         if not 0.0 < float(r[0]) < 1.0:
@@ -665,7 +665,8 @@ def f_measure_parity(protected: dict, other: dict, epsilon: float, beta: float =
     """``F(protected) >= F(other) - epsilon`` between two slices given as filter dicts (ratios)."""
     # F_other - F_prot - eps = (1 - F_prot) - (1 - F_other) - eps
     gap = f_measure(beta, **protected) - f_measure(beta, **other)
-    return MetricConstraint(gap - float(epsilon), f"f_measure{protected} >= f_measure{other} - {epsilon:g}")
+    show = lambda d: ", ".join(f"{k}={v}" for k, v in d.items())
+    return MetricConstraint(gap - float(epsilon), f"f_measure[{show(protected)}] >= f_measure[{show(other)}] - {epsilon:g}")
 
 
 METRICS: dict[str, Callable[[], MetricSum]] = {

@@ -36,20 +36,25 @@ def best_mixture(program: MetricProgram, R: np.ndarray, starts: list[np.ndarray]
     The result is compared with every start by (largest violation, objective) and the best kept,
     so it is never worse than any of them on the training data.
     """
-    k = R.shape[1]
+    # snapshots often share their rates: solve over the distinct rate vectors only
+    _, first = np.unique(np.round(R, 12).T, axis=0, return_index=True)
+    first = np.sort(first)
+    Ru = R[:, first]
+    k = Ru.shape[1]
     cons = [{"type": "eq", "fun": lambda p: p.sum() - 1.0, "jac": lambda p: np.ones(k)}]
     for s in program.constraints:
-        cons.append({"type": "ineq", "fun": lambda p, s=s: -float(s.value(R @ p)),
-                     "jac": lambda p, s=s: -(R.T @ _grad(s, R @ p))})
+        cons.append({"type": "ineq", "fun": lambda p, s=s: -float(s.value(Ru @ p)),
+                     "jac": lambda p, s=s: -(Ru.T @ _grad(s, Ru @ p))})
 
     def fun(p):
-        r = R @ p
-        return float(program.objective.value(r)), R.T @ _grad(program.objective, r)
+        r = Ru @ p
+        return float(program.objective.value(r)), Ru.T @ _grad(program.objective, r)
 
     best = min(starts, key=lambda p: _merit(program, R, p))
     res = minimize(fun, np.full(k, 1.0 / k), jac=True, method="SLSQP", bounds=[(0.0, 1.0)] * k,
                    constraints=cons, options={"maxiter": 200, "ftol": 1e-10})
-    p = np.clip(res.x, 0.0, None)
+    p = np.zeros(R.shape[1])
+    p[first] = np.clip(res.x, 0.0, None)
     if p.sum() > 0:
         p /= p.sum()
         cand = _caratheodory(program, R, p, tol)

@@ -4,7 +4,7 @@ For any linear combination of rates ``sum_k c_k rate_k = sum_i a_i yhat_i + cons
 on the training rows) the Bayes-optimal cost-sensitive classifier thresholds the class
 probability ``eta(x)`` at a cost-dependent point (Narasimhan et al. 2015; Koyejo et al. 2014).
 The oracle fits ``eta`` once, by L2-regularised logistic regression, and answers every cost
-vector with the threshold of ``eta`` that minimises the combination exactly on the training
+vector with the thresholds of ``eta`` that minimise the combination exactly on the training
 rows: a sort once, then one cumulative sum per call. Each answer is a linear model
 ``x . w + (b - t)``, so the candidates are ordinary linear score functions.
 """
@@ -35,31 +35,71 @@ def fit_logistic(X, y01: np.ndarray, sample_weight: np.ndarray, alpha: float) ->
     return res.x
 
 
+def cell_decoders(X, cells: np.ndarray, tol: float = 1e-6):
+    """``(V, c)`` with ``X @ V + c`` the 0/1 indicator of every cell, or None when not exact.
+
+    When the group columns are one-hot features of ``X`` (the usual case) each cell's
+    indicator is an exact linear function of ``X``; a per-cell threshold then is a linear
+    model on ``X``, which needs no group at prediction time.
+    """
+    Xd = Design(X).X
+    Xd = Xd.toarray() if hasattr(Xd, "toarray") else np.asarray(Xd)
+    design = np.column_stack([Xd, np.ones(Xd.shape[0])])
+    target = (cells[:, None] == np.arange(cells.max() + 1)[None, :]).astype(float)
+    coef, *_ = np.linalg.lstsq(design, target, rcond=None)
+    if np.abs(design @ coef - target).max() > tol:
+        return None
+    return coef[:-1], coef[-1]
+
+
 class PluginOracle:
-    """Best responses over the thresholds of a fitted class-probability model.
+    """Best responses over per-cell thresholds of a fitted class-probability model.
 
     Parameters
     ----------
     X : array-like of shape (n, d)
     theta_eta : ndarray of shape (d + 1,)
         Logistic-regression parameters of ``eta``.
+    cells : ndarray of shape (n,) of int, optional
+        The group cell of every row (the intersections of the group columns the metrics
+        name). Costs differ only by cell and label, so the Bayes-optimal answer thresholds
+        ``eta`` per cell; that is used when the cells are exact linear functions of ``X``
+        (one-hot group features), else a single threshold.
     """
 
-    def __init__(self, X, theta_eta: np.ndarray):
+    def __init__(self, X, theta_eta: np.ndarray, cells: np.ndarray | None = None):
         self.theta_eta = np.asarray(theta_eta, dtype=float)
         s = Design(X).X @ self.theta_eta[:-1] + self.theta_eta[-1]
-        self.order = np.argsort(-s, kind="stable")
-        s_sorted = s[self.order]
-        # cut points: above every score, between consecutive distinct scores, below every score
-        mids = 0.5 * (s_sorted[:-1] + s_sorted[1:])
-        self.cuts = np.concatenate(([s_sorted[0] + 1.0], mids, [s_sorted[-1] - 1.0]))
-        self.distinct = np.concatenate(([True], s_sorted[1:] < s_sorted[:-1], [True]))
+        n = s.shape[0]
+        decoders = None if cells is None or np.unique(cells).shape[0] < 2 else cell_decoders(X, cells)
+        self.cells = np.zeros(n, dtype=int) if decoders is None else np.asarray(cells)
+        self.decoders = decoders
+        self.per_cell = decoders is not None
+        self.groups = []
+        for g in range(self.cells.max() + 1):
+            rows = np.flatnonzero(self.cells == g)
+            order = rows[np.argsort(-s[rows], kind="stable")]
+            s_sorted = s[order]
+            if s_sorted.size == 0:
+                self.groups.append((order, np.zeros(1), np.ones(1, bool)))
+                continue
+            # cut points: above every score, between consecutive scores, below every score
+            cuts = np.concatenate(([s_sorted[0] + 1.0], 0.5 * (s_sorted[:-1] + s_sorted[1:]), [s_sorted[-1] - 1.0]))
+            distinct = np.concatenate(([True], s_sorted[1:] < s_sorted[:-1], [True]))
+            self.groups.append((order, cuts, distinct))
 
     def best_response(self, per_example_cost: np.ndarray) -> np.ndarray:
         """Parameters of the thresholded model minimising ``sum_i cost_i 1[f(x_i) > 0]``."""
-        total = np.concatenate(([0.0], np.cumsum(per_example_cost[self.order])))
-        total[~self.distinct] = np.inf  # a cut inside a run of tied scores is not realisable
-        k = int(np.argmin(total))
+        t = np.zeros(len(self.groups))
+        for g, (order, cuts, distinct) in enumerate(self.groups):
+            total = np.concatenate(([0.0], np.cumsum(per_example_cost[order])))
+            total[~distinct] = np.inf  # a cut inside a run of tied scores is not realisable
+            t[g] = cuts[int(np.argmin(total))]
         theta = self.theta_eta.copy()
-        theta[-1] -= self.cuts[k]
+        if self.per_cell:
+            V, c = self.decoders
+            theta[:-1] -= V @ t
+            theta[-1] -= c @ t
+        else:
+            theta[-1] -= t[0]
         return theta

@@ -66,6 +66,27 @@ class MetricProgram:
         return obj, cons
 
 
+def group_cells(program_groups: list[str], data: RateData) -> np.ndarray:
+    """Integer cell of every row: the intersection of the named group columns' values."""
+    if not program_groups:
+        return np.zeros(data.n, dtype=int)
+    cols = np.column_stack([data.groups.column(k) for k in program_groups])
+    return np.unique(cols, axis=0, return_inverse=True)[1].ravel()
+
+
+def program_group_columns(program: "MetricProgram") -> list[str]:
+    """Group columns filtered on by any rate of the program."""
+    from ..rates._slice import RESERVED
+
+    keys = set()
+    for s in [program.objective] + program.constraints:
+        for _, atom, _ in s.atoms:
+            for e in atom.exprs:
+                for r in e.rates:
+                    keys.update(k for k, _ in r.slice.filters if k not in RESERVED)
+    return sorted(keys)
+
+
 def _expand(metric: MetricSum, groups) -> list[MetricSum]:
     keys = metric.expand_keys
     if not keys:

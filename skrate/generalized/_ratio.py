@@ -7,10 +7,15 @@ form (predictive parity, F-measure parity) are made linear in the rates by one s
 
     min_{h, xi} sum_{k in obj} xi_k   s.t.  c_j + sum_{k in j} xi_k <= 0,  c_k N_k(h) - xi_k D_k(h) <= 0.
 
-Its Lagrangian is linear in the rates of ``h`` for fixed ``(xi, lam)`` -- the theta-player takes
-surrogate steps on ``sum_k lam_k (c_k N_k - xi_k D_k)`` -- and linear in ``xi``: the xi-player
-descends ``w_k - lam_k D_k(h)`` (``w_k`` = 1 in the objective, ``mu_j`` in constraint j) and the
-multipliers ascend on the true, 0-1 rates.
+Its Lagrangian is linear in the rates of ``h`` for fixed ``(xi, lam)``: the theta-player takes
+surrogate steps on ``sum_k lam_k (c_k N_k - xi_k D_k)``. The Lagrangian is linear in ``xi`` too,
+and its stationarity conditions tie the players together: ``lam_k D_k = w_k`` (``w_k`` = 1 in
+the objective, ``mu_j`` in constraint j) and, at a tight slack, ``xi_k = c_k N_k / D_k``. The
+slack and ratio multipliers are played at these relations over a running (exponentially
+weighted, step ``xi_learning_rate``) average of the true rates -- a follow-the-leader answer,
+which avoids the oscillation of plain gradient play on a bilinear game -- while the constraint
+multipliers ``mu_j`` ascend on the true, 0-1 constraint values. With ``lam_k = 1 / D_k`` and
+``xi_k`` the current ratio, the model's step is Dinkelbach's parametric step for a ratio.
 """
 
 from __future__ import annotations
@@ -92,21 +97,24 @@ def solve_ratio_game(
     mu = np.zeros(m)
     every = max(1, max_iter // max(1, n_candidates))
     snaps, mus = [], []
-    xi = lam = None
+    N_avg = D_avg = None
     for t in range(max_iter):
         N, D = ratios.split(player.batch() + ratios.b)
-        Dpos = np.maximum(D, 1e-3)
+        if N_avg is None:
+            N_avg, D_avg = N.copy(), D.copy()
+        # slack and multiplier players at their equilibrium relations over the running rates:
+        # xi_k = c_k N_k / D_k makes lam stationary, lam_k D_k = w_k makes xi stationary
+        N_avg += xi_learning_rate * (N - N_avg)
+        D_avg += xi_learning_rate * (D - D_avg)
+        Dpos = np.maximum(D_avg, 1e-3)
         w = np.concatenate(([1.0], mu))[owner + 1]
-        if xi is None:  # start at the current ratios, with multipliers making xi stationary
-            xi = np.clip(c * N / Dpos, -bound, bound)
-            lam = np.where(owner < 0, 1.0, 0.0) / Dpos
+        xi = np.clip(c * N_avg / Dpos, -bound, bound)
+        lam = np.minimum(w / Dpos, lambda_bound)
         if t % every == 0 or t == max_iter - 1:
             snaps.append(player.theta.copy())
             mus.append(np.concatenate(([1.0], mu)))
         player.step(np.concatenate([lam * c, -lam * xi]))
-        gap = c * N - xi * D
-        xi = np.clip(xi - xi_learning_rate * (w - lam * D), -bound, bound)
-        lam = np.clip(lam + lambda_learning_rate * gap, 0.0, lambda_bound)
+        Dpos = np.maximum(D, 1e-3)
         if m:
             terms = c * N / Dpos
             phi = ratios.constant[1:] + np.bincount(owner[owner >= 0], terms[owner >= 0], minlength=m)

@@ -48,14 +48,19 @@ class SurrogateTheta:
         self.scores = self.model.scores(self.Xb, self.theta)
         return self.scale * (self.Ab @ (self.scores > 0).astype(float))
 
-    def surrogate_rates(self) -> np.ndarray:
-        """Surrogate (upper-bounding) estimate of the rates on the current batch (without b)."""
+    def surrogate_rates(self, direction: np.ndarray) -> np.ndarray:
+        """Surrogate estimate of the rates on the current batch (without b): an upper bound of the
+        rates with ``direction >= 0`` (penalised), a lower bound of the others (rewarded), so the
+        surrogate of ``direction . rates`` bounds it from above."""
         if self._pos_neg is None:
             self._pos_neg = (self.A.maximum(0).tocsc(), self.A.minimum(0).tocsc())
         pos, neg = self._pos_neg
         if self.idx is not None:
             pos, neg = pos[:, self.idx], neg[:, self.idx]
-        return _surrogate_rates(pos * self.scale, neg * self.scale, self.scores, 0.0, self.surrogate)
+        pos, neg = pos * self.scale, neg * self.scale
+        upper = _surrogate_rates(pos, neg, self.scores, 0.0, self.surrogate)
+        lower = -_surrogate_rates(-neg, -pos, self.scores, 0.0, self.surrogate)
+        return np.where(direction >= 0, upper, lower)
 
     def step(self, row_weights: np.ndarray) -> None:
         coef = self.scale * (self.Ab.T @ row_weights)

@@ -120,9 +120,10 @@ def solve_three_player(
     rate_sum = np.zeros(A.shape[0])
     every = max(1, max_iter // max(1, n_candidates))
     snaps, mus = [], []
+    weights_prev = np.zeros(A.shape[0])
     for t in range(max_iter):
         r = player.batch() + b
-        seen = r if lam_rates == "true" else player.surrogate_rates() + b
+        seen = r if lam_rates == "true" else player.surrogate_rates(weights_prev) + b
         rate_sum += seen
         owner_w = np.concatenate(([1.0], mu))
         weights = _linear_weights(A.shape[0], linear, mu)
@@ -136,6 +137,7 @@ def solve_three_player(
         if t % every == 0 or t == max_iter - 1:
             snaps.append(player.theta.copy())
             mus.append(owner_w.copy())
+        weights_prev = weights
         if theta_kind == "oracle":
             player.theta = oracle.best_response(A.T @ weights)
         else:

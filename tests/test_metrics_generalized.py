@@ -1,0 +1,206 @@
+"""Generalized rate metrics: values against direct formulas and scikit-learn, gradients, classes,
+xi-player closed forms against cvxpy, the plug-in oracle against brute force, mixtures."""
+
+import numpy as np
+import pytest
+from sklearn.base import clone
+from sklearn.metrics import f1_score, fbeta_score, precision_score, recall_score
+
+from skrate import MetricOptimizer
+from skrate.generalized import (
+    CvxpyXiPlayer, GMean, HMean, KLD, MaxOf, QMean, RateFunction, as_metric, best_response, compile_program,
+    error, f_measure, f_measure_parity, g_mean, h_mean, kld, kld_fairness, max_of, min_of, precision,
+    predictive_parity, q_mean, rate_function, ratio,
+)
+from skrate.generalized._mixture import best_mixture
+from skrate.generalized._plugin_oracle import PluginOracle, cell_decoders
+from skrate.problem import GroupTable, RateData
+from skrate.rates import tnr, tpr
+
+
+def _data(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    g = np.where(rng.random(n) < 0.4, "a", "b")
+    yhat = (rng.random(n) < 0.3 + 0.4 * y).astype(float)
+    return y, g, yhat, RateData(y, np.ones(n), GroupTable.from_input({"g": g}, None, n))
+
+
+def _value(metric, data, yhat):
+    program = compile_program(metric, [], data)
+    return float(program.values(program.rates(yhat))[0])
+
+
+def test_values_match_direct_formulas_and_sklearn():
+    y, g, yhat, data = _data()
+    tpr_, tnr_ = recall_score(y, yhat), recall_score(1 - y, 1 - yhat)
+    assert _value("f1", data, yhat) == pytest.approx(1 - f1_score(y, yhat))
+    assert _value(f_measure(2.0), data, yhat) == pytest.approx(1 - fbeta_score(y, yhat, beta=2.0))
+    assert _value(g_mean(), data, yhat) == pytest.approx(1 - np.sqrt(tpr_ * tnr_))
+    assert _value(h_mean(), data, yhat) == pytest.approx(1 - 2 * tpr_ * tnr_ / (tpr_ + tnr_))
+    assert _value(q_mean(), data, yhat) == pytest.approx(np.sqrt(((1 - tpr_) ** 2 + (1 - tnr_) ** 2) / 2))
+    p, q = y.mean(), yhat.mean()
+    assert _value(kld(), data, yhat) == pytest.approx(p * np.log(p / q) + (1 - p) * np.log((1 - p) / (1 - q)))
+    assert _value(precision(), data, yhat) == pytest.approx(precision_score(y, yhat))
+    assert _value("error", data, yhat) == pytest.approx(np.mean(y != yhat))
+    a = g == "a"
+    assert _value(f_measure(g="a"), data, yhat) == pytest.approx(1 - f1_score(y[a], yhat[a]))
+    per_group = sum(p * np.log(p / yhat[g == v].mean()) + (1 - p) * np.log((1 - p) / (1 - yhat[g == v].mean()))
+                    for v in ("a", "b"))
+    assert _value(kld(group="g"), data, yhat) == pytest.approx(per_group)
+    errs = [np.mean(y[g == v] != yhat[g == v]) for v in ("a", "b")]
+    assert _value(max_of("error_rate[g=a]", "error_rate[g=b]"), data, yhat) == pytest.approx(max(errs))
+    assert _value(min_of("error_rate[g=a]", "error_rate[g=b]"), data, yhat) == pytest.approx(min(errs))
+    combo = g_mean() + 0.5 * kld() - 0.25
+    assert _value(combo, data, yhat) == pytest.approx(_value(g_mean(), data, yhat) + 0.5 * _value(kld(), data, yhat) - 0.25)
+
+
+def test_expected_decisions_give_expected_rates():
+    y, _, _, data = _data()
+    p = np.random.default_rng(1).random(y.shape[0])
+    tp, pp = np.sum(p * y) / len(y), p.mean()
+    assert _value("f1", data, p) == pytest.approx(1 - 2 * tp / (y.mean() + pp))
+
+
+@pytest.mark.parametrize("atom, r", [
+    (GMean(tpr(), tnr()), [0.7, 0.4]), (HMean(tpr(), tnr()), [0.3, 0.8]), (QMean(tpr(), tnr()), [0.2, 0.6]),
+    (KLD(tpr(), tnr()), [0.3, 0.55]), (f_measure(2.0).terms[0][1], [0.2, 0.35, 0.3]),
+    (ratio("tpr", "ppr").terms[0][1], [0.3, 0.5]),
+    (RateFunction(lambda r: r[0] ** 2 + r[0] * r[1], (tpr(), tnr())), [0.3, 0.6]),
+])
+def test_gradients_match_finite_differences(atom, r):
+    r = np.array(r)
+    h = 1e-6
+    fd = [(atom.value(r + h * e) - atom.value(r - h * e)) / (2 * h) for e in np.eye(len(r))]
+    np.testing.assert_allclose(atom.gradient(r), fd, rtol=1e-4, atol=1e-6)
+
+
+def test_classes_follow_atoms_and_signs():
+    assert error().kind == "linear"
+    assert g_mean().kind == "convex" and (-g_mean()).kind == "concave"
+    assert (g_mean() + kld() + error()).kind == "convex"
+    assert f_measure().kind == "ratio" and f_measure().is_pseudo_convex
+    assert (precision("g") - precision()).kind == "ratio"
+    assert (g_mean() + f_measure()).kind == "nonconvex"
+    assert min_of("tpr", "tnr").kind == "concave" and (-min_of("tpr", "tnr")).kind == "convex"
+    assert rate_function(lambda r: r[0], ["tpr"], convexity="nonconvex").kind == "nonconvex"
+    assert (kld("g") <= 0.01).kind == "convex" and (g_mean() >= 0.5).kind == "concave"
+
+
+def test_specs_are_values_and_clone_safe():
+    assert f_measure(2.0, g="a") == f_measure(2.0, g="a") and hash(kld("g")) == hash(kld("g"))
+    assert f_measure(2.0) != f_measure(1.0)
+    assert as_metric("f1") == f_measure(1.0)
+    est = MetricOptimizer(metric=g_mean() + 0.5 * kld(), constraints=[kld_fairness("g", 0.01), "ppr >= 0.2"])
+    twin = clone(est)
+    assert twin.get_params()["metric"] == est.metric and twin.get_params()["constraints"] == est.constraints
+
+
+def test_unknown_metric_name_lists_known_ones():
+    with pytest.raises(ValueError, match="Unknown metric 'f3'.*g_mean"):
+        as_metric("f3")
+    with pytest.raises(ValueError, match="beta"):
+        f_measure(-1.0)
+
+
+def test_undefined_metrics_name_metric_and_slice():
+    y, g, yhat, _ = _data()
+    y = y.copy()
+    y[g == "a"] = 0  # group a has no positives
+    data = RateData(y, np.ones(len(y)), GroupTable.from_input({"g": g}, None, len(y)))
+    with pytest.raises(ValueError, match=r"kld.*g=a.*proportion.*0"):
+        compile_program(kld(g="a", reference="slice"), [], data)
+    with pytest.raises(ValueError, match=r"g_mean.*tpr\[g=a\].*none with label 1"):
+        compile_program(g_mean(g="a"), [], data)
+    with pytest.raises(ValueError, match=r"f_measure.*g=a.*no positive"):
+        compile_program(f_measure(g="a"), [], data)
+    with pytest.raises(ValueError, match=r"kld.*0 and 1"):
+        compile_program("error", [kld_fairness("g", 0.1)], RateData(np.zeros(len(y), int), np.ones(len(y)), data.groups))
+
+
+def test_constraint_helpers_expand_per_group():
+    y, g, yhat, data = _data()
+    program = compile_program("error", [kld_fairness("g", 0.01), *predictive_parity("g", 0.05),
+                                        f_measure_parity({"g": "a"}, {"g": "b"}, 0.02)], data)
+    assert len(program.constraints) == 2 + 4 + 1
+    _, cons = program.values(program.rates(yhat))
+    a = g == "a"
+    f_a, f_b = f1_score(y[a], yhat[a]), f1_score(y[~a], yhat[~a])
+    assert cons[-1] == pytest.approx(f_b - f_a - 0.02)
+    prec = [precision_score(y[g == v], yhat[g == v]) - precision_score(y, yhat) - 0.05 for v in ("a", "b")]
+    np.testing.assert_allclose(sorted(cons[2:6])[-2:], sorted(prec + [-p - 0.1 for p in prec])[-2:])
+
+
+# -- xi-player --------------------------------------------------------------------------------
+@pytest.mark.parametrize("atom, fixed", [
+    (KLD(tpr(), tnr()), np.array([0.3, np.nan])), (GMean(tpr(), tnr()), np.full(2, np.nan)),
+    (HMean(tpr(), tnr()), np.full(2, np.nan)), (QMean(tpr(), tnr()), np.full(2, np.nan)),
+    (MaxOf((tpr(), tnr(), tpr(g="a"))), np.full(3, np.nan)),
+])
+def test_xi_closed_forms_match_cvxpy(atom, fixed):
+    pytest.importorskip("cvxpy")
+    reference = CvxpyXiPlayer(atom, fixed)
+    rng = np.random.default_rng(0)
+    for _ in range(6):
+        lam = rng.normal(scale=1.5, size=fixed.shape[0])
+        w = float(rng.uniform(0.2, 2.0))
+        xi = best_response(atom, lam, w, fixed)
+        ref = reference(lam, w)
+        value = lambda z: w * float(atom.value(z)) - lam @ np.where(np.isnan(fixed), z, 0.0)
+        assert value(xi) <= value(ref) + 1e-5
+        assert np.all(xi >= 0) and np.all(xi <= 1)
+
+
+def test_numeric_fallback_matches_closed_form():
+    gm = GMean(tpr(), tnr())
+    user = RateFunction(lambda r: 1 - np.sqrt(max(r[0] * r[1], 1e-12)), (tpr(), tnr()),
+                        grad=lambda r: gm.gradient(r))
+    for lam in ([-0.3, -0.6], [0.2, -1.0]):
+        lam = np.array(lam)
+        closed = best_response(gm, lam, 1.0, np.full(2, np.nan))
+        numeric = best_response(user, lam, 1.0, np.full(2, np.nan), start=np.array([0.5, 0.5]))
+        value = lambda z: float(gm.value(z)) - lam @ z
+        assert value(numeric) == pytest.approx(value(closed), abs=1e-4)
+
+
+# -- plug-in oracle and mixtures ----------------------------------------------------------------
+def test_plugin_oracle_is_the_brute_force_best_threshold_per_cell():
+    rng = np.random.default_rng(3)
+    n = 120
+    cells = rng.integers(0, 2, n)
+    X = np.column_stack([rng.normal(size=n), cells == 0, cells == 1]).astype(float)
+    theta_eta = np.array([1.5, 0.2, -0.3, 0.1])
+    oracle = PluginOracle(X, theta_eta, cells)
+    assert oracle.per_cell
+    cost = rng.normal(size=n)
+    theta = oracle.best_response(cost)
+    got = cost @ (X @ theta[:-1] + theta[-1] > 0)
+    s = X @ theta_eta[:-1] + theta_eta[-1]
+    best = 0.0
+    for c in (0, 1):  # brute force: every threshold of every cell, independently
+        rows = cells == c
+        best += min(0.0, min(cost[rows] @ (s[rows] >= t) for t in s[rows]))
+    assert got == pytest.approx(best)
+    assert cell_decoders(np.column_stack([rng.normal(size=n)]), cells) is None
+
+
+def test_best_mixture_keeps_rates_on_a_small_support():
+    y, g, _, data = _data(200)
+    rng = np.random.default_rng(0)
+    decisions = (rng.random((200, 30)) < 0.5).astype(float)
+    program = compile_program(g_mean(), ["ppr <= 0.5"], data)
+    R = program.rates(decisions)
+    uniform = np.full(30, 1 / 30)
+    p = best_mixture(program, R, [uniform])
+    obj, cons = program.values(R @ p)
+    u_obj, _ = program.values(R @ uniform)
+    assert obj <= u_obj + 1e-9 and cons.max() <= 1e-6
+    model_rows = np.asarray(abs(program.A).sum(axis=1)).ravel() > 0
+    assert np.count_nonzero(p) <= model_rows.sum() + 1
+    # no mixture does better: the same problem in cvxpy
+    cp = pytest.importorskip("cvxpy")
+    q = cp.Variable(30, nonneg=True)
+    r = R @ q
+    ref = cp.Problem(cp.Minimize(1 - cp.geo_mean(cp.hstack([r[0], r[1]]))), [cp.sum(q) == 1, r[2] <= 0.5])
+    ref.solve()
+    assert obj == pytest.approx(ref.value, abs=1e-4)
