@@ -120,12 +120,13 @@ class DROClassifier(ClassifierMixin, _BaseDRO):
         Whether to fit an unpenalised intercept.
     solver : {"lbfgs", "sgd"}, default="lbfgs"
         ``"lbfgs"``: L-BFGS-B on the full-batch objective, the inner maximisation solved
-        exactly at every evaluation (deterministic; the gradient is Danskin's). ``"sgd"`` is the dynamically
-        sampled subgradient descent of [1]_: each iteration draws ``m`` samples without
-        replacement, solves the inner maximisation exactly on them, steps along the
-        subgradient, and multiplies ``m`` by ``growth`` until it covers the data, then goes
-        on full batch. Its step length is the Barzilai-Borwein estimate, backtracked
-        (Armijo) on the current sample.
+        exactly at every evaluation (deterministic; the gradient is Danskin's).
+        ``"sgd"``: the dynamically sampled subgradient descent of [1]_. Each iteration
+        takes a sample of ``m`` points without replacement (growing by new points),
+        solves the inner maximisation exactly on it, steps along the subgradient, and
+        multiplies ``m`` by ``growth`` until it covers the data, then goes on full batch.
+        Its step length is the Barzilai-Borwein estimate, backtracked (Armijo) on the
+        current sample.
     initial_sample_size : int, default=256
         First sample size of ``"sgd"``.
     growth : float, default=1.3

@@ -11,7 +11,7 @@ from scipy.special import expit, logsumexp, softmax
 
 
 def logistic(Z: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Binary logistic loss ``log(1 + exp(z)) - t z`` with ``t`` in {0, 1}, ``Z`` of shape (n, 1)."""
+    """Binary logistic loss ``log(1 + exp(z)) - t z``, ``t`` in {0, 1}, ``Z`` of shape (n, 1)."""
     z = Z[:, 0]
     return np.logaddexp(0.0, z) - T * z, (expit(z) - T)[:, None]
 

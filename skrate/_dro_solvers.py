@@ -74,7 +74,9 @@ class LinearDRO:
         W, b = self.unpack(theta)
         return self.loss(np.asarray(self.X @ W) + b, self.T)
 
-    def _chain(self, theta: np.ndarray, weights: np.ndarray, dZ: np.ndarray) -> np.ndarray:
+    def weighted_gradient(
+        self, theta: np.ndarray, weights: np.ndarray, dZ: np.ndarray
+    ) -> np.ndarray:
         """Gradient of ``sum_i weights_i loss_i + penalty`` from the per-sample ``dZ``."""
         W, _ = self.unpack(theta)
         G = weights[:, None] * dZ
@@ -96,7 +98,7 @@ class LinearDRO:
         losses, dZ = self.losses(theta)
         p, eta = _worst_case(losses, self.q, self.divergence, self.radius, eta_hint)
         value = float(p @ losses) + self.penalty(theta)
-        return value, (self._chain(theta, p, dZ) if grad else None), p, eta
+        return value, (self.weighted_gradient(theta, p, dZ) if grad else None), p, eta
 
 
 @dataclass
@@ -124,19 +126,21 @@ def dynamic_sgd(
     tol: float,
     callback: Callable | None = None,
 ) -> Result:
-    """Dynamically sampled subgradient descent (Ghosh et al. 2018, Algorithm 1).
+    """Dynamically sampled subgradient descent (Ghosh et al. 2018).
 
     Iteration ``t`` uses the first ``m_t = min(n, ceil(initial_sample_size * growth**t))``
     points of a random permutation of the data: a sample without replacement that grows by
-    new points until it covers the data. The step length starts from the Barzilai-Borwein estimate and is
-    backtracked until the sample's robust objective decreases enough (Armijo; non-monotone
+    new points until it covers the data. The step length starts from the Barzilai-Borwein
+    estimate and is backtracked until the sample's robust objective decreases enough (Armijo; non-monotone
     over the last few iterations once the sample is the full data). Stops on the full batch
     when the largest absolute gradient entry is at most ``tol``.
     """
-    n = problem.X.shape[0]
     # Samples without replacement that grow by adding new points: the prefixes of one
-    # random permutation (views of a single permuted copy of the data).
-    shuffled = problem.subset(rng.permutation(n))
+    # random permutation (views of a single permuted copy of the data). Rows of zero base
+    # weight never matter and are left out, so no sample has zero total weight.
+    support = np.flatnonzero(problem.q > 0)
+    n = support.size
+    shuffled = problem.subset(rng.permutation(support))
     step, eta = 1.0, None
     prev_theta = prev_grad = at_theta = None
     history: list[float] = []
@@ -183,7 +187,8 @@ def erm_lbfgs(problem: LinearDRO, theta: np.ndarray, max_iter: int, tol: float) 
 
     def fun(theta):
         losses, dZ = problem.losses(theta)
-        return problem.q @ losses + problem.penalty(theta), problem._chain(theta, problem.q, dZ)
+        value = problem.q @ losses + problem.penalty(theta)
+        return value, problem.weighted_gradient(theta, problem.q, dZ)
 
     res = _lbfgs(fun, theta, max_iter, tol, None)
     return Result(res.x, int(res.nit), res.status != 1)
@@ -241,7 +246,7 @@ def dual_lbfgs(
         theta, eta = z[:-1], z[-1]
         losses, dZ = problem.losses(theta)
         value, d_losses, d_eta = _dual(losses, q, divergence, radius, eta)
-        grad = problem._chain(theta, d_losses, dZ)
+        grad = problem.weighted_gradient(theta, d_losses, dZ)
         return value + problem.penalty(theta), np.append(grad, d_eta)
 
     bounds = [(None, None)] * theta.size + [bound]
