@@ -131,9 +131,9 @@ def dynamic_sgd(
     Iteration ``t`` uses the first ``m_t = min(n, ceil(initial_sample_size * growth**t))``
     points of a random permutation of the data: a sample without replacement that grows by
     new points until it covers the data. The step length starts from the Barzilai-Borwein
-    estimate and is backtracked until the sample's robust objective decreases enough (Armijo; non-monotone
-    over the last few iterations once the sample is the full data). Stops on the full batch
-    when the largest absolute gradient entry is at most ``tol``.
+    estimate and is backtracked until the sample's robust objective decreases enough
+    (Armijo; non-monotone over the last few iterations once the sample is the full data).
+    Stops on the full batch when the largest absolute gradient entry is at most ``tol``.
     """
     # Samples without replacement that grow by adding new points: the prefixes of one
     # random permutation (views of a single permuted copy of the data). Rows of zero base
