@@ -411,3 +411,19 @@ def test_zero_weight_equals_removal(solver):
     removed = DRORegressor(**kw).fit(X[20:], y[20:])
     np.testing.assert_allclose(weighted.coef_, removed.coef_, atol=1e-6)
     np.testing.assert_array_equal(weighted.sample_weights_[:20], 0.0)
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
+def test_sparse_input_gives_the_dense_solution(solver):
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(150, 6)) * (rng.uniform(size=(150, 6)) < 0.4)
+    y = (X[:, 0] + X[:, 1] + 0.3 * rng.normal(size=150) > 0).astype(int)
+    kw = dict(solver=solver, divergence="kl", radius=0.3, alpha=0.05, tol=1e-8,
+              initial_sample_size=20, random_state=0, max_iter=3000)
+    dense = DROClassifier(**kw).fit(X, y)
+    sparse = DROClassifier(**kw).fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, atol=1e-6)
+    np.testing.assert_allclose(sparse.predict_proba(sp.csr_matrix(X)), dense.predict_proba(X),
+                               atol=1e-6)
