@@ -191,6 +191,7 @@ def peak_memory_mb(fn: Callable) -> float:
 
 
 def fit_skrate(constraints, X, y, g, seed):
+    """ConstrainedClassifier with default parameters; infeasibility shows in ``feasible_``, not as a warning."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", skrate.exceptions.InfeasibleConstraintsWarning)
         return ConstrainedClassifier(constraints=list(constraints), random_state=seed).fit(X, y, groups=g)
