@@ -277,13 +277,16 @@ def build_parser() -> argparse.ArgumentParser:
 
     fit = sub.add_parser("fit", help="train a constrained classifier on a CSV file")
     fit.add_argument("data", help="CSV file with a header row")
-    fit.add_argument("--target", required=True, help="the binary label column")
+    fit.add_argument("--target", required=True,
+                     help="the binary label column; the positive class is the larger of its two values")
     fit.add_argument("--groups", help="comma-separated group columns the constraints name, e.g. race,sex")
     fit.add_argument("--constraint", action="append", default=[],
                      help='a rate constraint, e.g. "tpr[race] >= 0.95 * tpr" (repeatable)')
     fit.add_argument("--objective", default="error", help="the rate to minimise (default: %(default)s)")
-    fit.add_argument("--metric", help="a rate metric to optimise, e.g. f1 (needs skrate.MetricOptimizer)")
-    fit.add_argument("--exclude", help="comma-separated columns that are not features (e.g. an id)")
+    fit.add_argument("--metric", help="a generalized rate metric to optimise with MetricOptimizer instead, "
+                                       "e.g. f1, g_mean, h_mean, q_mean, kld")
+    fit.add_argument("--exclude", help="comma-separated columns that are not features (e.g. an id); "
+                                        "every other column, group columns included, is a feature")
     fit.add_argument("--max-iter", type=int, default=1000, help="training iterations (default: %(default)s)")
     fit.add_argument("--random-state", type=int, default=0)
     fit.add_argument("--out", required=True, help="where to write the model (joblib)")

@@ -9,6 +9,8 @@ denominator contributions as two sparse matrices (rates x rows) the rates of B r
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import scipy.sparse as sp
 from joblib import Parallel, delayed
@@ -111,11 +113,8 @@ def percentile_interval(samples: np.ndarray, confidence_level: float) -> tuple[n
     if samples.shape[1] == 0:
         nan = np.full(samples.shape[0], np.nan)
         return nan, nan.copy()
-    with np.errstate(invalid="ignore"):
-        import warnings
-
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows give NaN bounds
-            low = np.nanquantile(samples, alpha, axis=1)
-            high = np.nanquantile(samples, 1.0 - alpha, axis=1)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows (undefined rates) give NaN bounds
+        low = np.nanquantile(samples, alpha, axis=1)
+        high = np.nanquantile(samples, 1.0 - alpha, axis=1)
     return low, high
