@@ -103,6 +103,7 @@ def solve_rate_game(
         X_held = Design(X_held).X
     full = batch_size is None or batch_size >= n
     basis_cols = None if full else sp.csc_matrix(basis)
+    basisT = basis.T.tocsr()  # the full-batch transpose, built once
     if player.needs_surrogate:
         if held_out is not None:
             raise ValueError("The Lagrangian's multipliers follow surrogate rates on the training sample; "
@@ -115,13 +116,14 @@ def solve_rate_game(
     order, at = rng.permutation(n), 0
     for t in range(max_iter):
         if full:
-            Xb, XTb, Bb, scale = X, design.T, basis, 1.0
+            Xb, XTb, Bb, BbT, scale = X, design.T, basis, basisT, 1.0
         else:
             if at + batch_size > n:
                 order, at = rng.permutation(n), 0
             idx = order[at:at + batch_size]
             at += batch_size
-            Xb, XTb, Bb, scale = X[idx], None, basis_cols[:, idx], n / batch_size
+            Bb = basis_cols[:, idx]
+            Xb, XTb, BbT, scale = X[idx], None, Bb.T, n / batch_size
         scores = model.scores(Xb, theta)
         if player.needs_surrogate:
             Ap, An = (A_pos, A_neg) if full else (A_pos[:, idx], A_neg[:, idx])
@@ -131,7 +133,7 @@ def solve_rate_game(
         else:
             values = scale * (mix @ (Bb @ (scores > 0).astype(float))) + b
         weights = player.weights()
-        coef = scale * (Bb.T @ (mixT @ weights))
+        coef = scale * (BbT @ (mixT @ weights))
         grad = model.backward(Xb, theta, surrogate_grad(scores, coef, surrogate), XTb) + reg * theta
         if t % every == 0 or t == max_iter - 1:
             snaps.append(theta.copy())
