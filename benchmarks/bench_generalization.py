@@ -41,6 +41,7 @@ VARIANTS = {
     "skrate proxy-Lagrangian (unmodified)": {},
     "skrate validation_fraction=0.3": {"validation_fraction": 0.3},
     "skrate margin='auto'": {"margin": "auto"},
+    "skrate margin='auto', margin_confidence=0.99": {"margin": "auto", "margin_confidence": 0.99},
     "skrate validation_fraction=0.3 + margin='auto'": {"validation_fraction": 0.3, "margin": "auto"},
 }
 BASE = "skrate proxy-Lagrangian (unmodified)"
