@@ -79,6 +79,10 @@ class MetricOptimizer(RateClassifierBase):
     model : {"linear", "mlp"}, default="linear"
         Score function of the surrogate solvers (the oracle solvers produce linear models).
     hidden_layer_sizes : tuple of int, default=(16,)
+    init : {"logistic", "zeros"}, default="logistic"
+        Starting point of the linear model of the surrogate solvers: L2-regularised logistic
+        regression (a good model of the labels, the natural start for a metric of them) or
+        zeros. The MLP starts from its random initialisation either way.
     surrogate : {"hinge", "logistic", "sigmoid"}, default="hinge"
         Stand-in for the indicator in the model's updates.
     solution : {"m_stochastic", "T_stochastic", "best", "last"}, default="m_stochastic"
@@ -160,6 +164,7 @@ class MetricOptimizer(RateClassifierBase):
         "solver": [StrOptions(set(SOLVERS) | {"auto"})],
         "model": [StrOptions({"linear", "mlp"})],
         "hidden_layer_sizes": [tuple, list],
+        "init": [StrOptions({"zeros", "logistic"})],
         "surrogate": [StrOptions(set(SURROGATES))],
         "solution": [StrOptions(set(SOLUTIONS))],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
@@ -183,6 +188,7 @@ class MetricOptimizer(RateClassifierBase):
         solver="auto",
         model="linear",
         hidden_layer_sizes=(16,),
+        init="logistic",
         surrogate="hinge",
         solution="m_stochastic",
         learning_rate=0.05,
@@ -202,6 +208,7 @@ class MetricOptimizer(RateClassifierBase):
         self.solver = solver
         self.model = model
         self.hidden_layer_sizes = hidden_layer_sizes
+        self.init = init
         self.surrogate = surrogate
         self.solution = solution
         self.learning_rate = learning_rate
@@ -275,15 +282,20 @@ class MetricOptimizer(RateClassifierBase):
                       lambda_learning_rate=self.lambda_learning_rate, lambda_bound=self.lambda_bound,
                       alpha=self.alpha, max_iter=self.max_iter, batch_size=self.batch_size,
                       n_candidates=self.n_candidates, rng=gen, callback=self.callback, verbose=self.verbose)
+        uses_oracle = solver != "ratio" and CONFIGURATIONS[solver][0] == "oracle"
+        theta_eta = None
+        if uses_oracle or (self.init == "logistic" and isinstance(self._model, LinearModel)):
+            theta_eta = fit_logistic(X, data.y, data.sample_weight, self.alpha)
+        init_params = theta_eta if isinstance(self._model, LinearModel) and self.init == "logistic" else None
         if solver == "ratio":
             traj = solve_ratio_game(program, RatioProgram(program, data), self._model, X,
-                                    xi_learning_rate=self.xi_learning_rate, **common)
+                                    xi_learning_rate=self.xi_learning_rate, init_params=init_params, **common)
         else:
             oracle = None
-            if CONFIGURATIONS[solver][0] == "oracle":
-                cells = group_cells(program_group_columns(program), data)
-                oracle = PluginOracle(X, fit_logistic(X, data.y, data.sample_weight, self.alpha), cells)
-            traj = solve_three_player(program, self._model, X, solver=solver, oracle=oracle, **common)
+            if uses_oracle:
+                oracle = PluginOracle(X, theta_eta, group_cells(program_group_columns(program), data))
+            traj = solve_three_player(program, self._model, X, solver=solver, oracle=oracle,
+                                      init_params=init_params, **common)
         self.objective_ = program.objective.metric
         self.constraints_ = [c.label for c in program.constraints]
         self.metric_class_ = _problem_class(program)

@@ -79,6 +79,7 @@ def solve_ratio_game(
     batch_size: int | None = None,
     n_candidates: int = 100,
     rng: np.random.Generator,
+    init_params: np.ndarray | None = None,
     callback: Callable | None = None,
     verbose: int = 0,
 ) -> Trajectory:
@@ -91,7 +92,7 @@ def solve_ratio_game(
     """
     m = program.n_constraints
     player = SurrogateTheta(model, X, ratios.A, surrogate=surrogate, learning_rate=learning_rate, alpha=alpha,
-                            batch_size=batch_size, rng=rng)
+                            batch_size=batch_size, rng=rng, init_params=init_params)
     c, owner = ratios.coef, ratios.owner
     bound = 10.0 * np.abs(c)
     mu = np.zeros(m)

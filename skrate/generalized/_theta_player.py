@@ -20,12 +20,13 @@ class SurrogateTheta:
     """Adam steps on the surrogate of ``row_weights . (A @ yhat)``, full-batch or minibatch."""
 
     def __init__(self, model, X, A: sp.csr_matrix, *, surrogate: str, learning_rate: float, alpha: float,
-                 batch_size: int | None, rng: np.random.Generator):
+                 batch_size: int | None, rng: np.random.Generator, init_params: np.ndarray | None = None):
         design = Design(X)
         self.model, self.X, self.XT, self.A = model, design.X, design.T, A
         self.n = self.X.shape[0]
         self.surrogate, self.rng = surrogate, rng
-        self.theta = model.init_params(rng)
+        self.theta = model.init_params(rng) if init_params is None else np.array(init_params, dtype=float)
+        self.AT = sp.csr_matrix(A.T)  # the transpose once: every step multiplies by it
         self.adam = Adam(self.theta.shape[0], learning_rate)
         self.reg = alpha * model.penalty_mask()
         self.full = batch_size is None or batch_size >= self.n
@@ -37,13 +38,14 @@ class SurrogateTheta:
     def batch(self) -> np.ndarray:
         """Draw the next batch; return the batch estimate of the rates ``A @ 1[f > 0]`` (without b)."""
         if self.full:
-            self.Xb, self.XTb, self.Ab, self.scale, self.idx = self.X, self.XT, self.A, 1.0, None
+            self.Xb, self.XTb, self.Ab, self.ATb, self.scale, self.idx = self.X, self.XT, self.A, self.AT, 1.0, None
         else:
             if self.at + self.batch_size > self.n:
                 self.order, self.at = self.rng.permutation(self.n), 0
             self.idx = self.order[self.at:self.at + self.batch_size]
             self.at += self.batch_size
             self.Xb, self.XTb, self.Ab = self.X[self.idx], None, self.A_cols[:, self.idx]
+            self.ATb = self.Ab.T
             self.scale = self.n / self.batch_size
         self.scores = self.model.scores(self.Xb, self.theta)
         return self.scale * (self.Ab @ (self.scores > 0).astype(float))
@@ -63,6 +65,6 @@ class SurrogateTheta:
         return np.where(direction >= 0, upper, lower)
 
     def step(self, row_weights: np.ndarray) -> None:
-        coef = self.scale * (self.Ab.T @ row_weights)
+        coef = self.scale * (self.ATb @ row_weights)
         grad = self.model.backward(self.Xb, self.theta, surrogate_grad(self.scores, coef, self.surrogate), self.XTb)
         self.theta = self.adam.step(self.theta, grad + self.reg * self.theta)

@@ -81,6 +81,7 @@ def solve_three_player(
     batch_size: int | None = None,
     n_candidates: int = 100,
     rng: np.random.Generator,
+    init_params: np.ndarray | None = None,
     callback: Callable | None = None,
     verbose: int = 0,
 ) -> Trajectory:
@@ -94,6 +95,8 @@ def solve_three_player(
     X : array-like of shape (n_samples, n_features)
     oracle : PluginOracle, optional
         Required by the oracle-based configurations.
+    init_params : ndarray, optional
+        Starting parameters of the surrogate theta-player (default: the model's own).
     lambda_learning_rate, lambda_bound : float
         Step size of the multipliers and the bound on their magnitude.
 
@@ -114,9 +117,10 @@ def solve_three_player(
     blocks, linear = _blocks(program)
     mu = np.zeros(m)
     player = SurrogateTheta(model, X, A, surrogate=surrogate, learning_rate=learning_rate, alpha=alpha,
-                            batch_size=None if theta_kind == "oracle" else batch_size, rng=rng)
+                            batch_size=None if theta_kind == "oracle" else batch_size, rng=rng,
+                            init_params=init_params)
     if theta_kind == "oracle":
-        player.theta = oracle.best_response(A.T @ _linear_weights(A.shape[0], linear, mu))
+        player.theta = oracle.best_response(player.AT @ _linear_weights(A.shape[0], linear, mu))
     rate_sum = np.zeros(A.shape[0])
     every = max(1, max_iter // max(1, n_candidates))
     snaps, mus = [], []
@@ -139,7 +143,7 @@ def solve_three_player(
             mus.append(owner_w.copy())
         weights_prev = weights
         if theta_kind == "oracle":
-            player.theta = oracle.best_response(A.T @ weights)
+            player.theta = oracle.best_response(player.AT @ weights)
         else:
             player.step(weights)
         if lam_kind == "ogd":

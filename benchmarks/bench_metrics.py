@@ -1,0 +1,273 @@
+"""Benchmark of MetricOptimizer on generalized rate metrics, side by side with its peers.
+
+Usage::
+
+    python benchmarks/bench_metrics.py DATA_DIR [--quick]
+
+Datasets per BENCHMARKS.md: Adult (group sex) and COMPAS (group race; split seeds 0, 1, 2,
+means reported). Peers in the same run: LogisticRegression at 0.5, LogisticRegression with the
+train-optimal threshold for the metric at hand (F1, G-mean or H-mean), fairlearn's
+ThresholdOptimizer (demographic parity, accuracy) and, where the issue names one, a plug-in
+post-shift baseline (a grid over one threshold of the LogisticRegression probability per group,
+chosen on the training rows under the task's constraint). Tasks:
+
+* KLD: minimise sum_g KL(p, ppr_g) s.t. error <= 1.1 x the training error of LogisticRegression;
+* F1: maximise F1 s.t. F1(protected) >= F1(other) - 0.02 (Female / African-American protected);
+* G-mean and H-mean objectives.
+
+Every metric is computed here from the probability that a model predicts 1 (stochastic models in
+expectation; MetricOptimizer's reproducible ``predict`` in an extra column). Fit times are the
+median of ``reps`` runs (wall and CPU), compared with one LogisticRegression fit.
+``--quick``: one COMPAS seed, Adult subsampled to 6000 training rows, one repetition.
+"""
+
+from __future__ import annotations
+
+import os
+
+for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+    os.environ[_var] = "1"
+
+import argparse  # noqa: E402
+import datetime  # noqa: E402
+import platform  # noqa: E402
+import sys  # noqa: E402
+import time  # noqa: E402
+import warnings  # noqa: E402
+
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+from sklearn.linear_model import LogisticRegression  # noqa: E402
+
+from fairlearn.postprocessing import ThresholdOptimizer  # noqa: E402
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _data import load_adult, load_compas  # noqa: E402
+
+from skrate import MetricOptimizer  # noqa: E402
+from skrate.generalized import f_measure_parity, kld  # noqa: E402
+
+LR_PARAMS = dict(max_iter=10_000)
+GRID = np.linspace(0.02, 0.98, 97)
+SETTINGS = {"adult": ("sex", "Female", "Male"), "compas": ("race", "African-American", "Caucasian")}
+
+
+# -- metrics from p = P(predict 1) --------------------------------------------------------------
+def error(y, p):
+    return float(np.mean(np.where(y == 1, 1 - p, p)))
+
+
+def f1(y, p):
+    return float(2 * np.sum(y * p) / (np.sum(y) + np.sum(p)))
+
+
+def g_mean(y, p):
+    return float(np.sqrt(p[y == 1].mean() * (1 - p[y == 0].mean())))
+
+
+def h_mean(y, p):
+    a, b = p[y == 1].mean(), 1 - p[y == 0].mean()
+    return float(2 * a * b / (a + b)) if a + b > 0 else 0.0
+
+
+def kld_sum(y, p, groups):
+    pi = y.mean()
+    out = 0.0
+    for v in np.unique(groups):
+        q = np.clip(p[groups == v].mean(), 1e-6, 1 - 1e-6)
+        out += pi * np.log(pi / q) + (1 - pi) * np.log((1 - pi) / (1 - q))
+    return float(out)
+
+
+def f1_gap(y, p, groups, prot, other):
+    """F1(other) - F1(protected): the constraint asks for <= 0.02."""
+    a, b = groups == prot, groups == other
+    return f1(y[b], p[b]) - f1(y[a], p[a])
+
+
+# -- timing ---------------------------------------------------------------------------------------
+def timed(fn, reps):
+    walls, cpus, out = [], [], None
+    for _ in range(reps):
+        w0, c0 = time.perf_counter(), time.process_time()
+        out = fn()
+        walls.append(time.perf_counter() - w0)
+        cpus.append(time.process_time() - c0)
+    return out, float(np.median(walls)), float(np.median(cpus))
+
+
+def best_threshold(score, y, metric):
+    values = [metric(y, (score > t).astype(float)) for t in GRID]
+    return GRID[int(np.argmax(values))]
+
+
+def post_shift(score, groups, y, prot, other, objective, feasible):
+    """Per-group thresholds of ``score`` maximising ``objective`` among the ``feasible`` pairs."""
+    a = groups == prot
+    best, arg = -np.inf, None
+    for ta in GRID:
+        for tb in GRID:
+            p = np.where(a, score > ta, score > tb).astype(float)
+            if feasible(y, p):
+                v = objective(y, p)
+                if v > best:
+                    best, arg = v, (ta, tb)
+    if arg is None:
+        return None
+    return lambda s, g: np.where(g == prot, s > arg[0], s > arg[1]).astype(float)
+
+
+def run_split(name, split, reps):
+    col, prot, other = SETTINGS[name]
+    Xtr, ytr, gtr, Xte, yte, gte = split
+    g_tr, g_te = gtr[col].to_numpy(), gte[col].to_numpy()
+    groups_tr = {col: g_tr}
+    lr, lr_wall, lr_cpu = timed(lambda: LogisticRegression(**LR_PARAMS).fit(Xtr, ytr), reps)
+    s_tr, s_te = lr.predict_proba(Xtr)[:, 1], lr.predict_proba(Xte)[:, 1]
+    err_tr, err_te = error(ytr, (s_tr > 0.5) * 1.0), error(yte, (s_te > 0.5) * 1.0)
+    rows = []
+
+    def add(task, method, p_tr, p_te, wall=np.nan, cpu=np.nan, p_pred=None, support=np.nan):
+        row = {"data": name, "task": task, "method": method, "fit_s": wall, "cpu_s": cpu,
+               "x_lr": wall / lr_wall if wall == wall else np.nan, "support": support}
+        for tag, p, y, g in (("train", p_tr, ytr, g_tr), ("test", p_te, yte, g_te)):
+            row[f"{tag}_err_ratio"] = error(y, p) / (err_tr if tag == "train" else err_te)
+            row[f"{tag}_kld"] = kld_sum(y, p, g)
+            row[f"{tag}_f1"] = f1(y, p)
+            row[f"{tag}_gap"] = f1_gap(y, p, g, prot, other)
+            row[f"{tag}_gmean"] = g_mean(y, p)
+            row[f"{tag}_hmean"] = h_mean(y, p)
+        if p_pred is not None:
+            row["test_kld_predict"] = kld_sum(yte, p_pred, g_te)
+            row["test_f1_predict"] = f1(yte, p_pred)
+            row["test_err_ratio_predict"] = error(yte, p_pred) / err_te
+        rows.append(row)
+
+    def skrate(task, method, reps_, **params):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            est, wall, cpu = timed(lambda: MetricOptimizer(random_state=0, **params).fit(Xtr, ytr, groups=groups_tr), reps_)
+        add(task, method, est.predict_proba(Xtr)[:, 1], est.predict_proba(Xte)[:, 1], wall, cpu,
+            est.predict(Xte).astype(float), int(np.count_nonzero(est.weights_)))
+
+    # peers common to every task
+    for task, thr_metric in (("KLD", None), ("F1", f1), ("G-mean", g_mean), ("H-mean", h_mean)):
+        add(task, "LogisticRegression@0.5", (s_tr > 0.5) * 1.0, (s_te > 0.5) * 1.0, lr_wall, lr_cpu)
+        t = best_threshold(s_tr, ytr, thr_metric or f1)
+        add(task, f"LogisticRegression@train-best-{'F1' if thr_metric is None else task}",
+            (s_tr > t) * 1.0, (s_te > t) * 1.0, lr_wall, lr_cpu)
+    to = ThresholdOptimizer(estimator=lr, constraints="demographic_parity", objective="accuracy_score",
+                            prefit=True, predict_method="predict_proba")
+    _, to_wall, to_cpu = timed(lambda: to.fit(Xtr, ytr, sensitive_features=g_tr), reps)
+    p_to = (to._pmf_predict(Xtr, sensitive_features=g_tr)[:, 1], to._pmf_predict(Xte, sensitive_features=g_te)[:, 1])
+    for task in ("KLD", "F1", "G-mean", "H-mean"):
+        add(task, "fairlearn ThresholdOptimizer (DP, accuracy)", *p_to, to_wall + lr_wall, to_cpu + lr_cpu)
+
+    # KLD fairness under an error budget
+    bound = 1.1 * err_tr
+    shift = post_shift(s_tr, g_tr, ytr, prot, other, lambda y, p: -kld_sum(y, p, g_tr),
+                       lambda y, p: error(y, p) <= bound)
+    if shift is not None:
+        add("KLD", "post-shift grid (2 thresholds)", shift(s_tr, g_tr), shift(s_te, g_te))
+    objective = kld(group=col)
+    for solver in ("three_player", "oracle", "frank_wolfe"):
+        skrate("KLD", f"MetricOptimizer {solver}", reps, metric=objective, constraints=f"error_rate <= {bound}",
+               solver=solver, max_iter=1000 if solver == "three_player" else 500)
+    for factor in (1.08, 1.06):  # a margin for generalisation: the same problem, tighter on the train rows
+        skrate("KLD", f"MetricOptimizer oracle, train bound {factor}x", reps, metric=objective,
+               constraints=f"error_rate <= {factor * err_tr}", solver="oracle")
+
+    # F1 with F1 parity
+    shift = post_shift(s_tr, g_tr, ytr, prot, other, f1, lambda y, p: f1_gap(y, p, g_tr, prot, other) <= 0.02)
+    add("F1", "post-shift grid (2 thresholds, constrained)", shift(s_tr, g_tr), shift(s_te, g_te))
+    parity = f_measure_parity({col: prot}, {col: other}, 0.02)
+    skrate("F1", "MetricOptimizer ratio", reps, metric="f1", constraints=parity, solver="ratio", surrogate="logistic")
+    skrate("F1", "MetricOptimizer ratio, train gap 0.0", reps, metric="f1", surrogate="logistic",
+           constraints=f_measure_parity({col: prot}, {col: other}, 0.0), solver="ratio")
+
+    # G-mean and H-mean
+    for task, metric in (("G-mean", "g_mean"), ("H-mean", "h_mean")):
+        for solver in ("three_player", "frank_wolfe", "nemsis"):
+            skrate(task, f"MetricOptimizer {solver}", reps, metric=metric, solver=solver)
+    return rows
+
+
+COLUMNS = {
+    "KLD": ["method", "test_kld", "test_err_ratio", "test_kld_predict", "test_err_ratio_predict", "train_kld",
+            "train_err_ratio", "support", "fit_s", "cpu_s", "x_lr"],
+    "F1": ["method", "test_f1", "test_gap", "test_f1_predict", "train_f1", "train_gap", "support", "fit_s", "cpu_s", "x_lr"],
+    "G-mean": ["method", "test_gmean", "train_gmean", "support", "fit_s", "cpu_s", "x_lr"],
+    "H-mean": ["method", "test_hmean", "train_hmean", "support", "fit_s", "cpu_s", "x_lr"],
+}
+
+
+def markdown(df: pd.DataFrame) -> str:
+    """A markdown table (floats to 4 decimals)."""
+    fmt = lambda v: f"{v:.4f}" if isinstance(v, float) else str(v)
+    lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
+    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    return "\n".join(lines)
+
+
+def targets(df: pd.DataFrame) -> list[dict]:
+    out = []
+    for data in df.data.unique():
+        d = df[df.data == data]
+        k = d[(d.task == "KLD") & d.method.str.startswith("MetricOptimizer")]
+        goal = 0.008 if data == "adult" else 0.002
+        ok = k[(k.test_err_ratio <= 1.10)]
+        best = ok.sort_values("test_kld").iloc[0] if len(ok) else k.sort_values("test_err_ratio").iloc[0]
+        out.append({"data": data, "target": f"KLD: test KLD <= {goal} at test error ratio <= 1.10",
+                    "best MetricOptimizer": f"{best.method}: KLD {best.test_kld:.4f} at {best.test_err_ratio:.3f}",
+                    "met": bool(best.test_kld <= goal and best.test_err_ratio <= 1.10)})
+        f = d[d.task == "F1"]
+        base = f[f.method.str.startswith("post-shift")].iloc[0]
+        mo = f[f.method == "MetricOptimizer ratio"].iloc[0]
+        out.append({"data": data, "target": f"F1: test F1 >= post-shift ({base.test_f1:.4f}) and test gap <= 0.02",
+                    "best MetricOptimizer": f"ratio: F1 {mo.test_f1:.4f}, gap {mo.test_gap:+.4f}",
+                    "met": bool(mo.test_f1 >= base.test_f1 and mo.test_gap <= 0.02)})
+        for task, col in (("G-mean", "test_gmean"), ("H-mean", "test_hmean")):
+            t = d[d.task == task]
+            lr_best = t[t.method.str.startswith("LogisticRegression@train-best")][col].max()
+            mo = t[t.method.str.startswith("MetricOptimizer")].sort_values(col).iloc[-1]
+            out.append({"data": data, "target": f"{task}: >= best tuned LogisticRegression ({lr_best:.4f})",
+                        "best MetricOptimizer": f"{mo.method}: {mo[col]:.4f}", "met": bool(mo[col] >= lr_best - 1e-9)})
+        mo = d[d.method.str.startswith("MetricOptimizer")]
+        out.append({"data": data, "target": "fit time <= 10x one LogisticRegression fit",
+                    "best MetricOptimizer": f"max {mo.x_lr.max():.1f}x, median {mo.x_lr.median():.1f}x",
+                    "met": bool(mo.x_lr.max() <= 10)})
+    return out
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data_dir")
+    parser.add_argument("--quick", action="store_true")
+    args = parser.parse_args()
+    reps = 1 if args.quick else 3
+    rows = []
+    adult = load_adult(args.data_dir)
+    if args.quick:
+        idx = np.random.default_rng(0).choice(len(adult[1]), 6000, replace=False)
+        adult = (adult[0][idx], adult[1][idx], adult[2].iloc[idx].reset_index(drop=True), *adult[3:])
+    rows += run_split("adult", adult, reps)
+    compas = [r for seed in ((0,) if args.quick else (0, 1, 2)) for r in run_split("compas", load_compas(args.data_dir, seed), reps)]
+    rows += pd.DataFrame(compas).groupby(["data", "task", "method"], sort=False).mean(numeric_only=True).reset_index().to_dict("records")
+    df = pd.DataFrame(rows)
+    print(f"# MetricOptimizer benchmark\n\n`python benchmarks/bench_metrics.py DATA_DIR{' --quick' if args.quick else ''}`, "
+          f"{datetime.date.today()}, {platform.machine()}, Python {platform.python_version()}, BLAS 1 thread, "
+          f"median of {reps} fits. COMPAS: mean over split seeds {'0' if args.quick else '0, 1, 2'}. Error ratio: "
+          "error / LogisticRegression@0.5 error on the same rows; gap: F1(other) - F1(protected). Stochastic models "
+          "in expectation; `*_predict` columns use the reproducible `predict`.\n")
+    for data in df.data.unique():
+        for task, cols in COLUMNS.items():
+            d = df[(df.data == data) & (df.task == task)]
+            cols = [c for c in cols if c in d.columns]
+            print(f"\n## {data}: {task}\n")
+            print(markdown(d[cols]))
+    print("\n## Targets\n")
+    print(markdown(pd.DataFrame(targets(df))))
+
+
+if __name__ == "__main__":
+    main()
