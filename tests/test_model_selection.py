@@ -104,6 +104,10 @@ def test_tradeoff_curve_any_joblib_backend_and_callables():
                              slacks=[0.0, 0.1], random_state=1)
     cols = ["slack", "train_error", "train_violation", "train_gap", "test_error", "test_violation", "test_gap"]
     pd.testing.assert_frame_equal(seq[cols], par[cols])
+    from_estimator = tradeoff_curve(ConstrainedClassifier(TEMPLATE, max_iter=100, random_state=0), X, y, groups=g,
+                                    slacks=[0.0, 0.1], random_state=1)
+    templated = tradeoff_curve(est, X, y, groups=g, constraints=TEMPLATE, slacks=[0.0, 0.1], random_state=1)
+    pd.testing.assert_frame_equal(from_estimator[cols], templated[cols])
     no_test = tradeoff_curve(est, X, y, groups=g, constraints=TEMPLATE, slacks=[0.1], test_size=None)
     assert np.isnan(no_test["test_error"]).all() and np.isfinite(no_test["train_error"]).all()
 
@@ -113,6 +117,10 @@ def test_tradeoff_curve_bad_input():
     est = ConstrainedClassifier(max_iter=20)
     with pytest.raises(ValueError, match="'\\{slack\\}'"):
         tradeoff_curve(est, X, y, groups=g, constraints="ppr[race] >= ppr - 0.1")
+    with pytest.raises(ValueError, match="'\\{slack\\}'"):
+        tradeoff_curve(est, X, y, groups=g)  # the estimator holds no template
+    with pytest.raises(ValueError, match="has no parameter 'classifier__constraints'"):
+        tradeoff_curve(est, X, y, groups=g, param="classifier__constraints")
     with pytest.raises(ValueError, match="slacks must be"):
         tradeoff_curve(est, X, y, groups=g, constraints=TEMPLATE, slacks=[-0.1])
     with pytest.raises(ValueError, match="Cannot parse"):

@@ -27,8 +27,8 @@ def _constraints_at(constraints, slack: float):
     """The constraints of one slack: a callable's result, or ``{slack}`` filled into the strings."""
     if callable(constraints):
         return constraints(slack)
-    texts = [constraints] if isinstance(constraints, str) else list(constraints)
-    if not texts or not all(isinstance(t, str) and "{slack}" in t for t in texts):
+    texts = [constraints] if isinstance(constraints, str) else constraints
+    if not isinstance(texts, (list, tuple)) or not texts or not all(isinstance(t, str) and "{slack}" in t for t in texts):
         raise ValueError("constraints must be a callable slack -> constraints (e.g. "
                          "lambda s: equal_opportunity('race', slack=s)) or strings holding '{slack}', "
                          "e.g. 'tpr[race] >= tpr - {slack}'.")
@@ -80,7 +80,7 @@ def tradeoff_curve(
     y,
     *,
     groups=None,
-    constraints: Callable[[float], object] | str | Sequence[str],
+    constraints: Callable[[float], object] | str | Sequence[str] | None = None,
     slacks: Sequence[float] = (0.0, 0.025, 0.05, 0.1, 0.2),
     param: str = "constraints",
     test_size: float | None = 0.3,
@@ -107,10 +107,11 @@ def tradeoff_curve(
         Data; a stratified ``test_size`` share is held out for the test frontier.
     groups : DataFrame, dict of arrays, or array-like, default=None
         Group columns of ``X``'s rows, as in ``fit``.
-    constraints : callable or str or list of str
+    constraints : callable or str or list of str, default=None
         ``constraints(slack)`` returning the constraints at a slack (``lambda s:
         equal_opportunity("race", slack=s)``), or strings with a ``{slack}`` placeholder
-        (``"tpr[race] >= tpr - {slack}"``).
+        (``"tpr[race] >= tpr - {slack}"``). None takes the template from the estimator's
+        ``param``: ``ConstrainedClassifier(constraints="tpr[race] >= tpr - {slack}")``.
     slacks : sequence of float, default=(0, 0.025, 0.05, 0.1, 0.2)
         The grid.
     param : str, default="constraints"
@@ -149,6 +150,12 @@ def tradeoff_curve(
     JMLR 20(172), 2019.
     """
     pd = require_pandas("tradeoff_curve")
+    if constraints is None:
+        params = estimator.get_params()
+        if param not in params:
+            raise ValueError(f"{type(estimator).__name__} has no parameter {param!r}; name the parameter that "
+                             "takes the constraints with param=... (e.g. 'classifier__constraints').")
+        constraints = params[param]
     slacks = [float(s) for s in slacks]
     if not slacks or not all(isinstance(s, Real) and np.isfinite(s) and s >= 0 for s in slacks):
         raise ValueError(f"slacks must be a non-empty list of finite numbers >= 0, got {slacks!r}.")
