@@ -128,6 +128,7 @@ def _kl(
     # Newton's method on the monotone equation KL(t) = radius, safeguarded by bisection
     # (the bracket [lo, hi] always holds the root).
     for _ in range(200):
+        t_p = t
         p, kl, slope = _tilt(t, z, log_q)
         gap = kl - radius
         if abs(gap) <= 1e-13 * radius:
@@ -145,7 +146,7 @@ def _kl(
             t = 4.0 * t if hi == np.inf else 0.5 * (lo + hi)
         if t > _KL_MAX_INV_TEMP:
             return _concentrated(losses, q), 0.0
-    return p, scale / t
+    return p, scale / t_p
 
 
 def _worst_case(
