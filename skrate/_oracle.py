@@ -30,7 +30,6 @@ def fit_oracle_game(clf, problem, X, held_out, seed: int,
     model is fitted per iteration and every one is a candidate, so there are at most
     ``min(max_iter, n_candidates)`` iterations.
     """
-    check_oracle_params(clf.estimator, clf.solver)
     estimator = clf.estimator
     if estimator.get_params(deep=False).get("random_state", 0) is None:
         estimator = clone(estimator).set_params(random_state=seed)
