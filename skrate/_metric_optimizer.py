@@ -15,12 +15,13 @@ from .exceptions import InfeasibleConstraintsWarning
 from .generalized._metrics import Metric, as_metric
 from .generalized._mixture import best_mixture
 from .generalized._plugin_oracle import PluginOracle, fit_logistic
+from .generalized._pr_auc import PRAUC, deployed_params, initial_params, stacked_problem
 from .generalized._program import as_metric_constraints, compile_program, group_cells, program_group_columns
 from .generalized._ratio import RatioProgram, solve_ratio_game
 from .generalized._three_player import CONFIGURATIONS, solve_three_player
 from .models import LinearModel, MLPModel
 from .rates import Expression
-from .solutions import SOLUTIONS, best_iterate, shrink
+from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
 from .solvers import SURROGATES
 
 CONVEX_SOLVERS = ("three_player", "oracle", "frank_wolfe", "spade", "nemsis")
@@ -59,7 +60,9 @@ class MetricOptimizer(RateClassifierBase):
     metric : str, Metric or Expression, default="error"
         What to minimise: a name (``"error"``, ``"f1"``, ``"g_mean"``, ``"h_mean"``, ``"q_mean"``,
         ``"kld"``), a metric from :mod:`skrate.generalized` (``f_measure(beta=2)``,
-        ``kld(group="sex")``, ``g_mean() + 0.5 * kld()``), or a linear rate expression.
+        ``kld(group="sex")``, ``g_mean() + 0.5 * kld()``, ``pr_auc()``), or a linear rate
+        expression. ``pr_auc()`` trains one score with a bias per recall level (the rows are
+        stacked once per level) and predicts with the bias of the middle level.
         Names denote losses: ``"f1"`` minimises ``1 - F1``.
     constraints : MetricConstraint, Constraint, str or list of them, default=None
         ``metric <= bound`` / ``metric >= bound`` from :mod:`skrate.generalized`, helpers such
@@ -270,14 +273,20 @@ class MetricOptimizer(RateClassifierBase):
         """
         X_raw = X
         X, y = self._validate_binary(X, y)
-        metric = as_metric(self.metric)
+        metric = self.metric if isinstance(self.metric, PRAUC) else as_metric(self.metric)
         constraints = as_metric_constraints(self.constraints)
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
-        program = compile_program(metric, constraints, data)
+        X_fit, data_fit, objective = X, data, metric
+        if isinstance(metric, PRAUC):
+            if constraints or self.model != "linear":
+                raise ValueError("pr_auc() is optimised alone, with model='linear' (one score, one bias per "
+                                 f"recall level); got constraints={self.constraints!r}, model={self.model!r}.")
+            X_fit, data_fit, objective, constraints = stacked_problem(metric, X, data)
+        program = compile_program(objective, constraints, data_fit)
         solver = self._choose_solver(program)
         rng = check_random_state(self.random_state)
         gen = np.random.default_rng(rng.randint(np.iinfo(np.int32).max))
-        self._model = self._make_model(X.shape[1], solver)
+        self._model = self._make_model(X_fit.shape[1], solver)
         common = dict(surrogate=self.surrogate, learning_rate=self.learning_rate,
                       lambda_learning_rate=self.lambda_learning_rate, lambda_bound=self.lambda_bound,
                       alpha=self.alpha, max_iter=self.max_iter, batch_size=self.batch_size,
@@ -287,8 +296,10 @@ class MetricOptimizer(RateClassifierBase):
         if uses_oracle or (self.init == "logistic" and isinstance(self._model, LinearModel)):
             theta_eta = fit_logistic(X, data.y, data.sample_weight, self.alpha)
         init_params = theta_eta if isinstance(self._model, LinearModel) and self.init == "logistic" else None
+        if init_params is not None and isinstance(metric, PRAUC):
+            init_params = initial_params(theta_eta, X, data.y, metric.levels)
         if solver == "ratio":
-            traj = solve_ratio_game(program, RatioProgram(program, data), self._model, X,
+            traj = solve_ratio_game(program, RatioProgram(program, data_fit), self._model, X_fit,
                                     xi_learning_rate=self.xi_learning_rate, init_params=init_params, **common)
         else:
             oracle = None
@@ -306,8 +317,11 @@ class MetricOptimizer(RateClassifierBase):
         self.multipliers_ = traj.multipliers
         self.n_iter_ = traj.n_iter
         self.random_seed_ = int(gen.integers(2**62))
-        self._program = program
-        self._set_solutions(program, X, traj)
+        self._set_solutions(program, X_fit, traj)
+        if isinstance(metric, PRAUC):  # predict with the threshold of the middle recall level
+            self._stacked_params = traj.params
+            self.candidates_ = deployed_params(traj.params, X.shape[1], len(metric.levels) // 2)
+            self._model = LinearModel(X.shape[1])
         return self
 
     def _set_solutions(self, program, X, traj) -> None:
@@ -349,9 +363,15 @@ class MetricOptimizer(RateClassifierBase):
         y = np.asarray(y)
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"y has {y.shape[0]} entries but X has {X.shape[0]} rows.")
-        p = self.predict_proba(X, solution=solution)[:, 1]
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
-        program = compile_program(self.metric, self.constraints, data)
+        if isinstance(self.metric, PRAUC):
+            X_big, data, objective, constraints = stacked_problem(self.metric, X, data)
+            weights = self.solutions_[self.solution if solution is None else solution]
+            p = StochasticModel(LinearModel(X_big.shape[1]), self._stacked_params, weights).proba(X_big)
+        else:
+            objective, constraints = self.metric, self.constraints
+            p = self.predict_proba(X, solution=solution)[:, 1]
+        program = compile_program(objective, constraints, data)
         obj, cons = program.values(program.rates(p))
         out = {"objective": float(obj)}
         out.update({c.label: float(v) for c, v in zip(program.constraints, np.atleast_1d(cons))})

@@ -260,3 +260,24 @@ def test_kld_fairness_constraint_expands_per_group():
     for v in ("a", "b"):
         q = p[g == v].mean()
         assert pi * np.log(pi / q) + (1 - pi) * np.log((1 - pi) / (1 - q)) <= 0.01 + 1e-6
+
+
+def test_pr_auc_reaches_brute_force_precisions_at_recall():
+    from skrate.generalized import pr_auc
+
+    X, y = _one_d(300, seed=9)
+    metric = pr_auc(4)
+    D = _thresholds(X[:, 0])[:, : X.shape[0] + 2]  # the orientation that ranks positives first
+    tp, pp = y @ D, D.sum(0)
+    recall, prec = tp / y.sum(), np.where(pp > 0, tp / np.maximum(pp, 1), 0)
+    brute = np.mean([prec[recall >= tau].max() for tau in metric.levels])
+    est = MetricOptimizer(metric=metric, max_iter=400, random_state=0).fit(X, y)
+    values = est.metric_values(X, y)
+    assert est.solver_ == "ratio" and len(values) == 5
+    assert max(v for k, v in values.items() if k != "objective") <= 1e-6  # every recall level reached
+    assert 1 - values["objective"] >= brute - 0.03
+    assert est.candidates_.shape[1] == 2 and est.predict(X).shape == y.shape
+    with pytest.raises(ValueError, match="pr_auc"):
+        MetricOptimizer(metric=metric, constraints="ppr <= 0.5").fit(X, y)
+    with pytest.raises(TypeError, match="on its own"):
+        metric + 1.0

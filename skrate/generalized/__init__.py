@@ -18,13 +18,14 @@ from ._metrics import (
     RateFunction, RatioAtom, as_metric, error, f_measure, f_measure_parity, g_mean, g_mean_at_least, h_mean,
     kld, kld_fairness, max_of, min_of, precision, predictive_parity, q_mean, rate_function, ratio,
 )
+from ._pr_auc import PRAUC, pr_auc
 from ._program import MetricProgram, compile_program
 from ._xi_player import CvxpyXiPlayer, best_response
 
 __all__ = [
     "CLASSES", "CvxpyXiPlayer", "FMeasure", "GMean", "HMean", "KLD", "LinearRate", "MaxOf", "Metric",
-    "MetricConstraint", "MetricProgram", "MetricSum", "QMean", "RateFunction", "RatioAtom", "as_metric",
+    "MetricConstraint", "MetricProgram", "MetricSum", "PRAUC", "QMean", "RateFunction", "RatioAtom", "as_metric",
     "best_response", "compile_program", "error", "f_measure", "f_measure_parity", "g_mean",
     "g_mean_at_least", "h_mean", "kld", "kld_fairness", "max_of", "min_of", "precision",
-    "predictive_parity", "q_mean", "rate_function", "ratio",
+    "pr_auc", "predictive_parity", "q_mean", "rate_function", "ratio",
 ]

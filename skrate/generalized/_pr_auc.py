@@ -1,0 +1,94 @@
+"""PR-AUC as a Riemann sum of precisions at recall thresholds (Eban et al., 2017).
+
+``PR-AUC ~ (1/T) sum_t P@R(tau_t)``, the precision of a model whose recall is at least
+``tau_t``, with one score ``f(x)`` shared by all T thresholds and a bias per threshold:
+``h_t(x) = 1[f(x) + c_t > 0]``. Stacking the data once per threshold, with a one-hot column
+for the threshold index (and a group column naming it), makes the T thresholded models one
+linear model on the stacked rows, and the problem
+
+    min 1 - (1/T) sum_t precision[threshold=t]   s.t.  tpr[threshold=t] >= tau_t
+
+a sum of ratios with linear constraints: Algorithm 3 of Narasimhan, Cotter and Gupta (2019),
+with every rate measured per threshold by the ordinary compiler.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..problem import GroupTable, RateData
+from ..rates import _functions as R
+from ._metrics import Metric, RatioAtom
+
+HEAD = "__threshold__"
+
+
+@dataclass(frozen=True)
+class PRAUC(Metric):
+    """One minus the PR-AUC estimated at the recall levels ``levels`` (a ratio-class metric)."""
+
+    levels: tuple[float, ...]
+
+    @property
+    def kind(self) -> str:
+        return "ratio"
+
+    def as_sum(self):
+        raise TypeError("pr_auc() measures several thresholds of one score: use it on its own as "
+                        "MetricOptimizer's metric, not inside sums or constraints.")
+
+    def __str__(self) -> str:
+        return f"1 - pr_auc(levels={list(self.levels)})"
+
+
+def pr_auc(n_thresholds: int = 4, levels=None) -> PRAUC:
+    """``1 - PR-AUC`` as the mean precision at recall >= each of ``levels``.
+
+    Parameters
+    ----------
+    n_thresholds : int, default=4
+        Number of recall levels, at the midpoints ``(k + 0.5) / n`` (a midpoint Riemann sum).
+    levels : sequence of float in (0, 1), optional
+        Explicit recall levels (overrides ``n_thresholds``).
+    """
+    if levels is None:
+        if not (isinstance(n_thresholds, (int, np.integer)) and n_thresholds >= 1):
+            raise ValueError(f"n_thresholds must be a positive integer, got {n_thresholds!r}.")
+        levels = [(k + 0.5) / n_thresholds for k in range(n_thresholds)]
+    levels = tuple(float(v) for v in levels)
+    if not levels or not all(0.0 < v < 1.0 for v in levels):
+        raise ValueError(f"Recall levels must lie strictly between 0 and 1, got {levels}.")
+    return PRAUC(levels)
+
+
+def stacked_problem(metric: PRAUC, X: np.ndarray, data: RateData):
+    """The stacked rows, their rate data, and the objective and constraints on them."""
+    T, n = len(metric.levels), X.shape[0]
+    X_big = np.hstack([np.tile(X, (T, 1)), np.repeat(np.eye(T), n, axis=0)])
+    rows = np.tile(np.arange(n), T)
+    data_big = data.take(rows)
+    head = np.repeat(np.arange(T).astype(str), n)
+    data_big = RateData(data_big.y, data_big.sample_weight, GroupTable({**data_big.groups.raw, HEAD: head}, n * T),
+                        data_big.baseline)
+    objective = 1.0
+    constraints = []
+    for t, tau in enumerate(metric.levels):
+        where = {HEAD: str(t)}
+        objective = objective - (1.0 / T) * RatioAtom(R.tp_proportion(where=where), R.ppr(where=where))
+        constraints.append(R.tpr(where=where) >= tau)
+    return X_big, data_big, objective, constraints
+
+
+def deployed_params(params: np.ndarray, n_features: int, head: int) -> np.ndarray:
+    """Linear-model parameters ``[w, b + c_head]`` of one threshold of stacked parameters."""
+    return np.column_stack([params[:, :n_features], params[:, -1] + params[:, n_features + head]])
+
+
+def initial_params(theta: np.ndarray, X: np.ndarray, y01: np.ndarray, levels) -> np.ndarray:
+    """Start from a score ``theta`` with each threshold's bias at the recall level it must reach."""
+    scores = X @ theta[:-1] + theta[-1]
+    pos = np.sort(scores[y01 == 1])
+    biases = [-pos[min(len(pos) - 1, int(np.floor((1 - tau) * len(pos))))] + 1e-6 for tau in levels]
+    return np.concatenate([theta[:-1], biases, [theta[-1]]])
