@@ -204,3 +204,28 @@ def test_best_mixture_keeps_rates_on_a_small_support():
     ref = cp.Problem(cp.Minimize(1 - cp.geo_mean(cp.hstack([r[0], r[1]]))), [cp.sum(q) == 1, r[2] <= 0.5])
     ref.solve()
     assert obj == pytest.approx(ref.value, abs=1e-4)
+
+
+def test_user_function_in_cvxpy_form_uses_the_cached_cvxpy_xi_player():
+    cp = pytest.importorskip("cvxpy")
+    gm = g_mean().terms[0][1]
+    user = rate_function(lambda r: 1 - np.sqrt(max(r[0] * r[1], 0.0)), ["tpr", "tnr"], gradient=gm.gradient,
+                         cvxpy=lambda r: 1 - cp.geo_mean(r)).terms[0][1]
+    player = CvxpyXiPlayer(user, np.full(2, np.nan))
+    problem = player.problem
+    for lam in ([-0.3, -0.6], [0.2, -1.0], [-2.0, -0.1]):
+        lam = np.array(lam)
+        xi = player(lam, 1.0)
+        assert player.problem is problem  # built once, re-solved with new parameters
+        closed = best_response(gm, lam, 1.0, np.full(2, np.nan))
+        value = lambda z: float(gm.value(z)) - lam @ z
+        assert value(xi) == pytest.approx(value(closed), abs=1e-5)
+    # and in the game: the same optimum as the built-in G-mean
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 1))
+    y = (rng.random(200) < 1 / (1 + np.exp(-2 * X[:, 0] + 0.8))).astype(int)
+    a = MetricOptimizer(metric=rate_function(user.fn, ["tpr", "tnr"], gradient=gm.gradient,
+                                             cvxpy=lambda r: 1 - cp.geo_mean(r)), max_iter=60,
+                        random_state=0).fit(X, y)
+    b = MetricOptimizer(metric="g_mean", max_iter=60, random_state=0).fit(X, y)
+    assert a.metric_values(X, y)["objective"] == pytest.approx(b.metric_values(X, y)["objective"], abs=0.01)

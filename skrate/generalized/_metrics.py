@@ -411,8 +411,8 @@ class RateFunction(Atom):
     """A user function ``fn(r) -> float`` of named rates, with its declared class.
 
     ``gradient`` (``r -> array``) is optional: central differences are used without it.
-    ``fn`` must accept rates of shape (k,) and, for evaluating many candidates at once,
-    (k, n_candidates); a function that cannot is applied column by column.
+    ``cvx`` (``cvxpy vector -> cvxpy expression``), optional, is the same function in cvxpy: the
+    xi-player then solves its problem with cvxpy instead of a quasi-Newton method.
     """
 
     fn: Callable = field(compare=True)
@@ -420,6 +420,7 @@ class RateFunction(Atom):
     convexity: str = "convex"
     grad: Callable | None = None
     label: str = "rate_function"
+    cvx: Callable | None = None
 
     @property
     def name(self):
@@ -448,7 +449,7 @@ class RateFunction(Atom):
         return np.array([(self.fn(r + e) - self.fn(r - e)) / (2 * h) for e in eye])
 
     def bind(self, a):
-        return RateFunction(self.fn, _bind_exprs(self.rates, a), self.convexity, self.grad, self.label)
+        return RateFunction(self.fn, _bind_exprs(self.rates, a), self.convexity, self.grad, self.label, self.cvx)
 
 
 def _combine_kinds(terms) -> str:
@@ -619,7 +620,7 @@ def precision(group=None, **filters) -> MetricSum:
 
 
 def rate_function(fn: Callable, rates, *, convexity: str = "convex", gradient: Callable | None = None,
-                  name: str = "rate_function") -> MetricSum:
+                  name: str = "rate_function", cvxpy: Callable | None = None) -> MetricSum:
     """A metric defined by a user function of named rates, with its declared class.
 
     Parameters
@@ -632,6 +633,11 @@ def rate_function(fn: Callable, rates, *, convexity: str = "convex", gradient: C
         The class of ``fn`` in the rates; it decides which solvers apply.
     gradient : callable, optional
         ``gradient(r) -> array``; central differences when omitted.
+    name : str, default="rate_function"
+    cvxpy : callable, optional
+        The same function of a cvxpy vector of rates (``lambda r: cp.norm(r)``): the xi-player
+        then solves its small convex problem with cvxpy, built once and re-solved with new
+        multipliers; without it, a box-constrained quasi-Newton method.
     """
     if convexity not in CLASSES:
         raise ValueError(f"convexity must be one of {CLASSES}, got {convexity!r}.")
@@ -640,7 +646,7 @@ def rate_function(fn: Callable, rates, *, convexity: str = "convex", gradient: C
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {fn!r}.")
     exprs = tuple(as_expression(r) for r in ([rates] if isinstance(rates, str) else rates))
-    return RateFunction(fn, exprs, convexity, gradient, name).as_sum()
+    return RateFunction(fn, exprs, convexity, gradient, name, cvxpy).as_sum()
 
 
 # -- constraints --------------------------------------------------------------------------------

@@ -29,7 +29,8 @@ import numpy as np
 from ..solvers import Trajectory
 from ._program import MetricProgram
 from ._theta_player import SurrogateTheta
-from ._xi_player import best_response
+from ._metrics import RateFunction
+from ._xi_player import CvxpyXiPlayer, best_response
 
 # solver name -> (theta-player, lambda-player, rates the lambda-player sees)
 CONFIGURATIONS = {
@@ -50,6 +51,12 @@ class _Block:
     fixed: np.ndarray  # NaN where the rate depends on the model
     lam: np.ndarray
     xi: np.ndarray
+    cvxpy: object = None  # a cached cvxpy xi-player for user functions given in cvxpy form
+
+    def answer(self, w: float) -> np.ndarray:
+        if self.cvxpy is not None:
+            return self.cvxpy(self.lam, w)
+        return best_response(self.atom, self.lam, w, self.fixed, self.xi)
 
 
 def _blocks(program: MetricProgram):
@@ -61,7 +68,10 @@ def _blocks(program: MetricProgram):
                 linear.append((owner - 1, coef, int(idx[0])))
                 continue
             fixed = np.where(model_free[idx], program.b[idx], np.nan)
-            blocks.append(_Block(owner - 1, coef, atom, idx, fixed, np.zeros(len(idx)), np.where(model_free[idx], program.b[idx], 0.5)))
+            blk = _Block(owner - 1, coef, atom, idx, fixed, np.zeros(len(idx)), np.where(model_free[idx], program.b[idx], 0.5))
+            if isinstance(atom, RateFunction) and atom.cvx is not None:
+                blk.cvxpy = CvxpyXiPlayer(atom, fixed)
+            blocks.append(blk)
     return blocks, linear
 
 
@@ -136,7 +146,7 @@ def solve_three_player(
             if lam_kind == "ftl":
                 blk.lam = w * blk.atom.gradient(rate_sum[blk.idx] / (t + 1))
             else:
-                blk.xi = best_response(blk.atom, blk.lam, w, blk.fixed, blk.xi)
+                blk.xi = blk.answer(w)
             weights[blk.idx] += np.where(np.isnan(blk.fixed), blk.lam, 0.0)
         if t % every == 0 or t == max_iter - 1:
             snaps.append(player.theta.copy())

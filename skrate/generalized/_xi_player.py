@@ -11,9 +11,10 @@ the conjugate of ``psi`` at ``lam / w``). Closed forms where they exist:
   ``a = 1`` or ``b = 1``, where a one-dimensional convex problem has a closed-form solution;
 * max of rates: the same homogeneity gives ``xi = t 1[lam > 0]`` with ``t`` in ``{0, 1}``.
 
-Other atoms (user functions) fall back to a box-constrained quasi-Newton solve; the cvxpy
-form of the built-in atoms (:class:`CvxpyXiPlayer`) builds its problem once with parameters
-for ``lam`` and ``w`` and re-solves it, a reference for the closed forms.
+User functions given in cvxpy form are solved by :class:`CvxpyXiPlayer`, which builds the
+problem once with parameters for ``lam`` and ``w`` and re-solves it every iteration (it is also
+the tests' reference for the closed forms); other user functions fall back to a
+box-constrained quasi-Newton solve.
 Narasimhan, Cotter and Gupta (NeurIPS 2019), Section 4.
 """
 
@@ -22,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize
 
-from ._metrics import KLD, GMean, HMean, MaxOf, QMean
+from ._metrics import KLD, GMean, HMean, MaxOf, QMean, RateFunction
 
 _LO = 1e-6
 
@@ -138,6 +139,12 @@ class CvxpyXiPlayer:
             f = cp.norm(x, 2) / np.sqrt(2.0)
         elif isinstance(atom, MaxOf):
             f = cp.max(x)
+        elif isinstance(atom, RateFunction) and atom.cvx is not None:
+            parts, at = [], 0
+            for j, is_free in enumerate(free):
+                parts.append(x[at] if is_free else cp.Constant(self.fixed[j]))
+                at += int(is_free)
+            f = atom.cvx(cp.hstack(parts))
         else:
             raise TypeError(f"No cvxpy form for the metric {atom}.")
         self.problem = cp.Problem(cp.Minimize(self.w * f - self.lam @ x), [x >= 0, x <= 1])
