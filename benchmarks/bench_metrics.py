@@ -28,24 +28,23 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
-import argparse  # noqa: E402
-import datetime  # noqa: E402
-import platform  # noqa: E402
-import sys  # noqa: E402
-import time  # noqa: E402
-import warnings  # noqa: E402
+import argparse
+import datetime
+import platform
+import sys
+import time
+import warnings
 
-import numpy as np  # noqa: E402
-import pandas as pd  # noqa: E402
-from sklearn.linear_model import LogisticRegression  # noqa: E402
-
-from fairlearn.postprocessing import ThresholdOptimizer  # noqa: E402
+import numpy as np
+import pandas as pd
+from fairlearn.postprocessing import ThresholdOptimizer
+from sklearn.linear_model import LogisticRegression
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _data import load_adult, load_compas  # noqa: E402
+from _data import load_adult, load_compas
 
-from skrate import MetricOptimizer  # noqa: E402
-from skrate.generalized import f_measure_parity, kld  # noqa: E402
+from skrate import MetricOptimizer
+from skrate.generalized import f_measure_parity, kld
 
 LR_PARAMS = dict(max_iter=10_000)
 GRID = np.linspace(0.02, 0.98, 97)
@@ -129,7 +128,7 @@ def run_split(name, split, reps):
 
     def add(task, method, p_tr, p_te, wall=np.nan, cpu=np.nan, p_pred=None, support=np.nan):
         row = {"data": name, "task": task, "method": method, "fit_s": wall, "cpu_s": cpu,
-               "x_lr": wall / lr_wall if wall == wall else np.nan, "support": support}
+               "x_lr": wall / lr_wall if not np.isnan(wall) else np.nan, "support": support}
         for tag, p, y, g in (("train", p_tr, ytr, g_tr), ("test", p_te, yte, g_te)):
             row[f"{tag}_err_ratio"] = error(y, p) / (err_tr if tag == "train" else err_te)
             row[f"{tag}_kld"] = kld_sum(y, p, g)

@@ -16,7 +16,12 @@ from .generalized._metrics import Metric, as_metric
 from .generalized._mixture import best_mixture
 from .generalized._plugin_oracle import PluginOracle, fit_logistic
 from .generalized._pr_auc import PRAUC, deployed_params, initial_params, stacked_problem
-from .generalized._program import as_metric_constraints, compile_program, group_cells, program_group_columns
+from .generalized._program import (
+    as_metric_constraints,
+    compile_program,
+    group_cells,
+    program_group_columns,
+)
 from .generalized._ratio import RatioProgram, solve_ratio_game
 from .generalized._three_player import CONFIGURATIONS, solve_three_player
 from .models import LinearModel, MLPModel

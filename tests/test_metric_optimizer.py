@@ -5,7 +5,6 @@ orientations, so the best stochastic classifier of the model class is the best m
 finitely many thresholds: a small convex problem (cvxpy) or, for a ratio, an enumeration.
 """
 
-import warnings
 
 import numpy as np
 import pytest
@@ -207,7 +206,7 @@ def test_solutions_predictions_and_metric_values():
     X, y = _one_d(200, seed=5)
     est = MetricOptimizer(metric="h_mean", max_iter=200, n_candidates=20, random_state=0).fit(X, y)
     assert set(est.solutions_) == {"m_stochastic", "T_stochastic", "best", "last"}
-    for name, w in est.solutions_.items():
+    for w in est.solutions_.values():
         assert w.shape == (est.candidates_.shape[0],) and w.sum() == pytest.approx(1.0)
     p = est.predict_proba(X)[:, 1]
     labels = est.predict(X)

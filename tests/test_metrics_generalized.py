@@ -8,9 +8,30 @@ from sklearn.metrics import f1_score, fbeta_score, precision_score, recall_score
 
 from skrate import MetricOptimizer
 from skrate.generalized import (
-    CvxpyXiPlayer, GMean, HMean, KLD, MaxOf, QMean, RateFunction, as_metric, best_response, compile_program,
-    error, f_measure, f_measure_parity, g_mean, h_mean, kld, kld_fairness, max_of, min_of, precision,
-    predictive_parity, q_mean, rate_function, ratio,
+    KLD,
+    CvxpyXiPlayer,
+    GMean,
+    HMean,
+    MaxOf,
+    QMean,
+    RateFunction,
+    as_metric,
+    best_response,
+    compile_program,
+    error,
+    f_measure,
+    f_measure_parity,
+    g_mean,
+    h_mean,
+    kld,
+    kld_fairness,
+    max_of,
+    min_of,
+    precision,
+    predictive_parity,
+    q_mean,
+    rate_function,
+    ratio,
 )
 from skrate.generalized._mixture import best_mixture
 from skrate.generalized._plugin_oracle import PluginOracle, cell_decoders
@@ -104,7 +125,7 @@ def test_unknown_metric_name_lists_known_ones():
 
 
 def test_undefined_metrics_name_metric_and_slice():
-    y, g, yhat, _ = _data()
+    y, g, _, _ = _data()
     y = y.copy()
     y[g == "a"] = 0  # group a has no positives
     data = RateData(y, np.ones(len(y)), GroupTable.from_input({"g": g}, None, len(y)))
@@ -146,7 +167,7 @@ def test_xi_closed_forms_match_cvxpy(atom, fixed):
         w = float(rng.uniform(0.2, 2.0))
         xi = best_response(atom, lam, w, fixed)
         ref = reference(lam, w)
-        value = lambda z: w * float(atom.value(z)) - lam @ np.where(np.isnan(fixed), z, 0.0)
+        value = lambda z, w=w, lam=lam: w * float(atom.value(z)) - lam @ np.where(np.isnan(fixed), z, 0.0)
         assert value(xi) <= value(ref) + 1e-5
         assert np.all(xi >= 0) and np.all(xi <= 1)
 
@@ -159,7 +180,7 @@ def test_numeric_fallback_matches_closed_form():
         lam = np.array(lam)
         closed = best_response(gm, lam, 1.0, np.full(2, np.nan))
         numeric = best_response(user, lam, 1.0, np.full(2, np.nan), start=np.array([0.5, 0.5]))
-        value = lambda z: float(gm.value(z)) - lam @ z
+        value = lambda z, lam=lam: float(gm.value(z)) - lam @ z
         assert value(numeric) == pytest.approx(value(closed), abs=1e-4)
 
 
@@ -185,7 +206,7 @@ def test_plugin_oracle_is_the_brute_force_best_threshold_per_cell():
 
 
 def test_best_mixture_keeps_rates_on_a_small_support():
-    y, g, _, data = _data(200)
+    _, _, _, data = _data(200)
     rng = np.random.default_rng(0)
     decisions = (rng.random((200, 30)) < 0.5).astype(float)
     program = compile_program(g_mean(), ["ppr <= 0.5"], data)
@@ -218,7 +239,7 @@ def test_user_function_in_cvxpy_form_uses_the_cached_cvxpy_xi_player():
         xi = player(lam, 1.0)
         assert player.problem is problem  # built once, re-solved with new parameters
         closed = best_response(gm, lam, 1.0, np.full(2, np.nan))
-        value = lambda z: float(gm.value(z)) - lam @ z
+        value = lambda z, lam=lam: float(gm.value(z)) - lam @ z
         assert value(xi) == pytest.approx(value(closed), abs=1e-5)
     # and in the game: the same optimum as the built-in G-mean
     rng = np.random.default_rng(0)

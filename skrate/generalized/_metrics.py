@@ -11,9 +11,10 @@ them. Narasimhan, Cotter and Gupta (NeurIPS 2019), Table 1.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from numbers import Real
-from typing import Any, Callable, Iterable
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +32,7 @@ def _scalar(x) -> bool:
 class Metric:
     """Arithmetic and comparisons shared by atoms and sums of atoms."""
 
-    def as_sum(self) -> "MetricSum":
+    def as_sum(self) -> MetricSum:
         return MetricSum(((1.0, self),), 0.0)
 
     def __add__(self, other):
@@ -79,7 +80,7 @@ class Metric:
         return self.as_sum().kind
 
 
-def _lift(x) -> "MetricSum | None":
+def _lift(x) -> MetricSum | None:
     if isinstance(x, Metric):
         return x.as_sum()
     if isinstance(x, (Expression, str)):
@@ -87,7 +88,7 @@ def _lift(x) -> "MetricSum | None":
     return None
 
 
-def _require(x) -> "MetricSum":
+def _require(x) -> MetricSum:
     out = _lift(x)
     if out is None:
         raise TypeError(f"Expected a metric, a rate expression or a number, got {x!r}.")
@@ -120,9 +121,9 @@ class Atom(Metric):
 
     def ratios(self):
         """``[(coef, numerator, denominator)]`` with ``value = sum coef N / D``, or None."""
-        return None
+        return
 
-    def bind(self, assignment: dict[str, str]) -> "Atom":
+    def bind(self, assignment: dict[str, str]) -> Atom:
         """The atom with expanded group columns replaced by values."""
         raise NotImplementedError
 
@@ -494,7 +495,7 @@ class MetricSum(Metric):
     def expand_keys(self) -> tuple[str, ...]:
         return tuple(sorted({k for _, a in self.terms for k in a.expand_keys}))
 
-    def bind(self, assignment: dict[str, str]) -> "MetricSum":
+    def bind(self, assignment: dict[str, str]) -> MetricSum:
         return MetricSum(tuple((c, a.bind(assignment)) for c, a in self.terms), self.constant)
 
     def ratio_form(self):

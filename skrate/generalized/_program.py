@@ -74,7 +74,7 @@ def group_cells(program_groups: list[str], data: RateData) -> np.ndarray:
     return np.unique(cols, axis=0, return_inverse=True)[1].ravel()
 
 
-def program_group_columns(program: "MetricProgram") -> list[str]:
+def program_group_columns(program: MetricProgram) -> list[str]:
     """Group columns filtered on by any rate of the program."""
     from ..rates._slice import RESERVED
 

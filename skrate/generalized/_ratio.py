@@ -20,7 +20,7 @@ multipliers ``mu_j`` ascend on the true, 0-1 constraint values. With ``lam_k = 1
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 import scipy.sparse as sp

@@ -21,15 +21,15 @@ stochastic solution.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 import numpy as np
 
 from ..solvers import Trajectory
+from ._metrics import RateFunction
 from ._program import MetricProgram
 from ._theta_player import SurrogateTheta
-from ._metrics import RateFunction
 from ._xi_player import CvxpyXiPlayer, best_response
 
 # solver name -> (theta-player, lambda-player, rates the lambda-player sees)
