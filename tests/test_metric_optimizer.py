@@ -280,3 +280,22 @@ def test_pr_auc_reaches_brute_force_precisions_at_recall():
         MetricOptimizer(metric=metric, constraints="ppr <= 0.5").fit(X, y)
     with pytest.raises(TypeError, match="on its own"):
         metric + 1.0
+
+
+def test_named_special_cases_play_the_same_loop():
+    from skrate.generalized._frank_wolfe import frank_wolfe, nemsis, spade
+    from skrate.generalized._plugin_oracle import PluginOracle, fit_logistic
+    from skrate.models import LinearModel
+
+    X, y = _one_d(200, seed=10)
+    data = RateData(y, np.ones(len(y)), GroupTable.from_input(None, None, len(y)))
+    program = compile_program("g_mean", [], data)
+    best = _mixture_optimum(GMEAN, X, y)
+    oracle = PluginOracle(X, fit_logistic(X, y, np.ones(len(y)), 1e-4))
+    runs = [frank_wolfe(program, X, oracle, max_iter=200, rng=np.random.default_rng(0)),
+            spade(program, LinearModel(1), X, max_iter=200, rng=np.random.default_rng(0)),
+            nemsis(program, LinearModel(1), X, max_iter=200, rng=np.random.default_rng(0))]
+    for traj in runs:
+        rates = program.rates((LinearModel(1).scores_many(X, traj.params) > 0).astype(float))
+        np.testing.assert_allclose(traj.objective, program.values(rates)[0])
+        assert traj.objective.min() <= best + 0.03
