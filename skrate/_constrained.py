@@ -231,7 +231,8 @@ class ConstrainedClassifier(RateClassifierBase):
             raise ValueError(f"hidden_layer_sizes must be positive integers, got {self.hidden_layer_sizes!r}.")
         return MLPModel(n_features, sizes)
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    # not skipped: the oracle solvers fit the user's estimator, whose parameters must be validated
+    @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y, *, groups=None, sample_weight=None, baseline=None, validation_mask=None):
         """Train on ``X, y`` with the constraints measured on ``groups``.
 

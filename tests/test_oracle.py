@@ -320,6 +320,9 @@ def test_clear_errors():
                               solver="oracle_proxy_lagrangian").fit(X, y, groups=g)
     with pytest.raises(ValueError, match="estimator=LogisticRegression is used by the oracle solvers only"):
         ConstrainedClassifier("ppr >= 0.3", estimator=LogisticRegression()).fit(X, y, groups=g)
+    with pytest.raises(ValueError, match="'C' parameter of LogisticRegression"):  # the estimator's own checks run
+        ConstrainedClassifier("ppr >= 0.3", estimator=LogisticRegression(C=-1.0),
+                              solver="oracle_lagrangian").fit(X, y, groups=g)
     with pytest.raises(ValueError, match="tol"):
         ConstrainedClassifier("ppr >= 0.3", estimator=LogisticRegression(), solver="oracle_lagrangian",
                               tol=-1.0).fit(X, y, groups=g)
