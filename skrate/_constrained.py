@@ -102,7 +102,8 @@ class ConstrainedClassifier(RateClassifierBase):
     tol : float or None, default=1e-4
         Early stopping of the oracle solvers: stop once the best mixture of the candidates
         (the m-stochastic LP) has improved neither its largest violation nor its objective by
-        more than ``tol`` over 5 consecutive iterations, and is feasible. None fits every iteration.
+        more than ``tol`` over 5 consecutive iterations, is feasible, and either is tight on a
+        constraint or the constraints hold at most 5% of the multipliers. None fits every iteration.
 
     Attributes
     ----------

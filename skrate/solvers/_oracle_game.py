@@ -26,8 +26,12 @@ candidates found so far; when for ``n_iter_no_change`` consecutive iterations ne
 largest violation nor (at the same violation) its objective improved by more than ``tol``, the
 lambda-player's updates have stalled -- they no longer lead the oracle to models that improve
 the mixture (with a finite hypothesis class, the oracle is cycling through models it already
-returned) -- and the game stops. It never stops early while no mixture is feasible: the
-multipliers are then still growing towards the violated constraints.
+returned) -- and the game stops. It never stops early while no mixture is feasible (the
+multipliers are then still growing towards the violated constraints), nor while the best
+mixture has slack (more than ``SLACK``) on every constraint and the constraints still hold
+more than ``SHARE`` of the multipliers' mass: by complementary slackness the multipliers are
+then still moving weight to the objective, however slowly, even if the oracle's responses
+repeat for a while.
 """
 
 from __future__ import annotations
@@ -44,6 +48,8 @@ from ._players import LagrangePlayer, SwapRegretPlayer
 from ._trajectory import Trajectory
 
 ORACLE_SOLVERS = ("oracle_lagrangian", "oracle_proxy_lagrangian")
+SLACK = 1e-3  # a mixture within this of a constraint's bound is tight on it
+SHARE = 0.05  # constraints holding at most this share of the multipliers' mass have let go
 
 
 def cost_sensitive_reduction(A: sp.spmatrix, weights: np.ndarray,
@@ -117,6 +123,20 @@ def _decisions(model, X) -> np.ndarray:
 def _improved(lp, best, tol: float) -> bool:
     objective, violation = lp
     return violation < best[1] - tol or (violation <= best[1] + 1e-12 and objective < best[0] - tol)
+
+
+def _settled(lp, constraints, weights) -> bool:
+    """Whether the multipliers can be at rest: the best mixture is tight on some constraint, or
+    the constraints have (almost) lost their weight (complementary slackness).
+
+    While the mixture has slack on every constraint and the constraints still carry weight,
+    the lambda-player is still shifting weight to the objective, however slowly; the oracle's
+    responses may repeat for a while, but the game has not stalled.
+    """
+    if not constraints[0].shape[0]:
+        return True
+    tight = (np.array(constraints).T @ lp.weights).max() >= -SLACK
+    return bool(tight or weights[1:].sum() <= SHARE * weights.sum())
 
 
 def solve_oracle_game(
@@ -204,7 +224,7 @@ def solve_oracle_game(
             current = (float(np.dot(lp.weights, objective)), lp.max_violation)
             stalled = 0 if _improved(current, best, tol) else stalled + 1
             best = min(best, current, key=lambda v: (v[1], v[0]))
-            if stalled >= n_iter_no_change and lp.feasible:
+            if stalled >= n_iter_no_change and lp.feasible and _settled(lp, constraints, weights):
                 break
     k = len(models)
     return OracleTrajectory(np.arange(k, dtype=float)[:, None], np.array(objective),
