@@ -43,7 +43,7 @@ class _BaseDRO(BaseEstimator):
         fit_intercept=True,
         solver="lbfgs",
         initial_sample_size=256,
-        growth=1.3,
+        growth=2.0,
         max_iter=1000,
         tol=1e-4,
         random_state=None,

@@ -7,10 +7,10 @@ The problem (see :mod:`skrate._divergence` for the ball):
 the intercept ``b`` unpenalised. ``F`` is convex when the loss is; by Danskin's theorem its
 (sub)gradient is that of the ``p*``-weighted loss at the worst case ``p*``.
 
-* :func:`dynamic_sgd` is the dynamically sampled subgradient descent of Ghosh et al. (2018):
-  each iteration draws a sample without replacement, solves the inner maximisation exactly on
-  it, takes a step along the resulting subgradient, and grows the sample geometrically until
-  it covers the data; it then continues on the full batch.
+* :func:`dynamic_sgd` is the dynamically sampled descent of Ghosh et al. (2018): samples
+  drawn without replacement grow geometrically until they cover the data; on each, the
+  inner maximisation is solved exactly and a few L-BFGS steps are taken until the sample's
+  gradient is within its sampling noise; on the full data the same steps continue.
 * :func:`primal_lbfgs` runs L-BFGS-B on ``F`` with the exact inner maximiser (the default
   full-batch path).
 * :func:`dual_lbfgs` minimises the exact convex dual jointly over the model and the dual
@@ -30,9 +30,15 @@ from scipy.optimize import minimize
 
 from ._divergence import _dual, _worst_case
 
-# Armijo sufficient-decrease constant and the memory of the non-monotone line search.
+# Armijo sufficient-decrease constant and the most step halvings of one line search.
 _ARMIJO = 1e-4
-_MEMORY = 10
+_HALVINGS = 40
+# Curvature pairs kept by the L-BFGS steps of the sampled path.
+_MEMORY = 20
+# A sample's stage ends when its gradient norm is at most this multiple of its sampling
+# noise, or after this many steps.
+_NOISE_RATIO = 1.0
+_STAGE_STEPS = 10
 # L-BFGS-B stops only on the gradient test or when the objective can no longer decrease.
 _FTOL = 0.0
 # Iterations of empirical risk minimisation that start the primal L-BFGS path.
@@ -100,6 +106,37 @@ class LinearDRO:
         value = float(p @ losses) + self.penalty(theta)
         return value, (self.weighted_gradient(theta, p, dZ) if grad else None), p, eta
 
+    def sampled_objective(
+        self, theta: np.ndarray, eta_hint: float | None, row_sq: np.ndarray
+    ) -> SampleState:
+        """``F`` and its gradient on this sample, with the sampling noise of the gradient.
+
+        The loss part of the gradient is the sample mean of ``v_i = m p_i dZ_i (x_i, 1)``;
+        its standard error ``sqrt((mean ||v_i||^2 - ||mean v_i||^2) / m)`` is the noise,
+        ``row_sq`` holding ``||(x_i, 1)||^2`` (``||x_i||^2`` without intercept).
+        """
+        losses, dZ = self.losses(theta)
+        p, eta = _worst_case(losses, self.q, self.divergence, self.radius, eta_hint)
+        value = float(p @ losses) + self.penalty(theta)
+        grad = self.weighted_gradient(theta, p, dZ)
+        m = losses.size
+        W, _ = self.unpack(theta)
+        loss_grad = grad.copy()
+        loss_grad[: W.size] -= self.alpha * W.ravel()
+        second = np.mean((m * p) ** 2 * np.einsum("ij,ij->i", dZ, dZ) * row_sq)
+        noise = math.sqrt(max(second - loss_grad @ loss_grad, 0.0) / m)
+        return SampleState(value, grad, eta, noise)
+
+
+@dataclass
+class SampleState:
+    """The robust objective of a sample at a point, with what the sampled path needs."""
+
+    value: float
+    grad: np.ndarray
+    eta: float
+    noise: float
+
 
 @dataclass
 class Result:
@@ -116,6 +153,40 @@ def sample_sizes(n: int, initial_sample_size: int, growth: float):
         size = min(size * growth, float(n))
 
 
+def _row_sq_norms(X) -> np.ndarray:
+    if hasattr(X, "multiply"):
+        return np.asarray(X.multiply(X).sum(axis=1)).ravel()
+    return np.einsum("ij,ij->i", X, X)
+
+
+def _two_loop(grad: np.ndarray, pairs: list) -> np.ndarray:
+    """The L-BFGS product ``H grad`` from curvature pairs ``(s, y, 1 / s'y)``, oldest first."""
+    r = grad.copy()
+    coefs = []
+    for s, y, rho in reversed(pairs):
+        a = rho * (s @ r)
+        coefs.append(a)
+        r -= a * y
+    s, y, _ = pairs[-1]
+    r *= (s @ y) / (y @ y)
+    for (s, y, rho), a in zip(pairs, reversed(coefs)):
+        r += (a - rho * (y @ r)) * s
+    return r
+
+
+def _armijo(sub: LinearDRO, theta, state, direction, row_sq):
+    """Backtrack from the unit step until ``sub``'s objective decreases enough, or ``None``."""
+    slope = state.grad @ direction
+    step = 1.0
+    for _ in range(_HALVINGS):
+        candidate = theta + step * direction
+        new = sub.sampled_objective(candidate, state.eta, row_sq)
+        if new.value <= state.value + _ARMIJO * step * slope:
+            return candidate, new
+        step *= 0.5
+    return None
+
+
 def dynamic_sgd(
     problem: LinearDRO,
     theta: np.ndarray,
@@ -126,55 +197,67 @@ def dynamic_sgd(
     tol: float,
     callback: Callable | None = None,
 ) -> Result:
-    """Dynamically sampled subgradient descent (Ghosh et al. 2018).
+    """Dynamically sampled descent with the exact inner maximisation (Ghosh et al. 2018).
 
-    Iteration ``t`` uses the first ``m_t = min(n, ceil(initial_sample_size * growth**t))``
-    points of a random permutation of the data: a sample without replacement that grows by
-    new points until it covers the data. The step length starts from the Barzilai-Borwein
-    estimate and is backtracked until the sample's robust objective decreases enough
-    (Armijo; non-monotone over the last few iterations once the sample is the full data).
-    Stops on the full batch when the largest absolute gradient entry is at most ``tol``.
+    Stage ``t`` works on the sample of the first ``m_t = min(n, ceil(initial_sample_size *
+    growth**t))`` points of one random permutation of the data: samples drawn without
+    replacement that grow by new points until they cover the data. On each sample the
+    inner maximisation is solved exactly, so the step direction is the sample's exact
+    Danskin gradient, turned into a quasi-Newton direction by the L-BFGS two-loop
+    recursion (curvature pairs kept across samples) and given an Armijo step on the
+    sample's robust objective. A stage ends as soon as the sample's gradient is no larger
+    than its own sampling noise (``||g|| <= sqrt(trace Var(g_i) / m)``, the norm test of
+    dynamic sampling methods), or after ``_STAGE_STEPS`` steps: a sample of ``m`` points
+    only pins the optimum down to ``O(1 / sqrt(m))``. Once the sample is the full data the
+    same L-BFGS steps continue, deterministically, until the largest absolute gradient
+    entry is at most ``tol`` (or no step decreases the objective any more).
     """
-    # Samples without replacement that grow by adding new points: the prefixes of one
-    # random permutation (views of a single permuted copy of the data). Rows of zero base
-    # weight never matter and are left out, so no sample has zero total weight.
+    # Rows of zero base weight never matter and are left out, so no sample has zero
+    # total weight; the samples are prefixes (views) of one permuted copy of the data.
     support = np.flatnonzero(problem.q > 0)
     n = support.size
     shuffled = problem.subset(rng.permutation(support))
-    step, eta = 1.0, None
-    prev_theta = prev_grad = at_theta = None
-    history: list[float] = []
-    sizes = sample_sizes(n, initial_sample_size, growth)
-    for it, m in zip(range(1, max_iter + 1), sizes):
+    row_sq = _row_sq_norms(shuffled.X) + float(problem.fit_intercept)
+    pairs: list = []
+    eta, it = None, 0
+    for m in sample_sizes(n, initial_sample_size, growth):
         full = m == n
         sub = shuffled if full else shuffled.subset(slice(0, m))
-        if at_theta is None:
-            value, grad, _, eta = sub.objective(theta, eta, grad=True)
-        else:
-            value, grad = at_theta
-        if full and np.max(np.abs(grad)) <= tol:
-            return Result(theta, it - 1, True)
-        if prev_grad is not None:
-            s, y = theta - prev_theta, grad - prev_grad
-            sy = s @ y
-            if sy > 0:
-                step = (s @ s) / sy
-        # Non-monotone only on the full batch, where the function no longer changes.
-        history = (history if full else [])[-(_MEMORY - 1):] + [value]
-        reference, g2 = max(history), grad @ grad
-        while True:
-            candidate = theta - step * grad
-            # On the full batch the gradient at an accepted candidate is the next one needed.
-            c_value, c_grad, _, c_eta = sub.objective(candidate, eta, grad=full)
-            if c_value <= reference - _ARMIJO * step * g2 or step < 1e-20:
+        rows = row_sq[:m]
+        state = sub.sampled_objective(theta, eta, rows)
+        for stage_step in range(max_iter + 1):
+            if full and np.max(np.abs(state.grad)) <= tol:
+                return Result(theta, it, True)
+            if not full and (np.linalg.norm(state.grad) <= _NOISE_RATIO * state.noise
+                             or stage_step == _STAGE_STEPS):
                 break
-            step *= 0.5
-        at_theta = (c_value, c_grad) if full else None
-        eta = c_eta
-        prev_theta, prev_grad, theta = theta, grad, candidate
-        if callback is not None:
-            callback(theta)
-    return Result(theta, max_iter, False)
+            if it == max_iter:
+                return Result(theta, it, False)
+            found = None
+            if pairs:
+                direction = -_two_loop(state.grad, pairs)
+                if state.grad @ direction < 0:
+                    found = _armijo(sub, theta, state, direction, rows)
+            if found is None:
+                # Steepest descent, first step at most 1 in every coordinate.
+                pairs = []
+                direction = -state.grad / max(1.0, np.max(np.abs(state.grad)))
+                found = _armijo(sub, theta, state, direction, rows)
+            if found is None:
+                if full:  # the objective cannot decrease any more in floating point
+                    return Result(theta, it, True)
+                break
+            candidate, new = found
+            s, y = candidate - theta, new.grad - state.grad
+            sy = s @ y
+            # Both gradients are on the same sample, so (s, y) is a curvature pair of it.
+            if sy > 1e-10 * (y @ y):
+                pairs = (pairs + [(s, y, 1.0 / sy)])[-_MEMORY:]
+            theta, state, eta = candidate, new, new.eta
+            it += 1
+            if callback is not None:
+                callback(theta)
+    raise AssertionError("unreachable: the schedule reaches the full data")
 
 
 def _lbfgs(fun, theta, max_iter, tol, callback, bounds=None):
