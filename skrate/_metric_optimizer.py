@@ -31,6 +31,10 @@ from .solvers import SURROGATES
 
 CONVEX_SOLVERS = ("three_player", "oracle", "frank_wolfe", "spade", "nemsis")
 SOLVERS = CONVEX_SOLVERS + ("ratio",)
+# early-stopping patience of n_iter_no_change="auto": exact oracle answers against
+# follow-the-leader multipliers settle smoothly, gradient-ascent multipliers oscillate before
+# they settle, surrogate steps are small
+AUTO_PATIENCE = {"frank_wolfe": 25, "oracle": 50}
 
 
 def applicable_solvers(kinds) -> tuple[str, ...]:
@@ -80,10 +84,13 @@ class MetricOptimizer(RateClassifierBase):
         thresholds a plug-in logistic-regression estimate of ``P(y = 1 | x)`` (one
         threshold per answer and group cell). ``"frank_wolfe"``, ``"spade"``, ``"nemsis"``: the earlier
         algorithms as special cases of the game. ``"ratio"``: Algorithm 3 for sums of ratios
-        (F-measure, precision, their parities). ``"auto"`` picks ``"ratio"`` for ratio metrics
-        and ``"three_player"`` otherwise. The oracle thresholds per group cell when the groups the
-        metrics name are one-hot columns of ``X`` (exactly decodable), else globally. A solver whose guarantees do not cover the metric's
-        class is refused with the list of solvers that apply.
+        (F-measure, precision, their parities). ``"auto"`` picks ``"ratio"`` for ratio metrics; for
+        the others ``"frank_wolfe"`` with ``model="linear"`` (exact plug-in oracle answers, which
+        settle in a few dozen rounds; constraint multipliers ascend as in Algorithm 1) and
+        ``"three_player"`` with ``model="mlp"``. The oracle thresholds per group cell when the
+        groups the metrics name are one-hot columns of ``X`` (exactly decodable), else globally.
+        A solver whose guarantees do not cover the metric's class is refused with the list of
+        solvers that apply.
     model : {"linear", "mlp"}, default="linear"
         Score function of the surrogate solvers (the oracle solvers produce linear models).
     hidden_layer_sizes : tuple of int, default=(16,)
@@ -115,7 +122,19 @@ class MetricOptimizer(RateClassifierBase):
     batch_size : int or None, default=None
         None trains full-batch; an int trains the surrogate player on minibatches.
     n_candidates : int, default=100
-        Evenly spaced snapshots kept as candidates.
+        Snapshots kept as candidates: this many evenly spaced over the iterations played, plus
+        the best iterate and the last.
+    tol : float or None, default=1e-4
+        Early stopping of full-batch games: stop once the best of the iterates and of the
+        uniform mixtures of the last ``n_iter_no_change`` iterates (scored by the largest
+        constraint violation, then, within ``tol`` of feasibility, by the objective, all on the
+        training rows) is feasible and has not improved by more than ``tol`` for
+        ``n_iter_no_change`` iterations. None plays ``max_iter`` iterations; minibatch games
+        always do.
+    n_iter_no_change : int or "auto", default="auto"
+        Patience of the early stopping: ``"auto"`` is 25 for ``"frank_wolfe"`` (exact answers
+        against follow-the-leader multipliers), 50 for ``"oracle"`` (gradient-ascent
+        multipliers oscillate before they settle) and 100 for the surrogate solvers (small steps).
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
     callback : callable, default=None
@@ -163,7 +182,7 @@ class MetricOptimizer(RateClassifierBase):
     >>> data = load_compas()
     >>> clf = MetricOptimizer(metric="g_mean", random_state=0).fit(data.data, data.target)
     >>> clf.metric_class_, clf.solver_
-    ('convex', 'three_player')
+    ('convex', 'frank_wolfe')
     """
 
     _parameter_constraints = {
@@ -183,6 +202,8 @@ class MetricOptimizer(RateClassifierBase):
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "batch_size": [None, Interval(Integral, 1, None, closed="left")],
         "n_candidates": [Interval(Integral, 1, None, closed="left")],
+        "tol": [None, Interval(Real, 0, None, closed="left")],
+        "n_iter_no_change": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"})],
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "callback": [None, callable],
@@ -207,6 +228,8 @@ class MetricOptimizer(RateClassifierBase):
         max_iter=500,
         batch_size=None,
         n_candidates=100,
+        tol=1e-4,
+        n_iter_no_change="auto",
         random_state=None,
         verbose=0,
         callback=None,
@@ -227,6 +250,8 @@ class MetricOptimizer(RateClassifierBase):
         self.max_iter = max_iter
         self.batch_size = batch_size
         self.n_candidates = n_candidates
+        self.tol = tol
+        self.n_iter_no_change = n_iter_no_change
         self.random_state = random_state
         self.verbose = verbose
         self.callback = callback
@@ -243,7 +268,11 @@ class MetricOptimizer(RateClassifierBase):
                 "the ratio solver sums of ratios of rates. Reformulate, e.g. maximise a concave metric "
                 "by minimising its negative.")
         if self.solver == "auto":
-            return "ratio" if "ratio" in ok and len(ok) == 1 else ok[0]
+            if ok == ("ratio",):
+                return "ratio"
+            if self.model != "linear":
+                return "three_player"
+            return "frank_wolfe"
         if self.solver not in ok:
             raise ValueError(f"solver={self.solver!r} does not apply to this problem ({described}); "
                              f"solvers that do: {', '.join(ok)}.")
@@ -295,8 +324,10 @@ class MetricOptimizer(RateClassifierBase):
         common = dict(surrogate=self.surrogate, learning_rate=self.learning_rate,
                       lambda_learning_rate=self.lambda_learning_rate, lambda_bound=self.lambda_bound,
                       alpha=self.alpha, max_iter=self.max_iter, batch_size=self.batch_size,
-                      n_candidates=self.n_candidates, rng=gen, callback=self.callback, verbose=self.verbose)
+                      n_candidates=self.n_candidates, tol=self.tol, rng=gen, callback=self.callback, verbose=self.verbose)
         uses_oracle = solver != "ratio" and CONFIGURATIONS[solver][0] == "oracle"
+        common["n_iter_no_change"] = (self.n_iter_no_change if self.n_iter_no_change != "auto"
+                                      else AUTO_PATIENCE.get(solver, 100))
         theta_eta = None
         if uses_oracle or (self.init == "logistic" and isinstance(self._model, LinearModel)):
             theta_eta = fit_logistic(X, data.y, data.sample_weight, self.alpha)
@@ -309,7 +340,8 @@ class MetricOptimizer(RateClassifierBase):
         else:
             oracle = None
             if uses_oracle:
-                oracle = PluginOracle(X, theta_eta, group_cells(program_group_columns(program), data))
+                oracle = PluginOracle(X, theta_eta, group_cells(program_group_columns(program), data),
+                                      data.sample_weight)
             traj = solve_three_player(program, self._model, X, solver=solver, oracle=oracle,
                                       init_params=init_params, **common)
         self.objective_ = program.objective.metric
@@ -338,7 +370,7 @@ class MetricOptimizer(RateClassifierBase):
             "last": one_hot[-1],
         }
         # the rates of a mixture are the mixture of the rates: exact metric values of each solution
-        rates = program.rates((self._model.scores_many(X, traj.params) > 0).astype(float))
+        rates = traj.rates
         if program.is_linear:
             self.solutions_["m_stochastic"] = shrink(traj.objective, traj.constraints).weights
         else:

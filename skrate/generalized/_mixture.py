@@ -6,13 +6,16 @@ problem for convex metrics (quasi-convex for a single ratio) in as many variable
 solved by SLSQP. Every metric value depends on ``p`` only through ``R p``, so any other mixture
 with the same rates is as good: a vertex of ``{p >= 0, sum p = 1, R_S p = R_S p*}`` (an LP, with
 ``R_S`` the K model-dependent rate rows) has at most K + 1 models (Caratheodory) -- the
-non-linear counterpart of the m + 1 shrink of Cotter et al. (2019).
+non-linear counterpart of the m + 1 shrink of Cotter et al. (2019). For the same reason only the
+vertices of the convex hull of the candidates' rate vectors matter (every mixture's rates are a
+mixture of the vertices'), and SLSQP runs over those alone when the hull is cheap to compute.
 """
 
 from __future__ import annotations
 
 import numpy as np
 from scipy.optimize import linprog, minimize
+from scipy.spatial import ConvexHull, QhullError
 
 from ._program import CompiledSum, MetricProgram
 
@@ -38,7 +41,7 @@ def best_mixture(program: MetricProgram, R: np.ndarray, starts: list[np.ndarray]
     """
     # snapshots often share their rates: solve over the distinct rate vectors only
     _, first = np.unique(np.round(R, 12).T, axis=0, return_index=True)
-    first = np.sort(first)
+    first = hull_vertices(R[_model_rows(program)], np.sort(first))
     Ru = R[:, first]
     k = Ru.shape[1]
     cons = [{"type": "eq", "fun": lambda p: p.sum() - 1.0, "jac": lambda p: np.ones(k)}]
@@ -63,9 +66,39 @@ def best_mixture(program: MetricProgram, R: np.ndarray, starts: list[np.ndarray]
     return best
 
 
+def _model_rows(program: MetricProgram) -> np.ndarray:
+    return np.asarray(abs(program.A).sum(axis=1)).ravel() > 0
+
+
+def hull_vertices(R: np.ndarray, cols: np.ndarray, max_dim: int = 6) -> np.ndarray:
+    """The columns among ``cols`` whose rate vectors (columns of ``R``) are vertices of their hull.
+
+    Points inside the hull are mixtures of vertices, so dropping them loses no mixture. The hull
+    is computed in the affine span of the points (qhull needs full dimension); when that span
+    has more than ``max_dim`` dimensions, or qhull fails, every column is kept.
+    """
+    P = R[:, cols].T
+    if P.shape[0] <= P.shape[1] + 1:
+        return cols
+    centred = P - P.mean(axis=0)
+    _, sv, Vt = np.linalg.svd(centred, full_matrices=False)
+    rank = int(np.sum(sv > 1e-9 * max(1.0, sv[0]))) if sv.size else 0
+    if rank == 0:
+        return cols[:1]
+    if rank > max_dim:
+        return cols
+    Z = centred @ Vt[:rank].T
+    if rank == 1:
+        return cols[np.unique([np.argmin(Z[:, 0]), np.argmax(Z[:, 0])])]
+    try:
+        return cols[np.sort(ConvexHull(Z).vertices)]
+    except QhullError:
+        return cols
+
+
 def _caratheodory(program: MetricProgram, R: np.ndarray, p: np.ndarray, tol: float) -> np.ndarray:
     """A vertex mixture with the same model-dependent rates as ``p`` (support <= K + 1)."""
-    rows = np.asarray(abs(program.A).sum(axis=1)).ravel() > 0
+    rows = _model_rows(program)
     A_eq = np.vstack([R[rows], np.ones((1, R.shape[1]))])
     res = linprog(np.zeros(R.shape[1]), A_eq=A_eq, b_eq=A_eq @ p, bounds=[(0, None)] * R.shape[1],
                   method="highs-ds")

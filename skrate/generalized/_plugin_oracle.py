@@ -65,9 +65,13 @@ class PluginOracle:
         name). Costs differ only by cell and label, so the Bayes-optimal answer thresholds
         ``eta`` per cell; that is used when the cells are exact linear functions of ``X``
         (one-hot group features), else a single threshold.
+    sample_weight : ndarray of shape (n,), optional
+        Rows of weight 0 cost nothing either side of a threshold and place no cut point, so
+        the answer is the same as without those rows.
     """
 
-    def __init__(self, X, theta_eta: np.ndarray, cells: np.ndarray | None = None):
+    def __init__(self, X, theta_eta: np.ndarray, cells: np.ndarray | None = None,
+                 sample_weight: np.ndarray | None = None):
         self.theta_eta = np.asarray(theta_eta, dtype=float)
         s = Design(X).X @ self.theta_eta[:-1] + self.theta_eta[-1]
         n = s.shape[0]
@@ -76,8 +80,9 @@ class PluginOracle:
         self.decoders = decoders
         self.per_cell = decoders is not None
         self.groups = []
+        weighted = np.ones(n, bool) if sample_weight is None else np.asarray(sample_weight) > 0
         for g in range(self.cells.max() + 1):
-            rows = np.flatnonzero(self.cells == g)
+            rows = np.flatnonzero((self.cells == g) & weighted)
             order = rows[np.argsort(-s[rows], kind="stable")]
             s_sorted = s[order]
             if s_sorted.size == 0:
@@ -94,6 +99,8 @@ class PluginOracle:
         for g, (order, cuts, distinct) in enumerate(self.groups):
             total = np.concatenate(([0.0], np.cumsum(per_example_cost[order])))
             total[~distinct] = np.inf  # a cut inside a run of tied scores is not realisable
+            # equal costs summed in another order (weights vs repeated rows) must tie exactly
+            total = np.round(total, 12)
             t[g] = cuts[int(np.argmin(total))]
         theta = self.theta_eta.copy()
         if self.per_cell:

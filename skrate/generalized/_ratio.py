@@ -28,6 +28,7 @@ import scipy.sparse as sp
 from ..problem import RateData, compile_expressions
 from ..solvers import Trajectory
 from ._program import MetricProgram
+from ._stopping import EarlyStopping, WindowMean, candidate_indices
 from ._theta_player import SurrogateTheta
 from ._three_player import trajectory
 
@@ -78,12 +79,17 @@ def solve_ratio_game(
     max_iter: int = 500,
     batch_size: int | None = None,
     n_candidates: int = 100,
+    tol: float | None = None,
+    n_iter_no_change: int = 50,
     rng: np.random.Generator,
     init_params: np.ndarray | None = None,
     callback: Callable | None = None,
     verbose: int = 0,
 ) -> Trajectory:
     """Play Algorithm 3 and return snapshots of the model with their true metric values.
+
+    Full-batch games stop on the plateau rule of
+    :class:`~skrate.generalized._stopping.EarlyStopping` (``tol=None``: never).
 
     References
     ----------
@@ -96,9 +102,10 @@ def solve_ratio_game(
     c, owner = ratios.coef, ratios.owner
     bound = 10.0 * np.abs(c)
     mu = np.zeros(m)
-    every = max(1, max_iter // max(1, n_candidates))
+    stopper = EarlyStopping(tol if player.full else None, n_iter_no_change)
     snaps, mus = [], []
     N_avg = D_avg = None
+    recent = WindowMean(n_iter_no_change)
     for t in range(max_iter):
         N, D = ratios.split(player.batch() + ratios.b)
         if N_avg is None:
@@ -111,20 +118,31 @@ def solve_ratio_game(
         w = np.concatenate(([1.0], mu))[owner + 1]
         xi = np.clip(c * N_avg / Dpos, -bound, bound)
         lam = np.minimum(w / Dpos, lambda_bound)
-        if t % every == 0 or t == max_iter - 1:
-            snaps.append(player.theta.copy())
-            mus.append(np.concatenate(([1.0], mu)))
+        snaps.append(player.theta.copy())
+        mus.append(np.concatenate(([1.0], mu)))
         player.step(np.concatenate([lam * c, -lam * xi]))
-        Dpos = np.maximum(D, 1e-3)
+        obj, phi = _values(ratios, c * N / np.maximum(D, 1e-3), m)
         if m:
-            terms = c * N / Dpos
-            phi = ratios.constant[1:] + np.bincount(owner[owner >= 0], terms[owner >= 0], minlength=m)
             mu = np.clip(mu + lambda_learning_rate * phi, 0.0, lambda_bound)
-        if verbose and (t % max(1, max_iter // 10) == 0 or t == max_iter - 1):
-            obj = ratios.constant[0] + (c * N / Dpos)[owner < 0].sum()
+        # the rates of the uniform mixture of the iterates are the means of theirs
+        N_mix, D_mix = ratios.split(recent.push(np.concatenate([N, D])))
+        mixed = stopper.merit(*_values(ratios, c * N_mix / np.maximum(D_mix, 1e-3), m))
+        stop = stopper.update(t, stopper.merit(obj, phi), mixed)
+        if verbose and (t % max(1, max_iter // 10) == 0 or t == max_iter - 1 or stop):
             print(f"[ratio] iter {t + 1}/{max_iter} objective {obj:.4f}")
         if callback is not None and callback(t, player.theta, np.concatenate([N, D])) is False:
             break
+        if stop:
+            break
     snaps.append(player.theta.copy())
     mus.append(np.concatenate(([1.0], mu)))
-    return trajectory(program, model, player.X, np.array(snaps), np.array(mus), t + 1)
+    keep = candidate_indices(len(snaps), n_candidates, stopper.best_iterate)
+    return trajectory(program, model, player.X, np.array(snaps)[keep], np.array(mus)[keep], t + 1)
+
+
+def _values(ratios: RatioProgram, terms: np.ndarray, m: int) -> tuple[float, np.ndarray]:
+    """Objective and constraint values from the ratio terms ``c_k N_k / D_k``."""
+    owner = ratios.owner
+    obj = float(ratios.constant[0] + terms[owner < 0].sum())
+    phi = ratios.constant[1:] + np.bincount(owner[owner >= 0], terms[owner >= 0], minlength=m)
+    return obj, phi

@@ -16,7 +16,7 @@ objective and of the constraints gets its own slack vector ``xi_a`` with ``R_a(h
   The constraint multipliers ``mu_j`` ascend on ``phi_j`` at the current rates.
 
 The output is a trajectory of snapshots; the uniform mixture over iterates is the game's
-stochastic solution.
+stochastic solution. Full-batch games stop early on a plateau (``_stopping``).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ import numpy as np
 from ..solvers import Trajectory
 from ._metrics import RateFunction
 from ._program import MetricProgram
+from ._stopping import EarlyStopping, WindowMean, candidate_indices
 from ._theta_player import SurrogateTheta
 from ._xi_player import CvxpyXiPlayer, best_response
 
@@ -90,6 +91,8 @@ def solve_three_player(
     max_iter: int = 500,
     batch_size: int | None = None,
     n_candidates: int = 100,
+    tol: float | None = None,
+    n_iter_no_change: int = 50,
     rng: np.random.Generator,
     init_params: np.ndarray | None = None,
     callback: Callable | None = None,
@@ -109,6 +112,10 @@ def solve_three_player(
         Starting parameters of the surrogate theta-player (default: the model's own).
     lambda_learning_rate, lambda_bound : float
         Step size of the multipliers and the bound on their magnitude.
+    tol, n_iter_no_change :
+        Plateau stopping rule of :class:`~skrate.generalized._stopping.EarlyStopping`, applied
+        to full-batch games only (minibatch rates are estimates); ``tol=None`` plays
+        ``max_iter`` iterations.
 
     Returns
     -------
@@ -132,7 +139,8 @@ def solve_three_player(
     if theta_kind == "oracle":
         player.theta = oracle.best_response(player.AT @ _linear_weights(A.shape[0], linear, mu))
     rate_sum = np.zeros(A.shape[0])
-    every = max(1, max_iter // max(1, n_candidates))
+    recent = WindowMean(n_iter_no_change)
+    stopper = EarlyStopping(tol if player.full else None, n_iter_no_change)
     snaps, mus = [], []
     weights_prev = np.zeros(A.shape[0])
     for t in range(max_iter):
@@ -148,9 +156,8 @@ def solve_three_player(
             else:
                 blk.xi = blk.answer(w)
             weights[blk.idx] += np.where(np.isnan(blk.fixed), blk.lam, 0.0)
-        if t % every == 0 or t == max_iter - 1:
-            snaps.append(player.theta.copy())
-            mus.append(owner_w.copy())
+        snaps.append(player.theta.copy())
+        mus.append(owner_w)
         weights_prev = weights
         if theta_kind == "oracle":
             player.theta = oracle.best_response(player.AT @ weights)
@@ -159,19 +166,24 @@ def solve_three_player(
         if lam_kind == "ogd":
             for blk in blocks:
                 free = np.isnan(blk.fixed)
-                blk.lam = np.clip(blk.lam + lambda_learning_rate * free * (seen[blk.idx] - blk.xi), -lambda_bound, lambda_bound)
+                blk.lam = np.minimum(np.maximum(blk.lam + lambda_learning_rate * free * (seen[blk.idx] - blk.xi), -lambda_bound), lambda_bound)
+        # the current iterate and the mixture of the recent ones, in one vectorised evaluation
+        obj, cons = program.values(np.column_stack([r, recent.push(r)]))
+        phi = cons[:, 0] if lam_rates == "true" else np.array([c.value(seen) for c in program.constraints])
         if m:
-            phi = np.array([c.value(seen) for c in program.constraints])
-            mu = np.clip(mu + lambda_learning_rate * phi, 0.0, lambda_bound)
-        if verbose and (t % max(1, max_iter // 10) == 0 or t == max_iter - 1):
-            obj = program.objective.value(r)
-            worst = max((c.value(r) for c in program.constraints), default=0.0)
-            print(f"[{solver}] iter {t + 1}/{max_iter} objective {obj:.4f} max violation {worst:+.4f}")
+            mu = np.minimum(np.maximum(mu + lambda_learning_rate * phi, 0.0), lambda_bound)
+        here, mixed = stopper.merit(obj[0], cons[:, 0]), stopper.merit(obj[1], cons[:, 1])
+        stop = stopper.update(t, here, mixed)
+        if verbose and (t % max(1, max_iter // 10) == 0 or t == max_iter - 1 or stop):
+            print(f"[{solver}] iter {t + 1}/{max_iter} objective {here[1]:.4f} max violation {here[0]:+.4f}")
         if callback is not None and callback(t, player.theta, r) is False:
+            break
+        if stop:
             break
     snaps.append(player.theta.copy())
     mus.append(np.concatenate(([1.0], mu)))
-    return trajectory(program, model, player.X, np.array(snaps), np.array(mus), t + 1)
+    keep = candidate_indices(len(snaps), n_candidates, stopper.best_iterate)
+    return trajectory(program, model, player.X, np.array(snaps)[keep], np.array(mus)[keep], t + 1)
 
 
 def _linear_weights(k: int, linear, mu) -> np.ndarray:
@@ -183,8 +195,14 @@ def _linear_weights(k: int, linear, mu) -> np.ndarray:
 
 
 def trajectory(program: MetricProgram, model, X, params: np.ndarray, multipliers: np.ndarray, n_iter: int) -> Trajectory:
-    """Snapshots with their objective and constraint values on the training rows."""
+    """Snapshots with their objective and constraint values on the training rows.
+
+    The rates of the snapshots (shape (K, n_snapshots)) ride along as ``rates``: the mixture
+    selection needs them too.
+    """
     rates = program.rates((model.scores_many(X, params) > 0).astype(float))
     obj, cons = program.values(rates)
-    return Trajectory(params, np.asarray(obj, dtype=float), np.asarray(cons, dtype=float).reshape(-1, params.shape[0]),
+    traj = Trajectory(params, np.asarray(obj, dtype=float), np.asarray(cons, dtype=float).reshape(-1, params.shape[0]),
                       multipliers, n_iter)
+    traj.rates = rates
+    return traj

@@ -34,7 +34,7 @@ def _kld(p: float, lam: float, w: float) -> float:
     c = lam / w
     # rationalised root of c q^2 + (1 - c) q - p = 0, stable for every sign of c
     q = 2 * p / ((1 - c) + np.sqrt((1 - c) ** 2 + 4 * c * p))
-    return float(np.clip(q, _LO, 1 - _LO))
+    return min(max(float(q), _LO), 1 - _LO)
 
 
 def _face_gmean(w, lam):
