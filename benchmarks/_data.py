@@ -58,3 +58,16 @@ def load_compas(data_dir: str, seed: int = 0):
     groups = df[["race", "sex"]]
     return (X_train, y[tr], groups.iloc[tr].reset_index(drop=True),
             X_test, y[te], groups.iloc[te].reset_index(drop=True))
+
+
+def load_task_data(data_dir: str, quick: bool):
+    """Adult and the COMPAS splits of the T1-T4 tasks: ``(adult, {seed: compas}, seeds)``.
+
+    ``quick`` keeps one COMPAS seed and 4000 Adult training rows, for smoke runs.
+    """
+    seeds = [0] if quick else [0, 1, 2]
+    adult = load_adult(data_dir)
+    if quick:
+        keep = np.random.default_rng(0).choice(len(adult[1]), 4000, replace=False)
+        adult = (adult[0][keep], adult[1][keep], adult[2].iloc[keep].reset_index(drop=True), *adult[3:])
+    return adult, {s: load_compas(data_dir, s) for s in seeds}, seeds

@@ -25,7 +25,6 @@ import sys  # noqa: E402
 import time  # noqa: E402
 import warnings  # noqa: E402
 
-import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 from fairlearn.reductions import ExponentiatedGradient  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402

@@ -38,7 +38,7 @@ import fairlearn  # noqa: E402
 from fairlearn.reductions import ExponentiatedGradient  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _data import load_adult, load_compas  # noqa: E402
+from _data import load_task_data  # noqa: E402
 from bench_constrained import TASKS, expected_error, fmt, table, timed  # noqa: E402
 
 import skrate  # noqa: E402
@@ -107,18 +107,14 @@ def main(argv=None) -> None:
     parser.add_argument("data_dir")
     parser.add_argument("--quick", action="store_true", help="one seed, one repetition, small Adult")
     args = parser.parse_args(argv)
-    seeds, reps = ([0], 1) if args.quick else ([0, 1, 2], 3)
+    reps = 1 if args.quick else 3
     out: list[str] = []
 
     def say(text: str = "") -> None:
         print(text, flush=True)
         out.append(text)
 
-    adult = load_adult(args.data_dir)
-    if args.quick:
-        keep = np.random.default_rng(0).choice(len(adult[1]), 4000, replace=False)
-        adult = (adult[0][keep], adult[1][keep], adult[2].iloc[keep].reset_index(drop=True), *adult[3:])
-    compas = {s: load_compas(args.data_dir, s) for s in seeds}
+    adult, compas, seeds = load_task_data(args.data_dir, args.quick)
 
     say("# Oracle solvers benchmark: ConstrainedClassifier(estimator=...) vs fairlearn ExponentiatedGradient")
     say()
