@@ -8,12 +8,13 @@ import os
 import shutil
 import tempfile
 import urllib.request
-from importlib import resources
 from pathlib import Path
 
 import numpy as np
 from sklearn.datasets import get_data_home
 from sklearn.utils import Bunch
+
+from ._tabular import encode_bunch
 
 COLUMNS = ["age", "workclass", "fnlwgt", "education", "education-num", "marital-status", "occupation",
            "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week",
@@ -131,27 +132,9 @@ def fetch_adult(data_home=None, *, subset: str = "train", as_frame: bool = False
     folder = _locate(data_home, download_if_missing)
     train, test = _read(folder / "adult.data"), _read(folder / "adult.test")
     numeric_train = np.column_stack([train[c].astype(float) for c in NUMERIC])
-    mean, std = numeric_train.mean(axis=0), numeric_train.std(axis=0)
-    std = np.where(std > 0, std, 1.0)
-    categories = {c: np.unique(train[c]) for c in CATEGORICAL}
     raw = {"train": [train], "test": [test], "all": [train, test]}[subset]
     raw = {c: np.concatenate([part[c] for part in raw]) for c in COLUMNS}
-    blocks = [(np.column_stack([raw[c].astype(float) for c in NUMERIC]) - mean) / std]
-    names = list(NUMERIC)
-    for col in CATEGORICAL:
-        blocks.append((raw[col][:, None] == categories[col][None, :]).astype(float))
-        names += [f"{col}={v}" for v in categories[col]]
-    data = np.hstack(blocks)
-    target = (raw[TARGET] == ">50K").astype(int)
-    groups = {g: raw[g] for g in GROUPS}
-    frame = {c: (raw[c].astype(float) if c in NUMERIC else raw[c]) for c in NUMERIC + CATEGORICAL}
-    frame[TARGET] = target
-    descr = (resources.files("skrate.datasets") / "adult.rst").read_text()
-    if as_frame:
-        import pandas as pd
-
-        data = pd.DataFrame(data, columns=names)
-        target = pd.Series(target, name=TARGET)
-        groups = pd.DataFrame(groups)
-        frame = pd.DataFrame(frame)
-    return Bunch(data=data, target=target, groups=groups, feature_names=names, frame=frame, DESCR=descr)
+    return encode_bunch(raw, numeric=NUMERIC, categorical=CATEGORICAL, groups=GROUPS,
+                        target=(raw[TARGET] == ">50K").astype(int), target_name=TARGET, descr="adult.rst",
+                        as_frame=as_frame, mean=numeric_train.mean(axis=0), std=numeric_train.std(axis=0),
+                        categories={c: np.unique(train[c]) for c in CATEGORICAL})

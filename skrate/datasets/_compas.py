@@ -7,6 +7,8 @@ from importlib import resources
 import numpy as np
 from sklearn.utils import Bunch
 
+from ._tabular import encode_bunch
+
 NUMERIC = ["age", "priors_count", "juv_fel_count", "juv_misd_count", "juv_other_count"]
 CATEGORICAL = ["sex", "race", "age_cat", "c_charge_degree"]
 GROUPS = ["race", "sex"]
@@ -45,24 +47,6 @@ def load_compas(*, as_frame: bool = False) -> Bunch:
     J. Angwin, J. Larson, S. Mattu, L. Kirchner. Machine Bias. ProPublica, 2016.
     """
     raw = _read_raw()
-    numeric = np.column_stack([raw[c].astype(float) for c in NUMERIC])
-    numeric = (numeric - numeric.mean(axis=0)) / numeric.std(axis=0)
-    blocks, names = [numeric], list(NUMERIC)
-    for col in CATEGORICAL:
-        values = np.unique(raw[col])
-        blocks.append((raw[col][:, None] == values[None, :]).astype(float))
-        names += [f"{col}={v}" for v in values]
-    data = np.hstack(blocks)
-    target = raw[TARGET].astype(int)
-    groups = {g: raw[g].astype(str) for g in GROUPS}
-    frame = {c: (raw[c].astype(float) if c in NUMERIC else raw[c].astype(str)) for c in NUMERIC + CATEGORICAL}
-    frame[TARGET] = target
-    descr = (resources.files("skrate.datasets") / "compas.rst").read_text()
-    if as_frame:
-        import pandas as pd
-
-        data = pd.DataFrame(data, columns=names)
-        target = pd.Series(target, name=TARGET)
-        groups = pd.DataFrame(groups)
-        frame = pd.DataFrame(frame)
-    return Bunch(data=data, target=target, groups=groups, feature_names=names, frame=frame, DESCR=descr)
+    return encode_bunch(raw, numeric=NUMERIC, categorical=CATEGORICAL, groups=GROUPS,
+                        target=raw[TARGET].astype(int), target_name=TARGET, descr="compas.rst",
+                        as_frame=as_frame)
