@@ -181,7 +181,8 @@ def _armijo(sub: LinearDRO, theta, state, direction, row_sq):
     for _ in range(_HALVINGS):
         candidate = theta + step * direction
         new = sub.sampled_objective(candidate, state.eta, row_sq)
-        if new.value <= state.value + _ARMIJO * step * slope:
+        # Strict decrease too: near the optimum the Armijo bound rounds to the value itself.
+        if new.value <= state.value + _ARMIJO * step * slope and new.value < state.value:
             return candidate, new
         step *= 0.5
     return None

@@ -11,7 +11,15 @@ from sklearn.linear_model import Ridge
 from skrate import DROClassifier, DRORegressor, robust_loss, worst_case_weights
 from skrate._divergence import _dual, _worst_case
 from skrate._dro_losses import LOSSES
-from skrate._dro_solvers import LinearDRO, dual_lbfgs, dynamic_sgd, primal_lbfgs, sample_sizes
+from skrate import _dro_solvers
+from skrate._dro_solvers import (
+    LinearDRO,
+    _two_loop,
+    dual_lbfgs,
+    dynamic_sgd,
+    primal_lbfgs,
+    sample_sizes,
+)
 
 # ---------------------------------------------------------------- exact references (cvxpy)
 
@@ -230,6 +238,121 @@ def test_dynamic_sgd_draws_growing_samples_without_replacement_then_goes_full_ba
     assert all(size == 300 and rows.start in (0, None) for size, rows in prefixes)
     assert [rows.stop for _, rows in prefixes] == [16, 32, 64, 128, 256]
     assert result.converged and result.n_iter > len(prefixes)
+
+
+def test_two_loop_is_symmetric_positive_definite_and_meets_the_secant_condition():
+    rng = np.random.default_rng(13)
+    d = 6
+    A = rng.normal(size=(d, d))
+    A = A @ A.T + 0.1 * np.eye(d)
+    pairs = []
+    for _ in range(4):
+        s = rng.normal(size=d)
+        y = A @ s
+        pairs.append((s, y, 1.0 / (s @ y)))
+    H = np.column_stack([_two_loop(e, pairs) for e in np.eye(d)])
+    np.testing.assert_allclose(H, H.T, atol=1e-10)
+    assert np.linalg.eigvalsh(H).min() > 0
+    # The newest pair's secant condition holds exactly; with d conjugate pairs of a
+    # quadratic, H is its inverse Hessian.
+    np.testing.assert_allclose(H @ pairs[-1][1], pairs[-1][0], rtol=1e-10)
+    # Between updates H acts as the scaling s'y / y'y of the newest pair: with one pair,
+    # on a vector orthogonal to s and y.
+    s, y, _ = pairs[-1]
+    basis = np.linalg.qr(np.column_stack([s, y, rng.normal(size=d)]))[0]
+    np.testing.assert_allclose(_two_loop(basis[:, 2], pairs[-1:]),
+                               (s @ y) / (y @ y) * basis[:, 2], atol=1e-12)
+    _, vecs = np.linalg.eigh(A)
+    conjugate = [(v, A @ v, 1.0 / (v @ A @ v)) for v in vecs.T]
+    H = np.column_stack([_two_loop(e, conjugate) for e in np.eye(d)])
+    np.testing.assert_allclose(H, np.linalg.inv(A), rtol=1e-8, atol=1e-10)
+
+
+@pytest.mark.parametrize("divergence", ["chi2", "kl"])
+@pytest.mark.parametrize("k, fit_intercept", [(1, True), (1, False), (3, True)])
+def test_sampled_objective_noise_is_the_standard_error_of_the_gradient(
+        divergence, k, fit_intercept):
+    rng = np.random.default_rng(14)
+    n, d = 90, 4
+    X = rng.normal(size=(n, d))
+    if k == 1:
+        T, loss = (rng.uniform(size=n) < 0.5).astype(float), LOSSES["logistic"]
+    else:
+        T, loss = np.eye(k)[rng.integers(0, k, size=n)], LOSSES["multinomial"]
+    q = rng.uniform(0.5, 2.0, size=n)
+    problem = LinearDRO(X, T, loss, q / q.sum(), divergence, 0.3, 0.1, k, fit_intercept)
+    theta = rng.normal(size=problem.n_params)
+    value, grad, p, eta = problem.objective(theta, grad=True)
+    row_sq = (X**2).sum(axis=1) + fit_intercept
+    state = problem.sampled_objective(theta, None, row_sq)
+    assert state.value == pytest.approx(value) and state.eta == pytest.approx(eta)
+    np.testing.assert_allclose(state.grad, grad)
+    # Per-sample gradient terms v_i = n p_i dZ_i (x_i, 1), written out in full.
+    _, dZ = problem.losses(theta)
+    features = np.column_stack([X, np.ones(n)]) if fit_intercept else X
+    V = (n * p)[:, None, None] * features[:, :, None] * dZ[:, None, :]
+    V = np.concatenate([V[:, :d].reshape(n, -1), V[:, d:].reshape(n, -1)], axis=1)
+    W, _ = problem.unpack(theta)
+    np.testing.assert_allclose(V.mean(axis=0), grad - np.r_[0.1 * W.ravel(),
+                                                            np.zeros(k * fit_intercept)])
+    expected = np.sqrt(np.sum(V.var(axis=0)) / n)
+    assert state.noise == pytest.approx(expected, rel=1e-10)
+
+
+@pytest.mark.parametrize("divergence", ["chi2", "kl"])
+@pytest.mark.parametrize("noise_ratio", [1.0, 0.0])
+def test_each_sample_stage_ends_at_its_gradient_noise_or_the_step_cap(
+        monkeypatch, divergence, noise_ratio):
+    # noise_ratio 0 switches the noise rule off: every stage then runs to the cap.
+    monkeypatch.setattr(_dro_solvers, "_NOISE_RATIO", noise_ratio)
+    problem = _binary_problem(n=3000, d=8, divergence=divergence, alpha=1e-3)
+    events = []
+    sampled = LinearDRO.sampled_objective
+
+    def recording(self, theta, eta_hint, row_sq):
+        state = sampled(self, theta, eta_hint, row_sq)
+        events.append([self.X.shape[0], np.linalg.norm(state.grad), state.noise, False])
+        return state
+
+    def accepted(theta):
+        events[-1][3] = True  # the last evaluation is the accepted step
+
+    monkeypatch.setattr(LinearDRO, "sampled_objective", recording)
+    result = dynamic_sgd(problem, np.zeros(problem.n_params), np.random.default_rng(1), 32,
+                         2.0, 500, 1e-6, accepted)
+    assert result.converged
+    sizes = [32, 64, 128, 256, 512, 1024, 2048]
+    assert sorted({e[0] for e in events}) == sizes + [3000]
+    capped = 0
+    for m in sizes:
+        stage = [e for e in events if e[0] == m]
+        # The stage's iterates: its first point and every accepted step.
+        iterates = [stage[0]] + [e for e in stage if e[3]]
+        steps = len(iterates) - 1
+        assert steps <= _dro_solvers._STAGE_STEPS
+        # Only the last iterate may be within its noise; a stage ends there, at the cap, or
+        # (on these small well-conditioned samples) when its problem is solved to rounding.
+        assert all(norm > noise_ratio * noise for _, norm, noise, _ in iterates[:-1])
+        norm, noise = iterates[-1][1:3]
+        if norm > noise_ratio * noise:
+            assert steps == _dro_solvers._STAGE_STEPS or norm < 1e-8
+            capped += steps == _dro_solvers._STAGE_STEPS
+    if noise_ratio == 0.0:
+        assert capped >= len(sizes) - 2
+    else:
+        # The rule does end stages early, and saves steps on small samples.
+        assert capped < len(sizes)
+
+
+def test_dynamic_sgd_stops_when_no_step_decreases_the_objective():
+    # tol=0 is out of reach in floating point; the path must stop on its own, at the optimum.
+    problem = _binary_problem(n=200, d=3)
+    result = dynamic_sgd(problem, np.zeros(problem.n_params), np.random.default_rng(0), 16,
+                         2.0, 5000, 0.0)
+    reference = primal_lbfgs(problem, np.zeros(problem.n_params), 5000, 1e-10)
+    assert result.converged and result.n_iter < 5000
+    assert problem.objective(result.theta)[0] == pytest.approx(
+        problem.objective(reference.theta)[0], rel=1e-10)
 
 
 @pytest.mark.parametrize("divergence", ["chi2", "kl"])
