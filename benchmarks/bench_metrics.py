@@ -48,6 +48,7 @@ from skrate.generalized import f_measure_parity, kld
 
 LR_PARAMS = dict(max_iter=10_000)
 GRID = np.linspace(0.02, 0.98, 97)
+DEFAULT = "MetricOptimizer defaults"  # solver="auto" and every other parameter at its default
 SETTINGS = {"adult": ("sex", "Female", "Male"), "compas": ("race", "African-American", "Caucasian")}
 
 
@@ -126,9 +127,9 @@ def run_split(name, split, reps):
     err_tr, err_te = error(ytr, (s_tr > 0.5) * 1.0), error(yte, (s_te > 0.5) * 1.0)
     rows = []
 
-    def add(task, method, p_tr, p_te, wall=np.nan, cpu=np.nan, p_pred=None, support=np.nan):
+    def add(task, method, p_tr, p_te, wall=np.nan, cpu=np.nan, p_pred=None, support=np.nan, n_iter=np.nan):
         row = {"data": name, "task": task, "method": method, "fit_s": wall, "cpu_s": cpu,
-               "x_lr": wall / lr_wall if not np.isnan(wall) else np.nan, "support": support}
+               "x_lr": wall / lr_wall if not np.isnan(wall) else np.nan, "support": support, "n_iter": n_iter}
         for tag, p, y, g in (("train", p_tr, ytr, g_tr), ("test", p_te, yte, g_te)):
             row[f"{tag}_err_ratio"] = error(y, p) / (err_tr if tag == "train" else err_te)
             row[f"{tag}_kld"] = kld_sum(y, p, g)
@@ -146,8 +147,9 @@ def run_split(name, split, reps):
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             est, wall, cpu = timed(lambda: MetricOptimizer(random_state=0, **params).fit(Xtr, ytr, groups=groups_tr), reps_)
-        add(task, method, est.predict_proba(Xtr)[:, 1], est.predict_proba(Xte)[:, 1], wall, cpu,
-            est.predict(Xte).astype(float), int(np.count_nonzero(est.weights_)))
+        add(task, f"{method} ({est.solver_})" if method == DEFAULT else method, est.predict_proba(Xtr)[:, 1],
+            est.predict_proba(Xte)[:, 1], wall, cpu, est.predict(Xte).astype(float),
+            int(np.count_nonzero(est.weights_)), est.n_iter_)
 
     # peers common to every task
     for task, thr_metric in (("KLD", None), ("F1", f1), ("G-mean", g_mean), ("H-mean", h_mean)):
@@ -169,34 +171,38 @@ def run_split(name, split, reps):
     if shift is not None:
         add("KLD", "post-shift grid (2 thresholds)", shift(s_tr, g_tr), shift(s_te, g_te))
     objective = kld(group=col)
-    for solver in ("three_player", "oracle", "frank_wolfe"):
+    skrate("KLD", DEFAULT, reps, metric=objective, constraints=f"error_rate <= {bound}")
+    for solver in ("three_player", "oracle"):
         skrate("KLD", f"MetricOptimizer {solver}", reps, metric=objective, constraints=f"error_rate <= {bound}",
                solver=solver, max_iter=1000 if solver == "three_player" else 500)
     for factor in (1.08, 1.06):  # a margin for generalisation: the same problem, tighter on the train rows
-        skrate("KLD", f"MetricOptimizer oracle, train bound {factor}x", reps, metric=objective,
-               constraints=f"error_rate <= {factor * err_tr}", solver="oracle")
+        skrate("KLD", f"{DEFAULT}, train bound {factor}x", reps, metric=objective,
+               constraints=f"error_rate <= {factor * err_tr}")
 
     # F1 with F1 parity
     shift = post_shift(s_tr, g_tr, ytr, prot, other, f1, lambda y, p: f1_gap(y, p, g_tr, prot, other) <= 0.02)
     add("F1", "post-shift grid (2 thresholds, constrained)", shift(s_tr, g_tr), shift(s_te, g_te))
     parity = f_measure_parity({col: prot}, {col: other}, 0.02)
-    skrate("F1", "MetricOptimizer ratio", reps, metric="f1", constraints=parity, solver="ratio", surrogate="logistic")
-    skrate("F1", "MetricOptimizer ratio, train gap 0.0", reps, metric="f1", surrogate="logistic",
-           constraints=f_measure_parity({col: prot}, {col: other}, 0.0), solver="ratio")
+    skrate("F1", DEFAULT, reps, metric="f1", constraints=parity)
+    skrate("F1", "MetricOptimizer ratio, logistic surrogate", reps, metric="f1", constraints=parity,
+           surrogate="logistic")
+    skrate("F1", "MetricOptimizer ratio, logistic surrogate, train gap 0.0", reps, metric="f1", surrogate="logistic",
+           constraints=f_measure_parity({col: prot}, {col: other}, 0.0))
 
     # G-mean and H-mean
     for task, metric in (("G-mean", "g_mean"), ("H-mean", "h_mean")):
-        for solver in ("three_player", "frank_wolfe", "nemsis"):
+        skrate(task, DEFAULT, reps, metric=metric)
+        for solver in ("three_player", "oracle", "nemsis"):
             skrate(task, f"MetricOptimizer {solver}", reps, metric=metric, solver=solver)
     return rows
 
 
 COLUMNS = {
     "KLD": ["method", "test_kld", "test_err_ratio", "test_kld_predict", "test_err_ratio_predict", "train_kld",
-            "train_err_ratio", "support", "fit_s", "cpu_s", "x_lr"],
-    "F1": ["method", "test_f1", "test_gap", "test_f1_predict", "train_f1", "train_gap", "support", "fit_s", "cpu_s", "x_lr"],
-    "G-mean": ["method", "test_gmean", "train_gmean", "support", "fit_s", "cpu_s", "x_lr"],
-    "H-mean": ["method", "test_hmean", "train_hmean", "support", "fit_s", "cpu_s", "x_lr"],
+            "train_err_ratio", "support", "n_iter", "fit_s", "cpu_s", "x_lr"],
+    "F1": ["method", "test_f1", "test_gap", "test_f1_predict", "train_f1", "train_gap", "support", "n_iter", "fit_s", "cpu_s", "x_lr"],
+    "G-mean": ["method", "test_gmean", "train_gmean", "support", "n_iter", "fit_s", "cpu_s", "x_lr"],
+    "H-mean": ["method", "test_hmean", "train_hmean", "support", "n_iter", "fit_s", "cpu_s", "x_lr"],
 }
 
 
@@ -209,32 +215,41 @@ def markdown(df: pd.DataFrame) -> str:
 
 
 def targets(df: pd.DataFrame) -> list[dict]:
+    """Each target for the default configuration (the problem as stated, every parameter at its
+    default) and, for reference, the best of all MetricOptimizer rows (a choice made on the test
+    rows, so not a claim)."""
     out = []
+
+    def row(data, target, d, ok, text):
+        best = d[ok(d)]
+        out.append({"data": data, "target": target,
+                    "defaults": text(d[d.method.str.startswith(DEFAULT + " (")].iloc[0]),
+                    "met (defaults)": bool(ok(d[d.method.str.startswith(DEFAULT + " (")]).iloc[0]),
+                    "rows meeting it": ", ".join(best.method) or "none"})
+
     for data in df.data.unique():
-        d = df[df.data == data]
-        k = d[(d.task == "KLD") & d.method.str.startswith("MetricOptimizer")]
+        d = df[(df.data == data) & df.method.str.startswith("MetricOptimizer")]
+        base = df[(df.data == data)]
+        k = d[d.task == "KLD"]
         goal = 0.008 if data == "adult" else 0.002
-        ok = k[(k.test_err_ratio <= 1.10)]
-        best = ok.sort_values("test_kld").iloc[0] if len(ok) else k.sort_values("test_err_ratio").iloc[0]
-        out.append({"data": data, "target": f"KLD: test KLD <= {goal} at test error ratio <= 1.10",
-                    "best MetricOptimizer": f"{best.method}: KLD {best.test_kld:.4f} at {best.test_err_ratio:.3f}",
-                    "met": bool(best.test_kld <= goal and best.test_err_ratio <= 1.10)})
+        row(data, f"KLD: test KLD <= {goal} at test error ratio <= 1.10", k,
+            lambda x: (x.test_kld <= goal) & (x.test_err_ratio <= 1.10),
+            lambda r: f"KLD {r.test_kld:.4f} at {r.test_err_ratio:.3f}")
         f = d[d.task == "F1"]
-        base = f[f.method.str.startswith("post-shift")].iloc[0]
-        mo = f[f.method == "MetricOptimizer ratio"].iloc[0]
-        out.append({"data": data, "target": f"F1: test F1 >= post-shift ({base.test_f1:.4f}) and test gap <= 0.02",
-                    "best MetricOptimizer": f"ratio: F1 {mo.test_f1:.4f}, gap {mo.test_gap:+.4f}",
-                    "met": bool(mo.test_f1 >= base.test_f1 and mo.test_gap <= 0.02)})
+        shift = base[(base.task == "F1") & base.method.str.startswith("post-shift")].test_f1.iloc[0]
+        row(data, f"F1: test F1 >= post-shift ({shift:.4f}) and test gap <= 0.02", f,
+            lambda x: (x.test_f1 >= shift) & (x.test_gap <= 0.02),
+            lambda r: f"F1 {r.test_f1:.4f}, gap {r.test_gap:+.4f}")
         for task, col in (("G-mean", "test_gmean"), ("H-mean", "test_hmean")):
-            t = d[d.task == task]
+            t = base[base.task == task]
             lr_best = t[t.method.str.startswith("LogisticRegression@train-best")][col].max()
-            mo = t[t.method.str.startswith("MetricOptimizer")].sort_values(col).iloc[-1]
-            out.append({"data": data, "target": f"{task}: >= best tuned LogisticRegression ({lr_best:.4f})",
-                        "best MetricOptimizer": f"{mo.method}: {mo[col]:.4f}", "met": bool(mo[col] >= lr_best - 1e-9)})
-        mo = d[d.method.str.startswith("MetricOptimizer")]
+            row(data, f"{task}: >= best tuned LogisticRegression ({lr_best:.4f})", d[d.task == task],
+                lambda x: x[col] >= lr_best - 1e-9, lambda r: f"{r[col]:.4f}")
+        defaults = d[d.method.str.startswith(DEFAULT + " (")]
         out.append({"data": data, "target": "fit time <= 10x one LogisticRegression fit",
-                    "best MetricOptimizer": f"max {mo.x_lr.max():.1f}x, median {mo.x_lr.median():.1f}x",
-                    "met": bool(mo.x_lr.max() <= 10)})
+                    "defaults": f"max {defaults.x_lr.max():.1f}x over the {len(defaults)} default rows",
+                    "met (defaults)": bool(defaults.x_lr.max() <= 10),
+                    "rows meeting it": f"{int((d.x_lr <= 10).sum())} of {len(d)} rows (max {d.x_lr.max():.1f}x)"})
     return out
 
 

@@ -299,3 +299,37 @@ def test_named_special_cases_play_the_same_loop():
         rates = program.rates((LinearModel(1).scores_many(X, traj.params) > 0).astype(float))
         np.testing.assert_allclose(traj.objective, program.values(rates)[0])
         assert traj.objective.min() <= best + 0.03
+
+
+# -- defaults: solver choice and early stopping ---------------------------------------------------
+def test_auto_solver_follows_metric_class_and_model():
+    X, y, g = _two_groups(200, seed=11)
+    fit = lambda **kw: MetricOptimizer(max_iter=30, random_state=0, **kw).fit(X, y, groups={"g": g})
+    assert fit(metric="g_mean").solver_ == "frank_wolfe"
+    assert fit(metric=kld(group="g"), constraints="error_rate <= 0.3").solver_ == "frank_wolfe"
+    assert fit(metric="f1").solver_ == "ratio"
+    assert fit(metric="g_mean", model="mlp", hidden_layer_sizes=(4,)).solver_ == "three_player"
+
+
+@pytest.mark.parametrize("solver", ["frank_wolfe", "oracle", "three_player", "ratio"])
+def test_early_stopping_ends_on_a_plateau_at_the_full_run_value(solver):
+    X, y, g = _two_groups(300, seed=12)
+    metric = "f1" if solver == "ratio" else kld(group="g")
+    constraints = f_measure_parity({"g": "a"}, {"g": "b"}, 0.05) if solver == "ratio" else "error_rate <= 0.2"
+    fit = lambda **kw: MetricOptimizer(metric=metric, constraints=constraints, solver=solver, max_iter=800,
+                                       random_state=0, **kw).fit(X, y, groups={"g": g})
+    early, full = fit(), fit(tol=None)
+    assert full.n_iter_ == 800 and early.n_iter_ < 800
+    (v_early, c_early), (v_full, c_full) = (_train_value(e, X, y, {"g": g}) for e in (early, full))
+    assert c_early.max() <= 1e-6 and early.feasible_
+    assert v_early <= v_full + 0.01, (v_early, v_full)
+    # the patience is honoured: with a longer one, the same game plays at least as long
+    assert fit(n_iter_no_change=200).n_iter_ >= early.n_iter_
+    # candidates: evenly spaced over the iterations played, plus the best and the last
+    assert early.candidates_.shape[0] <= early.n_candidates + 2
+
+
+def test_minibatch_games_do_not_stop_early():
+    X, y = _one_d(300, seed=13)
+    est = MetricOptimizer(metric="g_mean", solver="three_player", batch_size=50, max_iter=120, random_state=0).fit(X, y)
+    assert est.n_iter_ == 120

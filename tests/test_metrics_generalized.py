@@ -33,8 +33,9 @@ from skrate.generalized import (
     rate_function,
     ratio,
 )
-from skrate.generalized._mixture import best_mixture
+from skrate.generalized._mixture import best_mixture, hull_vertices
 from skrate.generalized._plugin_oracle import PluginOracle, cell_decoders
+from skrate.generalized._stopping import EarlyStopping, WindowMean, candidate_indices
 from skrate.problem import GroupTable, RateData
 from skrate.rates import tnr, tpr
 
@@ -222,7 +223,7 @@ def test_best_mixture_keeps_rates_on_a_small_support():
     cp = pytest.importorskip("cvxpy")
     q = cp.Variable(30, nonneg=True)
     r = R @ q
-    ref = cp.Problem(cp.Minimize(1 - cp.geo_mean(cp.hstack([r[0], r[1]]))), [cp.sum(q) == 1, r[2] <= 0.5])
+    ref = cp.Problem(cp.Minimize(1 - cp.geo_mean(cp.hstack([r[0], r[1]]))), [cp.sum(q) == 1, r[2] <= 0])  # the row holds ppr - 0.5
     ref.solve()
     assert obj == pytest.approx(ref.value, abs=1e-4)
 
@@ -250,3 +251,98 @@ def test_user_function_in_cvxpy_form_uses_the_cached_cvxpy_xi_player():
                         random_state=0).fit(X, y)
     b = MetricOptimizer(metric="g_mean", max_iter=60, random_state=0).fit(X, y)
     assert a.metric_values(X, y)["objective"] == pytest.approx(b.metric_values(X, y)["objective"], abs=0.01)
+
+
+def _in_hull(points, x):
+    """Whether ``x`` is a convex combination of the rows of ``points`` (an LP feasibility test)."""
+    from scipy.optimize import linprog
+
+    A_eq = np.vstack([points.T, np.ones(points.shape[0])])
+    res = linprog(np.zeros(points.shape[0]), A_eq=A_eq, b_eq=np.append(x, 1.0), bounds=[(0, None)] * points.shape[0])
+    return res.status == 0
+
+
+def test_hull_vertices_keep_every_mixture():
+    from scipy.spatial import ConvexHull
+
+    rng = np.random.default_rng(0)
+    P = rng.random((40, 2))
+    # a third rate that is an affine function of the others: the points span a plane in 3-D
+    R = np.vstack([P.T, 0.3 * P[:, 0] - 0.2 * P[:, 1] + 0.1])
+    cols = np.arange(40)
+    kept = hull_vertices(R, cols)
+    np.testing.assert_array_equal(kept, np.sort(ConvexHull(P).vertices))
+    assert len(kept) < 40
+    for j in np.setdiff1d(cols, kept):
+        assert _in_hull(R[:, kept].T, R[:, j])
+    # collinear points keep their two ends, identical points one, few points all
+    line = np.vstack([np.linspace(0, 1, 7), np.linspace(1, 0, 7)])
+    np.testing.assert_array_equal(hull_vertices(line, np.arange(7)), [0, 6])
+    assert hull_vertices(np.ones((3, 5)), np.arange(5)).shape == (1,)
+    np.testing.assert_array_equal(hull_vertices(R[:, :3], np.arange(3)), np.arange(3))
+
+
+def test_best_mixture_over_hull_vertices_equals_over_all_candidates():
+    _, _, _, data = _data(200)
+    rng = np.random.default_rng(1)
+    decisions = (rng.random((200, 60)) < rng.random(60)).astype(float)
+    program = compile_program(h_mean(), ["ppr <= 0.45"], data)
+    R = program.rates(decisions)
+    p = best_mixture(program, R, [np.full(60, 1 / 60)])
+    cp = pytest.importorskip("cvxpy")
+    q = cp.Variable(60, nonneg=True)
+    r = R @ q
+    # the constraint's rate row holds ``ppr - 0.45``
+    ref = cp.Problem(cp.Minimize(1 - cp.harmonic_mean(cp.hstack([r[0], r[1]]))), [cp.sum(q) == 1, r[2] <= 0])
+    ref.solve()
+    unconstrained = cp.Problem(cp.Minimize(1 - cp.harmonic_mean(cp.hstack([r[0], r[1]]))), [cp.sum(q) == 1])
+    assert ref.value > unconstrained.solve() + 1e-3  # the constraint binds
+    obj, cons = program.values(R @ p)
+    assert cons.max() <= 1e-6
+    assert obj == pytest.approx(ref.value, abs=1e-5)
+
+
+def test_plugin_oracle_ignores_zero_weight_rows():
+    rng = np.random.default_rng(4)
+    n = 80
+    X = rng.normal(size=(n, 2))
+    theta_eta = np.array([1.0, -0.5, 0.2])
+    weight = rng.integers(0, 3, n).astype(float)
+    cost = rng.normal(size=n) * weight  # a zero-weight row costs nothing either way
+    keep = weight > 0
+    with_zeros = PluginOracle(X, theta_eta, sample_weight=weight).best_response(cost)
+    without = PluginOracle(X[keep], theta_eta).best_response(cost[keep])
+    np.testing.assert_allclose(with_zeros, without)
+    # without the weights, a cut next to a zero-weight row ties with its neighbour's
+    assert PluginOracle(X, theta_eta).groups[0][0].shape[0] == n
+    assert PluginOracle(X, theta_eta, sample_weight=weight).groups[0][0].shape[0] == keep.sum()
+
+
+# -- early stopping ---------------------------------------------------------------------------------
+def test_early_stopping_waits_for_feasibility_then_a_plateau():
+    stop = EarlyStopping(tol=1e-3, n_iter_no_change=3)
+    infeasible = (0.2, 0.1)
+    # infeasible forever: never stops, however flat
+    assert not any(stop.update(t, infeasible, infeasible) for t in range(10))
+    stop = EarlyStopping(tol=1e-3, n_iter_no_change=3)
+    objectives = [0.5, 0.4, 0.3, 0.2995, 0.2992, 0.299]  # improvements below tol from t = 3 on
+    flags = [stop.update(t, (0.0, v), (0.0, v + 1)) for t, v in enumerate(objectives)]
+    assert flags == [False, False, False, False, False, True]
+    assert stop.best_iterate == 5 and stop.best == (0.0, 0.299)
+    # a mixture that improves counts as progress
+    stop = EarlyStopping(tol=1e-3, n_iter_no_change=2)
+    flags = [stop.update(t, (0.0, 0.5), (0.0, 0.5 - 0.01 * t)) for t in range(5)]
+    assert not any(flags) and stop.best_iterate == 0
+    never = EarlyStopping(tol=None, n_iter_no_change=1)
+    assert not any(never.update(t, (0.0, 1.0), (0.0, 1.0)) for t in range(5))
+
+
+def test_window_mean_and_candidate_indices():
+    w = WindowMean(3)
+    rng = np.random.default_rng(0)
+    xs = rng.random((6, 2))
+    for t in range(6):
+        np.testing.assert_allclose(w.push(xs[t]), xs[max(0, t - 2):t + 1].mean(0))
+    idx = candidate_indices(200, 10, best=37)
+    assert 37 in idx and 199 in idx and 0 in idx and len(idx) <= 12
+    np.testing.assert_array_equal(candidate_indices(5, 100, best=2), np.arange(5))
