@@ -261,9 +261,10 @@ def dynamic_sgd(
     raise AssertionError("unreachable: the schedule reaches the full data")
 
 
-def _lbfgs(fun, theta, max_iter, tol, callback, bounds=None):
+def _lbfgs(fun, theta, max_iter, tol, callback, bounds=None, memory=10):
     return minimize(fun, theta, jac=True, method="L-BFGS-B", bounds=bounds, callback=callback,
-                    options=dict(maxiter=max_iter, gtol=tol, ftol=_FTOL, maxls=50))
+                    options=dict(maxiter=max_iter, gtol=tol, ftol=_FTOL, maxls=50,
+                                 maxcor=memory))
 
 
 def erm_lbfgs(problem: LinearDRO, theta: np.ndarray, max_iter: int, tol: float) -> Result:
@@ -284,13 +285,15 @@ def primal_lbfgs(
     max_iter: int,
     tol: float,
     callback: Callable | None = None,
+    memory: int = 10,
 ) -> Result:
     """L-BFGS-B on ``F`` itself, the inner maximisation solved exactly at every evaluation.
 
     ``F`` is differentiable wherever the worst case is unique, with Danskin's gradient. It is
     not where losses with different gradients tie (at ``theta = 0`` all logistic losses
     tie), so the path starts with a few iterations of empirical risk minimisation, after
-    which they generically do not; those iterations count in ``n_iter``.
+    which they generically do not; those iterations count in ``n_iter``. ``memory`` is the
+    number of curvature pairs of L-BFGS-B (SciPy's ``maxcor``).
     """
     if problem.radius == 0.0:
         return erm_lbfgs(problem, theta, max_iter, tol)
@@ -301,7 +304,8 @@ def primal_lbfgs(
         value, grad, _, eta[0] = problem.objective(theta, eta[0], grad=True)
         return value, grad
 
-    res = _lbfgs(fun, start.theta, max(1, max_iter - start.n_iter), tol, callback)
+    res = _lbfgs(fun, start.theta, max(1, max_iter - start.n_iter), tol, callback,
+                 memory=memory)
     return Result(res.x, start.n_iter + int(res.nit), res.status != 1)
 
 

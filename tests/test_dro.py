@@ -8,10 +8,15 @@ import pytest
 from scipy.optimize import minimize_scalar
 from sklearn.linear_model import Ridge
 
-from skrate import DROClassifier, DRORegressor, robust_loss, worst_case_weights
+from skrate import (
+    DROClassifier,
+    DRORegressor,
+    _dro_solvers,
+    robust_loss,
+    worst_case_weights,
+)
 from skrate._divergence import _dual, _worst_case
 from skrate._dro_losses import LOSSES
-from skrate import _dro_solvers
 from skrate._dro_solvers import (
     LinearDRO,
     _two_loop,
