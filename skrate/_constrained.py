@@ -22,6 +22,12 @@ from .solvers._oracle_game import ORACLE_SOLVERS
 from ._oracle import check_oracle_params, fit_oracle_game
 
 
+# Default multiplier steps. The hinge Lagrangian's additive steps on surrogate rates (which
+# exceed the 0-1 rates) need a smaller one than the players on true rates.
+LAMBDA_STEPS = {"proxy_lagrangian": 2.0, "proxy_lagrangian_ext": 2.0, "lagrangian": 0.5,
+                "oracle_proxy_lagrangian": 2.0, "oracle_lagrangian": 2.0}
+
+
 class ConstrainedClassifier(RateClassifierBase):
     """Binary classifier trained to minimise a rate subject to rate constraints.
 
@@ -57,10 +63,14 @@ class ConstrainedClassifier(RateClassifierBase):
     solution : {"m_stochastic", "best", "last", "T_stochastic"}, default="m_stochastic"
         Which solution ``predict``/``predict_proba`` use. All four are computed by ``fit``
         (``solutions_``); this only picks the default, and can be changed after fitting.
+        Only ``"m_stochastic"`` is guaranteed to meet the constraints on the training data
+        when a feasible mixture exists; ``"best"`` is the deterministic iterate ranked best
+        by objective and violation together (Eq. 18) and may leave a small violation.
     learning_rate : float, default=0.05
         Adam step size of the model parameters.
-    lambda_learning_rate : float, default=2.0
-        Step size of the multipliers.
+    lambda_learning_rate : float or "auto", default="auto"
+        Step size of the multipliers. ``"auto"`` takes 0.5 for ``"lagrangian"`` (additive
+        steps on surrogate constraints) and 2.0 for the other solvers.
     alpha : float, default=1e-4
         L2 penalty on the weights (not the intercept).
     max_iter : int, default=500
@@ -162,7 +172,7 @@ class ConstrainedClassifier(RateClassifierBase):
         "surrogate": [StrOptions(set(SURROGATES))],
         "solution": [StrOptions(set(SOLUTIONS))],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
-        "lambda_learning_rate": [Interval(Real, 0, None, closed="neither")],
+        "lambda_learning_rate": [StrOptions({"auto"}), Interval(Real, 0, None, closed="neither")],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "max_iter": [Interval(Integral, 1, None, closed="left")],
         "batch_size": [None, Interval(Integral, 1, None, closed="left")],
@@ -186,7 +196,7 @@ class ConstrainedClassifier(RateClassifierBase):
         surrogate="hinge",
         solution="m_stochastic",
         learning_rate=0.05,
-        lambda_learning_rate=2.0,
+        lambda_learning_rate="auto",
         alpha=1e-4,
         max_iter=500,
         batch_size=None,
@@ -287,7 +297,7 @@ class ConstrainedClassifier(RateClassifierBase):
             traj = solve_rate_game(
                 problem, self._model, X[train] if held is not None else X, solver=self.solver,
                 surrogate=self.surrogate, learning_rate=self.learning_rate,
-                lambda_learning_rate=self.lambda_learning_rate, alpha=self.alpha, max_iter=self.max_iter,
+                lambda_learning_rate=self._lambda_step(), alpha=self.alpha, max_iter=self.max_iter,
                 batch_size=self.batch_size, n_candidates=self.n_candidates, rng=gen,
                 held_out=None if held is None else (held_problem, X[held]),
                 callback=self.callback, verbose=self.verbose,
@@ -303,6 +313,12 @@ class ConstrainedClassifier(RateClassifierBase):
         self._set_solutions(traj)
         self.fit_report_ = self._fit_report(X, data, train, held)
         return self
+
+    def _lambda_step(self) -> float:
+        """The multipliers' step: the parameter, or the solver's default for ``"auto"``."""
+        if self.lambda_learning_rate != "auto":
+            return float(self.lambda_learning_rate)
+        return LAMBDA_STEPS[self.solver]
 
     def _split(self, data, constraints, validation_mask, gen):
         if validation_mask is not None:

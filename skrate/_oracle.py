@@ -35,7 +35,7 @@ def fit_oracle_game(clf, problem, X, held_out, seed: int,
         estimator = clone(estimator).set_params(random_state=seed)
     oracle = CostSensitiveOracle(estimator)
     traj = solve_oracle_game(
-        problem, oracle, X, solver=clf.solver, lambda_learning_rate=clf.lambda_learning_rate,
+        problem, oracle, X, solver=clf.solver, lambda_learning_rate=clf._lambda_step(),
         max_iter=min(clf.max_iter, clf.n_candidates), tol=clf.tol, total_weight=total_weight, held_out=held_out,
         callback=clf.callback, verbose=clf.verbose,
     )

@@ -104,7 +104,7 @@ def test_determinism_under_random_state():
 
 @pytest.mark.parametrize("params", [
     dict(solver="proxy_lagrangian_ext"),
-    dict(solver="lagrangian", lambda_learning_rate=0.5),
+    dict(solver="lagrangian"),
     dict(surrogate="logistic"),
     dict(surrogate="sigmoid"),
     dict(model="mlp", hidden_layer_sizes=(8,), max_iter=500),
