@@ -207,7 +207,8 @@ def dynamic_sgd(
     Danskin gradient, turned into a quasi-Newton direction by the L-BFGS two-loop
     recursion (curvature pairs kept across samples) and given an Armijo step on the
     sample's robust objective. A stage ends as soon as the sample's gradient is no larger
-    than its own sampling noise (``||g|| <= sqrt(trace Var(g_i) / m)``, the norm test of
+    than its own sampling noise (``||g|| <= sqrt(trace Var(v_i) / m)`` for the per-sample
+    terms ``v_i`` of :meth:`LinearDRO.sampled_objective`, the norm test of
     dynamic sampling methods), or after ``_STAGE_STEPS`` steps: a sample of ``m`` points
     only pins the optimum down to ``O(1 / sqrt(m))``. Once the sample is the full data the
     same L-BFGS steps continue, deterministically, until the largest absolute gradient
