@@ -17,7 +17,8 @@ chosen on the training rows under the task's constraint). Tasks:
 
 Every metric is computed here from the probability that a model predicts 1 (stochastic models in
 expectation; MetricOptimizer's reproducible ``predict`` in an extra column). Fit times are the
-median of ``reps`` runs (wall and CPU), compared with one LogisticRegression fit.
+median of ``reps`` runs (wall and CPU), compared with one LogisticRegression fit in both (the
+machine is shared, so wall times carry others' load; the fit-time target asks for both ratios).
 ``--quick``: one COMPAS seed, Adult subsampled to 6000 training rows, one repetition.
 """
 
@@ -129,7 +130,8 @@ def run_split(name, split, reps):
 
     def add(task, method, p_tr, p_te, wall=np.nan, cpu=np.nan, p_pred=None, support=np.nan, n_iter=np.nan):
         row = {"data": name, "task": task, "method": method, "fit_s": wall, "cpu_s": cpu,
-               "x_lr": wall / lr_wall if not np.isnan(wall) else np.nan, "support": support, "n_iter": n_iter}
+               "x_lr": wall / lr_wall if not np.isnan(wall) else np.nan,
+               "x_lr_cpu": cpu / lr_cpu if not np.isnan(cpu) else np.nan, "support": support, "n_iter": n_iter}
         for tag, p, y, g in (("train", p_tr, ytr, g_tr), ("test", p_te, yte, g_te)):
             row[f"{tag}_err_ratio"] = error(y, p) / (err_tr if tag == "train" else err_te)
             row[f"{tag}_kld"] = kld_sum(y, p, g)
@@ -184,9 +186,8 @@ def run_split(name, split, reps):
     add("F1", "post-shift grid (2 thresholds, constrained)", shift(s_tr, g_tr), shift(s_te, g_te))
     parity = f_measure_parity({col: prot}, {col: other}, 0.02)
     skrate("F1", DEFAULT, reps, metric="f1", constraints=parity)
-    skrate("F1", "MetricOptimizer ratio, logistic surrogate", reps, metric="f1", constraints=parity,
-           surrogate="logistic")
-    skrate("F1", "MetricOptimizer ratio, logistic surrogate, train gap 0.0", reps, metric="f1", surrogate="logistic",
+    skrate("F1", "MetricOptimizer ratio, hinge surrogate", reps, metric="f1", constraints=parity, surrogate="hinge")
+    skrate("F1", f"{DEFAULT}, train gap 0.0", reps, metric="f1",
            constraints=f_measure_parity({col: prot}, {col: other}, 0.0))
 
     # G-mean and H-mean
@@ -199,10 +200,10 @@ def run_split(name, split, reps):
 
 COLUMNS = {
     "KLD": ["method", "test_kld", "test_err_ratio", "test_kld_predict", "test_err_ratio_predict", "train_kld",
-            "train_err_ratio", "support", "n_iter", "fit_s", "cpu_s", "x_lr"],
-    "F1": ["method", "test_f1", "test_gap", "test_f1_predict", "train_f1", "train_gap", "support", "n_iter", "fit_s", "cpu_s", "x_lr"],
-    "G-mean": ["method", "test_gmean", "train_gmean", "support", "n_iter", "fit_s", "cpu_s", "x_lr"],
-    "H-mean": ["method", "test_hmean", "train_hmean", "support", "n_iter", "fit_s", "cpu_s", "x_lr"],
+            "train_err_ratio", "support", "n_iter", "fit_s", "cpu_s", "x_lr", "x_lr_cpu"],
+    "F1": ["method", "test_f1", "test_gap", "test_f1_predict", "train_f1", "train_gap", "support", "n_iter", "fit_s", "cpu_s", "x_lr", "x_lr_cpu"],
+    "G-mean": ["method", "test_gmean", "train_gmean", "support", "n_iter", "fit_s", "cpu_s", "x_lr", "x_lr_cpu"],
+    "H-mean": ["method", "test_hmean", "train_hmean", "support", "n_iter", "fit_s", "cpu_s", "x_lr", "x_lr_cpu"],
 }
 
 
@@ -233,23 +234,25 @@ def targets(df: pd.DataFrame) -> list[dict]:
         k = d[d.task == "KLD"]
         goal = 0.008 if data == "adult" else 0.002
         row(data, f"KLD: test KLD <= {goal} at test error ratio <= 1.10", k,
-            lambda x: (x.test_kld <= goal) & (x.test_err_ratio <= 1.10),
+            lambda x, goal=goal: (x.test_kld <= goal) & (x.test_err_ratio <= 1.10),
             lambda r: f"KLD {r.test_kld:.4f} at {r.test_err_ratio:.3f}")
         f = d[d.task == "F1"]
         shift = base[(base.task == "F1") & base.method.str.startswith("post-shift")].test_f1.iloc[0]
         row(data, f"F1: test F1 >= post-shift ({shift:.4f}) and test gap <= 0.02", f,
-            lambda x: (x.test_f1 >= shift) & (x.test_gap <= 0.02),
+            lambda x, shift=shift: (x.test_f1 >= shift) & (x.test_gap <= 0.02),
             lambda r: f"F1 {r.test_f1:.4f}, gap {r.test_gap:+.4f}")
         for task, col in (("G-mean", "test_gmean"), ("H-mean", "test_hmean")):
             t = base[base.task == task]
             lr_best = t[t.method.str.startswith("LogisticRegression@train-best")][col].max()
             row(data, f"{task}: >= best tuned LogisticRegression ({lr_best:.4f})", d[d.task == task],
-                lambda x: x[col] >= lr_best - 1e-9, lambda r: f"{r[col]:.4f}")
+                lambda x, c=col, b=lr_best: x[c] >= b - 1e-9, lambda r, c=col: f"{r[c]:.4f}")
         defaults = d[d.method.str.startswith(DEFAULT + " (")]
         out.append({"data": data, "target": "fit time <= 10x one LogisticRegression fit",
-                    "defaults": f"max {defaults.x_lr.max():.1f}x over the {len(defaults)} default rows",
-                    "met (defaults)": bool(defaults.x_lr.max() <= 10),
-                    "rows meeting it": f"{int((d.x_lr <= 10).sum())} of {len(d)} rows (max {d.x_lr.max():.1f}x)"})
+                    "defaults": f"max {defaults.x_lr.max():.1f}x wall, {defaults.x_lr_cpu.max():.1f}x CPU over the "
+                                f"{len(defaults)} default rows",
+                    "met (defaults)": bool(max(defaults.x_lr.max(), defaults.x_lr_cpu.max()) <= 10),
+                    "rows meeting it": f"{int(((d.x_lr <= 10) & (d.x_lr_cpu <= 10)).sum())} of {len(d)} rows (max "
+                                       f"{d.x_lr.max():.1f}x wall, {d.x_lr_cpu.max():.1f}x CPU)"})
     return out
 
 

@@ -32,9 +32,9 @@ from .solvers import SURROGATES
 CONVEX_SOLVERS = ("three_player", "oracle", "frank_wolfe", "spade", "nemsis")
 SOLVERS = CONVEX_SOLVERS + ("ratio",)
 # early-stopping patience of n_iter_no_change="auto": exact oracle answers against
-# follow-the-leader multipliers settle smoothly, gradient-ascent multipliers oscillate before
-# they settle, surrogate steps are small
-AUTO_PATIENCE = {"frank_wolfe": 25, "oracle": 50}
+# follow-the-leader multipliers settle smoothly, so do the ratio game's running-average players;
+# gradient-ascent multipliers oscillate before they settle; surrogate steps are small
+AUTO_PATIENCE = {"frank_wolfe": 25, "oracle": 50, "ratio": 50}
 
 
 def applicable_solvers(kinds) -> tuple[str, ...]:
@@ -98,8 +98,10 @@ class MetricOptimizer(RateClassifierBase):
         Starting point of the linear model of the surrogate solvers: L2-regularised logistic
         regression (a good model of the labels, the natural start for a metric of them) or
         zeros. The MLP starts from its random initialisation either way.
-    surrogate : {"hinge", "logistic", "sigmoid"}, default="hinge"
-        Stand-in for the indicator in the model's updates.
+    surrogate : {"auto", "hinge", "logistic", "sigmoid"}, default="auto"
+        Stand-in for the indicator in the model's updates. ``"auto"``: ``"logistic"`` for the
+        ratio solver (its smooth steps reach lower training F-measure losses than the hinge's on
+        the benchmark data), ``"hinge"`` for the others.
     solution : {"m_stochastic", "T_stochastic", "best", "last"}, default="m_stochastic"
         Default solution of ``predict``/``predict_proba`` (all are computed by ``fit``, in
         ``solutions_``): ``"m_stochastic"`` is the best mixture of the snapshots on the training
@@ -134,7 +136,8 @@ class MetricOptimizer(RateClassifierBase):
     n_iter_no_change : int or "auto", default="auto"
         Patience of the early stopping: ``"auto"`` is 25 for ``"frank_wolfe"`` (exact answers
         against follow-the-leader multipliers), 50 for ``"oracle"`` (gradient-ascent
-        multipliers oscillate before they settle) and 100 for the surrogate solvers (small steps).
+        multipliers oscillate before they settle) and for ``"ratio"`` (players at running
+        averages), 100 for the other surrogate solvers (small steps).
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
     callback : callable, default=None
@@ -192,7 +195,7 @@ class MetricOptimizer(RateClassifierBase):
         "model": [StrOptions({"linear", "mlp"})],
         "hidden_layer_sizes": [tuple, list],
         "init": [StrOptions({"zeros", "logistic"})],
-        "surrogate": [StrOptions(set(SURROGATES))],
+        "surrogate": [StrOptions(set(SURROGATES) | {"auto"})],
         "solution": [StrOptions(set(SOLUTIONS))],
         "learning_rate": [Interval(Real, 0, None, closed="neither")],
         "lambda_learning_rate": [Interval(Real, 0, None, closed="neither")],
@@ -218,7 +221,7 @@ class MetricOptimizer(RateClassifierBase):
         model="linear",
         hidden_layer_sizes=(16,),
         init="logistic",
-        surrogate="hinge",
+        surrogate="auto",
         solution="m_stochastic",
         learning_rate=0.05,
         lambda_learning_rate=0.5,
@@ -321,7 +324,8 @@ class MetricOptimizer(RateClassifierBase):
         rng = check_random_state(self.random_state)
         gen = np.random.default_rng(rng.randint(np.iinfo(np.int32).max))
         self._model = self._make_model(X_fit.shape[1], solver)
-        common = dict(surrogate=self.surrogate, learning_rate=self.learning_rate,
+        surrogate = self.surrogate if self.surrogate != "auto" else ("logistic" if solver == "ratio" else "hinge")
+        common = dict(surrogate=surrogate, learning_rate=self.learning_rate,
                       lambda_learning_rate=self.lambda_learning_rate, lambda_bound=self.lambda_bound,
                       alpha=self.alpha, max_iter=self.max_iter, batch_size=self.batch_size,
                       n_candidates=self.n_candidates, tol=self.tol, rng=gen, callback=self.callback, verbose=self.verbose)

@@ -320,7 +320,7 @@ def test_early_stopping_ends_on_a_plateau_at_the_full_run_value(solver):
                                        random_state=0, **kw).fit(X, y, groups={"g": g})
     early, full = fit(), fit(tol=None)
     assert full.n_iter_ == 800 and early.n_iter_ < 800
-    (v_early, c_early), (v_full, c_full) = (_train_value(e, X, y, {"g": g}) for e in (early, full))
+    (v_early, c_early), (v_full, _) = (_train_value(e, X, y, {"g": g}) for e in (early, full))
     assert c_early.max() <= 1e-6 and early.feasible_
     assert v_early <= v_full + 0.01, (v_early, v_full)
     # the patience is honoured: with a longer one, the same game plays at least as long
@@ -333,3 +333,12 @@ def test_minibatch_games_do_not_stop_early():
     X, y = _one_d(300, seed=13)
     est = MetricOptimizer(metric="g_mean", solver="three_player", batch_size=50, max_iter=120, random_state=0).fit(X, y)
     assert est.n_iter_ == 120
+
+
+def test_auto_surrogate_is_logistic_for_ratio_and_hinge_otherwise():
+    X, y = _one_d(200, seed=14)
+    fit = lambda **kw: MetricOptimizer(max_iter=60, tol=None, random_state=0, **kw).fit(X, y).candidates_
+    np.testing.assert_array_equal(fit(metric="f1"), fit(metric="f1", surrogate="logistic"))
+    assert not np.array_equal(fit(metric="f1"), fit(metric="f1", surrogate="hinge"))
+    np.testing.assert_array_equal(fit(metric="g_mean", solver="three_player"),
+                                  fit(metric="g_mean", solver="three_player", surrogate="hinge"))

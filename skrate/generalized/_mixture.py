@@ -60,7 +60,8 @@ def best_mixture(program: MetricProgram, R: np.ndarray, starts: list[np.ndarray]
     p[first] = np.clip(res.x, 0.0, None)
     if p.sum() > 0:
         p /= p.sum()
-        cand = _caratheodory(program, R, p, tol)
+        small = np.count_nonzero(p) <= _model_rows(program).sum() + 1
+        cand = p if small else _caratheodory(program, R, p, tol)
         if _merit(program, R, cand) <= _merit(program, R, best):
             best = cand
     return best

@@ -21,7 +21,7 @@ import numpy as np
 
 class WindowMean:
     """Mean of the last ``size`` vectors pushed (the rates of the uniform mixture of the last
-    ``size`` iterates), in O(1) per push."""
+    ``size`` iterates), kept as a running total: one addition and one subtraction per push."""
 
     def __init__(self, size: int):
         self.size, self.buf, self.total = int(size), [], 0.0
