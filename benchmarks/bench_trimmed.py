@@ -38,7 +38,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from skrate import TrimmedClassifier, TrimmedRegressor
 
 N_REPEATS = 3
-SEEDS = (0, 1, 2)
+SEEDS = tuple(range(10))
 ALPHA = 1e-3  # l2 strength, objective (1/h) sum_kept loss + alpha/2 ||coef||^2
 SMART_TOL = 3e-3
 
