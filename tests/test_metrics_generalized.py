@@ -35,7 +35,12 @@ from skrate.generalized import (
 )
 from skrate.generalized._mixture import best_mixture, hull_vertices
 from skrate.generalized._plugin_oracle import PluginOracle, cell_decoders
-from skrate.generalized._stopping import EarlyStopping, WindowMean, candidate_indices
+from skrate.generalized._stopping import (
+    EarlyStopping,
+    Snapshots,
+    WindowMean,
+    candidate_indices,
+)
 from skrate.problem import GroupTable, RateData
 from skrate.rates import tnr, tpr
 
@@ -346,3 +351,21 @@ def test_window_mean_and_candidate_indices():
     idx = candidate_indices(200, 10, best=37)
     assert 37 in idx and 199 in idx and 0 in idx and len(idx) <= 12
     np.testing.assert_array_equal(candidate_indices(5, 100, best=2), np.arange(5))
+
+
+def test_snapshots_bound_memory_and_keep_the_best_in_order():
+    snaps = Snapshots(max_iter=5000, n_candidates=10)
+    assert snaps.stride == 50
+    for t in range(3000):  # an early stop at 3000
+        snaps.offer(t, np.array([float(t)]), np.array([1.0, t]))
+        if t == 1234:
+            snaps.mark_best(t, np.array([float(t)]), np.array([1.0, t]))
+    assert len(snaps.kept) == 60
+    params, mus = snaps.candidates(10, (np.array([-1.0]), np.array([1.0, -1.0])))
+    played = params[:-1, 0]
+    assert 1234.0 in played and played[0] == 0.0 and played[-1] == 2950.0
+    assert np.all(np.diff(played) > 0) and len(params) <= 12
+    assert params[-1, 0] == -1.0 and mus.shape == (len(params), 2)
+    np.testing.assert_array_equal(mus[:-1, 1], played)
+    # short runs keep every iterate
+    assert Snapshots(max_iter=500, n_candidates=100).stride == 1

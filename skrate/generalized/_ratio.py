@@ -28,7 +28,7 @@ import scipy.sparse as sp
 from ..problem import RateData, compile_expressions
 from ..solvers import Trajectory
 from ._program import MetricProgram
-from ._stopping import EarlyStopping, WindowMean, candidate_indices
+from ._stopping import EarlyStopping, Snapshots, WindowMean
 from ._theta_player import SurrogateTheta
 from ._three_player import trajectory
 
@@ -103,7 +103,7 @@ def solve_ratio_game(
     bound = 10.0 * np.abs(c)
     mu = np.zeros(m)
     stopper = EarlyStopping(tol if player.full else None, n_iter_no_change)
-    snaps, mus = [], []
+    snaps = Snapshots(max_iter, n_candidates)
     N_avg = D_avg = None
     recent = WindowMean(n_iter_no_change)
     for t in range(max_iter):
@@ -118,8 +118,8 @@ def solve_ratio_game(
         w = np.concatenate(([1.0], mu))[owner + 1]
         xi = np.clip(c * N_avg / Dpos, -bound, bound)
         lam = np.minimum(w / Dpos, lambda_bound)
-        snaps.append(player.theta.copy())
-        mus.append(np.concatenate(([1.0], mu)))
+        current, owner_w = player.theta.copy(), np.concatenate(([1.0], mu))
+        snaps.offer(t, current, owner_w)
         player.step(np.concatenate([lam * c, -lam * xi]))
         obj, phi = _values(ratios, c * N / np.maximum(D, 1e-3), m)
         if m:
@@ -128,16 +128,16 @@ def solve_ratio_game(
         N_mix, D_mix = ratios.split(recent.push(np.concatenate([N, D])))
         mixed = stopper.merit(*_values(ratios, c * N_mix / np.maximum(D_mix, 1e-3), m))
         stop = stopper.update(t, stopper.merit(obj, phi), mixed)
+        if stopper.best_iterate == t:
+            snaps.mark_best(t, current, owner_w)
         if verbose and (t % max(1, max_iter // 10) == 0 or t == max_iter - 1 or stop):
             print(f"[ratio] iter {t + 1}/{max_iter} objective {obj:.4f}")
         if callback is not None and callback(t, player.theta, np.concatenate([N, D])) is False:
             break
         if stop:
             break
-    snaps.append(player.theta.copy())
-    mus.append(np.concatenate(([1.0], mu)))
-    keep = candidate_indices(len(snaps), n_candidates, stopper.best_iterate)
-    return trajectory(program, model, player.X, np.array(snaps)[keep], np.array(mus)[keep], t + 1)
+    params, mus = snaps.candidates(n_candidates, (player.theta.copy(), np.concatenate(([1.0], mu))))
+    return trajectory(program, model, player.X, params, mus, t + 1)
 
 
 def _values(ratios: RatioProgram, terms: np.ndarray, m: int) -> tuple[float, np.ndarray]:

@@ -10,8 +10,10 @@ consecutive iterations have not improved its objective by more than ``tol``: the
 answers have stopped producing better models or mixtures. An infeasible game runs to
 ``max_iter``.
 
-Snapshots of every iterate are kept; the candidates are ``n_candidates`` of them evenly spaced
-over the iterations actually played, plus the best iterate, so an early stop does not thin them.
+Snapshots are kept at every iteration (every ``stride``-th for runs longer than ten times
+``n_candidates``, to bound memory); the candidates are ``n_candidates`` of them evenly spaced
+over the iterations actually played, plus the best iterate and the last, so an early stop does
+not thin them.
 """
 
 from __future__ import annotations
@@ -76,6 +78,30 @@ class EarlyStopping:
                 self.best = m
         self.since = 0 if improved or self.best[0] > tol else self.since + 1
         return self.tol is not None and self.since >= self.patience
+
+
+class Snapshots:
+    """The iterates' parameters and multipliers, from which the candidates are drawn."""
+
+    def __init__(self, max_iter: int, n_candidates: int):
+        self.stride = max(1, int(max_iter) // (10 * max(1, int(n_candidates))))
+        self.kept, self.best = [], None  # (iteration, params, multipliers)
+
+    def offer(self, t: int, theta: np.ndarray, mu: np.ndarray) -> None:
+        if t % self.stride == 0:
+            self.kept.append((t, theta, mu))
+
+    def mark_best(self, t: int, theta: np.ndarray, mu: np.ndarray) -> None:
+        self.best = (t, theta, mu)
+
+    def candidates(self, n_candidates: int, last: tuple) -> tuple[np.ndarray, np.ndarray]:
+        """(params, multipliers) of the evenly spaced snapshots and the best, in the order
+        played, then ``last`` (the model after the final step)."""
+        chosen = {self.kept[i][0]: self.kept[i] for i in candidate_indices(len(self.kept), n_candidates, 0)}
+        if self.best is not None:
+            chosen[self.best[0]] = self.best
+        ordered = [chosen[t] for t in sorted(chosen)]
+        return (np.array([c[1] for c in ordered] + [last[0]]), np.array([c[2] for c in ordered] + [last[1]]))
 
 
 def candidate_indices(n_played: int, n_candidates: int, best: int) -> np.ndarray:

@@ -29,7 +29,7 @@ import numpy as np
 from ..solvers import Trajectory
 from ._metrics import RateFunction
 from ._program import MetricProgram
-from ._stopping import EarlyStopping, WindowMean, candidate_indices
+from ._stopping import EarlyStopping, Snapshots, WindowMean
 from ._theta_player import SurrogateTheta
 from ._xi_player import CvxpyXiPlayer, best_response
 
@@ -141,7 +141,7 @@ def solve_three_player(
     rate_sum = np.zeros(A.shape[0])
     recent = WindowMean(n_iter_no_change)
     stopper = EarlyStopping(tol if player.full else None, n_iter_no_change)
-    snaps, mus = [], []
+    snaps = Snapshots(max_iter, n_candidates)
     weights_prev = np.zeros(A.shape[0])
     for t in range(max_iter):
         r = player.batch() + b
@@ -156,8 +156,8 @@ def solve_three_player(
             else:
                 blk.xi = blk.answer(w)
             weights[blk.idx] += np.where(np.isnan(blk.fixed), blk.lam, 0.0)
-        snaps.append(player.theta.copy())
-        mus.append(owner_w)
+        current = player.theta.copy()
+        snaps.offer(t, current, owner_w)
         weights_prev = weights
         if theta_kind == "oracle":
             player.theta = oracle.best_response(player.AT @ weights)
@@ -174,16 +174,16 @@ def solve_three_player(
             mu = np.minimum(np.maximum(mu + lambda_learning_rate * phi, 0.0), lambda_bound)
         here, mixed = stopper.merit(obj[0], cons[:, 0]), stopper.merit(obj[1], cons[:, 1])
         stop = stopper.update(t, here, mixed)
+        if stopper.best_iterate == t:
+            snaps.mark_best(t, current, owner_w)
         if verbose and (t % max(1, max_iter // 10) == 0 or t == max_iter - 1 or stop):
             print(f"[{solver}] iter {t + 1}/{max_iter} objective {here[1]:.4f} max violation {here[0]:+.4f}")
         if callback is not None and callback(t, player.theta, r) is False:
             break
         if stop:
             break
-    snaps.append(player.theta.copy())
-    mus.append(np.concatenate(([1.0], mu)))
-    keep = candidate_indices(len(snaps), n_candidates, stopper.best_iterate)
-    return trajectory(program, model, player.X, np.array(snaps)[keep], np.array(mus)[keep], t + 1)
+    params, mus = snaps.candidates(n_candidates, (player.theta.copy(), np.concatenate(([1.0], mu))))
+    return trajectory(program, model, player.X, params, mus, t + 1)
 
 
 def _linear_weights(k: int, linear, mu) -> np.ndarray:
