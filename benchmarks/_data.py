@@ -60,12 +60,13 @@ def load_compas(data_dir: str, seed: int = 0):
             X_test, y[te], groups.iloc[te].reset_index(drop=True))
 
 
-def load_task_data(data_dir: str, quick: bool):
+def load_task_data(data_dir: str, quick: bool, n_seeds: int = 3):
     """Adult and the COMPAS splits of the T1-T4 tasks: ``(adult, {seed: compas}, seeds)``.
 
-    ``quick`` keeps one COMPAS seed and 4000 Adult training rows, for smoke runs.
+    COMPAS splits use the seeds ``0 .. n_seeds - 1``; ``quick`` keeps one COMPAS seed and 4000
+    Adult training rows, for smoke runs.
     """
-    seeds = [0] if quick else [0, 1, 2]
+    seeds = [0] if quick else list(range(n_seeds))
     adult = load_adult(data_dir)
     if quick:
         keep = np.random.default_rng(0).choice(len(adult[1]), 4000, replace=False)

@@ -110,10 +110,12 @@ class ConstrainedClassifier(RateClassifierBase):
     n_jobs : int or None, default=None
         Threads predicting the fitted estimators of the oracle solvers in parallel.
     tol : float or None, default=1e-4
-        Early stopping of the oracle solvers: stop once the best mixture of the candidates
-        (the m-stochastic LP) has improved neither its largest violation nor its objective by
-        more than ``tol`` over 5 consecutive iterations, is feasible, and either is tight on a
-        constraint or the constraints hold at most 5% of the multipliers. None fits every iteration.
+        Early stopping of the oracle solvers: once the best mixture of the candidates (the
+        m-stochastic LP) is feasible and has improved neither its largest violation nor its
+        objective by more than ``tol`` over 5 consecutive iterations, one more model is fitted
+        at the LP's dual multipliers; fitting stops when that model's Lagrangian shows no
+        improvement of the mixture by more than ``tol`` (a column-generation certificate, see
+        :doc:`/oracle`). None fits every iteration.
 
     Attributes
     ----------

@@ -14,9 +14,10 @@ from skrate.solutions import StochasticModel, best_iterate, row_uniforms, shrink
 
 def _cvxpy_mixture(obj, cons):
     p = cp.Variable(obj.shape[0], nonneg=True)
-    prob = cp.Problem(cp.Minimize(obj @ p), [cp.sum(p) == 1, cons @ p <= 0])
+    budget = cons @ p <= 0
+    prob = cp.Problem(cp.Minimize(obj @ p), [cp.sum(p) == 1, budget])
     prob.solve(solver=cp.CLARABEL)
-    return prob.status, prob.value
+    return prob.status, prob.value, budget.dual_value
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -27,12 +28,32 @@ def test_shrink_is_optimal_with_small_support(seed):
     # candidates trade the objective against the constraints so the optimum mixes several
     cons = rng.normal(size=(m, k)) * 0.1 + (0.35 - obj)[None, :] * rng.uniform(0.5, 1.5, (m, 1))
     res = shrink(obj, cons)
-    status, value = _cvxpy_mixture(obj, cons)
+    status, value, _ = _cvxpy_mixture(obj, cons)
     assert status == "optimal" and res.feasible
     assert np.count_nonzero(res.weights) <= m + 1
     np.testing.assert_allclose(res.weights @ obj, value, atol=1e-6)
     assert (cons @ res.weights).max() <= 1e-9
     assert np.isclose(res.weights.sum(), 1.0) and res.weights.min() >= 0
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_shrink_multipliers_certify_the_mixture(seed):
+    rng = np.random.default_rng(seed)
+    k, m = 40, 3
+    obj = rng.uniform(0.1, 0.5, k)
+    cons = rng.normal(size=(m, k)) * 0.1 + (0.35 - obj)[None, :] * rng.uniform(0.5, 1.5, (m, 1))
+    res = shrink(obj, cons)
+    _, value, dual = _cvxpy_mixture(obj, cons)
+    mu = res.multipliers
+    assert mu.shape == (m,) and mu.min() >= 0
+    # dual feasibility: no candidate's Lagrangian is below the mixture's objective ...
+    lagrangian = obj + mu @ cons
+    assert lagrangian.min() >= value - 1e-7
+    # ... with equality on the support, and complementary slackness on the constraints
+    np.testing.assert_allclose(lagrangian[res.weights > 0], value, atol=1e-7)
+    np.testing.assert_allclose(mu * (cons @ res.weights), 0.0, atol=1e-9)
+    # the multipliers are the LP's duals (unique here: cvxpy's interior point agrees)
+    np.testing.assert_allclose(mu, dual, atol=1e-5)
 
 
 def test_shrink_infeasible_minimises_violation():

@@ -10,11 +10,17 @@ from scipy.optimize import linprog
 
 @dataclass
 class ShrinkResult:
-    """Weights over the candidates and whether the constraints could be met."""
+    """Weights over the candidates and whether the constraints could be met.
+
+    ``multipliers`` are the LP's dual values of the constraints (``>= 0``): no candidate has a
+    Lagrangian ``objective + multipliers . constraints`` below the mixture's objective, and a new
+    candidate improves the mixture only if its Lagrangian is lower (column generation).
+    """
 
     weights: np.ndarray
     feasible: bool
     max_violation: float
+    multipliers: np.ndarray
 
 
 def _vertex(c, A_ub, b_ub, k):
@@ -23,7 +29,7 @@ def _vertex(c, A_ub, b_ub, k):
                   b_eq=[1.0], bounds=[(0, None)] * c.shape[0], method="highs-ds")
     if res.status != 0:
         raise RuntimeError(f"The shrinking LP failed: {res.message}")
-    return res.x
+    return res
 
 
 def shrink(objective: np.ndarray, constraints: np.ndarray, tol: float = 1e-9) -> ShrinkResult:
@@ -49,17 +55,18 @@ def shrink(objective: np.ndarray, constraints: np.ndarray, tol: float = 1e-9) ->
     if m == 0:
         weights = np.zeros(k)
         weights[int(np.argmin(objective))] = 1.0
-        return ShrinkResult(weights, True, 0.0)
+        return ShrinkResult(weights, True, 0.0, np.zeros(0))
     # Phase 1: smallest achievable max violation s (variables p, s; s free via s = s+ only
     # when needed: the violation is clipped at 0 so s >= 0).
     c1 = np.r_[np.zeros(k), 1.0]
     A1 = np.hstack([constraints, -np.ones((m, 1))])
-    s = float(_vertex(c1, A1, np.zeros(m), k)[-1])
+    s = float(_vertex(c1, A1, np.zeros(m), k).x[-1])
     feasible = s <= tol
     bound = 0.0 if feasible else s * (1 + 1e-9) + tol
     # Phase 2: best objective within that violation.
-    p = _vertex(objective, constraints, np.full(m, bound), None)
-    p = np.clip(p, 0.0, None)
+    res = _vertex(objective, constraints, np.full(m, bound), None)
+    p = np.clip(res.x, 0.0, None)
     p[p < 1e-12] = 0.0
     p /= p.sum()
-    return ShrinkResult(p, feasible, float(max(0.0, (constraints @ p).max())))
+    return ShrinkResult(p, feasible, float(max(0.0, (constraints @ p).max())),
+                        np.clip(-res.ineqlin.marginals, 0.0, None))

@@ -19,19 +19,22 @@ Each iteration fits one model; every fitted model is a candidate. The solver see
 compiled problem and an ``oracle(X, labels, sample_weight) -> fitted model`` callable; it never
 sees estimator parameters.
 
-Early stopping. The game's output is a mixture of the candidates, and the LP of the
-m-stochastic solution (:func:`skrate.solutions.shrink`, milliseconds for a hundred candidates)
-gives the best such mixture so far. After every oracle call that LP is solved again over the
-candidates found so far; when for ``n_iter_no_change`` consecutive iterations neither its
-largest violation nor (at the same violation) its objective improved by more than ``tol``, the
-lambda-player's updates have stalled -- they no longer lead the oracle to models that improve
-the mixture (with a finite hypothesis class, the oracle is cycling through models it already
-returned) -- and the game stops. It never stops early while no mixture is feasible (the
-multipliers are then still growing towards the violated constraints), nor while the best
-mixture has slack (more than ``SLACK``) on every constraint and the constraints still hold
-more than ``SHARE`` of the multipliers' mass: by complementary slackness the multipliers are
-then still moving weight to the objective, however slowly, even if the oracle's responses
-repeat for a while.
+Early stopping, by column generation. The game's output is a mixture of the candidates, and
+the LP of the m-stochastic solution (:func:`skrate.solutions.shrink`, milliseconds for a
+hundred candidates) gives the best such mixture so far, with objective ``F`` and dual values
+``mu`` of the constraints. After every oracle call that LP is solved again; once for
+``n_iter_no_change`` consecutive iterations neither its largest violation nor (at the same
+violation) its objective improved by more than ``tol`` while a feasible mixture exists, the
+oracle is asked for one more model at the LP's own multipliers ``(1, mu)``. LP duality says a
+candidate can improve the mixture only if its Lagrangian ``f + mu . g`` is below ``F``, so when
+the oracle's best response there has a Lagrangian of at least ``F - tol`` no model the oracle
+can find improves the mixture by more than ``tol``: the game stops with that certificate (the
+duality-gap test of Agarwal et al.'s reductions, here on the LP of the candidates). Otherwise
+the response joins the candidates (it improves the mixture) and the game goes on. The
+certificate is as good as the oracle: exact for an exact cost-sensitive learner, approximate
+for a heuristic one. The multipliers' own updates never stop the game: with slack on every
+constraint they shift weight to the objective slowly, and the certificate is what tells
+whether that would still pay.
 """
 
 from __future__ import annotations
@@ -48,8 +51,6 @@ from ._players import LagrangePlayer, SwapRegretPlayer
 from ._trajectory import Trajectory
 
 ORACLE_SOLVERS = ("oracle_lagrangian", "oracle_proxy_lagrangian")
-SLACK = 1e-3  # a mixture within this of a constraint's bound is tight on it
-SHARE = 0.05  # constraints holding at most this share of the multipliers' mass have let go
 
 
 def cost_sensitive_reduction(A: sp.spmatrix, weights: np.ndarray,
@@ -125,20 +126,6 @@ def _improved(lp, best, tol: float) -> bool:
     return violation < best[1] - tol or (violation <= best[1] + 1e-12 and objective < best[0] - tol)
 
 
-def _settled(lp, constraints, weights) -> bool:
-    """Whether the multipliers can be at rest: the best mixture is tight on some constraint, or
-    the constraints have (almost) lost their weight (complementary slackness).
-
-    While the mixture has slack on every constraint and the constraints still carry weight,
-    the lambda-player is still shifting weight to the objective, however slowly; the oracle's
-    responses may repeat for a while, but the game has not stalled.
-    """
-    if not constraints[0].shape[0]:
-        return True
-    tight = (np.array(constraints).T @ lp.weights).max() >= -SLACK
-    return bool(tight or weights[1:].sum() <= SHARE * weights.sum())
-
-
 def solve_oracle_game(
     problem: RateProblem,
     oracle: Callable,
@@ -170,10 +157,11 @@ def solve_oracle_game(
     max_iter : int
         Largest number of oracle calls.
     tol : float or None
-        Early stopping tolerance on the best mixture's objective and violation (module
-        docstring); None plays all ``max_iter`` iterations.
+        Early stopping tolerance on the best mixture's objective and violation, and of the
+        certificate that ends the game (module docstring); None plays all ``max_iter``
+        iterations.
     n_iter_no_change : int
-        Iterations without improvement before stopping.
+        Iterations without improvement before the certificate is tried.
     radius : float
         Bound on ``||lam||_1`` of the Lagrangian player.
     total_weight : float, optional
@@ -182,7 +170,8 @@ def solve_oracle_game(
         The multipliers and the candidates' constraint values use the rates on this sample
         (Cotter et al., ICML 2019); the oracle trains on ``X``.
     callback : callable, optional
-        ``callback(iteration, model, values)`` after every oracle call; False stops the game.
+        ``callback(iteration, model, values)`` after every move of the game; False stops it.
+        (The certificate's oracle calls are candidates too, so ``iteration`` counts candidates.)
 
     Returns
     -------
@@ -201,9 +190,9 @@ def solve_oracle_game(
     if solver == "oracle_lagrangian":
         player.radius = radius
     models, objective, constraints, lams = [], [], [], []
-    best, stalled = (np.inf, np.inf), 0
-    for t in range(max_iter):
-        weights = np.asarray(player.weights(), dtype=float).copy()
+
+    def respond(weights: np.ndarray) -> np.ndarray:
+        """One oracle call at ``weights``; the model joins the candidates; returns its values."""
         labels, sample_weight = cost_sensitive_reduction(problem.A, weights, total_weight)
         model = oracle(X, labels, sample_weight)
         values = problem.values(_decisions(model, X))
@@ -213,19 +202,32 @@ def solve_oracle_game(
         lams.append(weights)
         objective.append(values[0])
         constraints.append(values[1:])
+        return values
+
+    best, stalled = (np.inf, np.inf), 0
+    while len(models) < max_iter:
+        values = respond(np.asarray(player.weights(), dtype=float).copy())
         player.update(values[1:])
         if verbose:
             worst = values[1:].max() if m else 0.0
-            print(f"[{solver}] iter {t + 1}/{max_iter} objective {values[0]:.4f} max violation {worst:+.4f}")
-        if callback is not None and callback(t, model, values) is False:
+            print(f"[{solver}] iter {len(models)}/{max_iter} objective {values[0]:.4f} max violation {worst:+.4f}")
+        if callback is not None and callback(len(models) - 1, models[-1], values) is False:
             break
-        if tol is not None:
-            lp = shrink(np.array(objective), np.array(constraints).T)
-            current = (float(np.dot(lp.weights, objective)), lp.max_violation)
-            stalled = 0 if _improved(current, best, tol) else stalled + 1
-            best = min(best, current, key=lambda v: (v[1], v[0]))
-            if stalled >= n_iter_no_change and lp.feasible and _settled(lp, constraints, weights):
+        if tol is None:
+            continue
+        lp = shrink(np.array(objective), np.array(constraints).T)
+        current = (float(np.dot(lp.weights, objective)), lp.max_violation)
+        stalled = 0 if _improved(current, best, tol) else stalled + 1
+        best = min(best, current, key=lambda v: (v[1], v[0]))
+        if stalled >= n_iter_no_change and lp.feasible and len(models) < max_iter:
+            check = respond(np.r_[1.0, lp.multipliers])
+            gap = current[0] - (check[0] + lp.multipliers @ check[1:])
+            if verbose:
+                print(f"[{solver}] certificate at the LP's multipliers: the best response improves the "
+                      f"mixture by at most {max(gap, 0.0):.2e}")
+            if gap <= tol:
                 break
+            stalled = 0
     k = len(models)
     return OracleTrajectory(np.arange(k, dtype=float)[:, None], np.array(objective),
                             np.array(constraints).reshape(k, m).T, np.array(lams), k, models)
