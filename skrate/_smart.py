@@ -220,8 +220,11 @@ def smart(
     if batch_size == "auto":
         # An epoch advances about as much as n / (b + L_terms / L_full) full-gradient
         # steps: b near that ratio is within 2x of b = 1 at a fraction of the
-        # per-step overhead. At least 64 rows (Python cost per step), at most 256.
-        batch_size = int(np.clip(np.ceil(L_terms / max(L_full, 1e-300)), 64, 256))
+        # per-step overhead. At least 128 rows (a step of fewer costs more in Python
+        # overhead than in arithmetic), at most 256; on small data at least 8 steps an
+        # epoch (down to 64 rows), so the steps between two exact objective checks
+        # stay stochastic.
+        batch_size = int(min(np.clip(np.ceil(L_terms / max(L_full, 1e-300)), 128, 256), max(64, n // 8)))
     bsz = int(min(max(1, batch_size), n))
     n_batches = -(-n // bsz)
     fi = float(P.fit_intercept)

@@ -64,9 +64,10 @@ _PARAMETERS = """
     batch_size : int or "auto", default="auto"
         Minibatch size of the "smart" solver (capped at ``n_samples``). "auto"
         takes the ratio of the mean-square smoothness of single terms to the
-        smoothness of the whole sum, clipped to [64, 256] to bound the cost per
-        step: below that ratio an epoch gains little from smaller batches, above
-        it progress per epoch falls.
+        smoothness of the whole sum, clipped to [128, 256] to bound the cost per
+        step (below that ratio an epoch gains little from smaller batches, above
+        it progress per epoch falls), and at most ``max(64, n_samples // 8)`` so
+        small problems still take 8 steps an epoch.
 
     block : {"cyclic", "random"}, default="cyclic"
         Block-coordinate choice of the "smart" solver: "cyclic" updates the model
