@@ -143,7 +143,13 @@ class ConstrainedClassifier(RateClassifierBase):
     fit_report_ : DataFrame or list of dict
         Per constraint of the selected solution: the margin, the value ``g`` on the training
         part and on the held-out part (NaN without one).
+    multipliers_ : ndarray of shape (n_candidates, n_constraints + 1)
+        The weights of (objective, constraints) the lambda-player played when each candidate
+        was produced: a distribution for the proxy-Lagrangian players, ``(1, lam)`` for the
+        Lagrangian ones. With the oracle solvers, a certificate fit (see ``tol``) carries the
+        LP's ``(1, mu)``.
     n_iter_ : int
+        Iterations played; with the oracle solvers, estimators fitted (certificate included).
 
     References
     ----------
