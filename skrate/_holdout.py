@@ -7,13 +7,12 @@ from sklearn.model_selection import train_test_split
 
 from .problem import RateData
 from .rates import Constraint
-from .rates._slice import RESERVED
+from .rates._slice import group_columns
 
 
 def constraint_columns(constraints: list[Constraint]) -> list[str]:
     """The group columns the constraints' slices mention."""
-    keys = {k for c in constraints for r in c.rates for k, _ in r.slice.filters}
-    return sorted(keys - set(RESERVED))
+    return group_columns(r.slice for c in constraints for r in c.rates)
 
 
 def holdout_split(data: RateData, columns: list[str], fraction: float, random_state) -> tuple[np.ndarray, np.ndarray]:

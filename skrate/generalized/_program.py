@@ -14,6 +14,7 @@ import scipy.sparse as sp
 
 from ..problem import RateData, compile_expressions, expand_constraints
 from ..rates import Constraint
+from ..rates._slice import group_columns
 from ._metrics import LinearRate, MetricConstraint, MetricSum, as_metric
 
 
@@ -76,15 +77,8 @@ def group_cells(program_groups: list[str], data: RateData) -> np.ndarray:
 
 def program_group_columns(program: MetricProgram) -> list[str]:
     """Group columns filtered on by any rate of the program."""
-    from ..rates._slice import RESERVED
-
-    keys = set()
-    for s in [program.objective] + program.constraints:
-        for _, atom, _ in s.atoms:
-            for e in atom.exprs:
-                for r in e.rates:
-                    keys.update(k for k, _ in r.slice.filters if k not in RESERVED)
-    return sorted(keys)
+    return group_columns(r.slice for s in [program.objective] + program.constraints
+                         for _, atom, _ in s.atoms for e in atom.exprs for r in e.rates)
 
 
 def _expand(metric: MetricSum, groups) -> list[MetricSum]:

@@ -11,6 +11,11 @@ BASELINE = "baseline"
 RESERVED = (LABEL, BASELINE)
 
 
+def group_columns(slices: Iterable[Slice]) -> list[str]:
+    """The group columns the slices filter on (the label and the baseline are not groups)."""
+    return sorted({k for s in slices for k, _ in s.filters} - set(RESERVED))
+
+
 def _as_values(value: Any) -> tuple[str, ...]:
     """A filter value or list of values ("any of"), canonicalised to sorted strings."""
     if isinstance(value, (list, tuple, set, frozenset)):
