@@ -13,7 +13,7 @@ from typing import Callable
 
 import numpy as np
 import scipy.linalg
-import scipy.sparse as sp
+from sklearn.utils.extmath import row_norms
 
 from ._auc_objective import ClassStatistics, gradient_and_loss, minibatch_gradient, quadratic_form
 from ._prox import elastic_net_penalty, prox_elastic_net
@@ -28,12 +28,6 @@ class SolverResult:
     converged: bool
 
 
-def _row_sq_norms(X) -> np.ndarray:
-    if sp.issparse(X):
-        return np.asarray(X.multiply(X).sum(axis=1)).ravel()
-    return np.einsum("ij,ij->i", X, X)
-
-
 def minibatch_smoothness(X, y: np.ndarray, stats: ClassStatistics, batch_size: int) -> float:
     """Smoothness bound of a minibatch gradient, from the norms of the (shifted) examples.
 
@@ -43,7 +37,7 @@ def minibatch_smoothness(X, y: np.ndarray, stats: ClassStatistics, batch_size: i
     ``n (b-1) / (b (n-1)) * mean(L_i) + (n-b) / (b (n-1)) * max(L_i)`` (Gower et al., 2019,
     Prop. 3.8, with ``mean(L_i)`` bounding ``||Q||``).
     """
-    sq = _row_sq_norms(X)
+    sq = row_norms(X, squared=True)
     pos = y == 1
     c = stats.shift
     xc = np.asarray(X @ c).ravel()

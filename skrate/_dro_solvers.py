@@ -27,6 +27,7 @@ from typing import Callable
 
 import numpy as np
 from scipy.optimize import minimize
+from sklearn.utils.extmath import row_norms
 
 from ._divergence import _dual, _worst_case
 
@@ -153,12 +154,6 @@ def sample_sizes(n: int, initial_sample_size: int, growth: float):
         size = min(size * growth, float(n))
 
 
-def _row_sq_norms(X) -> np.ndarray:
-    if hasattr(X, "multiply"):
-        return np.asarray(X.multiply(X).sum(axis=1)).ravel()
-    return np.einsum("ij,ij->i", X, X)
-
-
 def _two_loop(grad: np.ndarray, pairs: list) -> np.ndarray:
     """The L-BFGS product ``H grad`` from curvature pairs ``(s, y, 1 / s'y)``, oldest first."""
     r = grad.copy()
@@ -219,7 +214,7 @@ def dynamic_sgd(
     support = np.flatnonzero(problem.q > 0)
     n = support.size
     shuffled = problem.subset(rng.permutation(support))
-    row_sq = _row_sq_norms(shuffled.X) + float(problem.fit_intercept)
+    row_sq = row_norms(shuffled.X, squared=True) + float(problem.fit_intercept)
     pairs: list = []
     eta, it = None, 0
     for m in sample_sizes(n, initial_sample_size, growth):

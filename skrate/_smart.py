@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import minimize
 from scipy.special import expit
+from sklearn.utils.extmath import row_norms
 
 from skrate._capped_simplex import project_capped_simplex
 from skrate._prox import elastic_net_penalty, prox_elastic_net
@@ -124,7 +125,7 @@ class TrimmedProblem:
         """
         kappa = CURVATURE[self.loss]
         X = self.X
-        row_sq = np.einsum("ij,ij->i", X, X) + float(self.fit_intercept)
+        row_sq = row_norms(X, squared=True) + float(self.fit_intercept)
         n, d = X.shape
         if d + self.fit_intercept <= 2000:
             Xt = np.hstack([X, np.ones((n, 1))]) if self.fit_intercept else X

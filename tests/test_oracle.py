@@ -5,7 +5,6 @@ import warnings
 
 import numpy as np
 import pytest
-import scipy.sparse as sp
 from scipy.optimize import linprog
 from sklearn import config_context
 from sklearn.base import BaseEstimator, ClassifierMixin, clone

@@ -18,7 +18,7 @@ from sklearn.utils import check_random_state
 
 from ..problem import RateData
 from ..problem._compile import _coefficients, slice_mask
-from ..rates import Expression, Ratio
+from ..rates import Ratio
 from ..rates._expression import NEEDS_BASELINE, NEEDS_LABELS, Rate
 
 # Replicates per joblib task: bounds the (chunk x rows) count matrix held in memory.
