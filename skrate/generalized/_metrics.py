@@ -122,7 +122,7 @@ class Atom(Metric):
 
     def ratios(self):
         """``[(coef, numerator, denominator)]`` with ``value = sum coef N / D``, or None."""
-        return
+        return None
 
     def bind(self, assignment: dict[str, str]) -> Atom:
         """The atom with expanded group columns replaced by values."""
@@ -671,8 +671,12 @@ def f_measure_parity(protected: dict, other: dict, epsilon: float, beta: float =
     """``F(protected) >= F(other) - epsilon`` between two slices given as filter dicts (ratios)."""
     # F_other - F_prot - eps = (1 - F_prot) - (1 - F_other) - eps
     gap = f_measure(beta, **protected) - f_measure(beta, **other)
-    show = lambda d: ", ".join(f"{k}={v}" for k, v in d.items())
-    return MetricConstraint(gap - float(epsilon), f"f_measure[{show(protected)}] >= f_measure[{show(other)}] - {epsilon:g}")
+    label = f"f_measure[{_filters_text(protected)}] >= f_measure[{_filters_text(other)}] - {epsilon:g}"
+    return MetricConstraint(gap - float(epsilon), label)
+
+
+def _filters_text(filters: dict) -> str:
+    return ", ".join(f"{k}={v}" for k, v in filters.items())
 
 
 METRICS: dict[str, Callable[[], MetricSum]] = {

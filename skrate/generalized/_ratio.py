@@ -26,11 +26,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..problem import RateData, compile_expressions
-from ..solvers import Trajectory
 from ._program import MetricProgram
 from ._stopping import EarlyStopping, Snapshots, WindowMean
 from ._theta_player import SurrogateTheta
-from ._three_player import trajectory
+from ._three_player import MetricTrajectory, trajectory
 
 
 class RatioProgram:
@@ -85,7 +84,7 @@ def solve_ratio_game(
     init_params: np.ndarray | None = None,
     callback: Callable | None = None,
     verbose: int = 0,
-) -> Trajectory:
+) -> MetricTrajectory:
     """Play Algorithm 3 and return snapshots of the model with their true metric values.
 
     Full-batch games stop on the plateau rule of

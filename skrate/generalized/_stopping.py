@@ -18,6 +18,8 @@ not thin them.
 
 from __future__ import annotations
 
+from collections import deque
+
 import numpy as np
 
 
@@ -26,13 +28,13 @@ class WindowMean:
     ``size`` iterates), kept as a running total: one addition and one subtraction per push."""
 
     def __init__(self, size: int):
-        self.size, self.buf, self.total = int(size), [], 0.0
+        self.buf, self.total = deque(maxlen=int(size)), 0.0
 
     def push(self, r: np.ndarray) -> np.ndarray:
+        if len(self.buf) == self.buf.maxlen:
+            self.total = self.total - self.buf[0]  # the vector the append below drops
         self.buf.append(r)
         self.total = self.total + r
-        if len(self.buf) > self.size:
-            self.total = self.total - self.buf.pop(0)
         return self.total / len(self.buf)
 
 

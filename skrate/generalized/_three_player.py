@@ -97,7 +97,7 @@ def solve_three_player(
     init_params: np.ndarray | None = None,
     callback: Callable | None = None,
     verbose: int = 0,
-) -> Trajectory:
+) -> MetricTrajectory:
     """Play the game named by ``solver`` (see ``CONFIGURATIONS``) and return its snapshots.
 
     Parameters
@@ -119,7 +119,7 @@ def solve_three_player(
 
     Returns
     -------
-    Trajectory
+    MetricTrajectory
 
     References
     ----------
@@ -194,15 +194,18 @@ def _linear_weights(k: int, linear, mu) -> np.ndarray:
     return weights
 
 
-def trajectory(program: MetricProgram, model, X, params: np.ndarray, multipliers: np.ndarray, n_iter: int) -> Trajectory:
-    """Snapshots with their objective and constraint values on the training rows.
+@dataclass
+class MetricTrajectory(Trajectory):
+    """A :class:`Trajectory` with the snapshots' rates, shape (K, n_snapshots): the mixture
+    selection of non-linear metrics works on them."""
 
-    The rates of the snapshots (shape (K, n_snapshots)) ride along as ``rates``: the mixture
-    selection needs them too.
-    """
+    rates: np.ndarray
+
+
+def trajectory(program: MetricProgram, model, X, params: np.ndarray, multipliers: np.ndarray,
+               n_iter: int) -> MetricTrajectory:
+    """Snapshots with their rates and their objective and constraint values on the training rows."""
     rates = program.rates((model.scores_many(X, params) > 0).astype(float))
     obj, cons = program.values(rates)
-    traj = Trajectory(params, np.asarray(obj, dtype=float), np.asarray(cons, dtype=float).reshape(-1, params.shape[0]),
-                      multipliers, n_iter)
-    traj.rates = rates
-    return traj
+    return MetricTrajectory(params, np.asarray(obj, dtype=float),
+                            np.asarray(cons, dtype=float).reshape(-1, params.shape[0]), multipliers, n_iter, rates)

@@ -103,7 +103,7 @@ def solve_rate_game(
         X_held = Design(X_held).X
     full = batch_size is None or batch_size >= n
     basis_cols = None if full else sp.csc_matrix(basis)
-    basisT = basis.T.tocsr()  # the full-batch transpose, built once
+    basisT = basis.T.tocsr() if full else None  # the full-batch transpose, built once
     if player.needs_surrogate:
         if held_out is not None:
             raise ValueError("The Lagrangian's multipliers follow surrogate rates on the training sample; "
