@@ -275,6 +275,29 @@ def loglog_slope(n, t) -> float:
     return float(np.polyfit(np.log(n), np.log(t), 1)[0])
 
 
+class Report:
+    """Markdown lines, printed as they come and kept in ``lines`` for a page in doc/benchmarks/."""
+
+    def __init__(self):
+        self.lines: list[str] = []
+
+    def __call__(self, text: str = "") -> None:
+        print(text, flush=True)
+        self.lines.append(text)
+
+
+def run_header(command: str, commit: bool = False) -> list[str]:
+    """The Command, Date and Machine lines that open a benchmark page (``commit``: name the commit)."""
+    at = f" at commit {_commit()}" if commit else ""
+    return [
+        f"Command: `{command}`  ",
+        f"Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC  ",
+        f"Machine: {platform.machine()}, {os.cpu_count()} cores shared with other jobs (load average at start "
+        f"{os.getloadavg()[0]:.2f}), BLAS 1 thread; Python {platform.python_version()}, numpy {np.__version__}, "
+        f"scikit-learn {sklearn.__version__}, fairlearn {fairlearn.__version__}, skrate {skrate.__version__}{at}  ",
+    ]
+
+
 def _defaults() -> str:
     params = ConstrainedClassifier().get_params()
     return ", ".join(f"{k}={params[k]!r}" for k in ("model", "solver", "surrogate", "max_iter", "batch_size",
@@ -317,22 +340,14 @@ def main(argv=None) -> None:
     parser.add_argument("--quick", action="store_true", help="one seed, one repetition, small Adult")
     args = parser.parse_args(argv)
     reps = 1 if args.quick else 3
-    out: list[str] = []
-
-    def say(text: str = "") -> None:
-        print(text, flush=True)
-        out.append(text)
-
+    say = Report()
     adult, compas, seeds = load_task_data(args.data_dir, args.quick)
 
     say("# ConstrainedClassifier benchmark")
     say()
-    say(f"Command: `python benchmarks/bench_constrained.py {args.data_dir}{' --quick' if args.quick else ''}`  ")
-    say(f"Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC  ")
-    say(f"Machine: {platform.machine()}, {os.cpu_count()} cores shared with other jobs (load average at start "
-        f"{os.getloadavg()[0]:.2f}), BLAS 1 thread; Python {platform.python_version()}, numpy {np.__version__}, "
-        f"scikit-learn {sklearn.__version__}, fairlearn {fairlearn.__version__}, skrate {skrate.__version__} "
-        f"at commit {_commit()}  ")
+    for line in run_header(f"python benchmarks/bench_constrained.py {args.data_dir}{' --quick' if args.quick else ''}",
+                           commit=True):
+        say(line)
     say(f"Adult: {adult[0].shape[0]} train / {adult[3].shape[0]} test rows, {adult[0].shape[1]} features. "
         f"COMPAS: {compas[seeds[0]][0].shape[0]} train / {compas[seeds[0]][3].shape[0]} test rows, "
         f"seeds {seeds} (means reported).  ")

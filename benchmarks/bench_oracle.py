@@ -25,23 +25,19 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECL
     os.environ[_var] = "1"
 
 import argparse  # noqa: E402
-import datetime  # noqa: E402
-import platform  # noqa: E402
 import sys  # noqa: E402
 import warnings  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import sklearn  # noqa: E402
 from sklearn.ensemble import HistGradientBoostingClassifier  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 
-import fairlearn  # noqa: E402
 from fairlearn.reductions import ExponentiatedGradient  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _data import load_task_data  # noqa: E402
-from bench_constrained import TASKS, expected_error, fmt, table, timed  # noqa: E402
+from bench_constrained import TASKS, Report, expected_error, fmt, run_header, table, timed  # noqa: E402
 
 import skrate  # noqa: E402
 from skrate import ConstrainedClassifier  # noqa: E402
@@ -112,22 +108,14 @@ def main(argv=None) -> None:
     parser.add_argument("--seeds", type=int, default=10, help="COMPAS split seeds 0 .. SEEDS-1 (default 10)")
     args = parser.parse_args(argv)
     reps = 1 if args.quick else 3
-    out: list[str] = []
-
-    def say(text: str = "") -> None:
-        print(text, flush=True)
-        out.append(text)
-
+    say = Report()
     adult, compas, seeds = load_task_data(args.data_dir, args.quick, args.seeds)
 
     say("# Oracle solvers benchmark: ConstrainedClassifier(estimator=...) vs fairlearn ExponentiatedGradient")
     say()
-    say(f"Command: `python benchmarks/bench_oracle.py {args.data_dir}{' --quick' if args.quick else ''}"
-        f"{'' if args.seeds == 10 else f' --seeds {args.seeds}'}`  ")
-    say(f"Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC  ")
-    say(f"Machine: {platform.machine()}, {os.cpu_count()} cores shared with other jobs (load average at start "
-        f"{os.getloadavg()[0]:.2f}), BLAS 1 thread; Python {platform.python_version()}, numpy {np.__version__}, "
-        f"scikit-learn {sklearn.__version__}, fairlearn {fairlearn.__version__}, skrate {skrate.__version__}  ")
+    for line in run_header(f"python benchmarks/bench_oracle.py {args.data_dir}{' --quick' if args.quick else ''}"
+                           f"{'' if args.seeds == 10 else f' --seeds {args.seeds}'}"):
+        say(line)
     say(f"Adult: {adult[0].shape[0]} train / {adult[3].shape[0]} test rows. COMPAS: seeds {seeds} (means).  ")
     say(f"Fit and predict times: median of {reps} run(s). Base estimators, identical on both sides: "
         "`LogisticRegression(max_iter=1000)` and `HistGradientBoostingClassifier(max_iter=20, random_state=0)`. "
@@ -217,7 +205,7 @@ def main(argv=None) -> None:
     if not args.quick:
         os.makedirs(os.path.dirname(path), exist_ok=True)
         with open(path, "w") as fh:
-            fh.write("\n".join(out) + "\n")
+            fh.write("\n".join(say.lines) + "\n")
         print(f"written to {os.path.normpath(path)}", file=sys.stderr)
 
 
