@@ -35,11 +35,11 @@ def _columns(text: str | None) -> list[str]:
     return [c.strip() for c in text.split(",") if c.strip()] if text else []
 
 
-def _pandas():
+def _pandas(purpose: str = "reading CSV files"):
     try:
         import pandas as pd
     except ImportError:
-        raise CLIError("reading CSV files needs pandas: pip install pandas", EXIT_USAGE) from None
+        raise CLIError(f"{purpose} needs pandas: pip install pandas", EXIT_USAGE) from None
     return pd
 
 
@@ -254,6 +254,7 @@ def cmd_predict(args) -> int:
 def cmd_demo(args) -> int:
     from ._demo import run_demo
 
+    _pandas("the demo prints its audits as pandas DataFrames; it")  # before minutes of training, not after
     run_demo(figure=None if args.no_figure else args.figure, n_bootstrap=args.n_bootstrap)
     return 0
 

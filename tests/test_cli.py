@@ -175,6 +175,17 @@ def test_help_and_version(tmp_path, capsys):
     assert exc.value.code == 0 and capsys.readouterr().out.strip() == f"skrate {skrate.__version__}"
 
 
+def test_demo_without_pandas_says_how_to_install_it(monkeypatch, capsys):
+    from skrate import _cli, _demo
+
+    calls = []
+    monkeypatch.setattr(_demo, "run_demo", lambda **kw: calls.append(kw))
+    monkeypatch.setitem(sys.modules, "pandas", None)  # import pandas now raises ImportError
+    assert _cli.main(["demo"]) == _cli.EXIT_USAGE
+    assert calls == []
+    assert "needs pandas: pip install pandas" in capsys.readouterr().err
+
+
 def test_no_arguments_runs_the_demo(monkeypatch):
     from skrate import _cli, _demo
 
