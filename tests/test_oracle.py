@@ -159,8 +159,10 @@ def test_exact_oracle_reaches_the_lp_optimum_over_stumps(solver):
     err, cons = _parity_rates(y, group, _all_stumps(X))
     optimum = _lp_optimum(err, cons)
     assert optimum > err.min() + 0.01  # the constraints bind
+    # 300 moves: the uniform mixture below carries the start's transient (the first models are
+    # near the unconstrained one) with weight O(1/T)
     clf = ConstrainedClassifier(PARITY, estimator=ExhaustiveStump(), solver=solver, lambda_learning_rate=4.0,
-                                max_iter=150, n_candidates=150, tol=None, random_state=0)
+                                max_iter=300, n_candidates=300, tol=None, random_state=0)
     clf.fit(X, y, groups=group)
     got_err, got_cons = _parity_rates(y, group, clf.predict_proba(X)[:, 1])
     assert clf.feasible_
@@ -170,6 +172,17 @@ def test_exact_oracle_reaches_the_lp_optimum_over_stumps(solver):
     # the game's own output, the uniform mixture of its iterates, is an approximate equilibrium
     avg_err, avg_cons = _parity_rates(y, group, clf.predict_proba(X, solution="T_stochastic")[:, 1])
     assert avg_cons.max() <= 0.01 and abs(avg_err[0] - optimum) <= 0.01
+
+
+def test_proxy_lagrangian_oracle_starts_near_the_objective():
+    # a uniform start would make the first best response fit mostly the constraints
+    X, y, group = _tiny()
+    clf = ConstrainedClassifier(PARITY, estimator=ExhaustiveStump(), solver="oracle_proxy_lagrangian",
+                                max_iter=3, n_candidates=3, tol=None, random_state=0).fit(X, y, groups=group)
+    m = len(clf.constraints_)
+    np.testing.assert_allclose(clf.multipliers_[0], np.r_[1 - 0.3 * m / (m + 1), np.full(m, 0.3 / (m + 1))])
+    err, _ = _parity_rates(y, group, _all_stumps(X))
+    assert clf.train_objective_[0] == pytest.approx(err.min())  # the first model: the unconstrained optimum
 
 
 @pytest.mark.parametrize("solver", ORACLE_SOLVERS)
