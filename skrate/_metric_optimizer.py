@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ._base import RateClassifierBase
 from .exceptions import InfeasibleConstraintsWarning
-from .generalized._metrics import Metric, as_metric
+from .generalized._metrics import Metric, as_objective
 from .generalized._mixture import best_mixture
 from .generalized._plugin_oracle import PluginOracle, fit_logistic
 from .generalized._pr_auc import PRAUC, deployed_params, initial_params, stacked_problem
@@ -25,7 +25,7 @@ from .generalized._program import (
 from .generalized._ratio import RatioProgram, solve_ratio_game
 from .generalized._three_player import CONFIGURATIONS, solve_three_player
 from .models import LinearModel, MLPModel
-from .rates import Expression
+from .rates import Expression, Ratio
 from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
 from .solvers import SURROGATES
 
@@ -66,13 +66,16 @@ class MetricOptimizer(RateClassifierBase):
 
     Parameters
     ----------
-    metric : str, Metric or Expression, default="error"
-        What to minimise: a name (``"error"``, ``"f1"``, ``"g_mean"``, ``"h_mean"``, ``"q_mean"``,
-        ``"kld"``), a metric from :mod:`skrate.generalized` (``f_measure(beta=2)``,
-        ``kld(group="sex")``, ``g_mean() + 0.5 * kld()``, ``pr_auc()``), or a linear rate
-        expression. ``pr_auc()`` trains one score with a bias per recall level (the rows are
-        stacked once per level) and predicts with the bias of the middle level.
-        Names denote losses: ``"f1"`` minimises ``1 - F1``.
+    metric : str, Metric, Expression or Ratio, default="error"
+        What to minimise: a name (``"error"``, ``"f1"``, ``"f2"``, any ``"f<beta>"`` such as
+        ``"f0.5"``, ``"precision"``, ``"g_mean"``, ``"h_mean"``, ``"q_mean"``, ``"kld"``,
+        ``"pr_auc"``, ``"win_loss_ratio"``), a metric from :mod:`skrate.generalized`
+        (``f_measure(beta=2)``, ``kld(group="sex")``, ``g_mean() + 0.5 * kld()``, ``pr_auc()``,
+        ``max_of(...)``), or a rate expression or ratio of :mod:`skrate.rates`, minimised as
+        written (``"fpr + fnr"``, ``-precision(sex="Female")``). Names denote losses: ``"f1"``
+        minimises ``1 - F1``, ``"precision"`` ``1 - precision``, ``"win_loss_ratio"`` its negative.
+        ``pr_auc()`` trains one score with a bias per recall level (the rows are stacked once
+        per level) and predicts with the bias of the middle level.
     constraints : MetricConstraint, Constraint, str or list of them, default=None
         ``metric <= bound`` / ``metric >= bound`` from :mod:`skrate.generalized`, helpers such
         as ``kld_fairness("sex", 0.01)`` or ``f_measure_parity(...)``, and core rate constraints
@@ -150,7 +153,8 @@ class MetricOptimizer(RateClassifierBase):
     objective_ : MetricSum
         The objective after expanding group columns.
     constraints_ : list of str
-        The constraints after expansion.
+        The constraints after expansion, each with its slice (``kld[g=a] <= 0.01``); unique, as
+        they key :meth:`metric_values`.
     metric_class_ : str
         Class of the problem: ``"linear"``, ``"convex"``, ``"ratio"``.
     solver_ : str
@@ -189,7 +193,7 @@ class MetricOptimizer(RateClassifierBase):
     """
 
     _parameter_constraints = {
-        "metric": [str, Metric, Expression],
+        "metric": [str, Metric, Expression, Ratio],
         "constraints": [None, list, tuple, str, object],
         "solver": [StrOptions(set(SOLVERS) | {"auto"})],
         "model": [StrOptions({"linear", "mlp"})],
@@ -310,7 +314,7 @@ class MetricOptimizer(RateClassifierBase):
         """
         X_raw = X
         X, y = self._validate_binary(X, y)
-        metric = self.metric if isinstance(self.metric, PRAUC) else as_metric(self.metric)
+        metric = as_objective(self.metric)
         constraints = as_metric_constraints(self.constraints)
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
         X_fit, data_fit, objective = X, data, metric
@@ -394,23 +398,42 @@ class MetricOptimizer(RateClassifierBase):
     def metric_values(self, X, y, *, groups=None, sample_weight=None, baseline=None, solution=None) -> dict:
         """Objective and constraint values on ``X, y`` in expectation over the stochastic model.
 
+        Parameters
+        ----------
+        X, y : array-like
+            Rows and their labels, among the ``classes_`` seen in ``fit``.
+        groups, sample_weight, baseline : as in :meth:`fit`
+        solution : str, default=None
+            Which solution to evaluate (default: the ``solution`` parameter).
+
         Returns
         -------
         dict
-            ``{"objective": psi, label: phi_j, ...}`` with ``phi_j <= 0`` meaning met.
+            ``{"objective": psi, label: phi_j, ...}`` with ``phi_j <= 0`` meaning met; the
+            labels are those of ``constraints_``.
+
+        Raises
+        ------
+        ValueError
+            When ``y`` holds a label not in ``classes_``.
         """
         X_raw = X
         X = self._features(X)
         y = np.asarray(y)
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"y has {y.shape[0]} entries but X has {X.shape[0]} rows.")
+        unknown = set(np.unique(y).tolist()) - set(self.classes_.tolist())
+        if unknown:
+            raise ValueError(f"y holds labels {sorted(unknown)} unseen in fit; "
+                             f"classes are {self.classes_.tolist()}.")
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
-        if isinstance(self.metric, PRAUC):
-            X_big, data, objective, constraints = stacked_problem(self.metric, X, data)
+        metric = as_objective(self.metric)
+        if isinstance(metric, PRAUC):
+            X_big, data, objective, constraints = stacked_problem(metric, X, data)
             weights = self.solutions_[self.solution if solution is None else solution]
             p = StochasticModel(LinearModel(X_big.shape[1]), self._stacked_params, weights).proba(X_big)
         else:
-            objective, constraints = self.metric, self.constraints
+            objective, constraints = metric, self.constraints
             p = self.predict_proba(X, solution=solution)[:, 1]
         program = compile_program(objective, constraints, data)
         obj, cons = program.values(program.rates(p))

@@ -14,19 +14,23 @@ from skrate.generalized import (
     HMean,
     MaxOf,
     QMean,
+    MetricConstraint,
     RateFunction,
     as_metric,
+    as_objective,
     best_response,
     compile_program,
     error,
     f_measure,
     f_measure_parity,
     g_mean,
+    g_mean_at_least,
     h_mean,
     kld,
     kld_fairness,
     max_of,
     min_of,
+    pr_auc,
     precision,
     predictive_parity,
     q_mean,
@@ -42,7 +46,8 @@ from skrate.generalized._stopping import (
     candidate_indices,
 )
 from skrate.problem import GroupTable, RateData
-from skrate.rates import tnr, tpr
+from skrate.rates import fnr, fpr, tnr, tpr
+from skrate.rates import precision as core_precision
 
 
 def _data(n=300, seed=0):
@@ -124,10 +129,57 @@ def test_specs_are_values_and_clone_safe():
 
 
 def test_unknown_metric_name_lists_known_ones():
-    with pytest.raises(ValueError, match="Unknown metric 'f3'.*g_mean"):
-        as_metric("f3")
+    with pytest.raises(ValueError, match="Unknown metric 'g_means'.*'g_mean'.*'precision'.*'f<beta>'"):
+        as_metric("g_means")
     with pytest.raises(ValueError, match="beta"):
         f_measure(-1.0)
+    with pytest.raises(ValueError, match="beta"):
+        as_metric("f0")
+    for name, builder in (("max", "max_of"), ("min", "min_of")):
+        with pytest.raises(ValueError, match=rf"'{name}' needs the rates.*{builder}\("):
+            as_metric(name)
+
+
+def test_names_and_core_ratios_give_the_metrics_they_name():
+    y, g, yhat, data = _data()
+    assert as_metric("f2") == f_measure(2.0) and as_metric("f0.5") == as_metric("f.5") == f_measure(0.5)
+    assert _value("f0.5", data, yhat) == pytest.approx(1 - fbeta_score(y, yhat, beta=0.5))
+    assert _value("precision", data, yhat) == pytest.approx(1 - precision_score(y, yhat))  # names are losses
+    a = g == "a"
+    # core ratios, as objects or strings, are the ratio itself
+    assert _value(core_precision(g="a"), data, yhat) == pytest.approx(precision_score(y[a], yhat[a]))
+    assert _value("precision[g=a]", data, yhat) == pytest.approx(precision_score(y[a], yhat[a]))
+    assert _value(g_mean() + core_precision(), data, yhat) == pytest.approx(
+        _value(g_mean(), data, yhat) + precision_score(y, yhat))
+    assert as_objective("pr_auc") == pr_auc()
+    with pytest.raises(TypeError, match="on its own"):
+        as_metric("pr_auc")
+    baseline = (np.arange(len(y)) % 3 == 0).astype(int)
+    with_baseline = RateData(y, np.ones(len(y)), data.groups, baseline)
+    wins = np.mean((yhat == y) & (baseline != y))
+    losses = np.mean((yhat != y) & (baseline == y))
+    assert _value("win_loss_ratio", with_baseline, yhat) == pytest.approx(-wins / losses)
+
+
+def test_linear_user_function_is_its_rate_expression():
+    affine = rate_function(lambda r: 0.05 * r[0] + r[1] + 0.1, ["fpr", "fnr"], convexity="linear")
+    assert affine == as_metric("0.05 * fpr + fnr + 0.1")
+    y, _, yhat, data = _data()
+    fpr_, fnr_ = np.mean(yhat[y == 0]), 1 - np.mean(yhat[y == 1])
+    assert _value(affine, data, yhat) == pytest.approx(0.05 * fpr_ + fnr_ + 0.1)
+    with pytest.raises(ValueError, match=r"'square'.*convexity='linear' but is not affine"):
+        rate_function(lambda r: r[0] ** 2, ["tpr"], convexity="linear", name="square")
+    # built directly, the atom knows its coefficients and its ratio form
+    atom = RateFunction(lambda r: 2 * r[0] - r[1] + 0.5, (fpr(), fnr()), convexity="linear")
+    np.testing.assert_allclose(atom.linear_coefficients(), [2.0, -1.0])
+    assert atom.ratios()[0][1] == 2 * fpr() - fnr() + 0.5
+    assert (f_measure() + atom).ratio_form() is not None
+    with pytest.raises(ValueError, match="not affine"):
+        RateFunction(lambda r: r[0] * r[1], (fpr(), fnr()), convexity="linear")
+    with pytest.raises(TypeError, match="not linear"):
+        g_mean().terms[0][1].linear_coefficients()
+    with pytest.raises(TypeError, match="max_of takes linear rate expressions.*precision"):
+        max_of("precision", "tpr")
 
 
 def test_undefined_metrics_name_metric_and_slice():
@@ -143,6 +195,38 @@ def test_undefined_metrics_name_metric_and_slice():
         compile_program(f_measure(g="a"), [], data)
     with pytest.raises(ValueError, match=r"kld.*0 and 1"):
         compile_program("error", [kld_fairness("g", 0.1)], RateData(np.zeros(len(y), int), np.ones(len(y)), data.groups))
+
+
+def test_constraint_labels_name_their_slice_and_stay_unique():
+    _, _, _, data = _data()
+    program = compile_program("error", [
+        g_mean_at_least(0.7, g="a"), g_mean_at_least(0.7, g="b"), kld_fairness("g", 0.01),
+        *predictive_parity("g", 0.05), kld(group="g") <= 0.02, g_mean() >= 0.5, "tpr[g] >= 0.5",
+        MetricConstraint(kld(group="g") - 0.1, "my kld"), g_mean_at_least(0.7, g="a")], data)
+    assert [c.label for c in program.constraints] == [
+        "g_mean[g=a] >= 0.7", "g_mean[g=b] >= 0.7", "kld[g=a] <= 0.01", "kld[g=b] <= 0.01",
+        "precision[g=a] - precision <= 0.05", "precision[g=b] - precision <= 0.05",
+        "precision - precision[g=a] <= 0.05", "precision - precision[g=b] <= 0.05",
+        "kld(label_rate, ppr[g=a]) <= 0.02", "kld(label_rate, ppr[g=b]) <= 0.02",
+        "1 - g_mean(tpr, tnr) >= 0.5", "tpr[g=a] >= 0.5", "tpr[g=b] >= 0.5",
+        "my kld [g=a]", "my kld [g=b]", "g_mean[g=a] >= 0.7 #2"]
+    assert str(g_mean_at_least(0.6, group="g")) == "g_mean[g] >= 0.6"
+    assert str(kld_fairness("g", 0.1)) == "kld[g] <= 0.1"
+
+
+def test_undefined_rate_says_whether_objective_or_constraint():
+    y, g, _, _ = _data()
+    y = y.copy()
+    y[g == "a"] = 0
+    data = RateData(y, np.ones(len(y)), GroupTable.from_input({"g": g}, None, len(y)))
+    with pytest.raises(ValueError, match=r"^The objective 'tpr\[g=a\]'.*choose another objective") as info:
+        compile_program("tpr[g=a]", [], data)
+    assert "constraint" not in str(info.value)
+    # the constraint as written, not its rearrangement -tpr[g=a] + 0.5
+    with pytest.raises(ValueError, match=r"^The constraint 'tpr\[g=a\] >= 0.5'.*drop the constraint"):
+        compile_program("error", [tpr(g="a") >= 0.5], data)
+    with pytest.raises(ValueError, match=r"^The constraint 'g_mean\[g=a\] >= 0.5'"):
+        compile_program("error", [g_mean_at_least(0.5, group="g")], data)
 
 
 def test_constraint_helpers_expand_per_group():

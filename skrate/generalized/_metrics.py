@@ -11,6 +11,7 @@ them. Narasimhan, Cotter and Gupta (NeurIPS 2019), Table 1.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from numbers import Real
@@ -19,8 +20,9 @@ from typing import Any
 import numpy as np
 from scipy.special import rel_entr
 
-from ..rates import Expression, as_expression
+from ..rates import Expression, Ratio, Slice, as_expression
 from ..rates import _functions as R
+from ..rates._functions import display_ratio
 
 _EPS = 1e-6
 CLASSES = ("linear", "convex", "concave", "ratio", "nonconvex")
@@ -65,10 +67,11 @@ class Metric:
         return (-self) + other
 
     def __le__(self, other):
-        return MetricConstraint(self - other)
+        return MetricConstraint(self - other, _comparison(self, "<=", other))
 
     def __ge__(self, other):
-        return MetricConstraint((other if _scalar(other) else _require(other)) - self)
+        lhs = other if _scalar(other) else _require(other)
+        return MetricConstraint(lhs - self, _comparison(self, ">=", other))
 
     def __lt__(self, other):
         raise TypeError("Use <= or >= to state a metric constraint.")
@@ -81,12 +84,38 @@ class Metric:
         return self.as_sum().kind
 
 
+def _comparison(lhs, op: str, rhs) -> str:
+    """The constraint as written, ``1 - g_mean(tpr, tnr) <= 0.3``; empty when a side expands over
+    a group column, whose expanded parts then read from their own bound sides."""
+    right = f"{float(rhs):g}" if _scalar(rhs) else _require(rhs)
+    if lhs.as_sum().expand_keys or (not _scalar(rhs) and right.expand_keys):
+        return ""
+    return f"{lhs.as_sum()} {op} {right}"
+
+
 def _lift(x) -> MetricSum | None:
     if isinstance(x, Metric):
         return x.as_sum()
-    if isinstance(x, (Expression, str)):
-        return LinearRate(as_expression(x)).as_sum()
+    if isinstance(x, (Expression, Ratio, str)):
+        return _rate_atom(x).as_sum()
     return None
+
+
+def _rate_atom(spec) -> Atom:
+    """The atom of a core rate expression or ratio, given as an object or a string."""
+    expr = as_expression(spec)
+    if isinstance(expr, Ratio):
+        return RatioAtom(expr.numerator, expr.denominator)
+    return LinearRate(expr)
+
+
+def _linear(spec, where: str) -> Expression:
+    """A linear rate expression for ``where``; ratios (``precision``) are refused by name."""
+    expr = as_expression(spec)
+    if isinstance(expr, Ratio):
+        raise TypeError(f"{where} takes linear rate expressions, but {spec!r} is the ratio {expr}; "
+                        "build ratios with skrate.generalized.ratio(numerator, denominator).")
+    return expr
 
 
 def _require(x) -> MetricSum:
@@ -124,6 +153,10 @@ class Atom(Metric):
         """``[(coef, numerator, denominator)]`` with ``value = sum coef N / D``, or None."""
         return None
 
+    def linear_coefficients(self) -> np.ndarray:
+        """``c`` with ``value(r) = c . r + constant``, for atoms of class ``"linear"``."""
+        raise TypeError(_not_linear(self))
+
     def bind(self, assignment: dict[str, str]) -> Atom:
         """The atom with expanded group columns replaced by values."""
         raise NotImplementedError
@@ -138,6 +171,10 @@ class Atom(Metric):
 
     def __str__(self) -> str:
         return f"{self.name}({', '.join(map(str, self.exprs))})"
+
+
+def _not_linear(atom: Atom) -> str:
+    return f"The metric {atom} is {atom.kind}, not linear in its rates."
 
 
 def _bind_exprs(exprs, assignment):
@@ -163,6 +200,9 @@ class LinearRate(Atom):
         return np.asarray(r)[0]
 
     def gradient(self, r):
+        return np.ones(1)
+
+    def linear_coefficients(self) -> np.ndarray:
         return np.ones(1)
 
     def ratios(self):
@@ -403,7 +443,7 @@ class RatioAtom(Atom):
         return RatioAtom(*_bind_exprs(self.exprs, a))
 
     def __str__(self):
-        return f"({self.numerator}) / ({self.denominator})"
+        return display_ratio(Ratio(self.numerator, self.denominator))
 
 
 @dataclass(frozen=True)
@@ -422,9 +462,48 @@ class RateFunction(Atom):
     label: str = "rate_function"
     cvx: Callable | None = None
 
+    def __post_init__(self):
+        if self.convexity == "linear":
+            self.linear_coefficients()  # a wrong declaration fails here, not as a silently bad fit
+
     @property
     def name(self):
         return self.label
+
+    def _affine(self) -> tuple[float, np.ndarray]:
+        """``(c0, c)`` with ``fn(r) = c0 + c . r``, from ``fn`` at zero and at the unit vectors,
+        checked at fixed points inside the box."""
+        if self.convexity != "linear":
+            raise TypeError(_not_linear(self))
+        k = len(self.rates)
+        c0 = float(self.fn(np.zeros(k)))
+        # differences carry roundoff (0.15 - 0.1 = 0.05000000000000002): 12 significant digits
+        # give back the coefficients as written
+        c = np.array([float(f"{float(self.fn(e)) - c0:.12g}") for e in np.eye(k)])
+        probes = np.random.default_rng(0).random((3, k))
+        got = np.array([float(self.fn(p)) for p in probes])
+        want = c0 + probes @ c
+        if not np.allclose(got, want, rtol=1e-6, atol=1e-9):
+            worst = int(np.argmax(np.abs(got - want)))
+            raise ValueError(
+                f"The user function '{self.label}' of ({', '.join(map(str, self.rates))}) is declared "
+                f"convexity='linear' but is not affine: at r={np.round(probes[worst], 3).tolist()} it gives "
+                f"{got[worst]:.6g}, its affine extension from r=0 and the unit vectors {want[worst]:.6g}. "
+                "Declare its class ('convex', 'concave' or 'nonconvex').")
+        return c0, c
+
+    def linear_coefficients(self) -> np.ndarray:
+        return self._affine()[1]
+
+    def linear_expression(self) -> Expression:
+        """The function as the rate expression ``c0 + sum_i c_i rates_i`` (declared linear only)."""
+        c0, c = self._affine()
+        return sum((float(ci) * e for ci, e in zip(c, self.rates)), Expression((), c0))
+
+    def ratios(self):
+        if self.convexity != "linear":
+            return None
+        return [(1.0, self.linear_expression(), Expression((), 1.0))]
 
     @property
     def exprs(self):
@@ -512,20 +591,44 @@ class MetricSum(Metric):
         return constant, out
 
     def __str__(self) -> str:
-        parts = []
-        for coef, atom in self.terms:
-            parts.append(str(atom) if coef == 1 else f"{coef:g} * ({atom})")
-        if self.constant or not parts:
-            parts.append(f"{self.constant:g}")
-        return " + ".join(parts)
+        return _sum_text(self.terms, self.constant)
+
+
+def _sum_text(terms, constant: float) -> str:
+    """``a - 0.5 * (1 - g_mean(tpr, tnr)) + 0.2``: signs written out, compound atoms bracketed
+    where a coefficient applies to them."""
+    # a leading constant reads better before a subtracted term: "1 - precision"
+    lead = bool(constant) and bool(terms) and terms[0][0] < 0
+    out = f"{constant:g}" if lead else ""
+    for coef, atom in terms:
+        text = str(atom)
+        if coef != 1 and (" + " in text or " - " in text):
+            text = f"({text})"
+        body = text if abs(coef) == 1 else f"{abs(coef):g} * {text}"
+        out += (f" {'-' if coef < 0 else '+'} {body}" if out else ("-" if coef < 0 else "") + body)
+    if (constant and not lead) or not out:
+        out += f" {'-' if constant < 0 else '+'} {abs(constant):g}" if out else f"{constant:g}"
+    return out
 
 
 @dataclass(frozen=True)
 class MetricConstraint:
-    """``metric <= 0``: a (possibly non-linear) constraint on rates."""
+    """``metric <= 0``: a (possibly non-linear) constraint on rates.
+
+    Parameters
+    ----------
+    metric : MetricSum
+    label : str, default=""
+        How the constraint reads; ``{slice}`` in it stands for ``slice`` in brackets, so a
+        constraint over a bare group column reads per value once expanded (``kld[g=a] <= 0.01``).
+        Without a label it reads as ``terms <= -constant``.
+    slice : Slice, default=Slice()
+        The slice ``{slice}`` names.
+    """
 
     metric: MetricSum
     label: str = ""
+    slice: Slice = Slice()
 
     @property
     def kind(self) -> str:
@@ -535,8 +638,18 @@ class MetricConstraint:
     def expand_keys(self):
         return self.metric.expand_keys
 
+    def bind(self, assignment: dict[str, str]) -> MetricConstraint:
+        """The constraint for one value of each expanded group column, labelled with the values."""
+        label = self.label
+        if label and "{slice}" not in label and assignment:
+            label = f"{label} [{Slice.make(assignment)}]"
+        return MetricConstraint(self.metric.bind(assignment), label, self.slice.bind(assignment))
+
     def __str__(self) -> str:
-        return self.label or f"{self.metric} <= 0"
+        if self.label:
+            where = str(self.slice)
+            return self.label.replace("{slice}", f"[{where}]" if where else "")
+        return f"{_sum_text(self.metric.terms, 0.0)} <= {-self.metric.constant:g}"
 
 
 # -- constructors -------------------------------------------------------------------------------
@@ -601,17 +714,19 @@ def max_of(*rates) -> MetricSum:
     """The largest of several rates (e.g. the worst group error), convex."""
     if not rates:
         raise ValueError("max_of needs at least one rate.")
-    return MaxOf(tuple(as_expression(r) for r in rates)).as_sum()
+    return MaxOf(tuple(_linear(r, "max_of") for r in rates)).as_sum()
 
 
 def min_of(*rates) -> MetricSum:
     """The smallest of several rates, ``-max(-r)``: concave (maximise it as ``-min_of(...)``)."""
-    return -MaxOf(tuple(-as_expression(r) for r in rates)).as_sum()
+    if not rates:
+        raise ValueError("min_of needs at least one rate.")
+    return -MaxOf(tuple(-_linear(r, "min_of") for r in rates)).as_sum()
 
 
 def ratio(numerator, denominator) -> MetricSum:
     """The ratio of two linear rate expressions (sums of these suit ``solver="ratio"``)."""
-    return RatioAtom(as_expression(numerator), as_expression(denominator)).as_sum()
+    return RatioAtom(_linear(numerator, "ratio"), _linear(denominator, "ratio")).as_sum()
 
 
 def precision(group=None, **filters) -> MetricSum:
@@ -629,8 +744,10 @@ def rate_function(fn: Callable, rates, *, convexity: str = "convex", gradient: C
         ``fn(r) -> float`` for the vector ``r`` of the values of ``rates``.
     rates : list of str or Expression
         The rates ``fn`` takes, e.g. ``["tpr", "fpr"]``.
-    convexity : {"linear", "convex", "concave", "ratio", "nonconvex"}
-        The class of ``fn`` in the rates; it decides which solvers apply.
+    convexity : {"linear", "convex", "concave", "nonconvex"}
+        The class of ``fn`` in the rates; it decides which solvers apply. A ``"linear"``
+        function is checked to be affine and becomes the rate expression with its coefficients
+        (``fn`` at zero and at the unit vectors), optimised exactly as if written out.
     gradient : callable, optional
         ``gradient(r) -> array``; central differences when omitted.
     name : str, default="rate_function"
@@ -645,26 +762,31 @@ def rate_function(fn: Callable, rates, *, convexity: str = "convex", gradient: C
         raise ValueError("A user function cannot be declared a ratio; build ratios with ratio(N, D).")
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {fn!r}.")
-    exprs = tuple(as_expression(r) for r in ([rates] if isinstance(rates, str) else rates))
-    return RateFunction(fn, exprs, convexity, gradient, name, cvxpy).as_sum()
+    exprs = tuple(_linear(r, "rate_function") for r in ([rates] if isinstance(rates, str) else rates))
+    atom = RateFunction(fn, exprs, convexity, gradient, name, cvxpy)
+    if convexity == "linear":
+        return LinearRate(atom.linear_expression()).as_sum()
+    return atom.as_sum()
 
 
 # -- constraints --------------------------------------------------------------------------------
 def kld_fairness(group: str, epsilon: float) -> MetricConstraint:
-    """``KL(p, ppr_g) <= epsilon`` for every value ``g`` of the group column."""
-    return MetricConstraint(kld(group) - float(epsilon), f"kld[{group}] <= {epsilon:g}")
+    """``KL(p, ppr_g) <= epsilon`` for every value ``g`` of the group column (``kld[g=a] <= eps``)."""
+    return MetricConstraint(kld(group) - float(epsilon), f"kld{{slice}} <= {epsilon:g}", Slice.make({}, group))
 
 
 def g_mean_at_least(value: float, group=None, **filters) -> MetricConstraint:
-    """``G-mean >= value`` on a slice."""
-    return MetricConstraint(g_mean(group, **filters) - (1.0 - float(value)), f"g_mean >= {value:g}")
+    """``G-mean >= value`` on a slice (one per value of ``group`` when given)."""
+    where = Slice.make(filters, () if group is None else group)
+    return MetricConstraint(g_mean(group, **filters) - (1.0 - float(value)), f"g_mean{{slice}} >= {value:g}", where)
 
 
 def predictive_parity(group: str, epsilon: float) -> list[MetricConstraint]:
     """``|precision_g - precision| <= epsilon`` for every value of the group column (ratios)."""
     gap = precision(group) - precision()
-    return [MetricConstraint(gap - float(epsilon), f"precision[{group}] - precision <= {epsilon:g}"),
-            MetricConstraint(-gap - float(epsilon), f"precision - precision[{group}] <= {epsilon:g}")]
+    where = Slice.make({}, group)
+    return [MetricConstraint(gap - float(epsilon), f"precision{{slice}} - precision <= {epsilon:g}", where),
+            MetricConstraint(-gap - float(epsilon), f"precision - precision{{slice}} <= {epsilon:g}", where)]
 
 
 def f_measure_parity(protected: dict, other: dict, epsilon: float, beta: float = 1.0) -> MetricConstraint:
@@ -679,21 +801,61 @@ def _filters_text(filters: dict) -> str:
     return ", ".join(f"{k}={v}" for k, v in filters.items())
 
 
-METRICS: dict[str, Callable[[], MetricSum]] = {
+def _pr_auc() -> Metric:
+    from ._pr_auc import pr_auc  # it builds on this module's atoms
+
+    return pr_auc()
+
+
+# names denote losses, as the estimator minimises: "f1" is 1 - F1, "precision" 1 - precision
+METRICS: dict[str, Callable[[], Metric]] = {
     "error": error, "f1": lambda: f_measure(1.0), "f_measure": lambda: f_measure(1.0),
     "g_mean": g_mean, "h_mean": h_mean, "q_mean": q_mean, "kld": kld,
+    "precision": lambda: 1.0 - precision(), "win_loss_ratio": lambda: -ratio(R.wins(), R.losses()),
+    "pr_auc": _pr_auc,
 }
+# F-beta by name: "f2", "f0.5", "f.5"
+_F_BETA = re.compile(r"f(\d+(?:\.\d*)?|\.\d+)")
+# names that need arguments: the constructor to use instead
+_NEEDS_ARGUMENTS = {"max": "max_of", "min": "min_of", "max_of": "max_of", "min_of": "min_of"}
+
+
+def metric_names() -> list[str]:
+    """The names ``metric=`` accepts, ``"f<beta>"`` standing for any F-beta."""
+    return sorted(METRICS) + ["f<beta>"]
+
+
+def as_objective(spec) -> Metric:
+    """A metric from a name (``"f1"``, ``"f0.5"``), a metric, a core rate expression or ratio,
+    or its string; a metric given whole (``pr_auc()``) is returned as it is.
+
+    Raises
+    ------
+    ValueError
+        For an unknown name (listing the known ones) or a name that needs arguments.
+    """
+    if isinstance(spec, Metric):
+        return spec
+    if isinstance(spec, str):
+        name = spec.strip()
+        if name in METRICS:
+            return METRICS[name]()
+        beta = _F_BETA.fullmatch(name)
+        if beta:
+            return f_measure(float(beta.group(1)))
+        if name in _NEEDS_ARGUMENTS:
+            fn = _NEEDS_ARGUMENTS[name]
+            raise ValueError(f"The metric {spec!r} needs the rates it compares: build it with "
+                             f"skrate.generalized.{fn}('error_rate[g=a]', 'error_rate[g=b]') (any rate "
+                             "expressions) and pass that as the metric.")
+    try:
+        return _rate_atom(spec).as_sum()
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"Unknown metric {spec!r}: give a name among {metric_names()}, a metric such as "
+                         "skrate.generalized.f_measure(beta=2), or a rate expression such as 'fpr + fnr' "
+                         f"({exc}).") from None
 
 
 def as_metric(spec) -> MetricSum:
-    """A metric from a name (``"f1"``), a metric, a rate expression or its string."""
-    if isinstance(spec, Metric):
-        return spec.as_sum()
-    if isinstance(spec, str) and spec in METRICS:
-        return METRICS[spec]()
-    try:
-        return LinearRate(as_expression(spec)).as_sum()
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"Unknown metric {spec!r}: give a name among {sorted(METRICS)}, a metric such as "
-                         "skrate.generalized.f_measure(beta=2), or a linear rate expression such as "
-                         f"'fpr + fnr' ({exc}).") from None
+    """:func:`as_objective` as a sum of atoms (what sums and constraints are made of)."""
+    return as_objective(spec).as_sum()

@@ -81,12 +81,14 @@ def program_group_columns(program: MetricProgram) -> list[str]:
                          for _, atom, _ in s.atoms for e in atom.exprs for r in e.rates)
 
 
-def _expand(metric: MetricSum, groups) -> list[MetricSum]:
-    keys = metric.expand_keys
+def _expand(spec, groups) -> list:
+    """``spec`` (a metric or a metric constraint) bound to every combination of values of the
+    group columns it expands over."""
+    keys = spec.expand_keys
     if not keys:
-        return [metric]
+        return [spec]
     combos = itertools.product(*(groups.values(k) for k in keys))
-    return [metric.bind(dict(zip(keys, combo))) for combo in combos]
+    return [spec.bind(dict(zip(keys, combo))) for combo in combos]
 
 
 def as_metric_constraints(spec) -> list:
@@ -111,30 +113,29 @@ def compile_program(objective, constraints, data: RateData) -> MetricProgram:
     error naming the metric and its slice.
     """
     objective = as_metric(objective)
-    obj_terms = []
-    for part in _expand(objective, data.groups):
-        obj_terms.extend(part.terms)
-    objective = MetricSum(tuple(obj_terms), objective.constant * max(1, len(_expand(objective, data.groups))))
-    sums: list[tuple[MetricSum, str]] = [(objective, f"objective: {objective}")]
+    parts = _expand(objective, data.groups)
+    objective = MetricSum(tuple(t for part in parts for t in part.terms), objective.constant * len(parts))
+    # (metric, role, the text the user wrote: a core constraint's, not its rearrangement's)
+    sums: list[tuple[MetricSum, str, str]] = [(objective, "objective", str(objective))]
     for con in as_metric_constraints(constraints):
         if isinstance(con, Constraint):
             for c in expand_constraints([con], data.groups):
-                sums.append((LinearRate(c.expression).as_sum(), str(c)))
+                sums.append((LinearRate(c.expression).as_sum(), "constraint", str(c)))
         else:
-            parts = _expand(con.metric, data.groups)
-            for part in parts:
-                label = con.label if len(parts) == 1 and con.label else f"{part} <= 0"
-                sums.append((part, label))
+            for bound in _expand(con, data.groups):
+                sums.append((bound.metric, "constraint", str(bound)))
+    labels = _unique([text if role == "constraint" else f"objective: {text}" for _, role, text in sums])
     rows, consts, compiled, cache = [], [], [], {}
     n_rows = 0
-    for metric, label in sums:
+    for (metric, role, text), label in zip(sums, labels):
         atoms = []
         for coef, atom in metric.terms:
             if atom not in cache:
                 try:
                     A_a, b_a = compile_expressions(list(atom.exprs), data)
                 except ValueError as exc:
-                    raise ValueError(f"The metric {atom} cannot be measured on this data: {exc}") from None
+                    raise ValueError(f"The {role} '{text}' cannot be measured on this data: "
+                                     f"{_advice(str(exc), role)}") from None
                 atom.check(b_a)
                 cache[atom] = np.arange(n_rows, n_rows + len(atom.exprs))
                 rows.append(A_a)
@@ -145,3 +146,22 @@ def compile_program(objective, constraints, data: RateData) -> MetricProgram:
     A = sp.vstack(rows).tocsr() if rows else sp.csr_matrix((0, data.n))
     b = np.concatenate(consts) if consts else np.zeros(0)
     return MetricProgram(A, b, compiled[0], compiled[1:])
+
+
+def _unique(labels: list[str]) -> list[str]:
+    """The labels, a repeated one numbered from its second occurrence (``label #2``): labels key
+    ``metric_values`` and name the constraints in ``constraints_``."""
+    seen: dict[str, int] = {}
+    out = []
+    for label in labels:
+        seen[label] = seen.get(label, 0) + 1
+        out.append(label if seen[label] == 1 else f"{label} #{seen[label]}")
+    return out
+
+
+def _advice(reason: str, role: str) -> str:
+    """The rate compiler's reason, with its advice pointed at the objective when that holds the
+    rate (the compiler's text speaks of constraints)."""
+    if role == "objective":
+        return reason.replace("drop the constraint", "choose another objective")
+    return reason

@@ -66,7 +66,9 @@ def _blocks(program: MetricProgram):
     for owner, s in enumerate([program.objective] + program.constraints):
         for coef, atom, idx in s.atoms:
             if atom.kind == "linear":
-                linear.append((owner - 1, coef, int(idx[0])))
+                # a linear atom needs no slack: its coefficients weigh its rate rows directly
+                linear.extend((owner - 1, coef * float(c), int(row))
+                              for c, row in zip(atom.linear_coefficients(), idx))
                 continue
             fixed = np.where(model_free[idx], program.b[idx], np.nan)
             blk = _Block(owner - 1, coef, atom, idx, fixed, np.zeros(len(idx)), np.where(model_free[idx], program.b[idx], 0.5))
