@@ -102,7 +102,7 @@ def digits_benchmark():
                 for fit in fits:
                     kept = fit.inlier_mask_[flipped].mean() if hasattr(fit, "inlier_mask_") else 1.0
                     it = getattr(fit, "n_iter_", np.nan)
-                    obj = fit.objective_[-1] if hasattr(fit, "objective_") else np.nan
+                    obj = getattr(fit, "objective_", np.nan)
                     rows[name].append((fit.score(X_te, y_te), kept, wall, cpu, np.max(it), obj))
         print(f"### {int(frac * 100)}% labels flipped\n")
         print(

@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import warnings
+from contextlib import contextmanager
 from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -37,6 +40,11 @@ _PARAMETERS = """
     n_inliers : int, default=None
         Number ``h`` of samples to keep, ``1 <= h <= n_samples``; overrides
         ``trim_fraction``.
+
+        For :class:`TrimmedClassifier`, fewer samples must be trimmed than there
+        are outside the largest class (``h`` above the largest class count), so
+        that the kept samples cannot all come from one class; otherwise ``fit``
+        raises a ValueError before solving, with a value that works.
 
     penalty : {"l2", "l1", "l0", "none"}, default="l2"
         Regulariser ``R`` of the coefficients (never of the intercept):
@@ -83,7 +91,8 @@ _PARAMETERS = """
 
     max_iter : int, default=100
         Maximum number of epochs ("smart") or concentration steps
-        ("alternating").
+        ("alternating"). A fit that reaches it before its stopping test (see
+        ``tol``) is met emits a :class:`~sklearn.exceptions.ConvergenceWarning`.
 
     tol : float, default=1e-4
         "smart" stops when an epoch lowers the objective by less than
@@ -109,9 +118,14 @@ _ATTRIBUTES = """
     n_iter_ : int
         Epochs ("smart") or concentration steps ("alternating") run.
 
-    objective_ : ndarray
-        Trimmed objective after each epoch or concentration step, starting with
-        the initial point; non-increasing.
+    objective_ : float
+        Trimmed objective ``(1/h) sum_i w_i loss_i + alpha * R(coef)`` at the
+        fitted coefficients and weights: the last entry of ``objective_path_``.
+
+    objective_path_ : ndarray of shape (n_records,)
+        Trimmed objective at the initial point and after each accepted epoch
+        ("smart", plus a final exact weight step when it lowers the objective) or
+        concentration step ("alternating"); non-increasing.
 
     n_features_in_ : int
         Number of features seen during fit.
@@ -179,6 +193,27 @@ class _BaseTrimmed(BaseEstimator):
             return int(self.n_inliers)
         return n_samples - int(np.floor(self.trim_fraction * n_samples))
 
+    def _trim_setting(self) -> str:
+        """The parameter that sets ``h``, as the user wrote it."""
+        if self.n_inliers is not None:
+            return f"n_inliers={self.n_inliers}"
+        return f"trim_fraction={self.trim_fraction}"
+
+    @contextmanager
+    def _unfitted_on_error(self):
+        """Leave the estimator unfitted when the fit raises.
+
+        ``validate_data`` sets ``n_features_in_`` before anything can fail, and a
+        refit would otherwise keep the previous fit's attributes next to it: either
+        way ``check_is_fitted`` would pass on a mix of states.
+        """
+        try:
+            yield
+        except BaseException:
+            for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
+                delattr(self, name)
+            raise
+
     def _solve(self, X, Y, loss, h):
         # Centering with a free intercept is an exact reparametrisation that removes
         # the large mean direction from the curvature (better-conditioned steps).
@@ -203,12 +238,36 @@ class _BaseTrimmed(BaseEstimator):
         fit.intercept = fit.intercept - offset @ fit.coef
         return fit
 
-    def _set_fitted(self, fit, h):
+    def _set_fitted(self, fit, h, **attributes):
+        """Set every fitted attribute, only once the fit has succeeded."""
         self.sample_weights_ = fit.weights
         self.inlier_mask_ = fit.weights > 0.5
         self.n_inliers_ = int(h)
         self.n_iter_ = fit.n_iter
-        self.objective_ = np.asarray(fit.objective)
+        self.objective_path_ = np.asarray(fit.objective, dtype=float)
+        self.objective_ = float(self.objective_path_[-1])
+        for name, value in attributes.items():
+            setattr(self, name, value)
+
+    def _warn_if_not_converged(self, fit):
+        if fit.converged:
+            return
+        name = type(self).__name__
+        if self.solver == "alternating":
+            msg = (
+                f"{name}(solver='alternating'): the kept set still changed at the last of "
+                f"max_iter={self.max_iter} concentration steps, so the fit is not a local "
+                f"solution yet; increase max_iter (tol={self.tol} sets the precision of each "
+                "refit, not this test)."
+            )
+        else:
+            msg = (
+                f"{name}(solver='smart') stopped after {fit.n_iter} epochs (max_iter="
+                f"{self.max_iter}) before an epoch lowered the objective by less than "
+                f"tol={self.tol} (relative) with a stable kept set; the fit may be far from "
+                "a local solution. Increase max_iter, or raise tol for a coarser fit."
+            )
+        warnings.warn(msg, ConvergenceWarning)
 
     def _scores(self, X):
         check_is_fitted(self)
@@ -278,13 +337,20 @@ class TrimmedRegressor(RegressorMixin, _BaseTrimmed):
         Returns
         -------
         self : object
+
+        Warns
+        -----
+        ConvergenceWarning
+            When the solver stops at ``max_iter`` before its stopping test is met.
         """
-        X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
-        h = self._n_kept(X.shape[0])
-        fit = self._solve(X, np.asarray(y, dtype=np.float64), "squared", h)
-        self._set_fitted(fit, h)
-        self.coef_ = fit.coef[:, 0].copy()
-        self.intercept_ = float(fit.intercept[0])
+        with self._unfitted_on_error():
+            X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+            h = self._n_kept(X.shape[0])
+            fit = self._solve(X, np.asarray(y, dtype=np.float64), "squared", h)
+            self._set_fitted(
+                fit, h, coef_=fit.coef[:, 0].copy(), intercept_=float(fit.intercept[0])
+            )
+        self._warn_if_not_converged(fit)
         return self
 
     def predict(self, X):
@@ -341,9 +407,11 @@ class TrimmedClassifier(ClassifierMixin, _BaseTrimmed):
     Examples
     --------
     >>> from sklearn.datasets import load_iris
+    >>> from sklearn.preprocessing import StandardScaler
     >>> from skrate import TrimmedClassifier
     >>> X, y = load_iris(return_X_y=True)
-    >>> clf = TrimmedClassifier(trim_fraction=0.05, random_state=0).fit(X, y)
+    >>> X = StandardScaler().fit_transform(X)
+    >>> clf = TrimmedClassifier(trim_fraction=0.05, alpha=1e-3, random_state=0).fit(X, y)
     >>> int(clf.inlier_mask_.sum())
     143
     >>> bool(clf.score(X, y) > 0.9)
@@ -365,36 +433,92 @@ class TrimmedClassifier(ClassifierMixin, _BaseTrimmed):
         Returns
         -------
         self : object
+
+        Raises
+        ------
+        ValueError
+            Before solving, when ``h`` is at most the largest class count (the kept
+            samples could all be of one class); after solving, when the fit trimmed
+            every sample of a class (possible only with three or more classes and
+            at least as many samples trimmed as the smallest class has).
+
+        Warns
+        -----
+        ConvergenceWarning
+            When the solver stops at ``max_iter`` before its stopping test is met.
         """
-        X, y = validate_data(self, X, y, dtype=np.float64)
-        check_classification_targets(y)
-        self.classes_, counts = np.unique(y, return_counts=True)
-        if self.classes_.size < 2:
-            raise ValueError(
-                "TrimmedClassifier needs samples of at least 2 classes; y has 1 class "
-                f"({self.classes_[0]!r})."
+        with self._unfitted_on_error():
+            X, y = validate_data(self, X, y, dtype=np.float64)
+            check_classification_targets(y)
+            classes, y_index, counts = np.unique(y, return_inverse=True, return_counts=True)
+            if classes.size < 2:
+                raise ValueError(
+                    "TrimmedClassifier needs samples of at least 2 classes; y has 1 class "
+                    f"({classes[0]})."
+                )
+            n = X.shape[0]
+            h = self._n_kept(n)
+            self._check_trim_keeps_classes(classes, counts, n, h)
+            if classes.size == 2:
+                Y, loss = np.where(y_index == 1, 1.0, -1.0), "logistic"
+            else:
+                Y, loss = LabelBinarizer().fit(classes).transform(y).astype(float), "multinomial"
+            fit = self._solve(X, Y, loss, h)
+            kept = np.bincount(y_index, weights=fit.weights, minlength=classes.size)
+            if np.any(kept < 0.5):
+                k = int(np.argmin(kept))
+                raise ValueError(
+                    f"The fit trimmed all {counts[k]} samples of class {classes[k]} "
+                    f"({self._trim_setting()} trims {n - h} of the {n} samples), so that "
+                    f"class is not learned. {self._fewer_than_smallest(classes, counts, n)}, "
+                    f"or give more samples of class {classes[k]}."
+                )
+            self._set_fitted(
+                fit, h, classes_=classes, coef_=fit.coef.T.copy(), intercept_=fit.intercept.copy()
             )
-        n = X.shape[0]
-        h = self._n_kept(n)
-        if self.classes_.size == 2:
-            Y, loss = np.where(y == self.classes_[1], 1.0, -1.0), "logistic"
-        else:
-            Y, loss = LabelBinarizer().fit(self.classes_).transform(y).astype(float), "multinomial"
-        fit = self._solve(X, Y, loss, h)
-        kept = np.bincount(np.searchsorted(self.classes_, y), weights=fit.weights)
-        if np.any(kept < 0.5):
-            k = int(np.argmin(kept))
-            param = "n_inliers" if self.n_inliers is not None else "trim_fraction"
-            raise ValueError(
-                f"{param}={getattr(self, param)!r} trims {n - h} of {n} samples, and the fit "
-                f"trimmed all {counts[k]} samples of class {self.classes_[k]!r}, so that "
-                "class is not learned; lower trim_fraction (or raise n_inliers), or give "
-                "more samples of that class."
-            )
-        self._set_fitted(fit, h)
-        self.coef_ = fit.coef.T.copy()
-        self.intercept_ = fit.intercept.copy()
+        self._warn_if_not_converged(fit)
         return self
+
+    def _fewer_than_smallest(self, classes, counts, n) -> str:
+        """How to trim fewer samples than the smallest class has (every class then keeps some)."""
+        j = int(np.argmin(counts))
+        fix = (
+            f"n_inliers of at least {n - counts[j] + 1}"
+            if self.n_inliers is not None
+            else f"trim_fraction below {counts[j]}/{n} (at most {counts[j] - 1} trimmed)"
+        )
+        return (
+            f"Use {fix}: fewer samples trimmed than the smallest class has ({counts[j]} "
+            f"of class {classes[j]}) leaves samples of every class in the fit"
+        )
+
+    def _check_trim_keeps_classes(self, classes, counts, n, h):
+        """Reject, before solving, an ``h`` that one class alone can fill.
+
+        Then the fit can keep that class only, whose loss tends to 0 as the
+        intercept diverges: with an unpenalised intercept the objective has no
+        minimum (for two classes this happens as soon as as many samples are
+        trimmed as the smaller class has, however well it is separated).
+        """
+        i = int(np.argmax(counts))
+        if h > counts[i]:
+            return
+        others = n - counts[i]
+        if classes.size == 2:
+            trimmed = f"all {others} samples of class {classes[1 - i]}"
+        else:
+            trimmed = f"all {others} samples of the classes other than {classes[i]}"
+        fix = (
+            f"n_inliers of at least {counts[i] + 1}"
+            if self.n_inliers is not None
+            else f"trim_fraction below {others}/{n} (at most {others - 1} trimmed)"
+        )
+        raise ValueError(
+            f"{self._trim_setting()} trims {n - h} of the {n} training samples, enough to "
+            f"trim {trimmed}: the fit could then keep class {classes[i]} alone and learn "
+            f"nothing about the others. Use {fix}, or give more samples of the smaller "
+            "classes."
+        )
 
     def decision_function(self, X):
         """Scores: the log-odds of ``classes_[1]`` (two classes) or one per class.

@@ -1,11 +1,17 @@
 """Trimmed estimation: capped-simplex projection, SMART, concentration steps, estimators."""
 
+import re
+import warnings
+
 import cvxpy as cp
 import numpy as np
 import pytest
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.utils._param_validation import InvalidParameterError
+from sklearn.utils.validation import check_is_fitted
 
+import skrate._trimmed
 from skrate import TrimmedClassifier, TrimmedRegressor
 from skrate._capped_simplex import project_capped_simplex
 from skrate._smart import (
@@ -223,13 +229,44 @@ def test_full_batch_smart_is_monotone_at_every_step_without_safeguard():
     assert np.all(np.diff(obj) <= 1e-12 * obj[0])
 
 
-def test_final_objective_is_sum_of_h_smallest_losses():
+@pytest.mark.parametrize("solver", ["smart", "alternating"])
+def test_final_objective_is_sum_of_h_smallest_losses(solver):
     X, y, _, _ = _regression_with_outliers(seed=4)
-    reg = TrimmedRegressor(n_inliers=230, alpha=1e-3, random_state=0).fit(X, y)
+    reg = TrimmedRegressor(n_inliers=230, alpha=1e-3, solver=solver, random_state=0).fit(X, y)
     r2 = 0.5 * (y - reg.predict(X)) ** 2
     expected = np.sort(r2)[:230].sum() / 230 + 1e-3 * 0.5 * reg.coef_ @ reg.coef_
-    assert reg.objective_[-1] == pytest.approx(expected, rel=1e-10)
+    assert isinstance(reg.objective_, float)
+    assert reg.objective_ == pytest.approx(expected, rel=1e-8)
     assert set(np.flatnonzero(reg.inlier_mask_)) == set(np.argsort(r2)[:230])
+    # the path starts at the initial point, ends at objective_ and never increases
+    path = reg.objective_path_
+    assert path.ndim == 1 and path.size >= 2
+    assert path[-1] == reg.objective_
+    assert np.all(np.diff(path) <= 1e-12 * path[0])
+    assert path[0] > reg.objective_
+
+
+# ------------------------------------------------------------------ convergence
+@pytest.mark.parametrize("Est", [TrimmedRegressor, TrimmedClassifier])
+@pytest.mark.parametrize(
+    "params",
+    [{"variance_reduction": "saga"}, {"variance_reduction": "svrg"}, {"solver": "alternating"}],
+)
+def test_stopping_at_max_iter_warns_naming_max_iter_and_tol(Est, params):
+    if Est is TrimmedRegressor:
+        X, y, _, _ = _regression_with_outliers(seed=7)
+    else:
+        X, y, _ = _classification_with_flips(seed=7, n_classes=3)
+    est = Est(max_iter=1, random_state=0, **params)
+    with pytest.warns(ConvergenceWarning, match=r"max_iter=1\b.*tol="):
+        est.fit(X, y)
+    assert est.n_iter_ == 1
+    check_is_fitted(est)  # a warning, not a failure: the fit is usable
+    # given enough iterations the same fit meets its stopping test silently
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        converged = Est(max_iter=300, random_state=0, **params).fit(X, y)
+    assert converged.n_iter_ < 300
 
 
 # ------------------------------------------------------------------ penalties
@@ -266,6 +303,7 @@ def test_sparse_penalties_zero_out_irrelevant_features(penalty, solver):
 
 
 # ------------------------------------------------------------------ estimator API
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # well separated
 def test_estimators_do_not_modify_inputs_and_keep_labels():
     X, y, _ = _classification_with_flips(n_classes=3)
     labels = np.array(["ant", "bee", "cat"])[y]
@@ -281,6 +319,7 @@ def test_estimators_do_not_modify_inputs_and_keep_labels():
     assert clf.score(X, labels) > 0.8
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # max_iter=5
 def test_random_state_makes_fits_reproducible():
     X, y, _, _ = _regression_with_outliers(seed=6)
     a = TrimmedRegressor(random_state=3, max_iter=5).fit(X, y)
@@ -309,18 +348,94 @@ def test_nan_is_rejected(Est):
         Est().fit(X, y)
 
 
-def test_trimming_a_whole_class_is_an_error_naming_the_parameter():
+def _no_solver(monkeypatch):
+    def fail(*args, **kwargs):
+        raise AssertionError("the solver ran")
+
+    monkeypatch.setattr(skrate._trimmed, "smart", fail)
+    monkeypatch.setattr(skrate._trimmed, "concentration_steps", fail)
+
+
+@pytest.mark.parametrize("solver", ["smart", "alternating"])
+def test_trimming_as_many_as_the_smaller_class_is_rejected_before_solving(solver, monkeypatch):
     rng = np.random.default_rng(0)
     X = rng.normal(size=(60, 3))
-    y = np.zeros(60, dtype=int)
-    y[:4] = 1  # 4 unexplainable samples of class 1, 12 samples trimmed
-    with pytest.raises(ValueError, match=r"trim_fraction=0.2 .*all 4 samples of class"):
-        TrimmedClassifier(trim_fraction=0.2, random_state=0).fit(X, y)
-    # keeping more than the rest of the data leaves the class in
-    TrimmedClassifier(trim_fraction=0.05, random_state=0).fit(X, y)
+    y = np.zeros(60, dtype=np.int64)
+    y[:4] = 1  # 4 samples of class 1 and 12 trimmed: class 0 alone could be kept
+    X[:4] += 5.0  # even a well separated minority class
+    with monkeypatch.context() as m:
+        _no_solver(m)
+        with pytest.raises(ValueError) as err:
+            TrimmedClassifier(trim_fraction=0.2, solver=solver).fit(X, y)
+        msg = str(err.value)
+        assert "trim_fraction=0.2 trims 12 of the 60" in msg
+        assert "all 4 samples of class 1:" in msg and "np." not in msg
+        with pytest.raises(ValueError, match=r"n_inliers of at least 57"):
+            TrimmedClassifier(n_inliers=56, solver=solver).fit(X, y)
+    # the suggested value works
+    k, n = map(int, re.search(r"trim_fraction below (\d+)/(\d+)", msg).groups())
+    params = dict(solver=solver, alpha=1e-2, max_iter=500, random_state=0)
+    clf = TrimmedClassifier(trim_fraction=(k - 1) / n, **params).fit(X, y)
+    assert clf.inlier_mask_[:4].any() and clf.inlier_mask_[4:].any()
+    TrimmedClassifier(n_inliers=57, **params).fit(X, y)
+
+
+def test_keeping_no_more_than_the_largest_class_is_rejected_before_solving(monkeypatch):
+    _no_solver(monkeypatch)
+    X = np.random.default_rng(1).normal(size=(60, 2))
+    y = np.repeat(["a", "b", "c"], [50, 5, 5])
+    with pytest.raises(ValueError, match=r"all 10 samples of the classes other than a:"):
+        TrimmedClassifier(trim_fraction=0.2).fit(X, y)
+
+
+def _class_lost_in_the_noise(seed=0):
+    """Two clear classes and 5 scattered samples of a third: trimming takes all of those."""
+    rng = np.random.default_rng(seed)
+    X = np.vstack(
+        [rng.normal(size=(100, 2)) + [4, 0], rng.normal(size=(100, 2)) - [4, 0],
+         rng.normal(scale=3, size=(5, 2))]
+    )
+    y = np.repeat(np.array([0, 1, 2], dtype=np.int64), [100, 100, 5])
+    return X, y
+
+
+@pytest.mark.parametrize("solver", ["smart", "alternating"])
+def test_a_class_trimmed_by_the_fit_is_an_error_that_leaves_no_fitted_state(solver):
+    X, y = _class_lost_in_the_noise()
+    clf = TrimmedClassifier(
+        trim_fraction=0.05, alpha=1e-2, max_iter=500, solver=solver, random_state=0
+    )
+    clf.fit(*_classification_with_flips(n_classes=3)[:2])  # a successful fit first
+    with pytest.raises(ValueError) as err:
+        clf.fit(X, y)
+    msg = str(err.value)
+    assert "trimmed all 5 samples of class 2 (trim_fraction=0.05 trims 10 of the 205" in msg
+    assert "np." not in msg
+    # no attribute of either fit survives: not a mix of old coefficients and new classes
+    with pytest.raises(NotFittedError):
+        check_is_fitted(clf)
+    assert not any(k.endswith("_") and not k.startswith("__") for k in vars(clf))
+    # the suggested value keeps every class
+    k, n = map(int, re.search(r"trim_fraction below (\d+)/(\d+)", msg).groups())
+    clf.set_params(trim_fraction=(k - 1) / n).fit(X, y)
+    assert set(y[clf.inlier_mask_]) == {0, 1, 2}
+
+
+def test_refit_with_other_classes_replaces_every_attribute():
+    X3, y3 = _classification_with_flips(n_classes=3)[:2]
+    clf = TrimmedClassifier(alpha=1e-2, random_state=0).fit(X3, y3)
+    X2, y2 = _classification_with_flips(seed=1, n=100, d=2)[:2]
+    clf.fit(X2, y2 + 5)
+    np.testing.assert_array_equal(clf.classes_, [5, 6])
+    assert clf.coef_.shape == (1, 2) and clf.intercept_.shape == (1,)
+    assert clf.sample_weights_.shape == (100,) and clf.n_features_in_ == 2
+    assert set(clf.predict(X2)) <= {5, 6}
 
 
 def test_one_class_is_an_error():
     X = np.random.default_rng(0).normal(size=(10, 2))
-    with pytest.raises(ValueError, match="at least 2 classes"):
-        TrimmedClassifier().fit(X, np.ones(10))
+    clf = TrimmedClassifier()
+    with pytest.raises(ValueError, match=r"at least 2 classes; y has 1 class \(1.0\)"):
+        clf.fit(X, np.ones(10))
+    with pytest.raises(NotFittedError):
+        check_is_fitted(clf)
