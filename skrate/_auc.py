@@ -58,11 +58,16 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         Maximum number of passes over the data (stochastic solvers; one pass is ``n``
         example gradients: VRSPAM's full gradient and each inner epoch count one pass each).
     tol : float, default=1e-4
-        VRSPAM stops at a snapshot whose estimated relative objective gap is below ``tol``:
-        ``||G||^2 / (2 mu P(w))`` with ``G`` the proximal-gradient mapping and
-        ``mu = alpha * (1 - l1_ratio)`` the strong convexity; for the pure L1 penalty
-        (``mu = 0``) the relative decrease of ``P`` between snapshots. Both come from the
-        snapshot's full-gradient pass at no extra cost. SPAM always runs ``max_iter`` passes.
+        The stochastic solvers stop once a bound on the relative objective gap
+        ``(P(w) - P*) / P*`` is at most ``tol``: with ``alpha > 0`` the duality gap
+        ``(P(w) - D) / D`` for a dual lower bound ``D`` built from the full gradient at ``w``
+        (never below the true gap, often well above it on noisy iterates); with
+        ``alpha = 0`` the relative decrease of ``P`` since the last check. VRSPAM checks at
+        each snapshot, from the full-gradient pass it makes anyway; SPAM checks after every
+        pass, with one extra full-gradient pass (two products with ``X``, little next to the
+        pass's minibatch steps, not counted in ``n_iter_``). Either solver emits a
+        :class:`~sklearn.exceptions.ConvergenceWarning` when it reaches ``max_iter`` first.
+        ``partial_fit`` makes no such check. See ``doc/auc.rst``.
     inner_iter : int or None, default=None
         VRSPAM's inner minibatch steps per outer loop (``m``); None means one epoch
         (``ceil(n / batch_size)`` steps, each example once).
@@ -75,7 +80,8 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
     random_state : int, RandomState instance or None, default=None
         Seeds the minibatch order (and the calibration reservoir of ``partial_fit``).
     verbose : int, default=0
-        Print progress per pass when positive.
+        When positive, print the objective and the estimated gap (see ``tol``) after every
+        SPAM pass and at every VRSPAM snapshot.
     callback : callable or None, default=None
         Called as ``callback({"coef": w, "n_iter": passes})`` after every SPAM pass and every
         VRSPAM outer loop (and once by ``"exact"``); returning True stops the solver.
@@ -207,6 +213,12 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         Returns
         -------
         self : AUCClassifier
+
+        Warns
+        -----
+        ConvergenceWarning
+            When a stochastic solver reaches ``max_iter`` before its stopping test (see
+            ``tol``) is met.
         """
         X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
                              y_numeric=False)
@@ -239,18 +251,21 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
             if self.callback is not None:
                 self.callback({"coef": result.coef.copy(), "n_iter": 1.0})
         elif solver == "spam":
-            result = spam(X, y01, stats, **common)
+            result = spam(X, y01, stats, tol=self.tol, **common)
         else:
             inner = self.inner_iter or int(np.ceil(X.shape[0] / self.batch_size))
             result = vrspam(X, y01, stats, inner_iter=inner, tol=self.tol, **common)
-            if not result.converged and result.n_passes >= self.max_iter:
-                warnings.warn(f"VRSPAM reached max_iter={self.max_iter} passes before the "
-                              f"tolerance tol={self.tol}; increase max_iter.",
-                              ConvergenceWarning)
         if not np.all(np.isfinite(result.coef)):
             raise FloatingPointError(
                 f"The {solver} solver diverged (non-finite coefficients) with step size "
                 f"{self.step_size_:.3g}; use a smaller eta0 or standardise X.")
+        # a callback that stopped the run early is the user's choice, not a failure
+        if solver != "exact" and not result.converged and result.n_passes >= self.max_iter:
+            hint = "increase max_iter" + (", or use solver='vrspam' or 'exact'"
+                                          if solver == "spam" else "")
+            warnings.warn(f"{solver.upper()} reached max_iter={self.max_iter} passes with its "
+                          f"estimate of the relative objective gap at {result.gap:.2g}, above "
+                          f"tol={self.tol}; {hint}.", ConvergenceWarning)
         self.coef_ = result.coef.reshape(1, -1)
         self.n_iter_ = int(np.ceil(result.n_passes - 1e-9))
         self.objective_ = (smooth_objective(result.coef, X, y01)
@@ -293,8 +308,9 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         self : AUCClassifier
         """
         first = not hasattr(self, "classes_")
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, reset=first)
         if first:
+            # checked before validate_data, which sets n_features_in_: a rejected first call
+            # leaves the estimator unfitted
             if classes is None:
                 raise ValueError("classes must be given on the first call to partial_fit, "
                                  "e.g. classes=[0, 1].")
@@ -302,6 +318,8 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
             if classes.size != 2:
                 raise ValueError("Only binary classification is supported: classes must hold "
                                  f"exactly two labels, got {classes.tolist()}.")
+        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, reset=first)
+        if first:
             self.classes_ = classes
             self._init_stream(ClassStatistics.empty(X.shape[1]), n_calls=0, smoothness=0.0)
             self.coef_ = np.zeros((1, X.shape[1]))

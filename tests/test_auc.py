@@ -1,5 +1,6 @@
 """AUCClassifier: the objective, its reformulation, the prox operators and the solvers."""
 
+import re
 import warnings
 
 import cvxpy as cp
@@ -7,11 +8,12 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 from sklearn.datasets import load_breast_cancer, make_classification
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.metrics import roc_auc_score
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
+from sklearn.utils.validation import check_is_fitted
 
 from skrate import AUCClassifier
 from skrate._auc_calibration import RowReservoir, fit_platt
@@ -24,7 +26,14 @@ from skrate._auc_objective import (
     saddle_function,
     smooth_objective,
 )
-from skrate._auc_solvers import minibatch_smoothness, solve_exact, spam, vrspam
+from skrate._auc_solvers import (
+    _relative_gap,
+    dual_objective,
+    minibatch_smoothness,
+    solve_exact,
+    spam,
+    vrspam,
+)
 from skrate._prox import elastic_net_penalty, prox_elastic_net, soft_threshold
 
 
@@ -170,6 +179,28 @@ def test_stochastic_solvers_reach_exact_objective(l1_ratio):
     assert gap_vr < gap_sg
 
 
+@pytest.mark.parametrize("alpha,l1_ratio", [(0.05, 0.0), (0.05, 0.5), (0.05, 1.0), (0.002, 0.5)])
+def test_dual_bound_is_a_certified_and_tight_lower_bound(alpha, l1_ratio):
+    X, y = _data(n=400, d=6, seed=20)
+    stats = ClassStatistics.from_data(X, y)
+    w_star = solve_exact(X, y, alpha, l1_ratio).coef
+    best = _objective(w_star, X, y, alpha, l1_ratio)
+    rng = np.random.default_rng(21)
+    for scale in (1e-4, 1e-2, 1.0):
+        w = w_star + scale * rng.normal(size=w_star.size)
+        grad = full_gradient(w, X, y, stats)
+        lower = dual_objective(w, grad, smooth_objective(w, X, y), stats, alpha, l1_ratio)
+        assert lower <= best + 1e-12
+        _, value, gap = _relative_gap(w, X, y, stats, alpha, l1_ratio, np.inf)
+        assert gap >= (value - best) / best - 1e-12
+    # tight at the minimiser
+    _, _, gap = _relative_gap(w_star, X, y, stats, alpha, l1_ratio, np.inf)
+    assert gap < 1e-8
+    # no penalty: no dual bound
+    assert dual_objective(w_star, full_gradient(w_star, X, y, stats), best, stats, 0.0,
+                          l1_ratio) == -np.inf
+
+
 def test_vrspam_gradient_variance_shrinks_across_outer_loops():
     X, y = _data(n=2000, d=10, seed=8)
     alpha = 0.05
@@ -210,6 +241,67 @@ def test_estimator_solvers_agree_and_auto_picks_exact():
     assert vr.n_iter_ < 40  # stopped by tol
     assert roc_auc_score(y, vr.decision_function(X)) == pytest.approx(
         roc_auc_score(y, exact.decision_function(X)), abs=2e-3)
+
+
+def test_spam_warns_when_far_from_the_optimum():
+    X, y = load_breast_cancer(return_X_y=True)  # unscaled: badly conditioned
+    exact = AUCClassifier(solver="exact").fit(X, y)
+    with pytest.warns(ConvergenceWarning, match=r"SPAM reached max_iter=30 .*tol=0.0001"):
+        clf = AUCClassifier(solver="spam", random_state=0).fit(X, y)
+    assert clf.n_iter_ == 30
+    assert (clf.objective_ - exact.objective_) / exact.objective_ > 0.5  # far indeed
+
+
+def test_spam_stops_once_the_certified_gap_is_below_tol():
+    X, y = _data(n=3000, d=10, seed=7)
+    alpha, tol = 0.05, 0.25
+    exact = AUCClassifier(solver="exact", alpha=alpha).fit(X, y)
+    coefs = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        clf = AUCClassifier(solver="spam", alpha=alpha, tol=tol, random_state=0,
+                            callback=lambda info: coefs.append(info["coef"])).fit(X, y)
+    assert len(coefs) == clf.n_iter_ < clf.max_iter
+    stats = ClassStatistics.from_data(X, y)
+    gaps = [_relative_gap(w, X, y, stats, alpha, 0.0, np.inf)[2] for w in coefs]
+    assert all(g > tol for g in gaps[:-1]) and gaps[-1] <= tol
+    assert (clf.objective_ - exact.objective_) / exact.objective_ <= gaps[-1]
+
+
+def test_vrspam_with_l1_does_not_stop_far_from_the_optimum():
+    # the relative decrease between snapshots is small there although the gap is not
+    X, y = load_breast_cancer(return_X_y=True)
+    X = StandardScaler().fit_transform(X)
+    exact = AUCClassifier(solver="exact", penalty="l1").fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="VRSPAM reached max_iter=30"):
+        clf = AUCClassifier(solver="vrspam", penalty="l1", tol=1e-2, random_state=0).fit(X, y)
+    assert (clf.objective_ - exact.objective_) / exact.objective_ > 1e-2
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # SPAM's
+@pytest.mark.parametrize("solver", ["spam", "vrspam"])
+def test_verbose_prints_objective_and_gap_per_check(solver, capsys):
+    X, y = _data(n=1500, d=8, seed=9)
+    params = dict(solver=solver, alpha=0.05, tol=1e-6, random_state=0, max_iter=40)
+    AUCClassifier(**params).fit(X, y)
+    assert capsys.readouterr().out == ""
+    clf = AUCClassifier(verbose=1, **params).fit(X, y)
+    lines = capsys.readouterr().out.splitlines()
+    pattern = re.compile(rf"{solver.upper()} pass (\S+): objective (\S+), estimated gap (\S+)")
+    checks = [pattern.fullmatch(line) for line in lines]
+    if solver == "vrspam":
+        assert lines[0] == "VRSPAM warm start: 1 SPAM pass"
+        checks = checks[1:]
+    assert checks and all(checks)
+    passes = [float(m.group(1)) for m in checks]
+    gaps = [float(m.group(3)) for m in checks]
+    assert np.all(np.diff(passes) > 0) and passes[-1] <= clf.n_iter_
+    if solver == "spam":
+        assert passes == list(range(1, clf.n_iter_ + 1))
+    else:  # stopped by tol at a snapshot, which is the returned point
+        assert clf.n_iter_ < 40 and gaps[-1] <= 1e-6 and all(g > 1e-6 for g in gaps[:-1])
+    # the last line reports the returned coefficients' objective
+    assert float(checks[-1].group(2)) == pytest.approx(clf.objective_, rel=1e-7)
 
 
 def test_l1_penalty_gives_sparse_coefficients():
@@ -287,6 +379,17 @@ def test_partial_fit_one_example_at_a_time():
         clf.partial_fit(X[:2], np.array([0, 2]))
 
 
+def test_partial_fit_rejects_more_than_two_classes_and_stays_unfitted():
+    X, y = _data(n=60, d=4, seed=22)
+    clf = AUCClassifier(random_state=0)
+    with pytest.raises(ValueError, match=r"exactly two labels, got \[0, 1, 2\]"):
+        clf.partial_fit(X, y, classes=[0, 1, 2])
+    with pytest.raises(NotFittedError):
+        check_is_fitted(clf)
+    clf.partial_fit(X, y, classes=[0, 1])  # a valid first call still works
+    np.testing.assert_array_equal(clf.classes_, [0, 1])
+
+
 def test_partial_fit_continues_fit_and_accepts_sparse_chunks():
     X, y = _data(n=1000, d=6, seed=19)
     clf = AUCClassifier(solver="exact", alpha=0.05).fit(X, y)
@@ -324,6 +427,7 @@ def test_sparse_input_matches_dense():
         np.testing.assert_allclose(a.predict_proba(Xd), b.predict_proba(Xs), atol=1e-12)
 
 
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
 def test_reproducible_inputs_untouched_and_callback_stops():
     X, y = _data(n=300, seed=17)
     X0, y0 = X.copy(), y.copy()
