@@ -35,6 +35,8 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
     ``solution`` parameter naming the default solution.
     """
 
+    _raw_X = False  # set by fit: see _takes_raw_X
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
@@ -46,9 +48,21 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
         return RateData(y01, weights, GroupTable.from_input(groups, X_raw, X.shape[0]),
                         _check_baseline(baseline, self.classes_, X.shape[0]))
 
+    def _takes_raw_X(self) -> bool:
+        """Whether ``fit`` hands ``X`` as given to a user's estimator (which validates it itself)
+        rather than to a built-in model that needs a float array."""
+        return False
+
+    def _check_X(self, X, y="no_validation", **kwargs):
+        # a user's estimator may take text, categories and NaN: check shape and names only
+        if self._raw_X:
+            return validate_data(self, X, y, dtype=None, ensure_all_finite=False, **kwargs)
+        return validate_data(self, X, y, dtype=np.float64, **kwargs)
+
     def _validate_binary(self, X, y):
         """Validate ``X, y`` for a binary problem and set ``classes_`` (positive class last)."""
-        X, y = validate_data(self, X, y, dtype=np.float64)
+        self._raw_X = self._takes_raw_X()
+        X, y = self._check_X(X, y)
         check_classification_targets(y)
         y_type = type_of_target(y, input_name="y", raise_unknown=True)
         self.classes_ = np.unique(y)
@@ -74,7 +88,12 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
 
     def _features(self, X):
         check_is_fitted(self)
-        return validate_data(self, X, reset=False, dtype=np.float64)
+        return self._check_X(X, reset=False)
+
+    def _model_input(self, X):
+        """What the models predict on, and the validated rows the reproducible draws hash."""
+        checked = self._features(X)
+        return (X if self._raw_X and hasattr(X, "iloc") else checked), checked
 
     def predict_proba(self, X, *, solution: str | None = None) -> np.ndarray:
         """Class probabilities: column 1 is the probability that the (randomised) classifier says 1.
@@ -86,7 +105,7 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, 2)
         """
-        p = self.stochastic_model(solution).proba(self._features(X))
+        p = self.stochastic_model(solution).proba(self._model_input(X)[0])
         return np.column_stack([1.0 - p, p])
 
     def decision_function(self, X, *, solution: str | None = None) -> np.ndarray:
@@ -100,6 +119,7 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
         """Labels. For a stochastic solution each row's label is drawn with its probability
         from a uniform number that is a hash of the row, so predictions are reproducible
         across calls and processes while, over many rows, following the mixture."""
-        labels = self.stochastic_model(solution).predict(self._features(X))
+        X, rows = self._model_input(X)
+        labels = self.stochastic_model(solution).predict(X, rows)
         return self.classes_[labels]
 

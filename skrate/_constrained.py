@@ -7,7 +7,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context
-from sklearn.utils import check_random_state
+from sklearn.utils import _safe_indexing, check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._base import RateClassifierBase
@@ -63,6 +63,8 @@ class ConstrainedClassifier(RateClassifierBase):
     solution : {"m_stochastic", "best", "last", "T_stochastic"}, default="m_stochastic"
         Which solution ``predict``/``predict_proba`` use. All four are computed by ``fit``
         (``solutions_``); this only picks the default, and can be changed after fitting.
+        The oracle solvers keep only the fitted estimators of the first three (at most m + 3
+        models), unless ``solution="T_stochastic"`` at fit time, which keeps all of them.
         Only ``"m_stochastic"`` is guaranteed to meet the constraints on the training data
         when a feasible mixture exists; ``"best"`` is the deterministic iterate ranked best
         by objective and violation together (Eq. 18) and may leave a small violation.
@@ -102,10 +104,13 @@ class ConstrainedClassifier(RateClassifierBase):
         oracle solvers, ``params`` is the estimator fitted at that iteration.
     estimator : classifier or None, default=None
         For the oracle solvers: a scikit-learn classifier whose ``fit`` accepts
-        ``sample_weight`` (e.g. ``HistGradientBoostingClassifier()``). Each iteration fits a
-        copy on the cost-sensitive reduction of the current Lagrangian and every fitted copy is
-        a candidate (all are kept: ``T_stochastic`` uses them all; memory grows with the number
-        of iterations, at most ``min(max_iter, n_candidates)``). ``model``, ``surrogate``,
+        ``sample_weight`` (e.g. ``HistGradientBoostingClassifier()``), or a ``Pipeline`` whose
+        final step does. Each iteration fits a copy on the cost-sensitive reduction of the
+        current Lagrangian and every fitted copy is a candidate; after ``fit`` only the copies
+        the ``"m_stochastic"``, ``"best"`` and ``"last"`` solutions use are kept (at most
+        m + 3), all of them when ``solution="T_stochastic"``. ``X`` reaches the estimator as
+        given (a DataFrame keeps its dtypes and column names, so text and categorical columns
+        work with an estimator or pipeline that encodes them). ``model``, ``surrogate``,
         ``learning_rate``, ``alpha`` and ``batch_size`` do not apply. See :doc:`/oracle`.
     n_jobs : int or None, default=None
         Threads predicting the fitted estimators of the oracle solvers in parallel.
@@ -279,6 +284,8 @@ class ConstrainedClassifier(RateClassifierBase):
         """
         X_raw = X
         X, y = self._validate_binary(X, y)
+        if self._raw_X and hasattr(X_raw, "iloc"):
+            X = X_raw  # the estimator gets the DataFrame: its dtypes and column names
         objective = as_expression(self.objective)
         if isinstance(objective, Ratio):
             raise ValueError(f"The objective {objective} is a ratio of rates; ConstrainedClassifier "
@@ -289,7 +296,7 @@ class ConstrainedClassifier(RateClassifierBase):
         gen = np.random.default_rng(rng.randint(np.iinfo(np.int32).max))
         train, held = self._split(data, constraints, validation_mask, gen)
         problem = compile_problem(objective, constraints, data.take(train) if held is not None else data)
-        held_problem = compile_problem(objective, constraints, data.take(held)) if held is not None else None
+        held_problem = None if held is None else self._compile_held_out(objective, constraints, data.take(held))
         self.margins_ = self._margins(problem.constraints, data.take(held) if held is not None else data)
         for p in (problem, held_problem):
             if p is not None:
@@ -297,8 +304,8 @@ class ConstrainedClassifier(RateClassifierBase):
         check_oracle_params(self.estimator, self.solver)
         if self.solver in ORACLE_SOLVERS:
             self._model, traj = fit_oracle_game(
-                self, problem, X[train] if held is not None else X,
-                None if held is None else (held_problem, X[held]), int(gen.integers(2**31)),
+                self, problem, _safe_indexing(X, train) if held is not None else X,
+                None if held is None else (held_problem, _safe_indexing(X, held)), int(gen.integers(2**31)),
                 float(data.sample_weight[train].sum()))
         else:
             self._model = self._make_model(X.shape[1])
@@ -319,8 +326,14 @@ class ConstrainedClassifier(RateClassifierBase):
         self.n_iter_ = traj.n_iter
         self.random_seed_ = int(gen.integers(2**62))
         self._set_solutions(traj)
+        if self.solver in ORACLE_SOLVERS and self.solution != "T_stochastic":
+            # keep the models some solution other than the uniform mixture uses: at most m + 3
+            self._model.keep(np.flatnonzero(sum(w for name, w in self.solutions_.items() if name != "T_stochastic")))
         self.fit_report_ = self._fit_report(X, data, train, held)
         return self
+
+    def _takes_raw_X(self) -> bool:
+        return self.estimator is not None and self.solver in ORACLE_SOLVERS
 
     def _lambda_step(self) -> float:
         """The multipliers' step: the parameter, or the solver's default for ``"auto"``."""
@@ -345,6 +358,14 @@ class ConstrainedClassifier(RateClassifierBase):
         columns = constraint_columns(expand_constraints(constraints, data.groups))
         return holdout_split(data, columns, self.validation_fraction, int(gen.integers(2**31)))
 
+    def _compile_held_out(self, objective, constraints, held):
+        try:
+            return compile_problem(objective, constraints, held)
+        except ValueError as exc:  # say where: the full data may well have what the held-out rows lack
+            source = ("validation_mask" if self.validation_fraction is None
+                      else f"validation_fraction={self.validation_fraction}")
+            raise ValueError(f"On the {held.n} held-out rows ({source}): {exc}") from None
+
     def _margins(self, constraints, data) -> np.ndarray:
         m = len(constraints)
         if self.margin is None:
@@ -362,7 +383,7 @@ class ConstrainedClassifier(RateClassifierBase):
     def _fit_report(self, X, data, train, held):
         sm = self.stochastic_model()
         def violations(idx):
-            rows = constraint_rows(self.constraints_, data.take(idx), sm.proba(X[idx]))
+            rows = constraint_rows(self.constraints_, data.take(idx), sm.proba(_safe_indexing(X, idx)))
             return [r["violation"] for r in rows]
         on_train = violations(train)
         on_held = violations(held) if held is not None else [np.nan] * len(on_train)
@@ -422,7 +443,7 @@ class ConstrainedClassifier(RateClassifierBase):
         unknown = set(np.unique(y).tolist()) - set(self.classes_.tolist())
         if unknown:
             raise ValueError(f"y holds labels {sorted(unknown)} unseen in fit; classes are {self.classes_.tolist()}.")
-        p = self.predict_proba(X, solution=solution)[:, 1]
+        p = self.predict_proba(X_raw, solution=solution)[:, 1]
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
         rows = constraint_rows(self.constraints_, data, p)
         for row, margin in zip(rows, self.margins_):

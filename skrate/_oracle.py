@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from sklearn.base import clone
+from sklearn.base import clone, is_classifier
 
 from .models._fitted import FittedEstimators
 from .models._oracle import CostSensitiveOracle
@@ -14,6 +14,10 @@ def check_oracle_params(estimator, solver: str) -> None:
     if solver in ORACLE_SOLVERS and estimator is None:
         raise ValueError(f"solver={solver!r} fits a classifier on a weighted problem at every iteration; "
                          "pass it as estimator=..., e.g. estimator=LogisticRegression().")
+    if estimator is not None and not is_classifier(estimator):
+        raise ValueError(f"estimator={type(estimator).__name__} is not a classifier; the oracle solvers need "
+                         "one whose predict returns the labels 0/1 of a weighted classification problem, "
+                         "e.g. LogisticRegression() or HistGradientBoostingClassifier().")
     if estimator is not None and solver not in ORACLE_SOLVERS:
         raise ValueError(f"estimator={type(estimator).__name__} is used by the oracle solvers only; set "
                          f"solver to one of {list(ORACLE_SOLVERS)} (solver={solver!r} trains the built-in "

@@ -4,16 +4,18 @@ import pickle
 import warnings
 
 import numpy as np
+import pandas as pd
 import pytest
 from scipy.optimize import linprog
 from sklearn import config_context
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.ensemble import HistGradientBoostingClassifier
-from sklearn.linear_model import LogisticRegression
+from sklearn.compose import make_column_transformer
+from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.model_selection import GridSearchCV
 from sklearn.neighbors import KNeighborsClassifier
 from sklearn.pipeline import make_pipeline
-from sklearn.preprocessing import StandardScaler
+from sklearn.preprocessing import OneHotEncoder, StandardScaler
 from sklearn.tree import DecisionTreeClassifier
 
 from skrate import ConstrainedClassifier
@@ -159,30 +161,17 @@ def test_exact_oracle_reaches_the_lp_optimum_over_stumps(solver):
     err, cons = _parity_rates(y, group, _all_stumps(X))
     optimum = _lp_optimum(err, cons)
     assert optimum > err.min() + 0.01  # the constraints bind
-    # 300 moves: the uniform mixture below carries the start's transient (the first models are
-    # near the unconstrained one) with weight O(1/T)
     clf = ConstrainedClassifier(PARITY, estimator=ExhaustiveStump(), solver=solver, lambda_learning_rate=4.0,
-                                max_iter=300, n_candidates=300, tol=None, random_state=0)
+                                max_iter=150, n_candidates=150, tol=None, solution="T_stochastic", random_state=0)
     clf.fit(X, y, groups=group)
-    got_err, got_cons = _parity_rates(y, group, clf.predict_proba(X)[:, 1])
+    got_err, got_cons = _parity_rates(y, group, clf.predict_proba(X, solution="m_stochastic")[:, 1])
     assert clf.feasible_
     assert got_cons.max() <= 1e-9
     assert got_err[0] == pytest.approx(optimum, abs=1e-6)  # the LP over the game's stumps finds the optimum
-    assert (clf.weights_ > 0).sum() <= len(clf.constraints_) + 1
+    assert (clf.solutions_["m_stochastic"] > 0).sum() <= len(clf.constraints_) + 1
     # the game's own output, the uniform mixture of its iterates, is an approximate equilibrium
-    avg_err, avg_cons = _parity_rates(y, group, clf.predict_proba(X, solution="T_stochastic")[:, 1])
+    avg_err, avg_cons = _parity_rates(y, group, clf.predict_proba(X)[:, 1])
     assert avg_cons.max() <= 0.01 and abs(avg_err[0] - optimum) <= 0.01
-
-
-def test_proxy_lagrangian_oracle_starts_near_the_objective():
-    # a uniform start would make the first best response fit mostly the constraints
-    X, y, group = _tiny()
-    clf = ConstrainedClassifier(PARITY, estimator=ExhaustiveStump(), solver="oracle_proxy_lagrangian",
-                                max_iter=3, n_candidates=3, tol=None, random_state=0).fit(X, y, groups=group)
-    m = len(clf.constraints_)
-    np.testing.assert_allclose(clf.multipliers_[0], np.r_[1 - 0.3 * m / (m + 1), np.full(m, 0.3 / (m + 1))])
-    err, _ = _parity_rates(y, group, _all_stumps(X))
-    assert clf.train_objective_[0] == pytest.approx(err.min())  # the first model: the unconstrained optimum
 
 
 @pytest.mark.parametrize("solver", ORACLE_SOLVERS)
@@ -214,7 +203,7 @@ def _fair(n=1500, seed=0):
 def test_predictions_follow_the_fitted_estimators(solver):
     X, y, g = _fair()
     clf = ConstrainedClassifier("ppr[group] >= ppr - 0.03", estimator=LogisticRegression(), solver=solver,
-                                random_state=0).fit(X, y, groups=g)
+                                solution="T_stochastic", random_state=0).fit(X, y, groups=g)  # keeps every fit
     estimators = clf._model.estimators
     assert len(estimators) == clf.n_iter_ == clf.candidates_.shape[0]
     assert len({id(e) for e in estimators}) == len(estimators)
@@ -232,6 +221,23 @@ def test_predictions_follow_the_fitted_estimators(solver):
     gap = lambda yhat: yhat.mean() - yhat[g == "b"].mean()
     assert gap(unconstrained.predict(X)) > 0.1  # the constraint binds...
     assert gap(clf.predict_proba(X)[:, 1]) <= 0.03 + 1e-9  # ...and holds
+
+
+def test_only_the_estimators_of_the_solutions_are_kept():
+    X, y, g = _fair(600)
+    kw = dict(constraints="ppr[group] >= ppr - 0.03", estimator=LogisticRegression(), tol=None, max_iter=30,
+              solver="oracle_proxy_lagrangian", random_state=0)
+    small = ConstrainedClassifier(**kw).fit(X, y, groups=g)
+    full = ConstrainedClassifier(**kw, solution="T_stochastic").fit(X, y, groups=g)
+    kept = [k for k, e in enumerate(small._model.estimators) if e is not None]
+    assert len(full._model.estimators) == 30 and all(e is not None for e in full._model.estimators)
+    assert len(kept) <= len(small.constraints_) + 3
+    assert len(pickle.dumps(small._model)) < len(pickle.dumps(full._model)) / 3
+    for name in ("m_stochastic", "best", "last"):  # the same models, the same predictions
+        np.testing.assert_array_equal(small.predict_proba(X, solution=name), full.predict_proba(X, solution=name))
+        np.testing.assert_array_equal(small.predict(X, solution=name), full.predict(X, solution=name))
+    with pytest.raises(ValueError, match="refit with solution='T_stochastic'"):
+        small.predict(X, solution="T_stochastic")
 
 
 def test_n_jobs_gives_the_same_predictions():
@@ -256,7 +262,8 @@ def test_held_out_constraints():
 def test_warm_start_continues_from_the_previous_fit():
     X, y, g = _fair(800)
     clf = ConstrainedClassifier("ppr[group] >= ppr - 0.03", estimator=RecordingLogisticRegression(),
-                                solver="oracle_lagrangian", random_state=0).fit(X, y, groups=g)
+                                solver="oracle_lagrangian", solution="T_stochastic",  # keeps every fit
+                                random_state=0).fit(X, y, groups=g)
     fitted = [e for e in clf._model.estimators if isinstance(e, RecordingLogisticRegression)]
     assert len(fitted) >= 3 and fitted[0].started_from_ is None
     for before, after in zip(fitted, fitted[1:]):
@@ -369,6 +376,49 @@ def test_clear_errors():
     with pytest.raises(ValueError, match="tol"):
         ConstrainedClassifier("ppr >= 0.3", estimator=LogisticRegression(), solver="oracle_lagrangian",
                               tol=-1.0).fit(X, y, groups=g)
+
+
+def test_non_classifiers_and_pipelines_without_weights_are_refused():
+    X, y, g = _fair(200)
+    with pytest.raises(ValueError, match="estimator=Ridge is not a classifier"):
+        ConstrainedClassifier("ppr >= 0.3", estimator=Ridge(), solver="oracle_lagrangian").fit(X, y, groups=g)
+    with pytest.raises(ValueError, match=r"Pipeline \(final step KNeighborsClassifier\) does not accept sample_weight"):
+        ConstrainedClassifier("ppr >= 0.3", estimator=make_pipeline(StandardScaler(), KNeighborsClassifier()),
+                              solver="oracle_lagrangian").fit(X, y, groups=g)
+
+
+def _with_text_column(n=600, seed=0):
+    """A DataFrame with a numeric and a text column; the label depends on both."""
+    rng = np.random.default_rng(seed)
+    group = rng.choice(["a", "b"], n)
+    x = rng.normal(size=n) + (group == "a")
+    cat = rng.choice(["u", "v", "w"], n)
+    y = (x + (cat == "u") + rng.normal(size=n) > 0.8).astype(int)
+    return pd.DataFrame({"x": x, "cat": cat}), y, group
+
+
+@pytest.mark.parametrize("kind", ["pipeline", "categorical"])
+def test_estimators_receive_the_dataframe_as_given(kind):
+    X, y, group = _with_text_column()
+    if kind == "pipeline":  # the final step weighs the examples (step__sample_weight)
+        est = make_pipeline(make_column_transformer((OneHotEncoder(), ["cat"]), remainder="passthrough"),
+                            LogisticRegression())
+    else:  # a categorical column named by its column name
+        X = X.astype({"cat": "category"})
+        est = HistGradientBoostingClassifier(max_iter=10, categorical_features=["cat"], random_state=0)
+    before = X.copy()
+    clf = ConstrainedClassifier(PARITY, estimator=est, solver="oracle_proxy_lagrangian",
+                                random_state=0).fit(X, y, groups=group)
+    pd.testing.assert_frame_equal(X, before)
+    assert list(clf.feature_names_in_) == ["x", "cat"]
+    p = clf.predict_proba(X)[:, 1]
+    _, cons = _parity_rates(y, group, p)
+    assert clf.feasible_ and cons.max() <= 1e-9
+    labels = clf.predict(X)
+    np.testing.assert_array_equal(labels, clf.predict(X.iloc[::-1])[::-1])  # reproducible per row
+    assert abs(labels.mean() - p.mean()) < 0.05
+    with pytest.raises(ValueError, match="feature names"):
+        clf.predict(X[["cat", "x"]])
 
 
 def test_infeasible_problem_is_reported():

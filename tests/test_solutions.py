@@ -106,6 +106,18 @@ def test_row_uniforms_are_reproducible_and_uniform():
     assert eval(out) == u[:5].tolist()
 
 
+def test_row_uniforms_of_rows_with_text():
+    rng = np.random.default_rng(2)
+    X = np.column_stack([rng.choice(["u", "vv", "a longer value"], 4000), rng.integers(0, 3, 4000)]).astype(object)
+    u = row_uniforms(X, seed=1)
+    short = np.flatnonzero(X[:, 0] == "u")
+    np.testing.assert_array_equal(u[short], row_uniforms(X[short], seed=1))  # independent of the batch's widest text
+    same = (X[:, 0] == X[0, 0]) & (X[:, 1] == X[0, 1])
+    assert np.unique(u[same]).size == 1  # equal rows, equal draws
+    assert np.unique(u).size == np.unique(X.astype(str), axis=0).shape[0]  # distinct rows, distinct draws
+    assert not np.array_equal(u, row_uniforms(X, seed=2))
+
+
 def test_stochastic_model_probabilities_and_predictions():
     rng = np.random.default_rng(6)
     X = rng.normal(size=(40_000, 2))

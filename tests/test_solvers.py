@@ -88,18 +88,6 @@ def test_swap_regret_player_moves_weight_to_violated_constraints():
     assert np.argmax(player.weights()) == 0
 
 
-def test_swap_regret_player_initial_radius():
-    player = SwapRegretPlayer(4, learning_rate=1.0, initial_radius=0.3)
-    start = np.r_[1 - 0.3 * 4 / 5, np.full(4, 0.3 / 5)]
-    np.testing.assert_allclose(player.weights(), start)
-    np.testing.assert_allclose(np.exp(player.log_M) @ start, start)  # the start is stationary
-    np.testing.assert_allclose(SwapRegretPlayer(4, 1.0).weights(), np.full(5, 0.2))  # r = 1: uniform
-    player.update(np.array([0.05, -0.1, -0.1, -0.1]))
-    assert player.weights()[1] > start[1] and (player.weights()[2:] < start[2:]).all()
-    with pytest.raises(ValueError, match="initial_radius"):
-        SwapRegretPlayer(2, 1.0, initial_radius=0.0)
-
-
 def test_external_regret_and_lagrange_players():
     ext = ExternalRegretPlayer(2, learning_rate=0.5)
     ext.update(np.array([1.0, -1.0]))

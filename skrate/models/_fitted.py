@@ -33,9 +33,17 @@ class FittedEstimators:
     def n_params(self) -> int:
         return 1
 
+    def keep(self, indices) -> None:
+        """Drop every estimator but those at ``indices`` (their positions stay valid)."""
+        kept = set(int(i) for i in indices)
+        self.estimators = [e if k in kept else None for k, e in enumerate(self.estimators)]
+
     def scores_many(self, X, params: np.ndarray) -> np.ndarray:
         """Scores (n, k) of the estimators ``params[:, 0]``."""
         picked = [self.estimators[int(i)] for i in np.asarray(params)[:, 0]]
+        if any(e is None for e in picked):
+            raise ValueError("This solution mixes fitted estimators that were dropped after fit to keep the "
+                             "model small; refit with solution='T_stochastic' to keep every estimator.")
         if not picked:
             return np.zeros((X.shape[0], 0))
         if len(picked) == 1:

@@ -8,6 +8,8 @@ import numpy as np
 from sklearn.base import clone
 from sklearn.dummy import DummyClassifier
 from sklearn.ensemble import HistGradientBoostingClassifier
+from sklearn.pipeline import Pipeline
+from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import has_fit_parameter
 
 
@@ -26,13 +28,31 @@ def warm_startable(estimator) -> bool:
     return "n_estimators" not in params and not isinstance(estimator, HistGradientBoostingClassifier)
 
 
+def sample_weight_key(estimator) -> str | None:
+    """The ``fit`` keyword that weights the examples: ``sample_weight``, ``<last step>__sample_weight``
+    for a :class:`~sklearn.pipeline.Pipeline` (its final estimator weighs them), or None."""
+    if isinstance(estimator, Pipeline):
+        name, last = estimator.steps[-1]
+        if last is None or last == "passthrough":
+            return None
+        key = sample_weight_key(last)
+        return None if key is None else f"{name}__{key}"
+    return "sample_weight" if has_fit_parameter(estimator, "sample_weight") else None
+
+
+def _describe(estimator) -> str:
+    if isinstance(estimator, Pipeline):
+        return f"Pipeline (final step {type(estimator.steps[-1][1]).__name__})"
+    return type(estimator).__name__
+
+
 class CostSensitiveOracle:
     """Fit a copy of ``estimator`` on labels and sample weights: one call, one fitted model.
 
     Parameters
     ----------
     estimator : classifier
-        Must accept ``sample_weight`` in ``fit``; never modified.
+        Must accept ``sample_weight`` in ``fit`` (a Pipeline: its final step); never modified.
     warm_start : bool, default=True
         Start each fit from the previous one's solution when the estimator supports it
         (:func:`warm_startable`); the returned models are independent copies either way.
@@ -45,9 +65,10 @@ class CostSensitiveOracle:
     """
 
     def __init__(self, estimator, warm_start: bool = True):
-        if not has_fit_parameter(estimator, "sample_weight"):
+        self._weight_key = sample_weight_key(estimator)
+        if self._weight_key is None:
             raise ValueError(
-                f"The estimator {type(estimator).__name__} does not accept sample_weight in fit, which "
+                f"The estimator {_describe(estimator)} does not accept sample_weight in fit, which "
                 "the oracle solvers need (the constrained problem is reduced to weighted classification). "
                 "Choose a classifier whose fit takes sample_weight, e.g. LogisticRegression or "
                 "HistGradientBoostingClassifier.")
@@ -60,16 +81,17 @@ class CostSensitiveOracle:
         present = np.unique(labels[active])
         if present.shape[0] < 2:
             label = int(present[0]) if present.shape[0] else 0
-            return DummyClassifier(strategy="constant", constant=label).fit(X[:1], [label])
+            return DummyClassifier(strategy="constant", constant=label).fit(_safe_indexing(X, [0]), [label])
         if not active.all():
-            X, labels, sample_weight = X[active], labels[active], sample_weight[active]
+            rows = np.flatnonzero(active)
+            X, labels, sample_weight = _safe_indexing(X, rows), labels[rows], sample_weight[rows]
         if self.warm_start and self._previous is not None:
             model = copy.deepcopy(self._previous)
         else:
             model = clone(self.estimator)
             if self.warm_start:
                 model.set_params(warm_start=True)
-        model.fit(X, labels, sample_weight=sample_weight)
+        model.fit(X, labels, **{self._weight_key: sample_weight})
         if self.warm_start:
             self._previous = model
         return model

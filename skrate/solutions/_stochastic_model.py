@@ -14,18 +14,42 @@ def _mix(h: np.ndarray) -> np.ndarray:
     return h ^ (h >> np.uint64(31))
 
 
-def row_uniforms(X: np.ndarray, seed: int = 0) -> np.ndarray:
-    """A uniform number in [0, 1) per row, a pure function of the row's bytes and ``seed``.
+def _column_words(column: np.ndarray) -> np.ndarray:
+    """One 64-bit word per entry of a non-numeric column: a hash of its text.
+
+    The text's code points are folded one position at a time, skipping the zero padding of
+    NumPy's fixed-width strings, so an entry's word does not depend on the longest entry of
+    the batch it arrives in.
+    """
+    text = np.asarray(column).astype(str)
+    codes = text.view(np.uint32).reshape(text.shape[0], -1).astype(np.uint64)
+    h = np.full(text.shape[0], _GOLDEN, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for k in range(codes.shape[1]):  # over characters, never over rows
+            h = np.where(codes[:, k] > 0, _mix(h ^ (codes[:, k] + _GOLDEN * np.uint64(k + 1))), h)
+    return h
+
+
+def row_uniforms(X, seed: int = 0) -> np.ndarray:
+    """A uniform number in [0, 1) per row, a pure function of the row's values and ``seed``.
 
     The same row gets the same number in every call and every process; distinct rows get
-    (pseudo-)independent numbers. Loops over columns, never over rows.
+    (pseudo-)independent numbers. Numeric rows are hashed by their bytes; rows with text or
+    other objects (e.g. a DataFrame with categorical columns) by the text of each entry.
+    Loops over columns, never over rows.
     """
-    X = np.ascontiguousarray(X, dtype=np.float64) + 0.0  # + 0.0 folds -0.0 into 0.0
-    bits = X.view(np.uint64).reshape(X.shape[0], -1)
+    X = np.asarray(X)
+    if X.ndim == 1:
+        X = X[:, None]
+    if X.dtype.kind in "biuf":
+        X = np.ascontiguousarray(X, dtype=np.float64) + 0.0  # + 0.0 folds -0.0 into 0.0
+        columns = list(X.view(np.uint64).reshape(X.shape[0], -1).T)
+    else:
+        columns = [_column_words(X[:, j]) for j in range(X.shape[1])]
     with np.errstate(over="ignore"):  # 64-bit wrap-around is the point of the hash
         h = np.full(X.shape[0], _mix(np.array([seed], dtype=np.uint64) + _GOLDEN)[0], dtype=np.uint64)
-        for j in range(bits.shape[1]):
-            h = _mix(h ^ (bits[:, j] + _GOLDEN * np.uint64(j + 1)))
+        for j, words in enumerate(columns):
+            h = _mix(h ^ (words + _GOLDEN * np.uint64(j + 1)))
     return (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
 
 
@@ -59,9 +83,13 @@ class StochasticModel:
         """Probability that the randomised classifier predicts 1."""
         return np.clip((self.scores(X) > 0) @ self.weights, 0.0, 1.0)
 
-    def predict(self, X) -> np.ndarray:
-        """0/1 decisions: 1 when the row's reproducible uniform draw falls below its probability."""
+    def predict(self, X, rows=None) -> np.ndarray:
+        """0/1 decisions: 1 when the row's reproducible uniform draw falls below its probability.
+
+        ``rows`` (default ``X``) is what the draw hashes, for models that take ``X`` in a form
+        the hash does not read (e.g. a DataFrame).
+        """
         p = self.proba(X)
         if self.is_deterministic:
             return (p > 0.5).astype(int)
-        return (row_uniforms(X, self.seed) < p).astype(int)
+        return (row_uniforms(X if rows is None else rows, self.seed) < p).astype(int)

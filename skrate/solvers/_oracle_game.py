@@ -13,13 +13,7 @@ Any classifier that accepts ``sample_weight`` is then an approximate best-respon
   ``{lam >= 0, ||lam||_1 <= radius}``.
 * ``"oracle_proxy_lagrangian"`` (Algorithm 2): the swap-regret lambda-player of the
   proxy-Lagrangian (a column-stochastic matrix and its stationary distribution), also on the
-  true 0-1 constraint values. It starts near the objective (each constraint at
-  ``0.3 / (m+1)``, :data:`ORACLE_INITIAL_RADIUS`), as the Lagrangian player starts at zero
-  multipliers: every move of this game is a full best response, so a uniform start would
-  make the first models fit mostly the constraints, overshoot them, and leave the LP a choice
-  among over-constrained models whose training errors tie (a flexible learner then picks one
-  that does worse on new data). At this radius a violation of 0.05 moves half of a column's
-  weight onto its constraint within about 20 fits at the default step.
+  true 0-1 constraint values.
 
 Each iteration fits one model; every fitted model is a candidate. The solver sees arrays, a
 compiled problem and an ``oracle(X, labels, sample_weight) -> fitted model`` callable; it never
@@ -57,7 +51,6 @@ from ._players import LagrangePlayer, SwapRegretPlayer
 from ._trajectory import Trajectory
 
 ORACLE_SOLVERS = ("oracle_lagrangian", "oracle_proxy_lagrangian")
-ORACLE_INITIAL_RADIUS = 0.3
 
 
 def cost_sensitive_reduction(A: sp.spmatrix, weights: np.ndarray,
@@ -114,6 +107,7 @@ class OracleLagrangePlayer(LagrangePlayer):
         self.lam = project_l1_ball(self.lam + self.eta * constraint_values, self.radius)
 
 
+ORACLE_PLAYERS = {"oracle_lagrangian": OracleLagrangePlayer, "oracle_proxy_lagrangian": SwapRegretPlayer}
 
 
 @dataclass
@@ -190,12 +184,11 @@ def solve_oracle_game(
     Other Goals. JMLR 20(172), 2019. Algorithms 1 and 2.
     """
     m = problem.n_constraints
-    if solver not in ORACLE_SOLVERS:
-        raise ValueError(f"solver must be one of {list(ORACLE_SOLVERS)}, got {solver!r}.")
+    if solver not in ORACLE_PLAYERS:
+        raise ValueError(f"solver must be one of {sorted(ORACLE_PLAYERS)}, got {solver!r}.")
+    player = ORACLE_PLAYERS[solver](m, lambda_learning_rate)
     if solver == "oracle_lagrangian":
-        player = OracleLagrangePlayer(m, lambda_learning_rate, radius=radius)
-    else:
-        player = SwapRegretPlayer(m, lambda_learning_rate, initial_radius=ORACLE_INITIAL_RADIUS)
+        player.radius = radius
     models, objective, constraints, lams = [], [], [], []
 
     def respond(weights: np.ndarray) -> np.ndarray:

@@ -41,27 +41,15 @@ class SwapRegretPlayer:
     Algorithm 3 ("0-1 swap") of Cotter et al. (2019): ``M <- M * exp(eta * grad lam^T)``,
     columns renormalised, ``lam = M lam``. Low swap regret for the lambda-player is what
     makes the proxy-Lagrangian game reach a feasible mixture of at most m+1 models.
-
-    ``initial_radius`` ``r`` in ``(0, 1]`` sets the start: each constraint weighs ``r / (m+1)``
-    and the objective the rest, in every column of ``M``. ``r = 1`` is the uniform start;
-    a smaller ``r`` starts near the objective, as the authors' reference implementation does,
-    which matters when every move is a full best response (the oracle games): a uniform
-    start there makes the first models fit mostly the constraints.
     """
 
     needs_surrogate = False
 
-    def __init__(self, n_constraints: int, learning_rate: float, initial_radius: float = 1.0):
-        if not 0.0 < initial_radius <= 1.0:
-            raise ValueError(f"initial_radius must be in (0, 1], got {initial_radius!r}.")
+    def __init__(self, n_constraints: int, learning_rate: float):
         k = n_constraints + 1
         self.eta = learning_rate
-        # every column starts at the same distribution: r/k on each constraint, the rest on
-        # the objective (r = 1: uniform), so it is also the first stationary distribution
-        start = np.full(k, initial_radius / k)
-        start[0] = 1.0 - initial_radius * (k - 1) / k
-        self.log_M = np.repeat(np.log(start)[:, None], k, axis=1)
-        self.lam = start
+        self.log_M = np.full((k, k), -np.log(k))  # uniform columns
+        self.lam = np.full(k, 1.0 / k)
 
     def weights(self) -> np.ndarray:
         return self.lam
