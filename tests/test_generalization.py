@@ -106,5 +106,22 @@ def test_too_small_slices_cannot_be_split():
     g[0] = "c"
     with pytest.raises(ValueError, match="group=c has 1 row"):
         ConstrainedClassifier("ppr[group] >= 0.1", validation_fraction=0.3).fit(X, y, groups=g)
+    # 2 rows x 0.1: stratification puts both in training
+    g[1:3], y[1:3] = "c", 1 - y[0]
+    g[0] = "a"
+    with pytest.raises(ValueError, match=r"label=\d, group=c has 2 rows, all of which validation_fraction=0.1 puts "
+                                         "on the training side"):
+        ConstrainedClassifier("ppr[group=c] >= 0.1", validation_fraction=0.1, random_state=0).fit(X, y, groups=g)
     with pytest.raises(ValueError, match="validation_mask must leave rows on both sides"):
         ConstrainedClassifier("ppr >= 0.1").fit(X, y, validation_mask=np.zeros(400, bool))
+
+
+def test_errors_on_the_held_out_rows_say_so():
+    X, y, g = _population(400, np.random.default_rng(6))
+    mask = np.zeros(400, bool)
+    mask[::4] = True
+    held_b = mask & (g == "b")
+    y = y.copy()
+    y[held_b] = 0  # the held-out rows of group b have no positives; the training rows do
+    with pytest.raises(ValueError, match=r"On the 100 held-out rows \(validation_mask\): .*tpr\[group=b\]"):
+        ConstrainedClassifier("tpr[group=b] >= 0.5").fit(X, y, groups=g, validation_mask=mask)
