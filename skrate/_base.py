@@ -90,6 +90,16 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         return self._check_X(X, reset=False)
 
+    def _check_scoring_labels(self, X, y) -> np.ndarray:
+        """``y`` to score the fitted model on ``X`` with: one label per row, all seen in fit."""
+        y = np.asarray(y)
+        if y.shape[0] != X.shape[0]:
+            raise ValueError(f"y has {y.shape[0]} entries but X has {X.shape[0]} rows.")
+        unknown = set(np.unique(y).tolist()) - set(self.classes_.tolist())
+        if unknown:
+            raise ValueError(f"y holds labels {sorted(unknown)} unseen in fit; classes are {self.classes_.tolist()}.")
+        return y
+
     def _model_input(self, X):
         """What the models predict on, and the validated rows the reproducible draws hash."""
         checked = self._features(X)

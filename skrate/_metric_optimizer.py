@@ -419,13 +419,7 @@ class MetricOptimizer(RateClassifierBase):
         """
         X_raw = X
         X = self._features(X)
-        y = np.asarray(y)
-        if y.shape[0] != X.shape[0]:
-            raise ValueError(f"y has {y.shape[0]} entries but X has {X.shape[0]} rows.")
-        unknown = set(np.unique(y).tolist()) - set(self.classes_.tolist())
-        if unknown:
-            raise ValueError(f"y holds labels {sorted(unknown)} unseen in fit; "
-                             f"classes are {self.classes_.tolist()}.")
+        y = self._check_scoring_labels(X, y)
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
         metric = as_objective(self.metric)
         if isinstance(metric, PRAUC):

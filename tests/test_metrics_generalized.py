@@ -219,11 +219,11 @@ def test_undefined_rate_says_whether_objective_or_constraint():
     y = y.copy()
     y[g == "a"] = 0
     data = RateData(y, np.ones(len(y)), GroupTable.from_input({"g": g}, None, len(y)))
-    with pytest.raises(ValueError, match=r"^The objective 'tpr\[g=a\]'.*choose another objective") as info:
+    with pytest.raises(ValueError, match=r"^The objective 'tpr\[g=a\]'.*leave out the goal that uses it") as info:
         compile_program("tpr[g=a]", [], data)
     assert "constraint" not in str(info.value)
     # the constraint as written, not its rearrangement -tpr[g=a] + 0.5
-    with pytest.raises(ValueError, match=r"^The constraint 'tpr\[g=a\] >= 0.5'.*drop the constraint"):
+    with pytest.raises(ValueError, match=r"^The constraint 'tpr\[g=a\] >= 0.5'.*leave out the goal that uses it"):
         compile_program("error", [tpr(g="a") >= 0.5], data)
     with pytest.raises(ValueError, match=r"^The constraint 'g_mean\[g=a\] >= 0.5'"):
         compile_program("error", [g_mean_at_least(0.5, group="g")], data)

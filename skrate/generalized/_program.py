@@ -135,7 +135,7 @@ def compile_program(objective, constraints, data: RateData) -> MetricProgram:
                     A_a, b_a = compile_expressions(list(atom.exprs), data)
                 except ValueError as exc:
                     raise ValueError(f"The {role} '{text}' cannot be measured on this data: "
-                                     f"{_advice(str(exc), role)}") from None
+                                     f"{exc}") from None
                 atom.check(b_a)
                 cache[atom] = np.arange(n_rows, n_rows + len(atom.exprs))
                 rows.append(A_a)
@@ -157,11 +157,3 @@ def _unique(labels: list[str]) -> list[str]:
         seen[label] = seen.get(label, 0) + 1
         out.append(label if seen[label] == 1 else f"{label} #{seen[label]}")
     return out
-
-
-def _advice(reason: str, role: str) -> str:
-    """The rate compiler's reason, with its advice pointed at the objective when that holds the
-    rate (the compiler's text speaks of constraints)."""
-    if role == "objective":
-        return reason.replace("drop the constraint", "choose another objective")
-    return reason

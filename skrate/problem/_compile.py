@@ -90,9 +90,9 @@ def _describe_empty(rate: Rate, data: RateData, mask: np.ndarray) -> str:
         plain = slice_mask(Rate("ppr", rate.slice), data)
         return (f"The rate {rate} is undefined: its slice ({where}) matched {int(plain.sum())} rows, "
                 f"none with label {label} (in {RATE_KINDS[rate.kind][0]}, only rows with y = {label} count). "
-                "Widen the slice or drop the constraint.")
+                "Widen the slice or leave out the goal that uses it.")
     return (f"The rate {rate} is undefined: its slice ({where}) matched no rows (or only rows of zero "
-            "weight). Check the group values or drop the constraint.")
+            "weight). Check the group values or leave out the goal that uses it.")
 
 
 def _rate_row(rate: Rate, data: RateData) -> tuple[np.ndarray, np.ndarray, float]:
