@@ -54,9 +54,9 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
         return False
 
     def _check_X(self, X, y="no_validation", **kwargs):
-        # a user's estimator may take text, categories and NaN: check shape and names only
-        if self._raw_X:
-            return validate_data(self, X, y, dtype=None, ensure_all_finite=False, **kwargs)
+        if self._raw_X:  # a user's estimator may take text and categories; NaN as its tags say
+            nan = "allow-nan" if self.__sklearn_tags__().input_tags.allow_nan else True
+            return validate_data(self, X, y, dtype=None, ensure_all_finite=nan, **kwargs)
         return validate_data(self, X, y, dtype=np.float64, **kwargs)
 
     def _validate_binary(self, X, y):

@@ -7,7 +7,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context
-from sklearn.utils import _safe_indexing, check_random_state
+from sklearn.utils import _safe_indexing, check_random_state, get_tags
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._base import RateClassifierBase
@@ -246,6 +246,12 @@ class ConstrainedClassifier(RateClassifierBase):
         self.estimator = estimator
         self.n_jobs = n_jobs
         self.tol = tol
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        if self.estimator is not None:  # the oracle solvers hand X to the estimator, which decides
+            tags.input_tags.allow_nan = get_tags(self.estimator).input_tags.allow_nan
+        return tags
 
     def _make_model(self, n_features: int):
         if self.model == "linear":

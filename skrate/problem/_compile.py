@@ -89,7 +89,8 @@ def _describe_empty(rate: Rate, data: RateData, mask: np.ndarray) -> str:
     if label is not None:
         plain = slice_mask(Rate("ppr", rate.slice), data)
         return (f"The rate {rate} is undefined: its slice ({where}) matched {int(plain.sum())} rows, "
-                f"none with label {label} (in {RATE_KINDS[rate.kind][0]}, only rows with y = {label} count). "
+                f"none with label {label} (in {RATE_KINDS[rate.kind][0]}, only rows of class y = {label} "
+                "with positive weight count). "
                 "Widen the slice or leave out the goal that uses it.")
     return (f"The rate {rate} is undefined: its slice ({where}) matched no rows (or only rows of zero "
             "weight). Check the group values or leave out the goal that uses it.")
