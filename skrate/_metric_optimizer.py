@@ -6,9 +6,10 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import _fit_context
+from sklearn.base import _fit_context, clone
 from sklearn.utils import check_random_state
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.validation import has_fit_parameter
 
 from ._base import RateClassifierBase
 from .exceptions import InfeasibleConstraintsWarning
@@ -24,12 +25,13 @@ from .generalized._program import (
 )
 from .generalized._ratio import RatioProgram, solve_ratio_game
 from .generalized._three_player import CONFIGURATIONS, solve_three_player
-from .models import LinearModel, MLPModel
+from .models import LinearModel, MLPModel, ProbabilityScoreModel
 from .rates import Expression, Ratio
 from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
 from .solvers import SURROGATES
 
 CONVEX_SOLVERS = ("three_player", "oracle", "frank_wolfe", "spade", "nemsis")
+PLUGIN_SOLVERS = tuple(name for name, (theta, *_) in CONFIGURATIONS.items() if theta == "oracle")
 SOLVERS = CONVEX_SOLVERS + ("ratio",)
 # early-stopping patience of n_iter_no_change="auto": exact oracle answers against
 # follow-the-leader multipliers settle smoothly, so do the ratio game's running-average players;
@@ -94,6 +96,15 @@ class MetricOptimizer(RateClassifierBase):
         groups the metrics name are one-hot columns of ``X`` (exactly decodable), else globally.
         A solver whose guarantees do not cover the metric's class is refused with the list of
         solvers that apply.
+    estimator : classifier with ``predict_proba``, default=None
+        The class-probability model ``eta(x) = P(y = 1 | x)`` the plug-in oracle of
+        ``"oracle"`` and ``"frank_wolfe"`` thresholds, instead of the built-in L2 logistic
+        regression -- for users who trust their own probability estimates (gradient boosting,
+        a calibrated model). A clone is fitted on the training rows (with ``sample_weight``
+        when its ``fit`` takes it); to use a model fitted elsewhere, e.g. on a separate sample so
+        that its scores on the training rows are not overfitted, wrap it in
+        ``sklearn.frozen.FrozenEstimator``. The candidates then threshold ``logit eta(x)`` per
+        group cell; ``"auto"`` picks ``"frank_wolfe"``, and the other solvers are refused.
     model : {"linear", "mlp"}, default="linear"
         Score function of the surrogate solvers (the oracle solvers produce linear models).
     hidden_layer_sizes : tuple of int, default=(16,)
@@ -214,6 +225,7 @@ class MetricOptimizer(RateClassifierBase):
         "random_state": ["random_state"],
         "verbose": ["verbose"],
         "callback": [None, callable],
+        "estimator": [None, HasMethods(["fit", "predict_proba"])],
     }
 
     def __init__(
@@ -240,6 +252,7 @@ class MetricOptimizer(RateClassifierBase):
         random_state=None,
         verbose=0,
         callback=None,
+        estimator=None,
     ):
         self.metric = metric
         self.constraints = constraints
@@ -262,6 +275,7 @@ class MetricOptimizer(RateClassifierBase):
         self.random_state = random_state
         self.verbose = verbose
         self.callback = callback
+        self.estimator = estimator
 
     def _choose_solver(self, program) -> str:
         kinds = [program.objective.kind] + [c.kind for c in program.constraints]
@@ -274,16 +288,39 @@ class MetricOptimizer(RateClassifierBase):
                 "convex solvers (three_player, oracle, frank_wolfe, spade, nemsis) need convex metrics, "
                 "the ratio solver sums of ratios of rates. Reformulate, e.g. maximise a concave metric "
                 "by minimising its negative.")
+        if self.estimator is not None:  # only the plug-in oracle uses a probability model
+            ok = tuple(s for s in ok if s in PLUGIN_SOLVERS)
+            if not ok or self.solver not in ok + ("auto",):
+                raise ValueError(
+                    f"estimator={type(self.estimator).__name__} is the probability model of the plug-in oracle, "
+                    f"used by solver in {list(PLUGIN_SOLVERS)} for convex metrics; got solver={self.solver!r} "
+                    f"for this problem ({described or 'linear'}). Drop estimator, or choose one of those solvers.")
         if self.solver == "auto":
             if ok == ("ratio",):
                 return "ratio"
-            if self.model != "linear":
+            if self.model != "linear" and self.estimator is None:
                 return "three_player"
             return "frank_wolfe"
         if self.solver not in ok:
             raise ValueError(f"solver={self.solver!r} does not apply to this problem ({described}); "
                              f"solvers that do: {', '.join(ok)}.")
         return self.solver
+
+    def _plugin_scores(self, X, data) -> tuple[np.ndarray, np.ndarray]:
+        """``[X, logit eta(X)]`` and the oracle's base parameters (weight 1 on the last column),
+        with ``eta`` a clone of ``estimator`` fitted on the training rows."""
+        est = clone(self.estimator)
+        if has_fit_parameter(est, "sample_weight"):
+            est.fit(X, data.y, sample_weight=data.sample_weight)
+        elif np.ptp(data.sample_weight) == 0:
+            est.fit(X, data.y)
+        else:
+            raise ValueError(f"estimator={type(est).__name__} does not accept sample_weight in fit, and the "
+                             "rows have unequal weights; choose an estimator whose fit takes sample_weight.")
+        self._model = ProbabilityScoreModel(est, X.shape[1])
+        theta = np.zeros(X.shape[1] + 2)
+        theta[-2] = 1.0
+        return self._model.augment(X), theta
 
     def _make_model(self, n_features: int, solver: str):
         if self.model == "linear" or CONFIGURATIONS.get(solver, ("",))[0] == "oracle":
@@ -337,7 +374,10 @@ class MetricOptimizer(RateClassifierBase):
         common["n_iter_no_change"] = (self.n_iter_no_change if self.n_iter_no_change != "auto"
                                       else AUTO_PATIENCE.get(solver, 100))
         theta_eta = None
-        if uses_oracle or (self.init == "logistic" and isinstance(self._model, LinearModel)):
+        X_game = X
+        if self.estimator is not None:
+            X_game, theta_eta = self._plugin_scores(X, data)
+        elif uses_oracle or (self.init == "logistic" and isinstance(self._model, LinearModel)):
             theta_eta = fit_logistic(X, data.y, data.sample_weight, self.alpha)
         init_params = theta_eta if isinstance(self._model, LinearModel) and self.init == "logistic" else None
         if init_params is not None and isinstance(metric, PRAUC):
@@ -348,9 +388,10 @@ class MetricOptimizer(RateClassifierBase):
         else:
             oracle = None
             if uses_oracle:
-                oracle = PluginOracle(X, theta_eta, group_cells(program_group_columns(program), data),
-                                      data.sample_weight)
-            traj = solve_three_player(program, self._model, X, solver=solver, oracle=oracle,
+                oracle = PluginOracle(X_game, theta_eta, group_cells(program_group_columns(program), data),
+                                      data.sample_weight, n_decode=X.shape[1])
+            game_model = self._model if self.estimator is None else self._model.linear
+            traj = solve_three_player(program, game_model, X_game, solver=solver, oracle=oracle,
                                       init_params=init_params, **common)
         self.objective_ = program.objective.metric
         self.constraints_ = [c.label for c in program.constraints]
@@ -362,7 +403,7 @@ class MetricOptimizer(RateClassifierBase):
         self.multipliers_ = traj.multipliers
         self.n_iter_ = traj.n_iter
         self.random_seed_ = int(gen.integers(2**62))
-        self._set_solutions(program, X_fit, traj)
+        self._set_solutions(program, X_game if self.estimator is not None else X_fit, traj)
         if isinstance(metric, PRAUC):  # predict with the threshold of the middle recall level
             self._stacked_params = traj.params
             self.candidates_ = deployed_params(traj.params, X.shape[1], len(metric.levels) // 2)

@@ -8,7 +8,9 @@ finitely many thresholds: a small convex problem (cvxpy) or, for a ratio, an enu
 
 import numpy as np
 import pytest
+from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.metrics import f1_score
+from sklearn.svm import LinearSVC
 
 from skrate import MetricOptimizer
 from skrate.exceptions import InfeasibleConstraintsWarning
@@ -503,3 +505,93 @@ def test_auto_surrogate_is_logistic_for_ratio_and_hinge_otherwise():
     assert not np.array_equal(fit(metric="f1"), fit(metric="f1", surrogate="hinge"))
     np.testing.assert_array_equal(fit(metric="g_mean", solver="three_player"),
                                   fit(metric="g_mean", solver="three_player", surrogate="hinge"))
+
+
+# -- a user's probability model in the plug-in oracle ---------------------------------------------
+class KnownEta(ClassifierMixin, BaseEstimator):
+    """``P(y = 1 | x)`` known in closed form, non-linear in ``x``: ``fit`` only records the classes."""
+
+    def fit(self, X, y, sample_weight=None):
+        self.classes_ = np.unique(y)
+        self.fits_ = getattr(self, "fits_", 0) + 1
+        return self
+
+    def predict_proba(self, X):
+        X = np.asarray(X)
+        p = 1 / (1 + np.exp(-(2.0 * X[:, 0] ** 2 - 1.0 + 0.8 * X[:, 1])))
+        return np.column_stack([1 - p, p])
+
+
+def _eta_data(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    X[:, 2] = rng.random(n) < 0.4  # a one-hot group column: cells decodable from X
+    y = (rng.random(n) < KnownEta().predict_proba(X)[:, 1]).astype(int)
+    return X, y, np.where(X[:, 2] == 1, "b", "a")
+
+
+def _best_threshold_value(s, y, value_of):
+    """min over every cut of the score ``s`` (above all, between neighbours, below all)."""
+    order = np.sort(np.unique(s))
+    cuts = np.r_[order[0] - 1, (order[:-1] + order[1:]) / 2, order[-1] + 1]
+    return min(value_of((s > t).astype(float)) for t in cuts)
+
+
+def test_plugin_oracle_thresholds_the_users_probability_model():
+    X, y, _ = _eta_data()
+    eta = KnownEta().predict_proba(X)[:, 1]
+    balanced = lambda yhat: np.mean(yhat[y == 0]) + np.mean(1 - yhat[y == 1])  # fpr + fnr
+    clf = MetricOptimizer(metric="fpr + fnr", estimator=KnownEta(), solver="oracle", solution="best",
+                          random_state=0).fit(X, y)
+    yhat = clf.predict_proba(X)[:, 1]
+    assert set(np.unique(yhat)) <= {0.0, 1.0}
+    # the best threshold of eta, which the linear model of the default cannot express
+    assert balanced(yhat) == pytest.approx(_best_threshold_value(eta, y, balanced), abs=1e-12)
+    default = MetricOptimizer(metric="fpr + fnr", solver="oracle", solution="best", random_state=0).fit(X, y)
+    assert balanced(yhat) < balanced(default.predict_proba(X)[:, 1]) - 0.05
+    # on new rows: the same threshold of the same eta
+    X_new, _, _ = _eta_data(seed=1)
+    s_new = KnownEta().predict_proba(X_new)[:, 1]
+    pred = clf.predict_proba(X_new)[:, 1] > 0.5
+    assert (s_new[pred].min() if pred.any() else 1.0) >= (s_new[~pred].max() if (~pred).any() else 0.0)
+
+
+def test_plugin_thresholds_per_cell_are_decoded_from_the_features():
+    X, y, group = _eta_data(seed=2)
+    eta = KnownEta().predict_proba(X)[:, 1]
+    clf = MetricOptimizer(metric=kld(group="g"), constraints=["error_rate <= 0.4"], estimator=KnownEta(),
+                          random_state=0).fit(X, y, groups={"g": group})
+    assert clf.solver_ == "frank_wolfe"
+    X_new, _, g_new = _eta_data(seed=3)
+    s_new = KnownEta().predict_proba(X_new)[:, 1]
+    for name in ("best", "last"):  # deterministic: one threshold of eta per group, read off X alone
+        pred = clf.predict_proba(X_new, solution=name)[:, 1] > 0.5
+        for cell in ("a", "b"):
+            here = g_new == cell
+            above, below = s_new[here & pred], s_new[here & ~pred]
+            if above.size and below.size:
+                assert above.min() >= below.max()
+    # the constraint is met on the training rows
+    assert clf.metric_values(X, y, groups={"g": group})["error_rate <= 0.4"] <= 1e-9
+    assert not hasattr(KnownEta(), "fits_") and eta.shape == (600,)
+
+
+def test_plugin_estimator_is_cloned_and_misuse_is_refused():
+    X, y, group = _eta_data()
+    user = KnownEta()
+    MetricOptimizer(metric="g_mean", estimator=user, random_state=0).fit(X, y)
+    assert not hasattr(user, "classes_")  # a clone was fitted
+    with pytest.raises(ValueError, match=r"estimator=KnownEta is the probability model of the plug-in oracle"):
+        MetricOptimizer(metric="g_mean", estimator=KnownEta(), solver="three_player").fit(X, y)
+    with pytest.raises(ValueError, match=r"plug-in oracle.*precision.* is ratio"):  # pr_auc: a sum of ratios
+        MetricOptimizer(metric=pr_auc(), estimator=KnownEta()).fit(X, y)
+
+    class NoWeights(KnownEta):
+        def fit(self, X, y):
+            return super().fit(X, y)
+
+    MetricOptimizer(metric="g_mean", estimator=NoWeights(), random_state=0).fit(X, y)  # equal weights: fine
+    with pytest.raises(ValueError, match="does not accept sample_weight"):
+        MetricOptimizer(metric="g_mean", estimator=NoWeights()).fit(X, y, sample_weight=np.r_[np.ones(300), 2 * np.ones(300)])
+    with pytest.raises(Exception, match="predict_proba"):
+        MetricOptimizer(metric="g_mean", estimator=LinearSVC()).fit(X, y)

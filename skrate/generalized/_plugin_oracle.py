@@ -68,14 +68,25 @@ class PluginOracle:
     sample_weight : ndarray of shape (n,), optional
         Rows of weight 0 cost nothing either side of a threshold and place no cut point, so
         the answer is the same as without those rows.
+    n_decode : int, optional
+        Decode the cells from the first ``n_decode`` columns of ``X`` only (default: all).
+        When the last column is a fitted model's score, decoding must not lean on it: it
+        separates the training rows' cells by chance, not on new rows.
     """
 
     def __init__(self, X, theta_eta: np.ndarray, cells: np.ndarray | None = None,
-                 sample_weight: np.ndarray | None = None):
+                 sample_weight: np.ndarray | None = None, n_decode: int | None = None):
         self.theta_eta = np.asarray(theta_eta, dtype=float)
-        s = Design(X).X @ self.theta_eta[:-1] + self.theta_eta[-1]
+        Xd = Design(X).X
+        s = Xd @ self.theta_eta[:-1] + self.theta_eta[-1]
         n = s.shape[0]
-        decoders = None if cells is None or np.unique(cells).shape[0] < 2 else cell_decoders(X, cells)
+        decoders = None
+        if cells is not None and np.unique(cells).shape[0] >= 2:
+            d = Xd.shape[1] if n_decode is None else n_decode
+            decoders = cell_decoders(Xd[:, :d], cells)
+            if decoders is not None and d < Xd.shape[1]:  # zero weight on the columns not used
+                V, c = decoders
+                decoders = (np.vstack([V, np.zeros((Xd.shape[1] - d, V.shape[1]))]), c)
         self.cells = np.zeros(n, dtype=int) if decoders is None else np.asarray(cells)
         self.decoders = decoders
         self.per_cell = decoders is not None

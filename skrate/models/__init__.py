@@ -3,5 +3,6 @@
 from ._design import Design
 from ._linear import LinearModel
 from ._mlp import MLPModel
+from ._probability_scores import ProbabilityScoreModel, log_odds
 
-__all__ = ["Design", "LinearModel", "MLPModel"]
+__all__ = ["Design", "LinearModel", "MLPModel", "ProbabilityScoreModel", "log_odds"]

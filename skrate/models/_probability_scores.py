@@ -1,0 +1,54 @@
+"""Linear scores over the features and the log-odds of a fitted class-probability model."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.special import logit
+
+from ._linear import LinearModel
+
+
+def log_odds(estimator, X) -> np.ndarray:
+    """``logit P(y = 1 | x)`` of a fitted classifier trained on 0/1 labels, clipped to be finite."""
+    column = int(np.flatnonzero(np.asarray(estimator.classes_) == 1)[0])
+    p = np.asarray(estimator.predict_proba(X))[:, column]
+    eps = np.finfo(float).eps
+    return logit(np.clip(p, eps, 1.0 - eps))
+
+
+class ProbabilityScoreModel:
+    """``f(x) = [x, z(x)] . theta[:-1] + theta[-1]`` with ``z(x) = logit eta(x)``.
+
+    The plug-in oracle's answers threshold ``z`` per group cell, and the cells are decoded
+    linearly from ``x``: each answer is then a linear model in ``[x, z(x)]`` with weight 1 on
+    ``z``. This family scores such parameters on new rows, computing ``z`` from the fitted
+    ``estimator`` once per call for all candidates.
+
+    Parameters
+    ----------
+    estimator : fitted classifier
+        Trained on 0/1 labels, with ``predict_proba``.
+    n_features : int
+        Features of ``x`` (without ``z``).
+    """
+
+    def __init__(self, estimator, n_features: int):
+        self.estimator = estimator
+        self.n_features = n_features
+        self.linear = LinearModel(n_features + 1)
+
+    @property
+    def n_params(self) -> int:
+        return self.linear.n_params
+
+    def augment(self, X):
+        """``[X, z(X)]``, sparse when ``X`` is."""
+        z = log_odds(self.estimator, X)[:, None]
+        return sp.hstack([X, z], format="csr") if sp.issparse(X) else np.hstack([X, z])
+
+    def scores_many(self, X, thetas: np.ndarray) -> np.ndarray:
+        return self.linear.scores_many(self.augment(X), thetas)
+
+    def scores(self, X, theta: np.ndarray) -> np.ndarray:
+        return self.scores_many(X, np.asarray(theta).reshape(1, -1))[:, 0]
