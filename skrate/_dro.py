@@ -78,13 +78,21 @@ class _BaseDRO(BaseEstimator):
         else:
             result = primal_lbfgs(problem, theta, self.max_iter, self.tol)
         if not result.converged:
+            if result.n_iter >= self.max_iter:
+                stop, hint = f"stopped at max_iter={self.max_iter}", "increase max_iter or tol"
+            else:
+                stop = f"stopped after {result.n_iter} of max_iter={self.max_iter} iterations"
+                hint = "increase tol or scale the features"
+            gradient = ("" if np.isnan(result.grad_max) else
+                        f" (largest gradient entry {result.grad_max:.3g})")
             warnings.warn(
-                f"{type(self).__name__} ({self.solver}) did not converge in "
-                f"max_iter={self.max_iter} iterations; increase max_iter or tol.",
+                f"{type(self).__name__}(solver={self.solver!r}) did not converge: it {stop} "
+                f"before the gradient test tol={self.tol} passed{gradient}; {hint}.",
                 ConvergenceWarning,
             )
         self.objective_, _, self.sample_weights_, _ = problem.objective(result.theta)
-        self.n_iter_ = result.n_iter
+        # A fit whose start already passes the tol test still evaluated it once.
+        self.n_iter_ = max(result.n_iter, 1)
         return problem.unpack(result.theta)
 
     def _scores(self, X) -> np.ndarray:
@@ -111,9 +119,13 @@ class DROClassifier(ClassifierMixin, _BaseDRO):
         The f-divergence defining the ball.
     radius : float, default=0.1
         Radius ``rho >= 0``; 0 is plain (weighted) regularised logistic regression. A radius
-        of at least ``(n - 1) / 2`` (chi2) or ``log n`` (kl) lets the worst case put all mass
-        on the largest loss, so the objective becomes the maximum loss (a non-smooth
-        problem; the fit is then slow and the model rarely useful).
+        of at least ``(n - 1) / 2`` (chi2) or ``log n`` (kl) (with sample weights,
+        ``(1 / q_min - 1) / 2`` or ``-log q_min`` for the smallest positive normalised
+        weight ``q_min``) lets the worst case put all mass on the largest loss whatever the
+        model, so the objective is the maximum loss plus the penalty. Both solvers then
+        solve that problem exactly (its epigraph form, with cvxpy's Clarabel on a working
+        set of the largest losses). For two classes that are not linearly separable its
+        solution is ``coef_ = 0`` with probabilities 1/2: rarely a useful model.
     alpha : float, default=1e-3
         L2 penalty strength on the coefficients (not the intercept).
     fit_intercept : bool, default=True
@@ -128,9 +140,12 @@ class DROClassifier(ClassifierMixin, _BaseDRO):
         recursion, 20 curvature pairs kept from sample to sample, Armijo backtracking on
         the sample's objective) are taken until the sample's gradient is no larger than
         its own sampling noise (the norm test of [3]_), at most 10 per sample; on the
-        full data the same steps continue until the ``tol`` test passes. The early
-        steps touch few points, so on large data it reaches a given accuracy sooner
-        than ``"lbfgs"`` (see the user guide); ``random_state`` seeds the samples.
+        full data the same steps continue until the ``tol`` test passes. Like
+        ``"lbfgs"`` it starts with iterations of plain logistic regression (here two, on
+        the first sample), since at ``coef_ = 0`` all losses tie and the robust
+        objective is not differentiable. The early steps touch few points, so on large
+        data it reaches a given accuracy sooner than ``"lbfgs"`` (see the user guide);
+        ``random_state`` seeds the samples.
     initial_sample_size : int, default=256
         First sample size of ``"sgd"``.
     growth : float, default=2.0
@@ -139,8 +154,12 @@ class DROClassifier(ClassifierMixin, _BaseDRO):
         Maximum number of iterations (for ``"sgd"``, steps on samples and on the full
         data together).
     tol : float, default=1e-4
-        Stop when the largest absolute entry of the full-batch (projected) gradient is at
-        most ``tol``.
+        Stop when the largest absolute entry of the full-batch gradient is at most ``tol``.
+        Where the objective is not differentiable (tied losses, e.g. when the best model
+        is constant; or the maximum-loss problem of a large radius) the test applies to
+        its smallest subgradient. A fit that stops before the test passes, at
+        ``max_iter`` or because no step decreases the objective any more, raises a
+        ``ConvergenceWarning``.
     random_state : int, RandomState instance or None, default=None
         Seeds the samples of ``"sgd"``.
 
@@ -157,7 +176,8 @@ class DROClassifier(ClassifierMixin, _BaseDRO):
     objective_ : float
         The objective (robust loss plus penalty) at the solution.
     n_iter_ : int
-        Number of solver iterations (for ``"sgd"``, including the steps on samples).
+        Number of solver iterations (for ``"sgd"``, including the steps on samples; for
+        a large radius, the interior-point iterations), at least 1.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -213,7 +233,7 @@ class DROClassifier(ClassifierMixin, _BaseDRO):
         if n_classes < 2:
             raise ValueError(
                 f"DROClassifier needs samples of at least 2 classes in y; got only one class: "
-                f"{self.classes_[0]!r}."
+                f"{self.classes_[0]}."
             )
         if n_classes == 2:
             W, b = self._solve(X, y_idx.astype(np.float64), "logistic", 1, sample_weight)
@@ -311,8 +331,11 @@ class DRORegressor(RegressorMixin, _BaseDRO):
         The f-divergence defining the ball.
     radius : float, default=0.1
         Radius ``rho >= 0``; 0 is ridge regression. A radius of at least ``(n - 1) / 2``
-        (chi2) or ``log n`` (kl) lets the worst case put all mass on the largest loss, so
-        the objective becomes the maximum squared error (a non-smooth problem).
+        (chi2) or ``log n`` (kl) (with sample weights, ``(1 / q_min - 1) / 2`` or
+        ``-log q_min`` for the smallest positive normalised weight ``q_min``) lets the
+        worst case put all mass on the largest loss whatever the model, so the objective
+        is the maximum squared error plus the penalty; both solvers then solve that
+        problem exactly (see :class:`DROClassifier`).
     alpha : float, default=1e-3
         L2 penalty strength on the coefficients (not the intercept).
     fit_intercept : bool, default=True
@@ -330,8 +353,12 @@ class DRORegressor(RegressorMixin, _BaseDRO):
         Maximum number of iterations (for ``"sgd"``, steps on samples and on the full
         data together).
     tol : float, default=1e-4
-        Stop when the largest absolute entry of the full-batch (projected) gradient is at
-        most ``tol``.
+        Stop when the largest absolute entry of the full-batch gradient is at most ``tol``.
+        Where the objective is not differentiable (tied losses, e.g. when the best model
+        is constant; or the maximum-loss problem of a large radius) the test applies to
+        its smallest subgradient. A fit that stops before the test passes, at
+        ``max_iter`` or because no step decreases the objective any more, raises a
+        ``ConvergenceWarning``.
     random_state : int, RandomState instance or None, default=None
         Seeds the samples of ``"sgd"``.
 
@@ -346,7 +373,8 @@ class DRORegressor(RegressorMixin, _BaseDRO):
     objective_ : float
         The objective (robust loss plus penalty) at the solution.
     n_iter_ : int
-        Number of solver iterations (for ``"sgd"``, including the steps on samples).
+        Number of solver iterations (for ``"sgd"``, including the steps on samples; for
+        a large radius, the interior-point iterations), at least 1.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)

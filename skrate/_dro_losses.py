@@ -6,6 +6,7 @@ Each loss maps scores ``Z`` of shape (n, k) and targets ``T`` to per-sample loss
 
 from __future__ import annotations
 
+import cvxpy as cp
 import numpy as np
 from scipy.special import expit, logsumexp, softmax
 
@@ -28,3 +29,21 @@ def squared(Z: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 LOSSES = {"logistic": logistic, "multinomial": multinomial, "squared": squared}
+
+
+def _convex_logistic(Z, T):
+    z = Z[:, 0]
+    return cp.logistic(z) - cp.multiply(T, z)
+
+
+def _convex_multinomial(Z, T):
+    return cp.log_sum_exp(Z, axis=1) - cp.sum(cp.multiply(Z, T), axis=1)
+
+
+def _convex_squared(Z, T):
+    return cp.square(Z[:, 0] - T)
+
+
+# The same losses as cvxpy expressions of an affine ``Z``, keyed by the numpy loss.
+CONVEX_FORMS = {logistic: _convex_logistic, multinomial: _convex_multinomial,
+                squared: _convex_squared}

@@ -13,6 +13,9 @@ the intercept ``b`` unpenalised. ``F`` is convex when the loss is; by Danskin's 
   gradient is within its sampling noise; on the full data the same steps continue.
 * :func:`primal_lbfgs` runs L-BFGS-B on ``F`` with the exact inner maximiser (the default
   full-batch path).
+* :func:`max_loss` solves the problem exactly when the ball is so large that the worst case
+  puts all its mass on the largest loss whatever the model: ``F`` is then the largest loss
+  plus the penalty, a non-smooth problem that both paths above hand over to it.
 * :func:`dual_lbfgs` minimises the exact convex dual jointly over the model and the dual
   variable ``eta`` with L-BFGS-B. It is fast on well-conditioned problems but stalls far
   from the optimum when the losses can be driven near zero (interpolation) or the KL
@@ -22,14 +25,17 @@ the intercept ``b`` unpenalised. ``F`` is convex when the loss is; by Danskin's 
 from __future__ import annotations
 
 import math
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
+import cvxpy as cp
 import numpy as np
 from scipy.optimize import minimize
 from sklearn.utils.extmath import row_norms
 
 from ._divergence import _dual, _worst_case
+from ._dro_losses import CONVEX_FORMS
 
 # Armijo sufficient-decrease constant and the most step halvings of one line search.
 _ARMIJO = 1e-4
@@ -42,8 +48,25 @@ _NOISE_RATIO = 1.0
 _STAGE_STEPS = 10
 # L-BFGS-B stops only on the gradient test or when the objective can no longer decrease.
 _FTOL = 0.0
-# Iterations of empirical risk minimisation that start the primal L-BFGS path.
+# Iterations of empirical risk minimisation that start the primal L-BFGS path, and the
+# sampled path on its first sample. The latter only needs to leave the tie at theta = 0:
+# more iterations pull it towards the sample's ERM point and, on Adult, slowed it by
+# 10-25 % without helping.
 _ERM_START = 10
+_SAMPLE_ERM_START = 2
+# When a stalled path looks for a small subgradient, distributions whose expected loss is
+# within this relative amount of the robust loss count: the losses a descent path leaves
+# tied differ by far less, and the objective is known to no better than this anyway.
+_TIE_SLACK = math.sqrt(np.finfo(float).eps)
+# That search builds the n x n_params matrix of per-sample gradients; above this many
+# entries it is skipped.
+_CERTIFY_MAX_ENTRIES = 5e7
+# Clarabel's defaults (1e-8) leave the max-loss optimum up to about 1e-8 above the
+# exact one.
+_CLARABEL_TOLERANCES = dict(tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
+# Losses outside the working set of :func:`max_loss` may exceed its maximum by this
+# relative amount (well below the conic solver's accuracy) before they join it.
+_MAX_LOSS_SLACK = 1e-8
 
 
 @dataclass
@@ -91,6 +114,19 @@ class LinearDRO:
         if not self.fit_intercept:
             return grad_W.ravel()
         return np.concatenate([grad_W.ravel(), G.sum(axis=0)])
+
+    def concentrated(self) -> bool:
+        """Whether the worst case puts all its mass on the largest loss at every ``theta``.
+
+        It does when the radius is at least the divergence of ``q`` conditioned on any one
+        sample, ``(1 / q_min - 1) / 2`` (chi2) or ``-log q_min`` (kl), ``q_min`` the smallest
+        positive base weight: the objective is then the largest loss plus the penalty.
+        """
+        if self.radius == 0.0:
+            return False
+        q_min = float(self.q[self.q > 0].min())
+        limit = 0.5 * (1.0 / q_min - 1.0) if self.divergence == "chi2" else -math.log(q_min)
+        return self.radius >= limit
 
     def penalty(self, theta: np.ndarray) -> float:
         W, _ = self.unpack(theta)
@@ -141,9 +177,16 @@ class SampleState:
 
 @dataclass
 class Result:
+    """A solver's final point; ``converged`` only when ``grad_max`` passed the ``tol`` test.
+
+    ``grad_max`` is the largest absolute entry of the final full-data (projected) gradient,
+    or of the multiplier-weighted subgradient for :func:`max_loss`.
+    """
+
     theta: np.ndarray
     n_iter: int
     converged: bool
+    grad_max: float = math.nan
 
 
 def sample_sizes(n: int, initial_sample_size: int, growth: float):
@@ -152,6 +195,61 @@ def sample_sizes(n: int, initial_sample_size: int, growth: float):
     while True:
         yield min(n, math.ceil(size))
         size = min(size * growth, float(n))
+
+
+def _solve_quietly(conic: cp.Problem, **options) -> None:
+    """Solve with Clarabel; the callers check the answer themselves, so cvxpy's accuracy
+    warning would only repeat (or contradict) their verdict."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+        conic.solve(solver="CLARABEL", **options)
+
+
+def _certify(problem: LinearDRO, result: Result, tol: float) -> Result:
+    """Pass a stalled path's point whose smallest near-tie subgradient meets ``tol``.
+
+    ``F`` is not differentiable where losses with different gradients tie (when the best
+    model is constant, all losses tie at the optimum), and a descent path stops next to
+    such a point with a Danskin gradient that can be large however close it is. The
+    subgradients there are ``sum_i p_i grad loss_i + grad penalty`` over the ``p`` of the
+    ball whose expected loss is within ``_TIE_SLACK`` (relative) of the robust loss; the
+    smallest (in the largest absolute entry) is found with cvxpy. If it is ``g``, no
+    ``theta'`` improves ``F`` by more than that slack plus ``g . (theta' - theta)``.
+    """
+    if result.converged or problem.radius == 0.0:
+        return result
+    data = problem.subset(np.flatnonzero(problem.q > 0))
+    n, d, k = data.X.shape[0], data.X.shape[1], data.n_outputs
+    if n * data.n_params > _CERTIFY_MAX_ENTRIES:
+        return result
+    losses, dZ = data.losses(result.theta)
+    p_star, _ = _worst_case(losses, data.q, data.divergence, data.radius)
+    robust = float(p_star @ losses)
+    X = data.X.toarray() if hasattr(data.X, "toarray") else np.asarray(data.X)
+    # Row i: the gradient of loss_i in theta, laid out like theta (W row-major, then b).
+    G = np.einsum("ij,ic->ijc", X, dZ).reshape(n, d * k)
+    if data.fit_intercept:
+        G = np.hstack([G, dZ])
+    W, _ = data.unpack(result.theta)
+    shift = np.concatenate([data.alpha * W.ravel(), np.zeros(k * data.fit_intercept)])
+    p = cp.Variable(n, nonneg=True)
+    if data.divergence == "chi2":
+        ball = cp.sum(cp.multiply(1.0 / data.q, cp.square(p - data.q))) <= 2.0 * data.radius
+    else:
+        ball = cp.sum(cp.kl_div(p, data.q)) <= data.radius
+    near = losses @ p >= robust - _TIE_SLACK * max(1.0, abs(robust))
+    smallest = cp.Problem(cp.Minimize(cp.norm(G.T @ p + shift, "inf")),
+                          [cp.sum(p) == 1.0, ball, near])
+    try:
+        _solve_quietly(smallest)
+    except cp.error.SolverError:
+        return result
+    if smallest.status != cp.OPTIMAL or p.value is None:
+        return result
+    grad_max = float(np.max(np.abs(G.T @ p.value + shift)))
+    if grad_max < result.grad_max or math.isnan(result.grad_max):
+        return Result(result.theta, result.n_iter, grad_max <= tol, grad_max)
+    return result
 
 
 def _two_loop(grad: np.ndarray, pairs: list) -> np.ndarray:
@@ -207,8 +305,18 @@ def dynamic_sgd(
     dynamic sampling methods), or after ``_STAGE_STEPS`` steps: a sample of ``m`` points
     only pins the optimum down to ``O(1 / sqrt(m))``. Once the sample is the full data the
     same L-BFGS steps continue, deterministically, until the largest absolute gradient
-    entry is at most ``tol`` (or no step decreases the objective any more).
+    entry is at most ``tol``; if no step decreases the objective before that, or after
+    ``max_iter`` steps, the result is not converged.
+
+    The path starts, like :func:`primal_lbfgs`, with iterations of empirical risk
+    minimisation, here two on the first sample (they count in ``n_iter``): where losses with
+    different gradients tie (at ``theta = 0`` all logistic losses do) the worst case is
+    not unique, and the gradient at the base distribution need not be a descent direction
+    of the robust objective, so no step would pass the line search. A ball so large that
+    the worst case always sits on the largest loss goes to :func:`max_loss`.
     """
+    if problem.concentrated():
+        return max_loss(problem, theta, max_iter, tol, callback)
     # Rows of zero base weight never matter and are left out, so no sample has zero
     # total weight; the samples are prefixes (views) of one permuted copy of the data.
     support = np.flatnonzero(problem.q > 0)
@@ -217,19 +325,27 @@ def dynamic_sgd(
     row_sq = row_norms(shuffled.X, squared=True) + float(problem.fit_intercept)
     pairs: list = []
     eta, it = None, 0
+    started = problem.radius == 0.0  # the radius-0 problem is smooth everywhere
     for m in sample_sizes(n, initial_sample_size, growth):
         full = m == n
         sub = shuffled if full else shuffled.subset(slice(0, m))
         rows = row_sq[:m]
+        if not started:
+            start = erm_lbfgs(sub, theta, min(max_iter, _SAMPLE_ERM_START), tol)
+            theta, it, started = start.theta, start.n_iter, True
         state = sub.sampled_objective(theta, eta, rows)
         for stage_step in range(max_iter + 1):
-            if full and np.max(np.abs(state.grad)) <= tol:
-                return Result(theta, it, True)
+            grad_max = float(np.max(np.abs(state.grad), initial=0.0))
+            if full and grad_max <= tol:
+                return Result(theta, it, True, grad_max)
             if not full and (np.linalg.norm(state.grad) <= _NOISE_RATIO * state.noise
                              or stage_step == _STAGE_STEPS):
                 break
-            if it == max_iter:
-                return Result(theta, it, False)
+            if it >= max_iter:
+                if not full:
+                    grad_max = float(np.max(np.abs(shuffled.objective(theta, eta,
+                                                                      grad=True)[1])))
+                return Result(theta, it, False, grad_max)
             found = None
             if pairs:
                 direction = -_two_loop(state.grad, pairs)
@@ -241,8 +357,8 @@ def dynamic_sgd(
                 direction = -state.grad / max(1.0, np.max(np.abs(state.grad)))
                 found = _armijo(sub, theta, state, direction, rows)
             if found is None:
-                if full:  # the objective cannot decrease any more in floating point
-                    return Result(theta, it, True)
+                if full:  # no step decreases the objective, yet the gradient test fails
+                    return _certify(shuffled, Result(theta, it, False, grad_max), tol)
                 break
             candidate, new = found
             s, y = candidate - theta, new.grad - state.grad
@@ -257,10 +373,25 @@ def dynamic_sgd(
     raise AssertionError("unreachable: the schedule reaches the full data")
 
 
-def _lbfgs(fun, theta, max_iter, tol, callback, bounds=None, memory=10):
-    return minimize(fun, theta, jac=True, method="L-BFGS-B", bounds=bounds, callback=callback,
-                    options=dict(maxiter=max_iter, gtol=tol, ftol=_FTOL, maxls=50,
-                                 maxcor=memory))
+def _lbfgs(fun, theta, max_iter, tol, callback, bounds=None, memory=10, n_before=0) -> Result:
+    """L-BFGS-B from ``theta``; converged only if the final projected gradient meets ``tol``.
+
+    SciPy also stops with success when no step decreases the objective any more, which on
+    a non-smooth stretch happens far from the gradient test; that is not convergence.
+    ``n_before`` iterations of an earlier stage are added to ``n_iter``.
+    """
+    res = minimize(fun, theta, jac=True, method="L-BFGS-B", bounds=bounds, callback=callback,
+                   options=dict(maxiter=max_iter, gtol=tol, ftol=_FTOL, maxls=50,
+                                maxcor=memory))
+    grad = np.array(res.jac, dtype=float)
+    if bounds is not None:
+        lower = np.array([-np.inf if lo is None else lo for lo, _ in bounds])
+        upper = np.array([np.inf if hi is None else hi for _, hi in bounds])
+        # At an active bound only the component pointing into the box counts.
+        grad[(res.x <= lower) & (grad > 0)] = 0.0
+        grad[(res.x >= upper) & (grad < 0)] = 0.0
+    grad_max = float(np.max(np.abs(grad), initial=0.0))
+    return Result(res.x, n_before + int(res.nit), grad_max <= tol, grad_max)
 
 
 def erm_lbfgs(problem: LinearDRO, theta: np.ndarray, max_iter: int, tol: float) -> Result:
@@ -271,8 +402,7 @@ def erm_lbfgs(problem: LinearDRO, theta: np.ndarray, max_iter: int, tol: float) 
         value = problem.q @ losses + problem.penalty(theta)
         return value, problem.weighted_gradient(theta, problem.q, dZ)
 
-    res = _lbfgs(fun, theta, max_iter, tol, None)
-    return Result(res.x, int(res.nit), res.status != 1)
+    return _lbfgs(fun, theta, max_iter, tol, None)
 
 
 def primal_lbfgs(
@@ -289,20 +419,104 @@ def primal_lbfgs(
     not where losses with different gradients tie (at ``theta = 0`` all logistic losses
     tie), so the path starts with a few iterations of empirical risk minimisation, after
     which they generically do not; those iterations count in ``n_iter``. ``memory`` is the
-    number of curvature pairs of L-BFGS-B (SciPy's ``maxcor``).
+    number of curvature pairs of L-BFGS-B (SciPy's ``maxcor``). A ball so large that the
+    worst case always sits on the largest loss goes to :func:`max_loss`, since that
+    objective is not differentiable at its minimum.
     """
+    if problem.concentrated():
+        return max_loss(problem, theta, max_iter, tol, callback)
     if problem.radius == 0.0:
         return erm_lbfgs(problem, theta, max_iter, tol)
     start = erm_lbfgs(problem, theta, min(max_iter, _ERM_START), tol)
     eta = [None]
+    if start.n_iter >= max_iter:
+        grad_max = float(np.max(np.abs(problem.objective(start.theta, grad=True)[1])))
+        return Result(start.theta, start.n_iter, grad_max <= tol, grad_max)
 
     def fun(theta):
         value, grad, _, eta[0] = problem.objective(theta, eta[0], grad=True)
         return value, grad
 
-    res = _lbfgs(fun, start.theta, max(1, max_iter - start.n_iter), tol, callback,
-                 memory=memory)
-    return Result(res.x, start.n_iter + int(res.nit), res.status != 1)
+    result = _lbfgs(fun, start.theta, max_iter - start.n_iter, tol, callback, memory=memory,
+                    n_before=start.n_iter)
+    return result if result.n_iter >= max_iter else _certify(problem, result, tol)
+
+
+def max_loss(
+    problem: LinearDRO,
+    theta: np.ndarray,
+    max_iter: int,
+    tol: float,
+    callback: Callable | None = None,
+) -> Result:
+    """Minimise the largest loss plus the penalty exactly, for a ball that concentrates.
+
+    When :meth:`LinearDRO.concentrated` holds, ``F(theta) = max_{i : q_i > 0} loss_i +
+    penalty`` for every ``theta``, whatever the radius. Its epigraph form
+    ``min t + penalty s.t. loss_i <= t`` is a conic problem, solved exactly by cvxpy's
+    Clarabel on a working set of samples: the largest losses after a few iterations of
+    empirical risk minimisation from ``theta``, then, after each solve, the samples whose
+    loss exceeds the set's maximum (at most as many as the set holds, largest first). The
+    set's optimum is the optimum on all the data once no other loss exceeds its maximum.
+    Typically about ``n_params + 1`` losses tie there, so the set stays small (unless
+    the optimum is a constant model, where all losses tie).
+
+    ``n_iter`` counts the ERM iterations and the interior-point iterations of all solves.
+    The result is converged when no loss outside the set exceeds its maximum and the
+    gradient of the losses weighted by the solver's multipliers of ``loss_i <= t`` (a
+    subgradient of ``F``), plus the penalty's, has no entry above ``tol``.
+    """
+    data = problem.subset(np.flatnonzero(problem.q > 0))  # only the support of q matters
+    start = erm_lbfgs(data, theta, min(max_iter, _ERM_START), tol)
+    theta, n_iter = start.theta, start.n_iter
+    losses, _ = data.losses(theta)
+    n, (d, k) = losses.size, (data.X.shape[1], data.n_outputs)
+    working = np.argsort(-losses, kind="stable")[: min(n, max(2 * (data.n_params + 1), 16))]
+    form = CONVEX_FORMS[data.loss]
+    while True:
+        X_set = data.X[working]
+        X_set = X_set.toarray() if hasattr(X_set, "toarray") else np.asarray(X_set)
+        W, t = cp.Variable((d, k)), cp.Variable()
+        Z = X_set @ W
+        if data.fit_intercept:
+            b = cp.Variable(k)
+            Z = Z + np.ones((working.size, 1)) @ cp.reshape(b, (1, k), order="C")
+        epigraph = form(Z, data.T[working]) <= t
+        conic = cp.Problem(cp.Minimize(t + 0.5 * data.alpha * cp.sum_squares(W)), [epigraph])
+        try:
+            _solve_quietly(conic, **_CLARABEL_TOLERANCES)
+        except cp.error.SolverError:
+            return Result(theta, n_iter, False)
+        n_iter += int(conic.solver_stats.num_iters or 0)
+        if conic.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or W.value is None:
+            return Result(theta, n_iter, False)
+        theta = W.value.ravel()
+        if data.fit_intercept:
+            theta = np.concatenate([theta, b.value])
+        if callback is not None:
+            callback(theta)
+        losses, dZ = data.losses(theta)
+        top = losses[working].max()
+        outside = np.ones(n, dtype=bool)
+        outside[working] = False
+        excess = np.flatnonzero(outside & (losses > top + _MAX_LOSS_SLACK * max(1.0, abs(top))))
+        if excess.size == 0 or n_iter >= max_iter:
+            break
+        # Doubling the set at most keeps each solve small and the rounds few.
+        excess = excess[np.argsort(-losses[excess], kind="stable")[: working.size]]
+        working = np.concatenate([working, excess])
+    weights = np.zeros(n)
+    weights[working] = np.maximum(np.asarray(epigraph.dual_value, dtype=float).ravel(), 0.0)
+    total = weights.sum()
+    if not total > 0:
+        return Result(theta, n_iter, False)
+    grad_max = float(np.max(np.abs(data.weighted_gradient(theta, weights / total, dZ))))
+    result = Result(theta, n_iter, excess.size == 0 and grad_max <= tol, grad_max)
+    if excess.size or result.converged:
+        return result
+    # The multipliers are only as accurate as the conic solve, which on badly scaled
+    # features is not enough; the smallest subgradient over the tied losses is exact.
+    return _certify(data, result, tol)
 
 
 def dual_lbfgs(
@@ -335,5 +549,6 @@ def dual_lbfgs(
 
     bounds = [(None, None)] * theta.size + [bound]
     step = None if callback is None else (lambda z: callback(z[:-1]))
-    res = _lbfgs(fun, np.append(theta, eta), max_iter, tol, step, bounds)
-    return Result(res.x[:-1], int(res.nit), res.status != 1)
+    result = _lbfgs(fun, np.append(theta, eta), max_iter, tol, step, bounds)
+    result.theta = result.theta[:-1]
+    return result

@@ -6,7 +6,10 @@ import cvxpy as cp
 import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
+from sklearn.datasets import load_breast_cancer, load_iris
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import Ridge
+from sklearn.utils.estimator_checks import check_non_transformer_estimators_n_iter
 
 from skrate import (
     DROClassifier,
@@ -350,12 +353,14 @@ def test_each_sample_stage_ends_at_its_gradient_noise_or_the_step_cap(
 
 
 def test_dynamic_sgd_stops_when_no_step_decreases_the_objective():
-    # tol=0 is out of reach in floating point; the path must stop on its own, at the optimum.
+    # tol=0 is out of reach in floating point; the path must stop on its own, at the optimum,
+    # without claiming that the gradient test passed.
     problem = _binary_problem(n=200, d=3)
     result = dynamic_sgd(problem, np.zeros(problem.n_params), np.random.default_rng(0), 16,
                          2.0, 5000, 0.0)
     reference = primal_lbfgs(problem, np.zeros(problem.n_params), 5000, 1e-10)
-    assert result.converged and result.n_iter < 5000
+    assert not result.converged and 0.0 < result.grad_max < 1e-6
+    assert result.n_iter < 5000
     assert problem.objective(result.theta)[0] == pytest.approx(
         problem.objective(reference.theta)[0], rel=1e-10)
 
@@ -470,26 +475,164 @@ def test_sgd_and_lbfgs_agree(divergence):
     np.testing.assert_array_equal(again.coef_, sgd.coef_)
 
 
+def _cvx_max_loss(X, y, loss, alpha):
+    """min over (w, b) of the largest loss plus the penalty, solved by a conic solver."""
+    w, b, t = cp.Variable(X.shape[1]), cp.Variable(), cp.Variable()
+    z = X @ w + b
+    losses = cp.logistic(z) - cp.multiply(y, z) if loss == "logistic" else cp.square(z - y)
+    problem = cp.Problem(cp.Minimize(t + alpha / 2 * cp.sum_squares(w)), [losses <= t])
+    problem.solve(solver="CLARABEL")
+    return problem.value
+
+
+def test_concentrated_ball_threshold_is_the_smallest_base_weight():
+    problem = _binary_problem(n=40)
+    for divergence, limit in (("chi2", 19.5), ("kl", np.log(40))):
+        problem.divergence = divergence
+        problem.radius = limit
+        assert problem.concentrated()
+        problem.radius = 0.999 * limit
+        assert not problem.concentrated()
+    # With weights the lightest sample sets the threshold; zero weights do not count.
+    q = np.r_[0.0, 0.5, np.ones(38)]
+    problem.q, problem.divergence = q / q.sum(), "chi2"
+    problem.radius = 0.5 * (q.sum() / 0.5 - 1)
+    assert problem.concentrated()
+    problem.radius *= 0.999
+    assert not problem.concentrated()
+
+
 @pytest.mark.parametrize("Estimator", [DROClassifier, DRORegressor])
-@pytest.mark.parametrize("divergence", ["chi2", "kl"])
-def test_radius_so_large_that_all_mass_is_on_one_point(Estimator, divergence):
+@pytest.mark.parametrize("divergence, radius", [("chi2", 1e6), ("kl", 1e6), ("kl", 10.0),
+                                                ("chi2", 25.0)])
+@pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
+def test_radius_so_large_that_all_mass_is_on_one_point(Estimator, divergence, radius, solver):
+    # On n = 40 points any chi2 radius >= 19.5 or KL radius >= log 40 lets the worst case
+    # sit on the largest loss whatever the model: the problem is the max-loss problem.
     rng = np.random.default_rng(10)
-    X = rng.normal(size=(30, 2))
-    y = X[:, 0] + rng.normal(size=30)
+    n, alpha = 40, 0.1
+    X = rng.normal(size=(n, 2))
     if Estimator is DROClassifier:
-        y = (y > 0).astype(int)
+        y, loss = (X[:, 0] > 0).astype(int), "logistic"  # separable: max loss < log 2
+    else:
+        y, loss = X[:, 0] + rng.normal(size=n), "squared"
+    reference = _cvx_max_loss(X, y, loss, alpha)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # the max-loss problem is non-smooth
-        est = Estimator(divergence=divergence, radius=1e6, alpha=0.1).fit(X, y)
+        warnings.simplefilter("error", ConvergenceWarning)
+        est = Estimator(divergence=divergence, radius=radius, alpha=alpha, solver=solver,
+                        random_state=0).fit(X, y)
+    assert est.objective_ == pytest.approx(reference, rel=1e-6)
+    if radius < 1e3:  # the same value through the DRO problem's own conic dual
+        assert est.objective_ == pytest.approx(
+            _cvx_dro(X, y, np.full(n, 1 / n), loss, divergence, radius, alpha)[0], rel=1e-5)
+    if Estimator is DROClassifier:
+        assert est.objective_ < np.log(2) - 1e-3  # better than w = 0
     p = est.sample_weights_
-    assert np.all(np.isfinite(p)) and np.isfinite(est.objective_)
-    assert np.all(np.isfinite(est.coef_))
+    assert np.all(np.isfinite(p)) and np.all(np.isfinite(est.coef_))
     assert p.max() == pytest.approx(1.0) or np.count_nonzero(p) <= 3
-    # The objective is then the largest loss plus the penalty.
-    if Estimator is DRORegressor:
-        losses = (est.predict(X) - y) ** 2
-        penalty = 0.05 * est.coef_ @ est.coef_
-        assert est.objective_ == pytest.approx(losses.max() + penalty)
+    # The objective is the largest loss plus the penalty.
+    z = est.decision_function(X) if Estimator is DROClassifier else est.predict(X)
+    losses = np.logaddexp(0, z) - y * z if loss == "logistic" else (z - y) ** 2
+    assert est.objective_ == pytest.approx(losses.max() + alpha / 2 * np.sum(est.coef_**2))
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
+def test_large_radius_with_sample_weights_is_the_max_loss_over_their_support(solver):
+    rng = np.random.default_rng(15)
+    X = rng.normal(size=(50, 3))
+    y = X @ [1.0, -1.0, 0.5] + rng.normal(size=50)
+    sw = rng.uniform(0.5, 2.0, size=50)
+    sw[:6] = 0.0
+    y[:6] += 100.0  # zero-weight outliers must not count
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        reg = DRORegressor(radius=1e6, alpha=0.1, solver=solver).fit(X, y, sample_weight=sw)
+    reference = _cvx_max_loss(X[6:], y[6:], "squared", 0.1)
+    assert reg.objective_ == pytest.approx(reference, rel=1e-6)
+    np.testing.assert_array_equal(reg.sample_weights_[:6], 0.0)
+
+
+def test_max_loss_path_stops_unconverged_at_max_iter():
+    problem = _binary_problem(n=200, d=3, radius=1e6)
+    result = _dro_solvers.max_loss(problem, np.zeros(problem.n_params), 3, 1e-4)
+    assert not result.converged and result.n_iter >= 3
+    full = _dro_solvers.max_loss(problem, np.zeros(problem.n_params), 1000, 1e-4)
+    assert full.converged and full.grad_max <= 1e-4
+
+
+def _scaled_breast_cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    return (X - X.mean(axis=0)) / X.std(axis=0), y
+
+
+def _binary_iris():
+    X, y = load_iris(return_X_y=True)
+    return X, (y == 2).astype(int)  # raw features: not linearly separable from the rest
+
+
+@pytest.mark.parametrize("data, divergence, radius", [
+    (_scaled_breast_cancer, "kl", 2.0),
+    (_binary_iris, "chi2", 1.0),
+    (_binary_iris, "kl", 0.1),
+])
+def test_sgd_moves_off_the_tie_at_zero(data, divergence, radius):
+    # At w = 0 all logistic losses tie and the gradient at the base distribution is no
+    # descent direction of the robust objective; the path must still reach the optimum.
+    X, y = data()
+    alpha = 1e-3
+    reference = _cvx_dro(X, y.astype(float), np.full(len(y), 1 / len(y)), "logistic",
+                         divergence, radius, alpha)[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        sgd = DROClassifier(solver="sgd", divergence=divergence, radius=radius, alpha=alpha,
+                            random_state=0).fit(X, y)
+        lbfgs = DROClassifier(divergence=divergence, radius=radius, alpha=alpha).fit(X, y)
+    assert sgd.objective_ == pytest.approx(reference, rel=1e-4)
+    assert sgd.objective_ == pytest.approx(lbfgs.objective_, rel=1e-4)
+    assert sgd.objective_ < np.log(2) - 0.01
+    assert np.abs(sgd.coef_).max() > 0.1 and sgd.n_iter_ > 0
+
+
+@pytest.mark.parametrize("Estimator", [DROClassifier, DRORegressor])
+@pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
+def test_constant_optimum_converges_without_warning(Estimator, solver):
+    # Labels independent of X: the robust optimum is the constant model, where all losses
+    # tie and the objective is not differentiable; the tie's smallest subgradient is zero.
+    X, y = np.random.default_rng(0).normal(size=(20, 2)), np.arange(20) % 2
+    loss = "logistic" if Estimator is DROClassifier else "squared"
+    reference = _cvx_dro(X, y.astype(float), np.full(20, 1 / 20), loss, "chi2", 0.1, 1e-3)[0]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        est = Estimator(solver=solver, random_state=0).fit(X, y)
+    assert est.objective_ == pytest.approx(reference, rel=1e-6)
+    np.testing.assert_allclose(est.coef_, 0.0, atol=1e-6)
+
+
+def test_lbfgs_stall_is_not_convergence():
+    # tol=0 cannot be met in floating point: SciPy stops when no step decreases the
+    # objective, which must not count as passing the gradient test.
+    problem = _binary_problem(n=200, d=3)
+    result = primal_lbfgs(problem, np.zeros(problem.n_params), 5000, 0.0)
+    assert not result.converged and result.n_iter < 5000 and result.grad_max > 0.0
+    assert dual_lbfgs(problem, np.zeros(problem.n_params), 5000, 0.0).converged is False
+
+
+@pytest.mark.parametrize("Estimator", [DROClassifier, DRORegressor])
+@pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
+def test_unconverged_fit_warns_naming_max_iter_and_tol(Estimator, solver):
+    rng = np.random.default_rng(16)
+    X = rng.normal(size=(300, 4))
+    y = (X[:, 0] + 0.5 * rng.normal(size=300) > 0).astype(int)
+    est = Estimator(solver=solver, max_iter=2, tol=1e-8, initial_sample_size=32,
+                    random_state=0)
+    with pytest.warns(ConvergenceWarning, match=r"max_iter=2.*tol=1e-08"):
+        est.fit(X, y)
+    assert est.n_iter_ == 2
+
+
+@pytest.mark.parametrize("Estimator", [DROClassifier, DRORegressor])
+def test_sgd_reports_at_least_one_iteration(Estimator):
+    check_non_transformer_estimators_n_iter(Estimator.__name__, Estimator(solver="sgd"))
 
 
 @pytest.mark.parametrize("Estimator", [DROClassifier, DRORegressor])
@@ -522,8 +665,10 @@ def test_nan_input_and_bad_weights_are_rejected(Estimator):
 
 
 def test_single_class_is_a_clear_error():
-    with pytest.raises(ValueError, match="at least 2 classes"):
+    with pytest.raises(ValueError, match=r"at least 2 classes.*only one class: 0\.0\.$"):
         DROClassifier().fit(np.ones((5, 2)), np.zeros(5))
+    with pytest.raises(ValueError, match=r"only one class: yes\.$"):
+        DROClassifier().fit(np.ones((5, 2)), np.array(["yes"] * 5))
 
 
 @pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
