@@ -18,6 +18,26 @@ from ._divergence import DIVERGENCES
 from ._dro_losses import LOSSES
 from ._dro_solvers import LinearDRO, dynamic_sgd, primal_lbfgs
 
+# the parameters of the sampled path and of stopping, the same for both estimators
+_SAMPLING_PARAMETERS = """\
+    initial_sample_size : int, default=256
+        First sample size of ``"sgd"``.
+    growth : float, default=2.0
+        Geometric growth factor (> 1) of the sample size of ``"sgd"``.
+    max_iter : int, default=1000
+        Maximum number of iterations (for ``"sgd"``, steps on samples and on the full
+        data together).
+    tol : float, default=1e-4
+        Stop when the largest absolute entry of the full-batch gradient is at most ``tol``.
+        Where the objective is not differentiable (tied losses, e.g. when the best model
+        is constant; or the maximum-loss problem of a large radius) the test applies to
+        its smallest subgradient. A fit that stops before the test passes, at
+        ``max_iter`` or because no step decreases the objective any more, raises a
+        ``ConvergenceWarning``.
+    random_state : int, RandomState instance or None, default=None
+        Seeds the samples of ``"sgd"``."""
+
+
 class _BaseDRO(BaseEstimator):
     """Shared fitting of linear models minimising a worst-case expected loss."""
 
@@ -146,22 +166,7 @@ class DROClassifier(ClassifierMixin, _BaseDRO):
         objective is not differentiable. The early steps touch few points, so on large
         data it reaches a given accuracy sooner than ``"lbfgs"`` (see the user guide);
         ``random_state`` seeds the samples.
-    initial_sample_size : int, default=256
-        First sample size of ``"sgd"``.
-    growth : float, default=2.0
-        Geometric growth factor (> 1) of the sample size of ``"sgd"``.
-    max_iter : int, default=1000
-        Maximum number of iterations (for ``"sgd"``, steps on samples and on the full
-        data together).
-    tol : float, default=1e-4
-        Stop when the largest absolute entry of the full-batch gradient is at most ``tol``.
-        Where the objective is not differentiable (tied losses, e.g. when the best model
-        is constant; or the maximum-loss problem of a large radius) the test applies to
-        its smallest subgradient. A fit that stops before the test passes, at
-        ``max_iter`` or because no step decreases the objective any more, raises a
-        ``ConvergenceWarning``.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the samples of ``"sgd"``.
+%(sampling_parameters)s
 
     Attributes
     ----------
@@ -207,6 +212,7 @@ class DROClassifier(ClassifierMixin, _BaseDRO):
     >>> clf.sample_weights_.shape
     (569,)
     """
+    __doc__ = __doc__.replace("%(sampling_parameters)s", _SAMPLING_PARAMETERS)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
@@ -345,22 +351,7 @@ class DRORegressor(RegressorMixin, _BaseDRO):
         maximiser. ``"sgd"``: the dynamically sampled descent of [1]_ with L-BFGS
         steps on geometrically growing samples, each sample's steps ending at the norm
         test of [3]_ (see :class:`DROClassifier`).
-    initial_sample_size : int, default=256
-        First sample size of ``"sgd"``.
-    growth : float, default=2.0
-        Geometric growth factor (> 1) of the sample size of ``"sgd"``.
-    max_iter : int, default=1000
-        Maximum number of iterations (for ``"sgd"``, steps on samples and on the full
-        data together).
-    tol : float, default=1e-4
-        Stop when the largest absolute entry of the full-batch gradient is at most ``tol``.
-        Where the objective is not differentiable (tied losses, e.g. when the best model
-        is constant; or the maximum-loss problem of a large radius) the test applies to
-        its smallest subgradient. A fit that stops before the test passes, at
-        ``max_iter`` or because no step decreases the objective any more, raises a
-        ``ConvergenceWarning``.
-    random_state : int, RandomState instance or None, default=None
-        Seeds the samples of ``"sgd"``.
+%(sampling_parameters)s
 
     Attributes
     ----------
@@ -403,6 +394,7 @@ class DRORegressor(RegressorMixin, _BaseDRO):
     >>> bool(reg.objective_ > 0)
     True
     """
+    __doc__ = __doc__.replace("%(sampling_parameters)s", _SAMPLING_PARAMETERS)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, sample_weight=None):
