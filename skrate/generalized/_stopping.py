@@ -99,14 +99,14 @@ class Snapshots:
     def candidates(self, n_candidates: int, last: tuple) -> tuple[np.ndarray, np.ndarray]:
         """(params, multipliers) of the evenly spaced snapshots and the best, in the order
         played, then ``last`` (the model after the final step)."""
-        chosen = {self.kept[i][0]: self.kept[i] for i in candidate_indices(len(self.kept), n_candidates, 0)}
+        chosen = {self.kept[i][0]: self.kept[i] for i in candidate_indices(len(self.kept), n_candidates)}
         if self.best is not None:
             chosen[self.best[0]] = self.best
         ordered = [chosen[t] for t in sorted(chosen)]
         return (np.array([c[1] for c in ordered] + [last[0]]), np.array([c[2] for c in ordered] + [last[1]]))
 
 
-def candidate_indices(n_played: int, n_candidates: int, best: int) -> np.ndarray:
-    """Indices of ``n_candidates`` snapshots evenly spaced over ``n_played``, the last and ``best``."""
-    even = np.round(np.linspace(0, n_played - 1, max(1, min(n_candidates, n_played)))).astype(int)
-    return np.unique(np.concatenate([even, [best, n_played - 1]]))
+def candidate_indices(n_played: int, n_candidates: int) -> np.ndarray:
+    """Indices of ``n_candidates`` snapshots evenly spaced over ``n_played``, the first and last
+    included (the best iterate is added by :meth:`Snapshots.mark_best`)."""
+    return np.unique(np.round(np.linspace(0, n_played - 1, max(1, min(n_candidates, n_played)))).astype(int))
