@@ -26,6 +26,11 @@ from .generalized._program import (
 from .generalized._ratio import RatioProgram, solve_ratio_game
 from .generalized._three_player import CONFIGURATIONS, solve_three_player
 from .models import LinearModel, MLPModel, ProbabilityScoreModel
+
+try:
+    from sklearn.frozen import FrozenEstimator
+except ImportError:  # scikit-learn < 1.6 has none
+    FrozenEstimator = ()
 from .rates import Expression, Ratio
 from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
 from .solvers import SURROGATES
@@ -310,14 +315,15 @@ class MetricOptimizer(RateClassifierBase):
         """``[X, logit eta(X)]`` and the oracle's base parameters (weight 1 on the last column),
         with ``eta`` a clone of ``estimator`` fitted on the training rows."""
         est = clone(self.estimator)
+        frozen = isinstance(est, FrozenEstimator)  # fit is a no-op; it keeps the labels it was fitted on
         if has_fit_parameter(est, "sample_weight"):
             est.fit(X, data.y, sample_weight=data.sample_weight)
-        elif np.ptp(data.sample_weight) == 0:
+        elif np.ptp(data.sample_weight) == 0 or frozen:
             est.fit(X, data.y)
         else:
             raise ValueError(f"estimator={type(est).__name__} does not accept sample_weight in fit, and the "
                              "rows have unequal weights; choose an estimator whose fit takes sample_weight.")
-        self._model = ProbabilityScoreModel(est, X.shape[1])
+        self._model = ProbabilityScoreModel(est, X.shape[1], self.classes_[1] if frozen else 1)
         theta = np.zeros(X.shape[1] + 2)
         theta[-2] = 1.0
         return self._model.augment(X), theta

@@ -595,3 +595,24 @@ def test_plugin_estimator_is_cloned_and_misuse_is_refused():
         MetricOptimizer(metric="g_mean", estimator=NoWeights()).fit(X, y, sample_weight=np.r_[np.ones(300), 2 * np.ones(300)])
     with pytest.raises(Exception, match="predict_proba"):
         MetricOptimizer(metric="g_mean", estimator=LinearSVC()).fit(X, y)
+
+
+def test_plugin_estimator_fitted_elsewhere():
+    frozen = pytest.importorskip("sklearn.frozen")
+    X, y, _ = _eta_data()
+    fitted = KnownEta().fit(X, y)
+    weights = np.r_[np.ones(300), 2 * np.ones(300)]  # a frozen model ignores fit, weights included
+    clf = MetricOptimizer(metric="g_mean", estimator=frozen.FrozenEstimator(fitted), random_state=0)
+    clf.fit(X, y, sample_weight=weights)
+    assert fitted.fits_ == 1  # not refitted
+    pred = clf.predict_proba(X, solution="best")[:, 1] > 0.5
+    eta = fitted.predict_proba(X)[:, 1]
+    assert eta[pred].min() >= eta[~pred].max()  # a threshold of the frozen model's probability
+    # fitted on the user's own labels: its positive class is the estimator's classes_[1]
+    labels = np.where(y == 1, "yes", "no")
+    on_labels = frozen.FrozenEstimator(KnownEta().fit(X, labels))
+    clf = MetricOptimizer(metric="g_mean", estimator=on_labels, random_state=0).fit(X, labels)
+    pred = clf.predict(X, solution="best") == "yes"
+    assert eta[pred].min() >= eta[~pred].max()
+    with pytest.raises(ValueError, match=r"classes_ \[0, 1\] do not include the positive class 'yes'"):
+        MetricOptimizer(metric="g_mean", estimator=frozen.FrozenEstimator(fitted)).fit(X, labels)

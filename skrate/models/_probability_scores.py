@@ -9,10 +9,14 @@ from scipy.special import logit
 from ._linear import LinearModel
 
 
-def log_odds(estimator, X) -> np.ndarray:
-    """``logit P(y = 1 | x)`` of a fitted classifier trained on 0/1 labels, clipped to be finite."""
-    column = int(np.flatnonzero(np.asarray(estimator.classes_) == 1)[0])
-    p = np.asarray(estimator.predict_proba(X))[:, column]
+def log_odds(estimator, X, positive=1) -> np.ndarray:
+    """``logit P(y = positive | x)`` of a fitted classifier, clipped to be finite."""
+    classes = np.asarray(estimator.classes_)
+    column = np.flatnonzero(classes == positive)
+    if column.size != 1:
+        raise ValueError(f"The probability model's classes_ {classes.tolist()} do not include the positive "
+                         f"class '{positive}'; fit it on the same labels.")
+    p = np.asarray(estimator.predict_proba(X))[:, column[0]]
     eps = np.finfo(float).eps
     return logit(np.clip(p, eps, 1.0 - eps))
 
@@ -28,14 +32,17 @@ class ProbabilityScoreModel:
     Parameters
     ----------
     estimator : fitted classifier
-        Trained on 0/1 labels, with ``predict_proba``.
+        With ``predict_proba``.
     n_features : int
         Features of ``x`` (without ``z``).
+    positive : label, default=1
+        The class whose probability is ``eta``.
     """
 
-    def __init__(self, estimator, n_features: int):
+    def __init__(self, estimator, n_features: int, positive=1):
         self.estimator = estimator
         self.n_features = n_features
+        self.positive = positive
         self.linear = LinearModel(n_features + 1)
 
     @property
@@ -44,7 +51,7 @@ class ProbabilityScoreModel:
 
     def augment(self, X):
         """``[X, z(X)]``, sparse when ``X`` is."""
-        z = log_odds(self.estimator, X)[:, None]
+        z = log_odds(self.estimator, X, self.positive)[:, None]
         return sp.hstack([X, z], format="csr") if sp.issparse(X) else np.hstack([X, z])
 
     def scores_many(self, X, thetas: np.ndarray) -> np.ndarray:
