@@ -261,8 +261,10 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
                 f"{self.step_size_:.3g}; use a smaller eta0 or standardise X.")
         # a callback that stopped the run early is the user's choice, not a failure
         if solver != "exact" and not result.converged and result.n_passes >= self.max_iter:
-            hint = "increase max_iter" + (", or use solver='vrspam' or 'exact'"
-                                          if solver == "spam" else "")
+            # stochastic passes needed grow with L_b / (alpha n): on small collinear data the
+            # direct solve is the remedy, not more passes
+            hint = ("increase max_iter, or use solver='exact' (one linear solve of the d x d quadratic; "
+                    "solver='auto' picks it)" + (", or solver='vrspam'" if solver == "spam" else ""))
             warnings.warn(f"{solver.upper()} reached max_iter={self.max_iter} passes with its "
                           f"estimate of the relative objective gap at {result.gap:.2g}, above "
                           f"tol={self.tol}; {hint}.", ConvergenceWarning)

@@ -265,7 +265,9 @@ class _BaseTrimmed(BaseEstimator):
                 f"{name}(solver='smart') stopped after {fit.n_iter} epochs (max_iter="
                 f"{self.max_iter}) before an epoch lowered the objective by less than "
                 f"tol={self.tol} (relative) with a stable kept set; the fit may be far from "
-                "a local solution. Increase max_iter, or raise tol for a coarser fit."
+                "a local solution. Increase max_iter, or raise tol for a coarser fit"
+                + (", or raise alpha (on nearly separable classes a weakly penalised loss keeps "
+                   "decreasing)." if isinstance(self, ClassifierMixin) else ".")
             )
         warnings.warn(msg, ConvergenceWarning)
 
