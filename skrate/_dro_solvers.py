@@ -100,6 +100,10 @@ class LinearDRO:
         return LinearDRO(self.X[rows], self.T[rows], self.loss, q / q.sum(), self.divergence,
                          self.radius, self.alpha, self.n_outputs, self.fit_intercept)
 
+    def on_support(self) -> "LinearDRO":
+        """The problem on the rows of positive base weight, the only ones that matter."""
+        return self.subset(np.flatnonzero(self.q > 0))
+
     def losses(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         W, b = self.unpack(theta)
         return self.loss(np.asarray(self.X @ W) + b, self.T)
@@ -189,6 +193,15 @@ class Result:
     grad_max: float = math.nan
 
 
+def _sup(v: np.ndarray) -> float:
+    """The largest absolute entry: the measure of every gradient test here."""
+    return float(np.max(np.abs(v), initial=0.0))
+
+
+def _dense(X) -> np.ndarray:
+    return X.toarray() if hasattr(X, "toarray") else np.asarray(X)
+
+
 def sample_sizes(n: int, initial_sample_size: int, growth: float):
     """The sizes ``m_t = min(n, ceil(initial_sample_size * growth**t))``, ``t = 0, 1, ...``."""
     size = float(min(n, initial_sample_size))
@@ -218,14 +231,14 @@ def _certify(problem: LinearDRO, result: Result, tol: float) -> Result:
     """
     if result.converged or problem.radius == 0.0:
         return result
-    data = problem.subset(np.flatnonzero(problem.q > 0))
+    data = problem.on_support()
     n, d, k = data.X.shape[0], data.X.shape[1], data.n_outputs
     if n * data.n_params > _CERTIFY_MAX_ENTRIES:
         return result
     losses, dZ = data.losses(result.theta)
     p_star, _ = _worst_case(losses, data.q, data.divergence, data.radius)
     robust = float(p_star @ losses)
-    X = data.X.toarray() if hasattr(data.X, "toarray") else np.asarray(data.X)
+    X = _dense(data.X)
     # Row i: the gradient of loss_i in theta, laid out like theta (W row-major, then b).
     G = np.einsum("ij,ic->ijc", X, dZ).reshape(n, d * k)
     if data.fit_intercept:
@@ -246,7 +259,7 @@ def _certify(problem: LinearDRO, result: Result, tol: float) -> Result:
         return result
     if smallest.status != cp.OPTIMAL or p.value is None:
         return result
-    grad_max = float(np.max(np.abs(G.T @ p.value + shift)))
+    grad_max = _sup(G.T @ p.value + shift)
     if grad_max < result.grad_max or math.isnan(result.grad_max):
         return Result(result.theta, result.n_iter, grad_max <= tol, grad_max)
     return result
@@ -335,7 +348,7 @@ def dynamic_sgd(
             theta, it, started = start.theta, start.n_iter, True
         state = sub.sampled_objective(theta, eta, rows)
         for stage_step in range(max_iter + 1):
-            grad_max = float(np.max(np.abs(state.grad), initial=0.0))
+            grad_max = _sup(state.grad)
             if full and grad_max <= tol:
                 return Result(theta, it, True, grad_max)
             if not full and (np.linalg.norm(state.grad) <= _NOISE_RATIO * state.noise
@@ -343,8 +356,7 @@ def dynamic_sgd(
                 break
             if it >= max_iter:
                 if not full:
-                    grad_max = float(np.max(np.abs(shuffled.objective(theta, eta,
-                                                                      grad=True)[1])))
+                    grad_max = _sup(shuffled.objective(theta, eta, grad=True)[1])
                 return Result(theta, it, False, grad_max)
             found = None
             if pairs:
@@ -390,7 +402,7 @@ def _lbfgs(fun, theta, max_iter, tol, callback, bounds=None, memory=10, n_before
         # At an active bound only the component pointing into the box counts.
         grad[(res.x <= lower) & (grad > 0)] = 0.0
         grad[(res.x >= upper) & (grad < 0)] = 0.0
-    grad_max = float(np.max(np.abs(grad), initial=0.0))
+    grad_max = _sup(grad)
     return Result(res.x, n_before + int(res.nit), grad_max <= tol, grad_max)
 
 
@@ -430,7 +442,7 @@ def primal_lbfgs(
     start = erm_lbfgs(problem, theta, min(max_iter, _ERM_START), tol)
     eta = [None]
     if start.n_iter >= max_iter:
-        grad_max = float(np.max(np.abs(problem.objective(start.theta, grad=True)[1])))
+        grad_max = _sup(problem.objective(start.theta, grad=True)[1])
         return Result(start.theta, start.n_iter, grad_max <= tol, grad_max)
 
     def fun(theta):
@@ -466,7 +478,7 @@ def max_loss(
     gradient of the losses weighted by the solver's multipliers of ``loss_i <= t`` (a
     subgradient of ``F``), plus the penalty's, has no entry above ``tol``.
     """
-    data = problem.subset(np.flatnonzero(problem.q > 0))  # only the support of q matters
+    data = problem.on_support()
     start = erm_lbfgs(data, theta, min(max_iter, _ERM_START), tol)
     theta, n_iter = start.theta, start.n_iter
     losses, _ = data.losses(theta)
@@ -474,8 +486,7 @@ def max_loss(
     working = np.argsort(-losses, kind="stable")[: min(n, max(2 * (data.n_params + 1), 16))]
     form = CONVEX_FORMS[data.loss]
     while True:
-        X_set = data.X[working]
-        X_set = X_set.toarray() if hasattr(X_set, "toarray") else np.asarray(X_set)
+        X_set = _dense(data.X[working])
         W, t = cp.Variable((d, k)), cp.Variable()
         Z = X_set @ W
         if data.fit_intercept:
@@ -510,7 +521,7 @@ def max_loss(
     total = weights.sum()
     if not total > 0:
         return Result(theta, n_iter, False)
-    grad_max = float(np.max(np.abs(data.weighted_gradient(theta, weights / total, dZ))))
+    grad_max = _sup(data.weighted_gradient(theta, weights / total, dZ))
     result = Result(theta, n_iter, excess.size == 0 and grad_max <= tol, grad_max)
     if excess.size or result.converged:
         return result
