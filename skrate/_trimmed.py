@@ -484,13 +484,8 @@ class TrimmedClassifier(ClassifierMixin, _BaseTrimmed):
     def _fewer_than_smallest(self, classes, counts, n) -> str:
         """How to trim fewer samples than the smallest class has (every class then keeps some)."""
         j = int(np.argmin(counts))
-        fix = (
-            f"n_inliers of at least {n - counts[j] + 1}"
-            if self.n_inliers is not None
-            else f"trim_fraction below {counts[j]}/{n} (at most {counts[j] - 1} trimmed)"
-        )
         return (
-            f"Use {fix}: fewer samples trimmed than the smallest class has ({counts[j]} "
+            f"Use {self._trim_at_most(counts[j] - 1, n)}: fewer samples trimmed than the smallest class has ({counts[j]} "
             f"of class {classes[j]}) leaves samples of every class in the fit"
         )
 
@@ -510,17 +505,18 @@ class TrimmedClassifier(ClassifierMixin, _BaseTrimmed):
             trimmed = f"all {others} samples of class {classes[1 - i]}"
         else:
             trimmed = f"all {others} samples of the classes other than {classes[i]}"
-        fix = (
-            f"n_inliers of at least {counts[i] + 1}"
-            if self.n_inliers is not None
-            else f"trim_fraction below {others}/{n} (at most {others - 1} trimmed)"
-        )
         raise ValueError(
             f"{self._trim_setting()} trims {n - h} of the {n} training samples, enough to "
             f"trim {trimmed}: the fit could then keep class {classes[i]} alone and learn "
-            f"nothing about the others. Use {fix}, or give more samples of the smaller "
-            "classes."
+            f"nothing about the others. Use {self._trim_at_most(others - 1, n)}, or give more "
+            "samples of the smaller classes."
         )
+
+    def _trim_at_most(self, k: int, n: int) -> str:
+        """The setting, in the parameter the user set, that trims at most ``k`` of ``n``."""
+        if self.n_inliers is not None:
+            return f"n_inliers of at least {n - k}"
+        return f"trim_fraction below {k + 1}/{n} (at most {k} trimmed)"
 
     def decision_function(self, X):
         """Scores: the log-odds of ``classes_[1]`` (two classes) or one per class.
