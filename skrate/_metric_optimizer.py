@@ -380,9 +380,8 @@ class MetricOptimizer(RateClassifierBase):
         common["n_iter_no_change"] = (self.n_iter_no_change if self.n_iter_no_change != "auto"
                                       else AUTO_PATIENCE.get(solver, 100))
         theta_eta = None
-        X_game = X
-        if self.estimator is not None:
-            X_game, theta_eta = self._plugin_scores(X, data)
+        if self.estimator is not None:  # the game plays on [X, logit eta(X)]
+            X_fit, theta_eta = self._plugin_scores(X, data)
         elif uses_oracle or (self.init == "logistic" and isinstance(self._model, LinearModel)):
             theta_eta = fit_logistic(X, data.y, data.sample_weight, self.alpha)
         init_params = theta_eta if isinstance(self._model, LinearModel) and self.init == "logistic" else None
@@ -394,10 +393,10 @@ class MetricOptimizer(RateClassifierBase):
         else:
             oracle = None
             if uses_oracle:
-                oracle = PluginOracle(X_game, theta_eta, group_cells(program_group_columns(program), data),
+                oracle = PluginOracle(X_fit, theta_eta, group_cells(program_group_columns(program), data),
                                       data.sample_weight, n_decode=X.shape[1])
             game_model = self._model if self.estimator is None else self._model.linear
-            traj = solve_three_player(program, game_model, X_game, solver=solver, oracle=oracle,
+            traj = solve_three_player(program, game_model, X_fit, solver=solver, oracle=oracle,
                                       init_params=init_params, **common)
         self.objective_ = program.objective.metric
         self.constraints_ = [c.label for c in program.constraints]
@@ -409,14 +408,14 @@ class MetricOptimizer(RateClassifierBase):
         self.multipliers_ = traj.multipliers
         self.n_iter_ = traj.n_iter
         self.random_seed_ = int(gen.integers(2**62))
-        self._set_solutions(program, X_game if self.estimator is not None else X_fit, traj)
+        self._set_solutions(program, traj)
         if isinstance(metric, PRAUC):  # predict with the threshold of the middle recall level
             self._stacked_params = traj.params
             self.candidates_ = deployed_params(traj.params, X.shape[1], len(metric.levels) // 2)
             self._model = LinearModel(X.shape[1])
         return self
 
-    def _set_solutions(self, program, X, traj) -> None:
+    def _set_solutions(self, program, traj) -> None:
         k = traj.params.shape[0]
         one_hot = np.eye(k)
         self.solutions_ = {
