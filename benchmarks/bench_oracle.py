@@ -48,7 +48,7 @@ BASES = {
 }
 # (label, solver, lambda_learning_rate, run on Adult too)
 SKRATE = [
-    ("skrate oracle proxy-Lagrangian", "oracle_proxy_lagrangian", 2.0, True),
+    ("skrate oracle proxy-Lagrangian", "oracle_proxy_lagrangian", "auto", True),
     ("skrate oracle Lagrangian", "oracle_lagrangian", 0.3, False),
 ]
 EG = "fairlearn ExponentiatedGradient"
@@ -92,7 +92,8 @@ def run_split(task, split, seed: int, reps: int, on_adult: bool) -> list[dict]:
             clf, wall, cpu = timed(lambda: fit_skrate(task, base, solver, eta, X_tr, y_tr, g_tr, seed), reps)
             weights = clf.solutions_["m_stochastic"]
             score(label, base, clf.predict_proba(X_tr)[:, 1], clf.predict_proba(X_te)[:, 1], wall, cpu,
-                  clf.predict, int((weights > 0).sum()), n_fits=clf.n_iter_, kept=clf.n_iter_,
+                  clf.predict, int((weights > 0).sum()), n_fits=clf.n_iter_,
+                  kept=sum(e is not None for e in clf.estimators_),
                   m_plus_1=len(clf.constraints_) + 1, feasible=bool(clf.feasible_))
             lab_tr, lab_te = clf.predict(X_tr).astype(float), clf.predict(X_te).astype(float)
             rows.append(dict(rows[-1], method=label + ", predict labels", train_error=expected_error(y_tr, lab_tr),
@@ -122,9 +123,10 @@ def main(argv=None) -> None:
         "fairlearn: `ExponentiatedGradient(base, constraints)` with its defaults (eps=0.01, max_iter=50). "
         "skrate: `ConstrainedClassifier(constraints, estimator=base, solver=..., lambda_learning_rate=..., "
         "random_state=seed)` with the other parameters at their defaults (early stopping tol=1e-4, at most "
-        "100 fits); proxy-Lagrangian with lambda_learning_rate=2 (the default), Lagrangian with 0.3 (COMPAS "
+        "100 fits); proxy-Lagrangian with lambda_learning_rate='auto' (10), Lagrangian with 0.3 (COMPAS "
         "only, to keep the run short). Columns: `fits` = base-estimator fits (skrate: `n_iter_`, fairlearn: "
-        "`len(predictors_)`), which is also the number of fitted models each keeps; `support` = models with "
+        "`len(predictors_)`); `kept` = fitted models held after fit (fairlearn keeps every fit; skrate keeps "
+        "those of the m-stochastic, best and last solutions, at most m+3); `support` = models with "
         "positive weight in the returned mixture (skrate: the m-stochastic LP solution, at most m+1).")
     if args.quick:
         say("**Smoke run (`--quick`)**: Adult subsampled to 4000 training rows, one seed, one repetition.")
@@ -137,7 +139,7 @@ def main(argv=None) -> None:
             rows += run_split(task, split, seed, reps, on_adult=task.data == "adult")
             print(f"  [{task.name} seed {seed} done]", file=sys.stderr, flush=True)
     df = pd.DataFrame(rows)
-    numeric = ["fit_wall", "fit_cpu", "train_error", "test_error", "train_vio", "test_vio", "predict_ms", "support", "n_fits"]
+    numeric = ["fit_wall", "fit_cpu", "train_error", "test_error", "train_vio", "test_vio", "predict_ms", "support", "n_fits", "kept"]
     means = df.groupby(["task", "base", "method"], sort=False)[numeric].mean().reset_index()
 
     say("## Comparison (violation > 0 means the constraint is broken)")
@@ -152,14 +154,14 @@ def main(argv=None) -> None:
             body.append([r.base, r.method, "same fit" if labels else fmt(r.fit_wall, "{:.2f}"),
                          "same fit" if labels else fmt(r.fit_cpu, "{:.2f}"), fmt(r.train_error), fmt(r.test_error),
                          fmt(r.train_vio, "{:+.4f}"), fmt(r.test_vio, "{:+.4f}"), fmt(r.predict_ms, "{:.1f}"),
-                         fmt(r.n_fits, "{:.1f}"), fmt(r.support, "{:.1f}")])
+                         fmt(r.n_fits, "{:.1f}"), fmt(r.kept, "{:.1f}"), fmt(r.support, "{:.1f}")])
         say(table(["base", "method", "fit wall s", "fit CPU s", "train error", "test error", "train vio", "test vio",
-                   "predict ms", "fits", "support"], body))
+                   "predict ms", "fits", "kept", "support"], body))
 
     sk_rows = df[df.method.isin([s[0] for s in SKRATE])]
     say()
     say(f"m-stochastic support <= m+1 in {int((sk_rows.support <= sk_rows.m_plus_1).sum())}/{len(sk_rows)} skrate "
-        f"fits; feasible on train (`feasible_`) in {int(sk_rows.feasible.sum())}/{len(sk_rows)}.")
+        f"fits; models kept <= m+3 in {int((sk_rows.kept <= sk_rows.m_plus_1 + 2).sum())}/{len(sk_rows)}; feasible on train (`feasible_`) in {int(sk_rows.feasible.sum())}/{len(sk_rows)}.")
 
     # -- targets: the issue's, per exact task and base, for the main skrate method
     def value(task, base, method, col):

@@ -25,7 +25,7 @@ from ._oracle import check_oracle_params, fit_oracle_game
 # Default multiplier steps. The hinge Lagrangian's additive steps on surrogate rates (which
 # exceed the 0-1 rates) need a smaller one than the players on true rates.
 LAMBDA_STEPS = {"proxy_lagrangian": 2.0, "proxy_lagrangian_ext": 2.0, "lagrangian": 0.5,
-                "oracle_proxy_lagrangian": 2.0, "oracle_lagrangian": 2.0}
+                "oracle_proxy_lagrangian": 10.0, "oracle_lagrangian": 2.0}
 
 
 class ConstrainedClassifier(RateClassifierBase):
@@ -72,7 +72,9 @@ class ConstrainedClassifier(RateClassifierBase):
         Adam step size of the model parameters.
     lambda_learning_rate : float or "auto", default="auto"
         Step size of the multipliers. ``"auto"`` takes 0.5 for ``"lagrangian"`` (additive
-        steps on surrogate constraints) and 2.0 for the other solvers.
+        steps on surrogate constraints), 10.0 for ``"oracle_proxy_lagrangian"`` (its game plays
+        tens of fits, not hundreds of steps, so its multipliers must move faster) and 2.0
+        for the other solvers.
     alpha : float, default=1e-4
         L2 penalty on the weights (not the intercept).
     max_iter : int, default=500
@@ -131,7 +133,10 @@ class ConstrainedClassifier(RateClassifierBase):
     constraints_ : list of Constraint
         The constraints after expanding group columns.
     candidates_ : ndarray of shape (n_candidates, n_params)
-        Snapshots of the model parameters.
+        Snapshots of the model parameters (with the oracle solvers, the candidate's index).
+    estimators_ : list of fitted estimators or None
+        Oracle solvers only: the estimator fitted at each iteration, aligned with
+        ``candidates_``; ``None`` where it was dropped after fit (see ``solution``).
     solutions_ : dict of str to ndarray
         Weights over ``candidates_`` of every solution.
     weights_ : ndarray of shape (n_candidates,)
@@ -335,6 +340,8 @@ class ConstrainedClassifier(RateClassifierBase):
         if self.solver in ORACLE_SOLVERS and self.solution != "T_stochastic":
             # keep the models some solution other than the uniform mixture uses: at most m + 3
             self._model.keep(np.flatnonzero(sum(w for name, w in self.solutions_.items() if name != "T_stochastic")))
+        if self.solver in ORACLE_SOLVERS:
+            self.estimators_ = self._model.estimators
         self.fit_report_ = self._fit_report(X, data, train, held)
         return self
 

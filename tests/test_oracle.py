@@ -204,7 +204,7 @@ def test_predictions_follow_the_fitted_estimators(solver):
     X, y, g = _fair()
     clf = ConstrainedClassifier("ppr[group] >= ppr - 0.03", estimator=LogisticRegression(), solver=solver,
                                 solution="T_stochastic", random_state=0).fit(X, y, groups=g)  # keeps every fit
-    estimators = clf._model.estimators
+    estimators = clf.estimators_
     assert len(estimators) == clf.n_iter_ == clf.candidates_.shape[0]
     assert len({id(e) for e in estimators}) == len(estimators)
     decisions = np.column_stack([e.predict(X) == 1 for e in estimators])
@@ -229,8 +229,10 @@ def test_only_the_estimators_of_the_solutions_are_kept():
               solver="oracle_proxy_lagrangian", random_state=0)
     small = ConstrainedClassifier(**kw).fit(X, y, groups=g)
     full = ConstrainedClassifier(**kw, solution="T_stochastic").fit(X, y, groups=g)
-    kept = [k for k, e in enumerate(small._model.estimators) if e is not None]
-    assert len(full._model.estimators) == 30 and all(e is not None for e in full._model.estimators)
+    kept = [k for k, e in enumerate(small.estimators_) if e is not None]
+    assert len(small.estimators_) == small.candidates_.shape[0] == 30
+    assert set(kept) == set(np.flatnonzero(sum(w for n, w in small.solutions_.items() if n != "T_stochastic")))
+    assert len(full.estimators_) == 30 and all(e is not None for e in full.estimators_)
     assert len(kept) <= len(small.constraints_) + 3
     assert len(pickle.dumps(small._model)) < len(pickle.dumps(full._model)) / 3
     for name in ("m_stochastic", "best", "last"):  # the same models, the same predictions
@@ -264,7 +266,7 @@ def test_warm_start_continues_from_the_previous_fit():
     clf = ConstrainedClassifier("ppr[group] >= ppr - 0.03", estimator=RecordingLogisticRegression(),
                                 solver="oracle_lagrangian", solution="T_stochastic",  # keeps every fit
                                 random_state=0).fit(X, y, groups=g)
-    fitted = [e for e in clf._model.estimators if isinstance(e, RecordingLogisticRegression)]
+    fitted = [e for e in clf.estimators_ if isinstance(e, RecordingLogisticRegression)]
     assert len(fitted) >= 3 and fitted[0].started_from_ is None
     for before, after in zip(fitted, fitted[1:]):
         assert after.warm_start
@@ -281,7 +283,7 @@ def test_which_estimators_are_warm_started():
     X = np.round(X, 1)  # few distinct values: binning skips the (slow) weighted quantiles
     clf = ConstrainedClassifier("ppr[group] >= ppr - 0.03", estimator=HistGradientBoostingClassifier(max_iter=5),
                                 solver="oracle_proxy_lagrangian", random_state=0).fit(X, y, groups=g)
-    assert all(e.n_iter_ <= 5 for e in clf._model.estimators if hasattr(e, "n_iter_"))
+    assert all(e.n_iter_ <= 5 for e in clf.estimators_ if hasattr(e, "n_iter_"))
 
 
 def test_one_class_reduction_gives_a_constant_model():
