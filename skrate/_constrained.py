@@ -119,7 +119,7 @@ class ConstrainedClassifier(RateClassifierBase):
     tol : float or None, default=1e-4
         Early stopping of the oracle solvers: once the best mixture of the candidates (the
         m-stochastic LP) is feasible and has improved neither its largest violation nor its
-        objective by more than ``tol`` over 5 consecutive iterations, one more model is fitted
+        objective by more than ``tol`` over 3 consecutive iterations, one more model is fitted
         at the LP's dual multipliers; fitting stops when that model's Lagrangian shows no
         improvement of the mixture by more than ``tol`` (a column-generation certificate, see
         :doc:`/oracle`). None fits every iteration.

@@ -51,6 +51,9 @@ from ._players import LagrangePlayer, SwapRegretPlayer
 from ._trajectory import Trajectory
 
 ORACLE_SOLVERS = ("oracle_lagrangian", "oracle_proxy_lagrangian")
+# Fits without improvement before the certificate is tried: each fit is costly, and a failed
+# certificate is no loss (its model joins the candidates as a column-generation step).
+N_ITER_NO_CHANGE = 3
 
 
 def cost_sensitive_reduction(A: sp.spmatrix, weights: np.ndarray,
@@ -135,7 +138,7 @@ def solve_oracle_game(
     lambda_learning_rate: float = 1.0,
     max_iter: int = 100,
     tol: float | None = 1e-4,
-    n_iter_no_change: int = 5,
+    n_iter_no_change: int = N_ITER_NO_CHANGE,
     radius: float = 1e3,
     total_weight: float | None = None,
     held_out: tuple[RateProblem, object] | None = None,
