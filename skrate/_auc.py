@@ -173,9 +173,9 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
 
     def _encode_target(self, y, classes=None) -> np.ndarray:
         """0/1 codes of ``y`` (1 for ``classes_[1]``); sets ``classes_`` when not given."""
-        check_classification_targets(y)
         y_type = type_of_target(y, input_name="y")
         if y_type != "binary":
+            check_classification_targets(y)  # scikit-learn's error for a continuous target
             raise ValueError("Only binary classification is supported. The type of the "
                              f"target is {y_type}.")
         if classes is None:

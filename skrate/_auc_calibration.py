@@ -43,24 +43,29 @@ def fit_platt(scores: np.ndarray, y: np.ndarray, max_steps: int = 50) -> PlattCa
     if not spread > 1e-12 * max(1.0, abs(center)):
         return PlattCalibration(1.0, prior_logit - center)
     z = (scores - center) / spread
-    theta = np.array([0.0, prior_logit])  # slope and intercept on the standardised scale
-    Z = np.column_stack([z, np.ones_like(z)])
+    zz = z * z
 
-    def nll(th):
-        u = Z @ th
+    def nll(u):
         return float(np.sum(np.logaddexp(0.0, u) - t * u))
 
-    current = nll(theta)
+    # Newton on (slope, intercept) of the standardised score, the 2 x 2 system solved by hand
+    # (this runs at every fit, so small-n fits are dominated by per-call overhead)
+    theta = np.array([0.0, prior_logit])
+    u = np.full_like(z, prior_logit)
+    current = nll(u)
     for _ in range(max_steps):
-        prob = expit(Z @ theta)
-        grad = Z.T @ (prob - t)
-        hess = (Z * (prob * (1 - prob))[:, None]).T @ Z + 1e-12 * np.eye(2)
-        direction = np.linalg.solve(hess, grad)
+        prob = expit(u)
+        r, w = prob - t, prob * (1.0 - prob)
+        g0, g1 = float(z @ r), float(r.sum())
+        h00, h01, h11 = float(zz @ w) + 1e-12, float(z @ w), float(w.sum()) + 1e-12
+        det = h00 * h11 - h01 * h01
+        d0, d1 = (h11 * g0 - h01 * g1) / det, (h00 * g1 - h01 * g0) / det
         step = 1.0
-        while (trial := nll(theta - step * direction)) > current and step > 1e-10:
+        while (trial := nll(u_trial := u - step * (d0 * z + d1))) > current and step > 1e-10:
             step *= 0.5
-        theta, current = theta - step * direction, trial
-        if np.max(np.abs(step * direction)) < 1e-8:
+        theta -= step * np.array([d0, d1])
+        u, current = u_trial, trial
+        if step * max(abs(d0), abs(d1)) < 1e-8:
             break
     a = max(theta[0], _MIN_SLOPE)
     slope = a / spread

@@ -63,8 +63,9 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
         """Validate ``X, y`` for a binary problem and set ``classes_`` (positive class last)."""
         self._raw_X = self._takes_raw_X()
         X, y = self._check_X(X, y)
-        check_classification_targets(y)
         y_type = type_of_target(y, input_name="y", raise_unknown=True)
+        if y_type != "binary":
+            check_classification_targets(y)  # scikit-learn's error for a continuous target
         self.classes_ = np.unique(y)
         if y_type != "binary" or self.classes_.shape[0] != 2:
             raise ValueError(

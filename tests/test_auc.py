@@ -341,6 +341,24 @@ def test_platt_recovers_a_logistic_link():
     assert flat(np.array([4.0]))[0] == pytest.approx(0.5)
 
 
+def test_platt_is_the_minimiser_of_the_smoothed_likelihood():
+    from scipy.optimize import minimize
+
+    rng = np.random.default_rng(14)
+    s = 3.0 + 5.0 * rng.normal(size=300)
+    y = (rng.random(300) < 1 / (1 + np.exp(-0.4 * s + 1.0))).astype(int)
+    n_pos, n_neg = y.sum(), (1 - y).sum()
+    t = np.where(y == 1, (n_pos + 1) / (n_pos + 2), 1 / (n_neg + 2))  # Platt's targets
+
+    def nll(th):
+        u = th[0] * s + th[1]
+        return np.sum(np.logaddexp(0.0, u) - t * u)
+
+    ref = minimize(nll, np.zeros(2), method="BFGS", options={"gtol": 1e-10}).x
+    cal = fit_platt(s, y)
+    np.testing.assert_allclose([cal.slope, cal.slope * cal.offset], ref, rtol=1e-6, atol=1e-8)
+
+
 def test_reservoir_is_bounded_and_uniform():
     rng = np.random.default_rng(13)
     res = RowReservoir(500)
