@@ -53,6 +53,9 @@ VARIANTS = {
     "skrate validation_fraction=0.3 + margin='auto'": {"validation_fraction": 0.3, "margin": "auto"},
     "skrate oracle over LogisticRegression (unmodified)": {"solver": "oracle_proxy_lagrangian"},
     "skrate oracle over LogisticRegression + margin='auto'": {"solver": "oracle_proxy_lagrangian", "margin": "auto"},
+    # the confidence trades test error for reliability on new data: a sweep, not a tuned choice
+    **{f"skrate oracle over LogisticRegression + margin='auto', margin_confidence={c}":
+       {"solver": "oracle_proxy_lagrangian", "margin": "auto", "margin_confidence": c} for c in (0.99, 0.999)},
 }
 BASE = "skrate proxy-Lagrangian (unmodified)"
 ORACLE_BASE = "skrate oracle over LogisticRegression (unmodified)"
@@ -139,6 +142,9 @@ def main(argv=None) -> None:
                      "splits"], body))
         print()
     print("## Targets (mean test violation <= 0, worst split <= +0.01, test error <= unmodified + 0.005)\n")
+    print("`error vs unmodified` compares a method with the same solver without held-out updates or margins "
+          "(for the oracle rows, the oracle solver), which `all three` uses; `error vs core` compares it with the "
+          "core proxy-Lagrangian, `ConstrainedClassifier` at its defaults, and `all three vs core` uses that.\n")
     body = []
     for task in TASKS:
         sub = agg[agg.task == task.name].set_index("method")
@@ -146,11 +152,13 @@ def main(argv=None) -> None:
             continue
         for name in [v for v in VARIANTS if v not in (BASE, ORACLE_BASE)]:
             r = sub.loc[name]
-            base_err = sub.loc[unmodified(name), "test_error"]
-            ok = r.test_vio <= 0 and r.worst_test_vio <= 0.01 and r.test_error <= base_err + 0.005
+            base_err, core_err = sub.loc[unmodified(name), "test_error"], sub.loc[BASE, "test_error"]
+            vio_ok = r.test_vio <= 0 and r.worst_test_vio <= 0.01
             body.append([task.name, name, f"{r.test_vio:+.4f}", f"{r.worst_test_vio:+.4f}",
-                         f"{r.test_error - base_err:+.4f}", "met" if ok else "NOT met"])
-    print(table(["task", "method", "mean test vio", "worst test vio", "error vs unmodified", "all three"], body))
+                         f"{r.test_error - base_err:+.4f}", "met" if vio_ok and r.test_error <= base_err + 0.005 else "NOT met",
+                         f"{r.test_error - core_err:+.4f}", "met" if vio_ok and r.test_error <= core_err + 0.005 else "NOT met"])
+    print(table(["task", "method", "mean test vio", "worst test vio", "error vs unmodified", "all three",
+                 "error vs core", "all three vs core"], body))
     print()
     print(f"## The test sample's own noise ({NOISE_MODEL}, {N_BOOT} bootstrap resamples of each split's test rows)\n")
     body = []
