@@ -6,7 +6,6 @@ Each loss maps scores ``Z`` of shape (n, k) and targets ``T`` to per-sample loss
 
 from __future__ import annotations
 
-import cvxpy as cp
 import numpy as np
 from scipy.special import expit, logsumexp, softmax
 
@@ -31,19 +30,14 @@ def squared(Z: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 LOSSES = {"logistic": logistic, "multinomial": multinomial, "squared": squared}
 
 
-def _convex_logistic(Z, T):
-    z = Z[:, 0]
-    return cp.logistic(z) - cp.multiply(T, z)
+def convex_loss(loss, Z, T):
+    """The numpy ``loss`` (one of :data:`LOSSES`) as a cvxpy expression of an affine ``Z``:
+    the per-sample losses, for the exact conic solvers."""
+    import cvxpy as cp  # only the exact solvers need cvxpy: importing skrate stays light
 
-
-def _convex_multinomial(Z, T):
-    return cp.log_sum_exp(Z, axis=1) - cp.sum(cp.multiply(Z, T), axis=1)
-
-
-def _convex_squared(Z, T):
-    return cp.square(Z[:, 0] - T)
-
-
-# The same losses as cvxpy expressions of an affine ``Z``, keyed by the numpy loss.
-CONVEX_FORMS = {logistic: _convex_logistic, multinomial: _convex_multinomial,
-                squared: _convex_squared}
+    forms = {
+        logistic: lambda: cp.logistic(Z[:, 0]) - cp.multiply(T, Z[:, 0]),
+        multinomial: lambda: cp.log_sum_exp(Z, axis=1) - cp.sum(cp.multiply(Z, T), axis=1),
+        squared: lambda: cp.square(Z[:, 0] - T),
+    }
+    return forms[loss]()

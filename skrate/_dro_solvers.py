@@ -27,15 +27,17 @@ from __future__ import annotations
 import math
 import warnings
 from dataclasses import dataclass
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
-import cvxpy as cp
 import numpy as np
 from scipy.optimize import minimize
 from sklearn.utils.extmath import row_norms
 
 from ._divergence import _dual, _worst_case
-from ._dro_losses import CONVEX_FORMS
+from ._dro_losses import convex_loss
+
+if TYPE_CHECKING:
+    import cvxpy as cp
 
 # Armijo sufficient-decrease constant and the most step halvings of one line search.
 _ARMIJO = 1e-4
@@ -231,6 +233,8 @@ def _certify(problem: LinearDRO, result: Result, tol: float) -> Result:
     """
     if result.converged or problem.radius == 0.0:
         return result
+    import cvxpy as cp  # only the conic solves need cvxpy: importing skrate stays light
+
     data = problem.on_support()
     n, d, k = data.X.shape[0], data.X.shape[1], data.n_outputs
     if n * data.n_params > _CERTIFY_MAX_ENTRIES:
@@ -478,13 +482,14 @@ def max_loss(
     gradient of the losses weighted by the solver's multipliers of ``loss_i <= t`` (a
     subgradient of ``F``), plus the penalty's, has no entry above ``tol``.
     """
+    import cvxpy as cp  # only the conic solves need cvxpy: importing skrate stays light
+
     data = problem.on_support()
     start = erm_lbfgs(data, theta, min(max_iter, _ERM_START), tol)
     theta, n_iter = start.theta, start.n_iter
     losses, _ = data.losses(theta)
     n, (d, k) = losses.size, (data.X.shape[1], data.n_outputs)
     working = np.argsort(-losses, kind="stable")[: min(n, max(2 * (data.n_params + 1), 16))]
-    form = CONVEX_FORMS[data.loss]
     while True:
         X_set = _dense(data.X[working])
         W, t = cp.Variable((d, k)), cp.Variable()
@@ -492,7 +497,7 @@ def max_loss(
         if data.fit_intercept:
             b = cp.Variable(k)
             Z = Z + np.ones((working.size, 1)) @ cp.reshape(b, (1, k), order="C")
-        epigraph = form(Z, data.T[working]) <= t
+        epigraph = convex_loss(data.loss, Z, data.T[working]) <= t
         conic = cp.Problem(cp.Minimize(t + 0.5 * data.alpha * cp.sum_squares(W)), [epigraph])
         try:
             _solve_quietly(conic, **_CLARABEL_TOLERANCES)
