@@ -337,10 +337,10 @@ class ConstrainedClassifier(RateClassifierBase):
         self.n_iter_ = traj.n_iter
         self.random_seed_ = int(gen.integers(2**62))
         self._set_solutions(traj)
-        if self.solver in ORACLE_SOLVERS and self.solution != "T_stochastic":
-            # keep the models some solution other than the uniform mixture uses: at most m + 3
-            self._model.keep(np.flatnonzero(sum(w for name, w in self.solutions_.items() if name != "T_stochastic")))
         if self.solver in ORACLE_SOLVERS:
+            if self.solution != "T_stochastic":
+                # keep the models some solution other than the uniform mixture uses: at most m + 3
+                self._model.keep(np.flatnonzero(sum(w for name, w in self.solutions_.items() if name != "T_stochastic")))
             self.estimators_ = self._model.estimators
         self.fit_report_ = self._fit_report(X, data, train, held)
         return self
