@@ -9,7 +9,6 @@ import numpy as np
 from sklearn.base import _fit_context, clone
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.validation import has_fit_parameter
 
 from ._base import RateClassifierBase
 from .exceptions import InfeasibleConstraintsWarning
@@ -26,6 +25,7 @@ from .generalized._program import (
 from .generalized._ratio import RatioProgram, solve_ratio_game
 from .generalized._three_player import CONFIGURATIONS, solve_three_player
 from .models import LinearModel, MLPModel, ProbabilityScoreModel
+from .models._oracle import sample_weight_key
 
 try:
     from sklearn.frozen import FrozenEstimator
@@ -106,7 +106,7 @@ class MetricOptimizer(RateClassifierBase):
         ``"oracle"`` and ``"frank_wolfe"`` thresholds, instead of the built-in L2 logistic
         regression -- for users who trust their own probability estimates (gradient boosting,
         a calibrated model). A clone is fitted on the training rows (with ``sample_weight``
-        when its ``fit`` takes it); to use a model fitted elsewhere, e.g. on a separate sample so
+        when its ``fit`` takes it, or a ``Pipeline``'s final step does); to use a model fitted elsewhere, e.g. on a separate sample so
         that its scores on the training rows are not overfitted, wrap it in
         ``sklearn.frozen.FrozenEstimator``. The candidates then threshold ``logit eta(x)`` per
         group cell; ``"auto"`` picks ``"frank_wolfe"``, and the other solvers are refused.
@@ -316,8 +316,9 @@ class MetricOptimizer(RateClassifierBase):
         with ``eta`` a clone of ``estimator`` fitted on the training rows."""
         est = clone(self.estimator)
         frozen = isinstance(est, FrozenEstimator)  # fit is a no-op; it keeps the labels it was fitted on
-        if has_fit_parameter(est, "sample_weight"):
-            est.fit(X, data.y, sample_weight=data.sample_weight)
+        key = sample_weight_key(est)
+        if key is not None:
+            est.fit(X, data.y, **{key: data.sample_weight})
         elif np.ptp(data.sample_weight) == 0 or frozen:
             est.fit(X, data.y)
         else:

@@ -597,6 +597,23 @@ def test_plugin_estimator_is_cloned_and_misuse_is_refused():
         MetricOptimizer(metric="g_mean", estimator=LinearSVC()).fit(X, y)
 
 
+def test_plugin_pipeline_gets_the_weights_in_its_final_step():
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from skrate.models import log_odds
+
+    X, y, _ = _eta_data()
+    weights = np.r_[np.ones(300), 3 * np.ones(300)]
+    pipe = make_pipeline(StandardScaler(), LogisticRegression())
+    clf = MetricOptimizer(metric="g_mean", estimator=pipe, random_state=0).fit(X, y, sample_weight=weights)
+    ref = make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y, logisticregression__sample_weight=weights)
+    unweighted = make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y)
+    np.testing.assert_allclose(log_odds(clf._model.estimator, X), log_odds(ref, X))
+    assert not np.allclose(log_odds(ref, X), log_odds(unweighted, X))  # the weights matter here
+
+
 def test_plugin_estimator_fitted_elsewhere():
     frozen = pytest.importorskip("sklearn.frozen")
     X, y, _ = _eta_data()
