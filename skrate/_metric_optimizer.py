@@ -7,6 +7,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context, clone
+from sklearn.model_selection import check_cv, cross_val_predict
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
@@ -25,6 +26,7 @@ from .generalized._program import (
 from .generalized._ratio import RatioProgram, solve_ratio_game
 from .generalized._three_player import CONFIGURATIONS, solve_three_player
 from .models import LinearModel, MLPModel, ProbabilityScoreModel
+from .models._probability_scores import logit_proba
 from .models._oracle import sample_weight_key
 
 try:
@@ -110,6 +112,18 @@ class MetricOptimizer(RateClassifierBase):
         that its scores on the training rows are not overfitted, wrap it in
         ``sklearn.frozen.FrozenEstimator``. The candidates then threshold ``logit eta(x)`` per
         group cell; ``"auto"`` picks ``"frank_wolfe"``, and the other solvers are refused.
+    cv : int, cross-validation generator, iterable or None, default=5
+        Cross-fitting of ``estimator``: the oracle chooses its thresholds on out-of-fold
+        probabilities (``cross_val_predict``, stratified folds for an int), while the model
+        deployed thresholds the clone fitted on all rows, as
+        ``sklearn.model_selection.TunedThresholdClassifierCV`` does. A flexible model's
+        probabilities on its own training rows are too confident (boosted trees, nearest
+        neighbours), and thresholds set on them miss their goal on new rows; out-of-fold
+        probabilities behave like new rows, so the training metric values
+        (``train_objective_``, ``train_constraints_``) are honest estimates. ``None`` uses the
+        in-sample probabilities (one fit instead of ``cv + 1``). Ignored without ``estimator``
+        (the built-in logistic regression does not overfit its scores) and for a
+        ``FrozenEstimator``, whose rows are not the training rows.
     model : {"linear", "mlp"}, default="linear"
         Score function of the surrogate solvers (the oracle solvers produce linear models).
     hidden_layer_sizes : tuple of int, default=(16,)
@@ -231,6 +245,7 @@ class MetricOptimizer(RateClassifierBase):
         "verbose": ["verbose"],
         "callback": [None, callable],
         "estimator": [None, HasMethods(["fit", "predict_proba"])],
+        "cv": [None, "cv_object"],
     }
 
     def __init__(
@@ -258,6 +273,7 @@ class MetricOptimizer(RateClassifierBase):
         verbose=0,
         callback=None,
         estimator=None,
+        cv=5,
     ):
         self.metric = metric
         self.constraints = constraints
@@ -281,6 +297,7 @@ class MetricOptimizer(RateClassifierBase):
         self.verbose = verbose
         self.callback = callback
         self.estimator = estimator
+        self.cv = cv
 
     def _choose_solver(self, program) -> str:
         kinds = [program.objective.kind] + [c.kind for c in program.constraints]
@@ -327,7 +344,18 @@ class MetricOptimizer(RateClassifierBase):
         self._model = ProbabilityScoreModel(est, X.shape[1], self.classes_[1] if frozen else 1)
         theta = np.zeros(X.shape[1] + 2)
         theta[-2] = 1.0
-        return self._model.augment(X), theta
+        if self.cv is None or frozen:  # a frozen model was fitted on other rows: its scores are honest
+            return self._model.augment(X), theta
+        # out-of-fold probabilities: what the thresholds meet on new rows, not the fit's own optimism
+        params = {} if key is None else {key: data.sample_weight}
+        splits = list(check_cv(self.cv, data.y, classifier=True).split(X, data.y))
+        lacking = [k for k, (train, _) in enumerate(splits) if np.unique(data.y[train]).size < 2]
+        if lacking:
+            raise ValueError(f"Cross-fitting estimator={type(est).__name__} with cv={self.cv!r}: training fold "
+                             f"{lacking[0]} holds a single class, so its model has no probability for the other. "
+                             "Choose fewer folds, or cv=None for the in-sample probabilities.")
+        oof = cross_val_predict(clone(self.estimator), X, data.y, cv=splits, method="predict_proba", params=params)
+        return self._model.augment(X, logit_proba(oof[:, 1])), theta
 
     def _make_model(self, n_features: int, solver: str):
         if self.model == "linear" or CONFIGURATIONS.get(solver, ("",))[0] == "oracle":

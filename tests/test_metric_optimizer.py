@@ -633,3 +633,37 @@ def test_plugin_estimator_fitted_elsewhere():
     assert eta[pred].min() >= eta[~pred].max()
     with pytest.raises(ValueError, match=r"classes_ \[0, 1\] do not include the positive class 'yes'"):
         MetricOptimizer(metric="g_mean", estimator=frozen.FrozenEstimator(fitted)).fit(X, labels)
+
+
+def test_plugin_thresholds_are_set_on_out_of_fold_probabilities():
+    from sklearn.model_selection import StratifiedKFold, cross_val_predict
+    from sklearn.neighbors import KNeighborsClassifier
+
+    X, y, _ = _eta_data(seed=4)
+    knn = KNeighborsClassifier(n_neighbors=1)  # in-sample probabilities are the labels themselves
+    error = lambda yhat: np.mean(yhat != y)
+    folds = StratifiedKFold(5)
+    in_sample = MetricOptimizer(metric="error", estimator=knn, cv=None, solver="oracle", solution="best",
+                                random_state=0).fit(X, y)
+    crossed = MetricOptimizer(metric="error", estimator=knn, cv=folds, solver="oracle", solution="best",
+                              random_state=0).fit(X, y)
+    best = lambda clf: float(clf.train_objective_[np.argmax(clf.solutions_["best"])])
+    assert best(in_sample) == pytest.approx(0.0, abs=1e-12)  # optimism of the fit's own rows
+    oof = cross_val_predict(KNeighborsClassifier(n_neighbors=1), X, y, cv=folds, method="predict_proba")[:, 1]
+    assert best(crossed) == pytest.approx(_best_threshold_value(oof, y, error), abs=1e-12)
+    assert best(crossed) > 0.1
+    # the deployed model thresholds the estimator fitted on every row
+    np.testing.assert_array_equal(crossed.predict(X), y)
+    assert not hasattr(knn, "classes_")
+
+
+def test_plugin_cross_fitting_is_skipped_for_a_frozen_model_and_explains_a_failure():
+    frozen = pytest.importorskip("sklearn.frozen")
+    X, y, _ = _eta_data()
+    fitted = KnownEta().fit(X, y)
+    MetricOptimizer(metric="g_mean", estimator=frozen.FrozenEstimator(fitted), cv=5, random_state=0).fit(X, y)
+    assert fitted.fits_ == 1
+    few = np.r_[np.ones(1), np.zeros(X.shape[0] - 1)].astype(int)  # one fold trains without a positive
+    with pytest.raises(ValueError, match=r"estimator=KnownEta with cv=5: training fold 0 holds a single class.*cv=None"):
+        MetricOptimizer(metric="g_mean", estimator=KnownEta(), random_state=0).fit(X, few)
+    MetricOptimizer(metric="g_mean", estimator=KnownEta(), cv=None, random_state=0).fit(X, few)

@@ -16,7 +16,11 @@ def log_odds(estimator, X, positive=1) -> np.ndarray:
     if column.size != 1:
         raise ValueError(f"The probability model's classes_ {classes.tolist()} do not include the positive "
                          f"class '{positive}'; fit it on the same labels.")
-    p = np.asarray(estimator.predict_proba(X))[:, column[0]]
+    return logit_proba(np.asarray(estimator.predict_proba(X))[:, column[0]])
+
+
+def logit_proba(p: np.ndarray) -> np.ndarray:
+    """``logit p``, clipped to be finite."""
     eps = np.finfo(float).eps
     return logit(np.clip(p, eps, 1.0 - eps))
 
@@ -49,9 +53,9 @@ class ProbabilityScoreModel:
     def n_params(self) -> int:
         return self.linear.n_params
 
-    def augment(self, X):
-        """``[X, z(X)]``, sparse when ``X`` is."""
-        z = log_odds(self.estimator, X, self.positive)[:, None]
+    def augment(self, X, z: np.ndarray | None = None):
+        """``[X, z]``, sparse when ``X`` is; ``z`` defaults to ``z(X)``."""
+        z = (log_odds(self.estimator, X, self.positive) if z is None else np.asarray(z, dtype=float))[:, None]
         return sp.hstack([X, z], format="csr") if sp.issparse(X) else np.hstack([X, z])
 
     def scores_many(self, X, thetas: np.ndarray) -> np.ndarray:
