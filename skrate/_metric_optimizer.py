@@ -120,7 +120,9 @@ class MetricOptimizer(RateClassifierBase):
         probabilities on its own training rows are too confident (boosted trees, nearest
         neighbours), and thresholds set on them miss their goal on new rows; out-of-fold
         probabilities behave like new rows, so the training metric values
-        (``train_objective_``, ``train_constraints_``) are honest estimates. ``None`` uses the
+        (``train_objective_``, ``train_constraints_``, ``feasible_``) are honest estimates;
+        :meth:`metric_values` on the training rows scores the deployed model's in-sample
+        probabilities instead, and can differ. ``None`` uses the
         in-sample probabilities (one fit instead of ``cv + 1``). Ignored without ``estimator``
         (the built-in logistic regression does not overfit its scores) and for a
         ``FrozenEstimator``, whose rows are not the training rows.
