@@ -7,7 +7,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context, clone
-from sklearn.model_selection import check_cv, cross_val_predict
+from sklearn.model_selection import check_cv
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
@@ -25,8 +25,7 @@ from .generalized._program import (
 )
 from .generalized._ratio import RatioProgram, solve_ratio_game
 from .generalized._three_player import CONFIGURATIONS, solve_three_player
-from .models import LinearModel, MLPModel, ProbabilityScoreModel
-from .models._probability_scores import logit_proba
+from .models import LinearModel, MLPModel, ProbabilityScoreModel, log_odds
 from .models._oracle import sample_weight_key
 
 try:
@@ -114,7 +113,8 @@ class MetricOptimizer(RateClassifierBase):
         group cell; ``"auto"`` picks ``"frank_wolfe"``, and the other solvers are refused.
     cv : int, cross-validation generator, iterable or None, default=5
         Cross-fitting of ``estimator``: the oracle chooses its thresholds on out-of-fold
-        probabilities (``cross_val_predict``, stratified folds for an int), while the model
+        probabilities (each row scored by a clone fitted on the other folds; stratified folds
+        for an int), while the model
         deployed thresholds the clone fitted on all rows, as
         ``sklearn.model_selection.TunedThresholdClassifierCV`` does. A flexible model's
         probabilities on its own training rows are too confident (boosted trees, nearest
@@ -348,16 +348,27 @@ class MetricOptimizer(RateClassifierBase):
         theta[-2] = 1.0
         if self.cv is None or frozen:  # a frozen model was fitted on other rows: its scores are honest
             return self._model.augment(X), theta
-        # out-of-fold probabilities: what the thresholds meet on new rows, not the fit's own optimism
-        params = {} if key is None else {key: data.sample_weight}
-        splits = list(check_cv(self.cv, data.y, classifier=True).split(X, data.y))
-        lacking = [k for k, (train, _) in enumerate(splits) if np.unique(data.y[train]).size < 2]
+        # out-of-fold log-odds: what the thresholds meet on new rows, not the fit's own optimism
+        z = np.empty(X.shape[0])
+        for train, test in self._folds(X, data.y, f"estimator={type(est).__name__}"):
+            fold = clone(self.estimator)
+            fold.fit(X[train], data.y[train], **({} if key is None else {key: data.sample_weight[train]}))
+            z[test] = log_odds(fold, X[test])
+        return self._model.augment(X, z), theta
+
+    def _folds(self, X, y01: np.ndarray, what: str) -> list:
+        """The ``cv`` splits, each training fold holding both classes."""
+        try:
+            splits = list(check_cv(self.cv, y01, classifier=True).split(X, y01))
+        except ValueError as exc:
+            raise ValueError(f"cv={self.cv!r} cannot split the training rows ({exc}); the folds are drawn "
+                             "from X and y alone, so pass an int or a splitter that needs no groups.") from exc
+        lacking = [k for k, (train, _) in enumerate(splits) if np.unique(y01[train]).size < 2]
         if lacking:
-            raise ValueError(f"Cross-fitting estimator={type(est).__name__} with cv={self.cv!r}: training fold "
-                             f"{lacking[0]} holds a single class, so its model has no probability for the other. "
-                             "Choose fewer folds, or cv=None for the in-sample probabilities.")
-        oof = cross_val_predict(clone(self.estimator), X, data.y, cv=splits, method="predict_proba", params=params)
-        return self._model.augment(X, logit_proba(oof[:, 1])), theta
+            raise ValueError(f"Cross-fitting {what} with cv={self.cv!r}: training fold {lacking[0]} holds a "
+                             "single class, so its model has no probability for the other. Choose fewer folds, "
+                             "or cv=None for the in-sample probabilities.")
+        return splits
 
     def _make_model(self, n_features: int, solver: str):
         if self.model == "linear" or CONFIGURATIONS.get(solver, ("",))[0] == "oracle":

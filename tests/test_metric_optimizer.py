@@ -667,3 +667,17 @@ def test_plugin_cross_fitting_is_skipped_for_a_frozen_model_and_explains_a_failu
     with pytest.raises(ValueError, match=r"estimator=KnownEta with cv=5: training fold 0 holds a single class.*cv=None"):
         MetricOptimizer(metric="g_mean", estimator=KnownEta(), random_state=0).fit(X, few)
     MetricOptimizer(metric="g_mean", estimator=KnownEta(), cv=None, random_state=0).fit(X, few)
+
+
+def test_plugin_cross_fitting_under_metadata_routing_and_a_splitter_that_needs_groups():
+    import sklearn
+    from sklearn.model_selection import GroupKFold, StratifiedKFold
+
+    X, y, _ = _eta_data()
+    weights = np.r_[np.ones(300), 2 * np.ones(300)]
+    with sklearn.config_context(enable_metadata_routing=True):  # the folds are fitted directly, not routed
+        clf = MetricOptimizer(metric="g_mean", estimator=KnownEta(), cv=StratifiedKFold(3), random_state=0)
+        clf.fit(X, y, sample_weight=weights)
+    assert clf.predict(X).shape == y.shape
+    with pytest.raises(ValueError, match=r"cv=GroupKFold.*cannot split.*needs no groups"):
+        MetricOptimizer(metric="g_mean", estimator=KnownEta(), cv=GroupKFold(3)).fit(X, y)

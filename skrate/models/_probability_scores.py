@@ -16,11 +16,7 @@ def log_odds(estimator, X, positive=1) -> np.ndarray:
     if column.size != 1:
         raise ValueError(f"The probability model's classes_ {classes.tolist()} do not include the positive "
                          f"class '{positive}'; fit it on the same labels.")
-    return logit_proba(np.asarray(estimator.predict_proba(X))[:, column[0]])
-
-
-def logit_proba(p: np.ndarray) -> np.ndarray:
-    """``logit p``, clipped to be finite."""
+    p = np.asarray(estimator.predict_proba(X))[:, column[0]]
     eps = np.finfo(float).eps
     return logit(np.clip(p, eps, 1.0 - eps))
 
