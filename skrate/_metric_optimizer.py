@@ -26,7 +26,7 @@ from .generalized._program import (
 from .generalized._ratio import RatioProgram, solve_ratio_game
 from .generalized._three_player import CONFIGURATIONS, solve_three_player
 from .models import LinearModel, MLPModel, ProbabilityScoreModel, log_odds
-from .models._oracle import sample_weight_key
+from .models._oracle import fit_weighted, sample_weight_key
 
 try:
     from sklearn.frozen import FrozenEstimator
@@ -335,14 +335,17 @@ class MetricOptimizer(RateClassifierBase):
         with ``eta`` a clone of ``estimator`` fitted on the training rows."""
         est = clone(self.estimator)
         frozen = isinstance(est, FrozenEstimator)  # fit is a no-op; it keeps the labels it was fitted on
-        key = sample_weight_key(est)
-        if key is not None:
-            est.fit(X, data.y, **{key: data.sample_weight})
-        elif np.ptp(data.sample_weight) == 0 or frozen:
-            est.fit(X, data.y)
-        else:
+        weighted = sample_weight_key(est) is not None
+        if not (weighted or np.ptp(data.sample_weight) == 0 or frozen):
             raise ValueError(f"estimator={type(est).__name__} does not accept sample_weight in fit, and the "
                              "rows have unequal weights; choose an estimator whose fit takes sample_weight.")
+
+        def fit(model, rows=slice(None)):
+            if weighted:
+                return fit_weighted(model, X[rows], data.y[rows], data.sample_weight[rows])
+            return model.fit(X[rows], data.y[rows])
+
+        fit(est)
         self._model = ProbabilityScoreModel(est, X.shape[1], self.classes_[1] if frozen else 1)
         theta = np.zeros(X.shape[1] + 2)
         theta[-2] = 1.0
@@ -351,9 +354,7 @@ class MetricOptimizer(RateClassifierBase):
         # out-of-fold log-odds: what the thresholds meet on new rows, not the fit's own optimism
         z = np.empty(X.shape[0])
         for train, test in self._folds(X, data.y, f"estimator={type(est).__name__}"):
-            fold = clone(self.estimator)
-            fold.fit(X[train], data.y[train], **({} if key is None else {key: data.sample_weight[train]}))
-            z[test] = log_odds(fold, X[test])
+            z[test] = log_odds(fit(clone(self.estimator), train), X[test])
         return self._model.augment(X, z), theta
 
     def _folds(self, X, y01: np.ndarray, what: str) -> list:

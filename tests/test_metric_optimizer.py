@@ -612,6 +612,11 @@ def test_plugin_pipeline_gets_the_weights_in_its_final_step():
     unweighted = make_pipeline(StandardScaler(), LogisticRegression()).fit(X, y)
     np.testing.assert_allclose(log_odds(clf._model.estimator, X), log_odds(ref, X))
     assert not np.allclose(log_odds(ref, X), log_odds(unweighted, X))  # the weights matter here
+    import sklearn
+
+    with sklearn.config_context(enable_metadata_routing=True):  # the step keyword still reaches the final step
+        routed = MetricOptimizer(metric="g_mean", estimator=pipe, random_state=0).fit(X, y, sample_weight=weights)
+    np.testing.assert_allclose(log_odds(routed._model.estimator, X), log_odds(ref, X))
 
 
 def test_plugin_estimator_fitted_elsewhere():

@@ -433,6 +433,22 @@ def test_estimators_receive_the_dataframe_as_given(kind):
         clf.predict(X[["cat", "x"]])
 
 
+def test_a_pipeline_gets_its_weights_under_metadata_routing():
+    import sklearn
+
+    X, y, group = _with_text_column()
+    est = make_pipeline(make_column_transformer((OneHotEncoder(), ["cat"]), remainder="passthrough"),
+                        LogisticRegression())
+    plain = ConstrainedClassifier(PARITY, estimator=est, solver="oracle_proxy_lagrangian", random_state=0)
+    plain.fit(X, y, groups=group)
+    with sklearn.config_context(enable_metadata_routing=True):
+        routed = ConstrainedClassifier(PARITY, estimator=est, solver="oracle_proxy_lagrangian",
+                                       random_state=0).set_fit_request(groups=True)
+        routed.fit(X, y, groups=group)
+    np.testing.assert_allclose(routed.predict_proba(X), plain.predict_proba(X))
+    assert routed.n_iter_ == plain.n_iter_
+
+
 def test_infeasible_problem_is_reported():
     X, y, g = _fair(300)
     with pytest.warns(InfeasibleConstraintsWarning, match="smallest maximum violation"):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import copy
 
 import numpy as np
+from sklearn import config_context
 from sklearn.base import clone
 from sklearn.dummy import DummyClassifier
 from sklearn.ensemble import HistGradientBoostingClassifier
@@ -38,6 +39,14 @@ def sample_weight_key(estimator) -> str | None:
         key = sample_weight_key(last)
         return None if key is None else f"{name}__{key}"
     return "sample_weight" if has_fit_parameter(estimator, "sample_weight") else None
+
+
+def fit_weighted(model, X, y, sample_weight: np.ndarray):
+    """``model.fit`` with the example weights under its :func:`sample_weight_key` (which must
+    exist). The keyword names their target, a Pipeline's final step included, so the call is made
+    with metadata routing off: with it on, a Pipeline would offer them to every step."""
+    with config_context(enable_metadata_routing=False):
+        return model.fit(X, y, **{sample_weight_key(model): sample_weight})
 
 
 def _describe(estimator) -> str:
@@ -91,7 +100,7 @@ class CostSensitiveOracle:
             model = clone(self.estimator)
             if self.warm_start:
                 model.set_params(warm_start=True)
-        model.fit(X, labels, **{self._weight_key: sample_weight})
+        fit_weighted(model, X, labels, sample_weight)
         if self.warm_start:
             self._previous = model
         return model
