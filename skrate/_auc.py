@@ -12,12 +12,13 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
 from ._auc_calibration import RowReservoir, fit_platt
 from ._auc_objective import ClassStatistics, smooth_objective
 from ._auc_solvers import minibatch_smoothness, solve_exact, spam, spam_epoch, vrspam
 from ._prox import elastic_net_penalty
+from .utils._validation import validate_numeric
 
 __all__ = ["AUCClassifier"]
 
@@ -220,7 +221,7 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
             When a stochastic solver reaches ``max_iter`` before its stopping test (see
             ``tol``) is met.
         """
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
+        X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64,
                              y_numeric=False)
         y01 = self._encode_target(y)
         l1_ratio = self._l1_ratio()
@@ -320,7 +321,7 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
             if classes.size != 2:
                 raise ValueError("Only binary classification is supported: classes must hold "
                                  f"exactly two labels, got {classes.tolist()}.")
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, reset=first)
+        X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64, reset=first)
         if first:
             self.classes_ = classes
             self._init_stream(ClassStatistics.empty(X.shape[1]), n_calls=0, smoothness=0.0)
@@ -365,7 +366,7 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
             Positive values predict ``classes_[1]``.
         """
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        X = validate_numeric(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         return np.asarray(X @ self.coef_.ravel()).ravel() + self.intercept_[0]
 
     def predict_proba(self, X) -> np.ndarray:

@@ -9,6 +9,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from .problem import GroupTable, RateData
 from .solutions import StochasticModel
+from .utils._validation import validate_numeric
 
 
 def _check_baseline(baseline, classes, n):
@@ -36,6 +37,7 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
     """
 
     _raw_X = False  # set by fit: see _takes_raw_X
+    _text_advice = ""  # how else text columns can be fitted, for the error that refuses them
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -57,7 +59,7 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
         if self._raw_X:  # a user's estimator may take text and categories; NaN as its tags say
             nan = "allow-nan" if self.__sklearn_tags__().input_tags.allow_nan else True
             return validate_data(self, X, y, dtype=None, ensure_all_finite=nan, **kwargs)
-        return validate_data(self, X, y, dtype=np.float64, **kwargs)
+        return validate_numeric(self, X, y, dtype=np.float64, advice=self._text_advice, **kwargs)
 
     def _validate_binary(self, X, y):
         """Validate ``X, y`` for a binary problem and set ``classes_`` (positive class last)."""

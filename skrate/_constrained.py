@@ -178,6 +178,9 @@ class ConstrainedClassifier(RateClassifierBase):
     True
     """
 
+    _text_advice = (", or use solver='oracle_proxy_lagrangian' with an estimator that encodes them itself "
+                    "(a Pipeline, or HistGradientBoostingClassifier with categorical_features)")
+
     _parameter_constraints = {
         "constraints": [None, list, tuple, str, object],
         "objective": [str, Expression],

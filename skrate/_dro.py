@@ -12,11 +12,12 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from ._divergence import DIVERGENCES
 from ._dro_losses import LOSSES
 from ._dro_solvers import LinearDRO, dynamic_sgd, primal_lbfgs
+from .utils._validation import validate_numeric
 
 # the parameters of the sampled path and of stopping, the same for both estimators
 _SAMPLING_PARAMETERS = """\
@@ -117,7 +118,7 @@ class _BaseDRO(BaseEstimator):
 
     def _scores(self, X) -> np.ndarray:
         check_is_fitted(self)
-        X = validate_data(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
+        X = validate_numeric(self, X, accept_sparse="csr", reset=False, dtype=np.float64)
         return np.asarray(X @ np.atleast_2d(self.coef_).T) + self.intercept_
 
 
@@ -232,7 +233,7 @@ class DROClassifier(ClassifierMixin, _BaseDRO):
         self : DROClassifier
             The fitted estimator.
         """
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64)
+        X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64)
         check_classification_targets(y)
         self.classes_, y_idx = np.unique(y, return_inverse=True)
         n_classes = self.classes_.size
@@ -414,7 +415,7 @@ class DRORegressor(RegressorMixin, _BaseDRO):
         self : DRORegressor
             The fitted estimator.
         """
-        X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64,
+        X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64,
                              y_numeric=True)
         W, b = self._solve(X, y.astype(np.float64), "squared", 1, sample_weight)
         self.coef_, self.intercept_ = W[:, 0].copy(), float(b[0])

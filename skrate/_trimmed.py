@@ -15,9 +15,10 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.extmath import softmax
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.validation import check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted
 
-from skrate._smart import TrimmedProblem, concentration_steps, smart
+from ._smart import TrimmedProblem, concentration_steps, smart
+from .utils._validation import validate_numeric
 
 _REFERENCES = """
     References
@@ -273,7 +274,7 @@ class _BaseTrimmed(BaseEstimator):
 
     def _scores(self, X):
         check_is_fitted(self)
-        X = validate_data(self, X, reset=False, dtype=[np.float64, np.float32])
+        X = validate_numeric(self, X, reset=False, dtype=[np.float64, np.float32])
         return X @ np.atleast_2d(self.coef_).T + self.intercept_
 
 
@@ -346,7 +347,7 @@ class TrimmedRegressor(RegressorMixin, _BaseTrimmed):
             When the solver stops at ``max_iter`` before its stopping test is met.
         """
         with self._unfitted_on_error():
-            X, y = validate_data(self, X, y, dtype=np.float64, y_numeric=True)
+            X, y = validate_numeric(self, X, y, dtype=np.float64, y_numeric=True)
             h = self._n_kept(X.shape[0])
             fit = self._solve(X, np.asarray(y, dtype=np.float64), "squared", h)
             self._set_fitted(
@@ -450,7 +451,7 @@ class TrimmedClassifier(ClassifierMixin, _BaseTrimmed):
             When the solver stops at ``max_iter`` before its stopping test is met.
         """
         with self._unfitted_on_error():
-            X, y = validate_data(self, X, y, dtype=np.float64)
+            X, y = validate_numeric(self, X, y, dtype=np.float64)
             check_classification_targets(y)
             classes, y_index, counts = np.unique(y, return_inverse=True, return_counts=True)
             if classes.size < 2:

@@ -1,5 +1,7 @@
 """scikit-learn's estimator checks over every public skrate estimator."""
 
+import numpy as np
+import pytest
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from skrate.utils import all_estimators
@@ -46,3 +48,13 @@ def test_estimators_are_discovered():
 @parametrize_with_checks(_instances())
 def test_sklearn_compatible(estimator, check):
     check(estimator)
+
+
+@pytest.mark.parametrize("cls", [cls for _, cls in all_estimators()], ids=lambda c: c.__name__)
+def test_text_columns_are_refused_by_name(cls):
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"x": rng.normal(size=40), "cat": rng.choice(["u", "v"], 40)})
+    y = np.tile([0, 1], 20)
+    with pytest.raises(ValueError, match=r"X has the non-numeric columns \['cat'\], and .* fits numeric features"):
+        cls().fit(X, y)
