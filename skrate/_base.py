@@ -47,6 +47,9 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
     def _rate_data(self, X_raw, X, y, groups, sample_weight, baseline) -> RateData:
         y01 = None if y is None else (np.asarray(y) == self.classes_[1]).astype(int)
         weights = _check_sample_weight(sample_weight, X)
+        if (weights < 0).any():
+            raise ValueError(f"sample_weight has negative entries (smallest {weights.min():.4g}, row "
+                             f"{int(np.argmin(weights))}); rates weigh examples by it, so it must be >= 0.")
         return RateData(y01, weights, GroupTable.from_input(groups, X_raw, X.shape[0]),
                         _check_baseline(baseline, self.classes_, X.shape[0]))
 

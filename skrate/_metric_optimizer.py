@@ -22,6 +22,7 @@ from .generalized._program import (
     compile_program,
     group_cells,
     program_group_columns,
+    program_reads_baseline,
 )
 from .generalized._ratio import RatioProgram, solve_ratio_game
 from .generalized._three_player import CONFIGURATIONS, solve_three_player
@@ -312,6 +313,15 @@ class MetricOptimizer(RateClassifierBase):
                 "convex solvers (three_player, oracle, frank_wolfe, spade, nemsis) need convex metrics, "
                 "the ratio solver sums of ratios of rates. Reformulate, e.g. maximise a concave metric "
                 "by minimising its negative.")
+        if program_reads_baseline(program):  # thresholds of eta(x) cannot follow the baseline's decisions
+            if self.solver in PLUGIN_SOLVERS or self.estimator is not None:
+                raise ValueError(
+                    "The problem compares the model with the baseline's decisions (churn, wins, losses or a "
+                    "baseline= slice), which the plug-in oracle cannot follow: it thresholds P(y = 1 | x) per "
+                    f"group cell, and the baseline is not a function of the cell. solver={self.solver!r}"
+                    f"{' with estimator' if self.estimator is not None else ''} does not apply; solvers that "
+                    f"do: {', '.join(s for s in ok if s not in PLUGIN_SOLVERS)}.")
+            ok = tuple(s for s in ok if s not in PLUGIN_SOLVERS)
         if self.estimator is not None:  # only the plug-in oracle uses a probability model
             ok = tuple(s for s in ok if s in PLUGIN_SOLVERS)
             if not ok or self.solver not in ok + ("auto",):
@@ -322,7 +332,7 @@ class MetricOptimizer(RateClassifierBase):
         if self.solver == "auto":
             if ok == ("ratio",):
                 return "ratio"
-            if self.model != "linear" and self.estimator is None:
+            if (self.model != "linear" and self.estimator is None) or "frank_wolfe" not in ok:
                 return "three_player"
             return "frank_wolfe"
         if self.solver not in ok:
@@ -517,7 +527,7 @@ class MetricOptimizer(RateClassifierBase):
             p = StochasticModel(LinearModel(X_big.shape[1]), self._stacked_params, weights).proba(X_big)
         else:
             objective, constraints = metric, self.constraints
-            p = self.predict_proba(X, solution=solution)[:, 1]
+            p = self.predict_proba(X_raw, solution=solution)[:, 1]
         program = compile_program(objective, constraints, data)
         obj, cons = program.values(program.rates(p))
         out = {"objective": float(obj)}

@@ -220,8 +220,8 @@ def test_win_loss_ratio_constraint_against_a_baseline_holds():
         return np.mean((baseline != y) * right) / np.mean((baseline == y) * (1 - right))
 
     assert ratio(MetricOptimizer(metric="g_mean", random_state=0).fit(X, y)) < bound  # it binds
-    est = MetricOptimizer(metric="g_mean", constraints=win_loss_ratio() >= bound, random_state=0).fit(
-        X, y, baseline=baseline)
+    est = MetricOptimizer(metric="g_mean", constraints=win_loss_ratio() >= bound, max_iter=2000,
+                          random_state=0).fit(X, y, baseline=baseline)
     assert est.feasible_
     assert ratio(est) >= bound - 1e-6
 
@@ -686,3 +686,36 @@ def test_plugin_cross_fitting_under_metadata_routing_and_a_splitter_that_needs_g
     assert clf.predict(X).shape == y.shape
     with pytest.raises(ValueError, match=r"cv=GroupKFold.*cannot split.*needs no groups"):
         MetricOptimizer(metric="g_mean", estimator=KnownEta(), cv=GroupKFold(3)).fit(X, y)
+
+
+def test_churn_is_solved_by_a_surrogate_player_not_the_plug_in_oracle():
+    from sklearn.datasets import make_classification
+    from sklearn.linear_model import LogisticRegression
+
+    X, y = make_classification(300, 5, flip_y=0.2, random_state=0)
+    baseline = LogisticRegression().fit(X[:, :2], y).predict(X[:, :2])
+    est = MetricOptimizer(metric="g_mean", constraints="churn <= 0.05", random_state=0).fit(X, y, baseline=baseline)
+    assert est.solver_ == "three_player" and est.feasible_
+    assert est.metric_values(X, y, baseline=baseline)["churn <= 0.05"] <= 1e-6
+    for params in ({"solver": "frank_wolfe"}, {"solver": "oracle"}, {"estimator": LogisticRegression()}):
+        with pytest.raises(ValueError, match=r"baseline's decisions.*solvers that do: three_player, spade, nemsis"):
+            MetricOptimizer(metric="g_mean", constraints="churn <= 0.05", **params).fit(X, y, baseline=baseline)
+    # a rate that is a constant of the data does not stop the plug-in oracle
+    est = MetricOptimizer(metric="g_mean", constraints="ppr >= 0.5 * baseline_ppr", random_state=0)
+    assert est.fit(X, y, baseline=baseline).solver_ == "frank_wolfe"
+
+
+def test_negative_weights_are_refused_and_metric_values_take_the_frame_as_fitted():
+    import warnings
+
+    pd = pytest.importorskip("pandas")
+    X, y = _one_d(200, seed=3)
+    with pytest.raises(ValueError, match=r"sample_weight has negative entries.*must be >= 0"):
+        MetricOptimizer(metric="g_mean").fit(X, y, sample_weight=-np.ones(200))
+    frame = pd.DataFrame(X, columns=["x"])
+    est = MetricOptimizer(metric="g_mean", random_state=0).fit(frame, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "X does not have valid feature names"
+        values = est.metric_values(frame, y)
+    p = est.predict_proba(frame)[:, 1]
+    assert values["objective"] == pytest.approx(1 - np.sqrt(p[y == 1].mean() * (1 - p[y == 0]).mean()))

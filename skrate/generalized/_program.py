@@ -14,7 +14,8 @@ import scipy.sparse as sp
 
 from ..problem import RateData, compile_expressions, expand_constraints
 from ..rates import Constraint
-from ..rates._slice import group_columns
+from ..rates._expression import NEEDS_BASELINE
+from ..rates._slice import BASELINE, group_columns
 from ._metrics import LinearRate, MetricConstraint, MetricSum, as_metric
 
 
@@ -79,6 +80,14 @@ def program_group_columns(program: MetricProgram) -> list[str]:
     """Group columns filtered on by any rate of the program."""
     return group_columns(r.slice for s in [program.objective] + program.constraints
                          for _, atom, _ in s.atoms for e in atom.exprs for r in e.rates)
+
+
+def program_reads_baseline(program: MetricProgram) -> bool:
+    """Whether a rate of the program weighs the model's decisions by the baseline's (churn,
+    wins, losses, or a slice on ``baseline``); ``baseline_ppr`` is a constant and does not."""
+    return any((r.kind in NEEDS_BASELINE and r.kind != "baseline_ppr") or r.slice.get(BASELINE) is not None
+               for s in [program.objective] + program.constraints
+               for _, atom, _ in s.atoms for e in atom.exprs for r in e.rates)
 
 
 def _expand(spec, groups) -> list:
