@@ -97,9 +97,13 @@ class MetricOptimizer(RateClassifierBase):
         threshold per answer and group cell). ``"frank_wolfe"``, ``"spade"``, ``"nemsis"``: the earlier
         algorithms as special cases of the game. ``"ratio"``: Algorithm 3 for sums of ratios
         (F-measure, precision, their parities). ``"auto"`` picks ``"ratio"`` for ratio metrics; for
-        the others ``"frank_wolfe"`` with ``model="linear"`` (exact plug-in oracle answers, which
-        settle in a few dozen rounds; constraint multipliers ascend as in Algorithm 1) and
-        ``"three_player"`` with ``model="mlp"``. The oracle thresholds per group cell when the
+        the others, with ``model="linear"``, ``"frank_wolfe"`` when every constraint is linear in
+        the rates (exact plug-in oracle answers, which settle in a few dozen rounds; constraint
+        multipliers ascend as in Algorithm 1) and ``"oracle"`` when one is not (a KL or G-mean
+        constraint: follow-the-leader multipliers on it swing the answers between extremes);
+        ``"three_player"`` with ``model="mlp"`` or when the problem reads the baseline's
+        decisions (churn, wins, losses), which the plug-in oracle cannot follow. The oracle
+        thresholds per group cell when the
         groups the metrics name are one-hot columns of ``X`` (exactly decodable), else globally.
         A solver whose guarantees do not cover the metric's class is refused with the list of
         solvers that apply.
@@ -111,12 +115,12 @@ class MetricOptimizer(RateClassifierBase):
         when its ``fit`` takes it, or a ``Pipeline``'s final step does); to use a model fitted elsewhere, e.g. on a separate sample so
         that its scores on the training rows are not overfitted, wrap it in
         ``sklearn.frozen.FrozenEstimator``. The candidates then threshold ``logit eta(x)`` per
-        group cell; ``"auto"`` picks ``"frank_wolfe"``, and the other solvers are refused.
+        group cell; ``"auto"`` picks ``"frank_wolfe"`` or ``"oracle"`` as above, and the other
+        solvers are refused.
     cv : int, cross-validation generator, iterable or None, default=5
         Cross-fitting of ``estimator``: the oracle chooses its thresholds on out-of-fold
         probabilities (each row scored by a clone fitted on the other folds; stratified folds
-        for an int), while the model
-        deployed thresholds the clone fitted on all rows, as
+        for an int), while the model deployed thresholds the clone fitted on all rows, as
         ``sklearn.model_selection.TunedThresholdClassifierCV`` does. A flexible model's
         probabilities on its own training rows are too confident (boosted trees, nearest
         neighbours), and thresholds set on them miss their goal on new rows; out-of-fold
@@ -334,6 +338,10 @@ class MetricOptimizer(RateClassifierBase):
                 return "ratio"
             if (self.model != "linear" and self.estimator is None) or "frank_wolfe" not in ok:
                 return "three_player"
+            if any(not c.is_linear for c in program.constraints):
+                # follow-the-leader multipliers on a non-linear constraint swing the oracle's
+                # answers between extremes for a hundred rounds; gradient-ascent ones settle
+                return "oracle"
             return "frank_wolfe"
         if self.solver not in ok:
             raise ValueError(f"solver={self.solver!r} does not apply to this problem ({described}); "

@@ -719,3 +719,17 @@ def test_negative_weights_are_refused_and_metric_values_take_the_frame_as_fitted
         values = est.metric_values(frame, y)
     p = est.predict_proba(frame)[:, 1]
     assert values["objective"] == pytest.approx(1 - np.sqrt(p[y == 1].mean() * (1 - p[y == 0]).mean()))
+
+
+def test_auto_plays_gradient_ascent_multipliers_on_a_non_linear_constraint():
+    X, y, g = _two_groups(400, seed=11)
+    groups = {"g": g}
+    est = MetricOptimizer(metric="h_mean", constraints=kld_fairness("g", 0.002), random_state=0).fit(X, y, groups=groups)
+    assert est.solver_ == "oracle" and est.feasible_
+    long = MetricOptimizer(metric="h_mean", constraints=kld_fairness("g", 0.002), solver="frank_wolfe", tol=None,
+                           random_state=0).fit(X, y, groups=groups)
+    value = lambda e: e.metric_values(X, y, groups=groups)["objective"]
+    assert value(est) <= value(long) + 0.01  # as good as Frank-Wolfe run to max_iter, in a fraction of the rounds
+    assert est.n_iter_ < long.n_iter_
+    linear = MetricOptimizer(metric="h_mean", constraints="ppr[g] >= ppr - 0.05", random_state=0)
+    assert linear.fit(X, y, groups=groups).solver_ == "frank_wolfe"
