@@ -132,18 +132,19 @@ class ConstrainedClassifier(RateClassifierBase):
         Present when X was a DataFrame with string column names.
     constraints_ : list of Constraint
         The constraints after expanding group columns.
-    candidates_ : ndarray of shape (n_candidates, n_params)
-        Snapshots of the model parameters (with the oracle solvers, the candidate's index).
+    candidates_ : ndarray of shape (n_snapshots, n_params)
+        Snapshots of the model parameters (with the oracle solvers, the candidate's index): up to
+        ``n_candidates`` evenly spaced over the iterations, the best iterate and the last.
     estimators_ : list of fitted estimators or None
         Oracle solvers only: the estimator fitted at each iteration, aligned with
         ``candidates_``; ``None`` where it was dropped after fit (see ``solution``).
     solutions_ : dict of str to ndarray
         Weights over ``candidates_`` of every solution.
-    weights_ : ndarray of shape (n_candidates,)
+    weights_ : ndarray of shape (n_snapshots,)
         Weights of the solution selected by ``solution``.
-    train_objective_ : ndarray of shape (n_candidates,)
+    train_objective_ : ndarray of shape (n_snapshots,)
         Objective of each candidate on the training data.
-    train_constraints_ : ndarray of shape (n_constraints, n_candidates)
+    train_constraints_ : ndarray of shape (n_constraints, n_snapshots)
         Constraint values ``g_j`` (``<= 0`` is met) of each candidate on the training data.
     feasible_ : bool
         Whether the m-stochastic solution meets every constraint (with its margin) on the
@@ -153,7 +154,7 @@ class ConstrainedClassifier(RateClassifierBase):
     fit_report_ : DataFrame or list of dict
         Per constraint of the selected solution: the margin, the value ``g`` on the training
         part and on the held-out part (NaN without one).
-    multipliers_ : ndarray of shape (n_candidates, n_constraints + 1)
+    multipliers_ : ndarray of shape (n_snapshots, n_constraints + 1)
         The weights of (objective, constraints) the lambda-player played when each candidate
         was produced: a distribution for the proxy-Lagrangian players, ``(1, lam)`` for the
         Lagrangian ones. With the oracle solvers, a certificate fit (see ``tol``) carries the
@@ -339,7 +340,7 @@ class ConstrainedClassifier(RateClassifierBase):
         self.multipliers_ = traj.multipliers
         self.n_iter_ = traj.n_iter
         self.random_seed_ = int(gen.integers(2**62))
-        self._set_solutions(traj)
+        self._set_solutions(traj, "held-out" if held is not None else "training")
         if self.solver in ORACLE_SOLVERS:
             if self.solution != "T_stochastic":
                 # keep the models some solution other than the uniform mixture uses: at most m + 3
@@ -409,9 +410,9 @@ class ConstrainedClassifier(RateClassifierBase):
             import pandas as pd
         except ImportError:
             return rows
-        return pd.DataFrame(rows)
+        return pd.DataFrame(rows, columns=["constraint", "margin", "train", "held_out"])
 
-    def _set_solutions(self, traj) -> None:
+    def _set_solutions(self, traj, selected_on: str) -> None:
         k = traj.params.shape[0]
         one_hot = np.eye(k)
         lp = shrink(traj.objective, traj.constraints)
@@ -425,11 +426,13 @@ class ConstrainedClassifier(RateClassifierBase):
         if not lp.feasible:
             values = traj.constraints @ lp.weights
             worst = int(np.argmax(values))
+            margins = " (margins included)" if self.margins_.any() else ""
             warnings.warn(
-                f"No mixture of the trained models meets every constraint on the training data; the "
-                f"smallest maximum violation reached is {lp.max_violation:.4g}, on "
-                f"'{self.constraints_[worst]}'. The returned model minimises the violation. Loosen "
-                "the constraints, or train longer (max_iter) or with a larger model.",
+                f"No mixture of the trained models meets every constraint on the {selected_on} data"
+                f"{margins}; the smallest maximum violation reached is {lp.max_violation:.4g}, on "
+                f"'{self.constraints_[worst]}' (fit_report_ lists each constraint on each part). The "
+                "returned model minimises the violation. Loosen the constraints, or train longer "
+                "(max_iter) or with a larger model.",
                 InfeasibleConstraintsWarning, stacklevel=3,
             )
 

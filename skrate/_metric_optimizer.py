@@ -196,13 +196,15 @@ class MetricOptimizer(RateClassifierBase):
         Class of the problem: ``"linear"``, ``"convex"``, ``"ratio"``.
     solver_ : str
         The solver used.
-    candidates_ : ndarray of shape (n_candidates, n_params)
+    candidates_ : ndarray of shape (n_snapshots, n_params)
+        Up to ``n_candidates`` snapshots evenly spaced over the iterations, the best iterate and
+        the last.
     solutions_ : dict of str to ndarray
-    weights_ : ndarray of shape (n_candidates,)
-    train_objective_ : ndarray of shape (n_candidates,)
+    weights_ : ndarray of shape (n_snapshots,)
+    train_objective_ : ndarray of shape (n_snapshots,)
         Objective ``psi`` of each candidate on the training data.
-    train_constraints_ : ndarray of shape (n_constraints, n_candidates)
-    multipliers_ : ndarray of shape (n_candidates, n_constraints + 1)
+    train_constraints_ : ndarray of shape (n_constraints, n_snapshots)
+    multipliers_ : ndarray of shape (n_snapshots, n_constraints + 1)
     feasible_ : bool
         Whether the selected solution meets every constraint on the training data.
     n_iter_ : int

@@ -125,3 +125,14 @@ def test_errors_on_the_held_out_rows_say_so():
     y[held_b] = 0  # the held-out rows of group b have no positives; the training rows do
     with pytest.raises(ValueError, match=r"On the 100 held-out rows \(validation_mask\): .*tpr\[group=b\]"):
         ConstrainedClassifier("tpr[group=b] >= 0.5").fit(X, y, groups=g, validation_mask=mask)
+
+
+def test_infeasibility_names_the_data_the_solution_was_chosen_on():
+    from skrate.exceptions import InfeasibleConstraintsWarning
+
+    X, y, g = _population(600, np.random.default_rng(5))
+    with pytest.warns(InfeasibleConstraintsWarning, match=r"on the held-out data \(margins included\); the smallest"):
+        ConstrainedClassifier("ppr[group=b] >= ppr + 0.9", validation_fraction=0.3, margin="auto", max_iter=50,
+                              random_state=0).fit(X, y, groups=g)
+    with pytest.warns(InfeasibleConstraintsWarning, match=r"on the training data; the smallest"):
+        ConstrainedClassifier("ppr[group=b] >= ppr + 0.9", max_iter=50, random_state=0).fit(X, y, groups=g)

@@ -5,6 +5,8 @@ import pandas as pd
 import pytest
 
 from skrate.problem import GroupTable, RateData, compile_expressions, compile_problem, constraint_rows
+from skrate.problem._compile import expand_constraints
+from skrate.rates import as_constraints
 from skrate.rates import parse_constraint, parse_expression
 
 
@@ -123,7 +125,41 @@ def test_empty_slices_are_reported():
 def test_group_column_validation():
     with pytest.raises(ValueError, match="has 3 entries but X has 4 rows"):
         GroupTable.from_input({"g": ["a", "b", "c"]}, None, 4).column("g")
-    with pytest.raises(ValueError, match="contains NaN"):
+    with pytest.raises(ValueError, match="has a missing value in 1 rows"):
         GroupTable.from_input({"g": [1.0, np.nan]}, None, 2).column("g")
     with pytest.raises(ValueError, match="2-D array has no column names"):
         GroupTable.from_input(np.zeros((3, 2)), None, 3)
+
+
+def test_group_columns_refuse_every_kind_of_missing_value():
+    pd = pytest.importorskip("pandas")
+    g = np.array(["a", "b"] * 5, dtype=object)
+    with_nan = g.copy()
+    with_nan[3] = np.nan
+    for column in (with_nan, pd.Categorical(with_nan), pd.array(with_nan, dtype="string"), [None] + list(g[1:])):
+        table = GroupTable.from_input(pd.DataFrame({"grp": column}), None, 10)
+        with pytest.raises(ValueError, match=r"Group column 'grp' has a missing value in 1 rows"):
+            table.column("grp")
+
+
+def test_float_coded_groups_are_named_as_integers():
+    table = GroupTable.from_input({"bin": np.array([0.0, 1.0, 2.0, 1.0])}, None, 4)
+    assert table.values("bin") == ["0", "1", "2"]
+    np.testing.assert_array_equal(table.mask("bin", ("1",)), [False, True, False, True])
+    fractional = GroupTable.from_input({"w": np.array([0.5, 1.0])}, None, 2)
+    assert fractional.values("w") == ["0.5", "1.0"]
+
+
+def test_expansion_over_two_columns_skips_cells_without_rows():
+    groups = GroupTable.from_input({"grp": np.array(["a", "a", "b", "b"]), "sex": np.array(["M", "M", "F", "M"])},
+                                   None, 4)
+    assert groups.combinations(("grp", "sex")) == [("a", "M"), ("b", "F"), ("b", "M")]
+    expanded = expand_constraints(as_constraints("ppr[grp, sex] >= ppr - 0.1"), groups)
+    assert [str(c) for c in expanded] == ["ppr[grp=a, sex=M] >= ppr - 0.1", "ppr[grp=b, sex=F] >= ppr - 0.1",
+                                          "ppr[grp=b, sex=M] >= ppr - 0.1"]
+
+
+def test_a_dict_of_group_arrays_longer_than_X_points_at_cross_validation():
+    table = GroupTable.from_input({"grp": np.array(["a", "b"] * 6)}, None, 8)
+    with pytest.raises(ValueError, match="has 12 entries but X has 8 rows.*not split by cross-validation"):
+        table.column("grp")

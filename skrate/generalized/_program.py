@@ -6,7 +6,6 @@ rates of a model are ``A @ yhat + b`` (the core's compiler) and every atom reads
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
 
 import numpy as np
@@ -92,12 +91,11 @@ def program_reads_baseline(program: MetricProgram) -> bool:
 
 def _expand(spec, groups) -> list:
     """``spec`` (a metric or a metric constraint) bound to every combination of values of the
-    group columns it expands over."""
+    group columns it expands over that occurs in the data."""
     keys = spec.expand_keys
     if not keys:
         return [spec]
-    combos = itertools.product(*(groups.values(k) for k in keys))
-    return [spec.bind(dict(zip(keys, combo))) for combo in combos]
+    return [spec.bind(dict(zip(keys, combo))) for combo in groups.combinations(keys)]
 
 
 def as_metric_constraints(spec) -> list:

@@ -189,11 +189,16 @@ class RateProblem:
 
 
 def expand_constraints(constraints: list[Constraint], groups: GroupTable) -> list[Constraint]:
-    """Replace constraints over bare group columns by one per value (Cartesian product)."""
+    """Replace constraints over bare group columns by one per combination of their values that
+    occurs in the data (a cell with no rows has no rates to constrain)."""
     out: list[Constraint] = []
     for con in constraints:
-        values = {key: groups.values(key) for key in con.expand_keys}
-        out.extend(con.expand(values))
+        keys = con.expand_keys
+        if not keys:
+            out.append(con)
+            continue
+        for combo in groups.combinations(keys):
+            out.extend(con.expand({k: [v] for k, v in zip(keys, combo)}))
     return out
 
 

@@ -7,17 +7,35 @@ from dataclasses import dataclass, field
 import numpy as np
 
 
+def _missing(col: np.ndarray) -> np.ndarray:
+    """Missing entries: NaN, and in object columns also None, pandas' NA and NaT."""
+    if col.dtype.kind == "f":
+        return np.isnan(col)
+    if col.dtype != object:
+        return np.zeros(col.shape[0], dtype=bool)
+    try:
+        import pandas as pd
+    except ImportError:  # without pandas there is no NA: None and NaN
+        return np.frompyfunc(lambda v: v is None or v != v, 1, 1)(col).astype(bool)
+    return np.asarray(pd.isna(col), dtype=bool)
+
+
 def _column(values, name: str, n: int) -> np.ndarray:
     col = np.asarray(values)
     if col.ndim != 1:
         raise ValueError(f"Group column {name!r} must be 1-D, got shape {col.shape}.")
     if col.shape[0] != n:
+        hint = (" A dict of arrays is not split by cross-validation: pass groups as a DataFrame or a 1-D "
+                "array, which Pipeline and GridSearchCV index by row." if col.shape[0] > n else "")
         raise ValueError(f"Group column {name!r} has {col.shape[0]} entries but X has {n} rows; "
-                         "pass one group value per row.")
-    if col.dtype.kind == "f" and np.isnan(col).any():
-        raise ValueError(f"Group column {name!r} contains NaN; give every row a group value.")
-    if col.dtype == object and any(v is None for v in col):
-        raise ValueError(f"Group column {name!r} contains None; give every row a group value.")
+                         f"pass one group value per row.{hint}")
+    missing = _missing(col)
+    if missing.any():
+        raise ValueError(f"Group column {name!r} has a missing value in {int(missing.sum())} rows (first: row "
+                         f"{int(np.argmax(missing))}); give every row a group value, e.g. fill them with a "
+                         "category of their own.")
+    if col.dtype.kind == "f" and np.isfinite(col).all() and np.all(col == np.round(col)):
+        col = col.astype(np.int64)  # a float-coded group (1.0) is named as written in specs (1)
     return col.astype(str)
 
 
@@ -79,6 +97,12 @@ class GroupTable:
     def values(self, key: str) -> list[str]:
         """The sorted distinct values of a group column."""
         return list(self._codes(key)[0])
+
+    def combinations(self, keys: tuple[str, ...]) -> list[tuple[str, ...]]:
+        """The combinations of values of the columns ``keys`` that occur in some row, sorted."""
+        columns = [self._codes(k) for k in keys]
+        present = np.unique(np.column_stack([codes for _, codes in columns]), axis=0)
+        return [tuple(known[i] for (known, _), i in zip(columns, row)) for row in present]
 
     def mask(self, key: str, values: tuple[str, ...]) -> np.ndarray:
         """Rows whose ``key`` is any of ``values``; unknown values list the known ones."""
