@@ -8,7 +8,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import _fit_context, clone
 from sklearn.model_selection import check_cv
-from sklearn.utils import check_random_state
+from sklearn.utils import _safe_indexing, check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._base import RateClassifierBase
@@ -350,9 +350,10 @@ class MetricOptimizer(RateClassifierBase):
                              f"solvers that do: {', '.join(ok)}.")
         return self.solver
 
-    def _plugin_scores(self, X, data) -> tuple[np.ndarray, np.ndarray]:
+    def _plugin_scores(self, X, X_in, data) -> tuple[np.ndarray, np.ndarray]:
         """``[X, logit eta(X)]`` and the oracle's base parameters (weight 1 on the last column),
-        with ``eta`` a clone of ``estimator`` fitted on the training rows."""
+        with ``eta`` a clone of ``estimator`` fitted on the training rows ``X_in`` (the user's
+        DataFrame as given, column names and dtypes, or ``X``)."""
         est = clone(self.estimator)
         frozen = isinstance(est, FrozenEstimator)  # fit is a no-op; it keeps the labels it was fitted on
         weighted = sample_weight_key(est) is not None
@@ -361,21 +362,28 @@ class MetricOptimizer(RateClassifierBase):
                              "rows have unequal weights; choose an estimator whose fit takes sample_weight.")
 
         def fit(model, rows=slice(None)):
+            X_rows = _safe_indexing(X_in, rows)
             if weighted:
-                return fit_weighted(model, X[rows], data.y[rows], data.sample_weight[rows])
-            return model.fit(X[rows], data.y[rows])
+                return fit_weighted(model, X_rows, data.y[rows], data.sample_weight[rows])
+            return model.fit(X_rows, data.y[rows])
 
         fit(est)
         self._model = ProbabilityScoreModel(est, X.shape[1], self.classes_[1] if frozen else 1)
         theta = np.zeros(X.shape[1] + 2)
         theta[-2] = 1.0
         if self.cv is None or frozen:  # a frozen model was fitted on other rows: its scores are honest
-            return self._model.augment(X), theta
+            return self._model.augment(X, log_odds(est, X_in, self._model.positive)), theta
         # out-of-fold log-odds: what the thresholds meet on new rows, not the fit's own optimism
         z = np.empty(X.shape[0])
         for train, test in self._folds(X, data.y, f"estimator={type(est).__name__}"):
-            z[test] = log_odds(fit(clone(self.estimator), train), X[test])
+            z[test] = log_odds(fit(clone(self.estimator), train), _safe_indexing(X_in, test))
         return self._model.augment(X, z), theta
+
+    def _model_input(self, X):
+        """The user's estimator predicts on the DataFrame as given, like it was fitted."""
+        checked = self._features(X)
+        frame = isinstance(self._model, ProbabilityScoreModel) and hasattr(X, "iloc")
+        return (X if frame else checked), checked
 
     def _folds(self, X, y01: np.ndarray, what: str) -> list:
         """The ``cv`` splits, each training fold holding both classes."""
@@ -444,7 +452,7 @@ class MetricOptimizer(RateClassifierBase):
                                       else AUTO_PATIENCE.get(solver, 100))
         theta_eta = None
         if self.estimator is not None:  # the game plays on [X, logit eta(X)]
-            X_fit, theta_eta = self._plugin_scores(X, data)
+            X_fit, theta_eta = self._plugin_scores(X, X_raw if hasattr(X_raw, "iloc") else X, data)
         elif uses_oracle or (self.init == "logistic" and isinstance(self._model, LinearModel)):
             theta_eta = fit_logistic(X, data.y, data.sample_weight, self.alpha)
         init_params = theta_eta if isinstance(self._model, LinearModel) and self.init == "logistic" else None

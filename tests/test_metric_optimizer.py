@@ -733,3 +733,22 @@ def test_auto_plays_gradient_ascent_multipliers_on_a_non_linear_constraint():
     assert est.n_iter_ < long.n_iter_
     linear = MetricOptimizer(metric="h_mean", constraints="ppr[g] >= ppr - 0.05", random_state=0)
     assert linear.fit(X, y, groups=groups).solver_ == "frank_wolfe"
+
+
+def test_plugin_estimator_gets_the_dataframe_as_given():
+    pd = pytest.importorskip("pandas")
+    from sklearn.compose import ColumnTransformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y, _ = _eta_data()
+    frame = pd.DataFrame(X, columns=[f"c{i}" for i in range(X.shape[1])])
+    est = make_pipeline(ColumnTransformer([("s", StandardScaler(), ["c0", "c1"])]), LogisticRegression())
+    clf = MetricOptimizer(metric="g_mean", estimator=est, random_state=0).fit(frame, y)  # columns by name
+    before = frame.copy()
+    p = clf.predict_proba(frame)[:, 1]
+    pd.testing.assert_frame_equal(frame, before)
+    np.testing.assert_array_equal(clf.predict(frame), clf.predict(frame.iloc[::-1])[::-1])
+    values = clf.metric_values(frame, y)
+    assert values["objective"] == pytest.approx(1 - np.sqrt(p[y == 1].mean() * (1 - p[y == 0]).mean()))

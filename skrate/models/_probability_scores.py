@@ -50,8 +50,13 @@ class ProbabilityScoreModel:
         return self.linear.n_params
 
     def augment(self, X, z: np.ndarray | None = None):
-        """``[X, z]``, sparse when ``X`` is; ``z`` defaults to ``z(X)``."""
-        z = (log_odds(self.estimator, X, self.positive) if z is None else np.asarray(z, dtype=float))[:, None]
+        """``[X, z]``, sparse when ``X`` is; ``z`` defaults to ``z(X)``. A DataFrame ``X`` (of numeric
+        columns) reaches the estimator as it is."""
+        if z is None:
+            z = log_odds(self.estimator, X, self.positive)
+        if hasattr(X, "iloc"):
+            X = X.to_numpy(dtype=float)
+        z = np.asarray(z, dtype=float)[:, None]
         return sp.hstack([X, z], format="csr") if sp.issparse(X) else np.hstack([X, z])
 
     def scores_many(self, X, thetas: np.ndarray) -> np.ndarray:
