@@ -227,6 +227,11 @@ def test_undefined_rate_says_whether_objective_or_constraint():
         compile_program("error", [tpr(g="a") >= 0.5], data)
     with pytest.raises(ValueError, match=r"^The constraint 'g_mean\[g=a\] >= 0.5'"):
         compile_program("error", [g_mean_at_least(0.5, group="g")], data)
+    # metrics whose own definition fails (F-measure, KL) say so too
+    with pytest.raises(ValueError, match=r"^The objective '1 - f_measure\[g=a\]'.*no positive examples"):
+        compile_program(f_measure(g="a"), [], data)
+    with pytest.raises(ValueError, match=r"^The constraint 'kld\(label_rate\[g=a\], ppr\[g=a\]\) <= 0.01'.*strictly between 0 and 1"):
+        compile_program("error", [kld(g="a", reference="slice") <= 0.01], data)
 
 
 def test_constraint_helpers_expand_per_group():

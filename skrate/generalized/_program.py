@@ -143,7 +143,10 @@ def compile_program(objective, constraints, data: RateData) -> MetricProgram:
                 except ValueError as exc:
                     raise ValueError(f"The {role} '{text}' cannot be measured on this data: "
                                      f"{exc}") from None
-                atom.check(b_a)
+                try:
+                    atom.check(b_a)
+                except ValueError as exc:
+                    raise ValueError(f"The {role} '{text}' cannot be measured on this data: {exc}") from None
                 cache[atom] = np.arange(n_rows, n_rows + len(atom.exprs))
                 rows.append(A_a)
                 consts.append(b_a)
