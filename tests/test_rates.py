@@ -2,12 +2,13 @@
 
 import pickle
 
+import numpy as np
 import pytest
 from sklearn.base import clone
 
 from skrate import ConstrainedClassifier
 from skrate.rates import (
-    Constraint, Expression, SpecParseError, accuracy, as_constraints, churn, equal_odds,
+    Constraint, Expression, Ratio, SpecParseError, accuracy, as_constraints, churn, equal_odds,
     equal_opportunity, error_rate, fpr, minimum_recall, no_lost_benefits, not_worse_off,
     parse_constraint, parse_expression, ppr, precision, statistical_parity, tpr, win_loss_ratio, wins,
 )
@@ -57,7 +58,7 @@ def test_algebra_is_linear_and_canonical():
         a * b
     with pytest.raises(TypeError, match="strict"):
         a < b
-    with pytest.raises(ZeroDivisionError):
+    with pytest.raises(ValueError, match="Division by zero"):
         a / 0
 
 
@@ -143,3 +144,98 @@ def test_constraint_is_immutable():
     with pytest.raises(Exception):
         con.op = "<="
     assert isinstance(con, Constraint)
+
+
+# Each spec is given as text and as a function: applied to precision() it builds the
+# constraint, applied to a number it states what the constraint means.
+SCALED_PRECISION = [
+    ("precision / -1 >= -0.7", lambda p: p / -1 >= -0.7),
+    ("precision * -2 <= -1", lambda p: p * -2 <= -1),
+    ("-2 * precision >= -1", lambda p: -2 * p >= -1),
+    ("precision / -0.5 <= -1.2", lambda p: p / -0.5 <= -1.2),
+    ("-precision / 4 >= -0.1", lambda p: -p / 4 >= -0.1),
+    ("precision / 2 >= 0.3", lambda p: p / 2 >= 0.3),
+    ("3 * precision <= 2.1", lambda p: 3 * p <= 2.1),
+    ("-0.4 >= precision / -0.5", lambda p: -0.4 >= p / -0.5),
+]
+
+
+@pytest.mark.parametrize("text, spec", SCALED_PRECISION)
+def test_scaled_ratio_keeps_its_direction(text, spec):
+    con = parse_constraint(text)
+    assert con.expression == spec(precision()).expression
+    # The solvers read a constraint as expression <= 0: it must hold exactly where the
+    # scaled precision satisfies the bound, on either side of it.
+    ppr_value = 0.4
+    for value in (0.05, 0.15, 0.35, 0.55, 0.65, 0.9):
+        rates = {"ppr": ppr_value, "tp_proportion": value * ppr_value}
+        g = con.expression
+        g_value = sum(c * rates[str(r)] for r, c in g.terms) + g.constant
+        assert (g_value <= 0) == spec(value), (text, value)
+    ratio = con.lhs if isinstance(con.lhs, Ratio) else con.rhs
+    assert ratio.denominator == ppr()
+
+
+def test_scaling_a_ratio_scales_its_numerator():
+    for scaled in (precision() / -2, -0.5 * precision(), precision() * -0.5, -precision() / 2):
+        assert scaled == -0.5 * precision()
+        assert scaled.denominator == ppr()
+    # A denominator that cannot be positive is negated together with the numerator.
+    assert (tpr() / -fpr()).denominator == fpr()
+
+
+@pytest.mark.parametrize("text, pos", [
+    ("precision / 0 >= 1", 12),
+    ("tpr / 0 >= 1", 6),
+    ("1 / 0 <= tpr", 4),
+    ("tpr / (tpr - tpr) >= 1", 6),
+])
+def test_division_by_zero_in_a_spec(text, pos):
+    with pytest.raises(ValueError, match=f"(?i)near position {pos}\\): division by zero"):
+        parse_constraint(text)
+
+
+def test_division_by_zero_in_python():
+    for term in (tpr(), precision()):
+        with pytest.raises(ValueError, match="Division by zero"):
+            term / 0
+
+
+@pytest.mark.parametrize("text, pos, message", [
+    ("ppr[label=a] >= 0.1", 10, "takes 0 or 1"),
+    ("ppr[label=0|b] >= 0.1", 12, "takes 0 or 1"),
+    ("ppr[race, label] >= 0.1", 10, "Cannot expand over 'label'"),
+    ("precision[race] >= precision", 16, "two ratios"),
+    ("tpr * tpr >= 1", 4, "combine linearly"),
+    ("tpr + precision >= 1", 4, "Cannot add the ratio"),
+])
+def test_semantic_errors_point_at_the_offending_token(text, pos, message):
+    with pytest.raises(ValueError, match=message) as info:
+        parse_constraint(text)
+    assert f"near position {pos})" in str(info.value)
+    assert str(info.value).splitlines()[-1].index("^") == 4 + pos
+
+
+def test_integer_group_column_names():
+    from skrate.problem._compile import RateData, expand_constraints
+    from skrate.problem._evaluate import evaluate_term
+    from skrate.problem._groups import GroupTable
+
+    assert ppr(group=0) == ppr(group="0")
+    assert ppr(where={0: "x"}) == ppr(where={"0": "x"})
+    with pytest.raises(ValueError, match="filtered twice"):
+        ppr(where={0: "x"}, **{"0": "y"})
+    groups = GroupTable.from_input({0: np.array(["x", "x", "y", "y"])}, None, 4)
+    data = RateData(np.array([1, 0, 1, 0]), np.ones(4), groups)
+    decisions = np.array([1.0, 1.0, 0.0, 1.0])
+    assert evaluate_term(ppr(where={0: "x"}), data, decisions) == decisions[:2].mean()
+    expanded = expand_constraints([ppr(group=0) >= 0.1], groups)
+    assert [str(c) for c in expanded] == ["ppr[0=x] >= 0.1", "ppr[0=y] >= 0.1"]
+
+
+@pytest.mark.parametrize("slack", ["0.05", None, True])
+def test_goal_slack_must_be_a_number(slack):
+    with pytest.raises(TypeError, match="slack must be a real number"):
+        equal_odds("race", slack=slack)
+    with pytest.raises(TypeError, match="slack must be a real number"):
+        not_worse_off("race", slack=slack)

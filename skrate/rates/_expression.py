@@ -42,6 +42,13 @@ def _is_scalar(x) -> bool:
     return isinstance(x, Real) and not isinstance(x, bool)
 
 
+def _divisor(term, other) -> float:
+    """``other`` as a float, refusing zero with an error that names the dividend."""
+    if float(other) == 0.0:
+        raise ValueError(f"Division by zero: cannot divide {term} by {other}; divide by a nonzero constant.")
+    return float(other)
+
+
 def _num(x: float) -> str:
     return repr(float(x)) if float(x) != int(x) else str(int(x))
 
@@ -132,10 +139,14 @@ class Expression(_Algebra):
 
     def __truediv__(self, other):
         if _is_scalar(other):
-            if float(other) == 0.0:
-                raise ZeroDivisionError(f"Division of {self} by zero.")
-            return self * (1.0 / float(other))
+            return self * (1.0 / _divisor(self, other))
         if isinstance(other, Expression):
+            if not other.terms:
+                return self / other.constant
+            # Rates are >= 0, so a denominator without a positive part is <= 0: negate both
+            # sides to keep it non-negative, as Constraint.expression requires.
+            if all(c <= 0 for _, c in other.terms) and other.constant <= 0:
+                return Ratio(-self, -other)
             return Ratio(self, other)
         return NotImplemented
 
@@ -171,7 +182,8 @@ class Ratio(_Algebra):
 
     A ratio enters a constraint only against a constant ``c``, through the exact
     rearrangement ``numerator - c * denominator >= 0`` (valid since the denominator, a rate,
-    is non-negative), as in Cotter et al. (2019), Section 2.
+    is non-negative), as in Cotter et al. (2019), Section 2. Scaling a ratio by a constant
+    therefore scales its numerator and leaves the denominator non-negative.
     """
 
     numerator: Expression
@@ -184,7 +196,9 @@ class Ratio(_Algebra):
 
     def __truediv__(self, other):
         if _is_scalar(other):
-            return Ratio(self.numerator, self.denominator * other)
+            # Scale the numerator, never the denominator: a negative divisor there would
+            # flip the direction of the rearranged constraint.
+            return self * (1.0 / _divisor(self, other))
         raise TypeError(f"A ratio ({self}) can only be divided by a constant.")
 
     def __neg__(self):

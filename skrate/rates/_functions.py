@@ -20,10 +20,12 @@ def _rate(kind: str, group: str | Iterable[str] | None, filters: dict[str, Any])
 
 
 def _filters(where: dict[str, Any] | None, filters: dict[str, Any]) -> dict[str, Any]:
-    both = set(where or {}) & set(filters)
+    # Group column names are strings (as the group table stores them): 0 and "0" are one column.
+    where = {str(k): v for k, v in (where or {}).items()}
+    both = set(where) & set(filters)
     if both:
         raise ValueError(f"Column {sorted(both)[0]!r} is filtered twice (in where= and as a keyword).")
-    return {**(where or {}), **filters}
+    return {**where, **filters}
 
 
 def _rate_function(kind: str, doc: str):
@@ -36,7 +38,8 @@ def _rate_function(kind: str, doc: str):
         f"The {doc} on a slice.\n\n"
         "Parameters\n----------\n"
         "group : str or list of str, optional\n"
-        "    Group columns to expand over (one constraint per value).\n"
+        "    Group columns to expand over (one constraint per value). Names are matched as\n"
+        "    strings, so an integer column name ``0`` may be given as ``0`` or ``\"0\"``.\n"
         "where : dict, optional\n"
         "    Filters as a dict, for column names that are not valid keywords (or ``group``).\n"
         "**filters\n"

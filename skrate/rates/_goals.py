@@ -15,6 +15,7 @@ JMLR 20(172), 2019.
 
 from __future__ import annotations
 
+from numbers import Real
 from typing import Iterable
 
 from ._expression import Constraint
@@ -42,6 +43,9 @@ def _upper(kind: str, group: Group, slack: float, multiplicative: bool, referenc
 
 
 def _check_slack(slack: float, multiplicative: bool) -> None:
+    if not isinstance(slack, Real) or isinstance(slack, bool):
+        raise TypeError(f"slack must be a real number >= 0, got {type(slack).__name__} {slack!r}; "
+                        "pass a number such as slack=0.05.")
     if not 0 <= slack or (multiplicative and slack >= 1):
         raise ValueError(f"slack must be >= 0{' and < 1 when multiplicative' if multiplicative else ''}, got {slack}.")
 
@@ -81,6 +85,8 @@ def equal_accuracy(group: Group, slack: float = 0.05, *, multiplicative: bool = 
 
 
 def _minimum(kind: str, value: float, group: Group | None) -> list[Constraint]:
+    if not isinstance(value, Real) or isinstance(value, bool):
+        raise TypeError(f"A minimum {kind} must be a number in [0, 1], got {type(value).__name__} {value!r}.")
     if not 0 <= value <= 1:
         raise ValueError(f"A minimum {kind} must lie in [0, 1], got {value}.")
     return [RATE_FUNCTIONS[kind](group=group) >= value]

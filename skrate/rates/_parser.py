@@ -16,8 +16,11 @@ or double-quoted strings.
 
 from __future__ import annotations
 
+from typing import NoReturn
+
 from ._expression import Constraint, Expression, Ratio
 from ._functions import RATE_FUNCTIONS
+from ._slice import Slice
 
 
 class SpecParseError(ValueError):
@@ -112,9 +115,10 @@ class _Parser:
         lhs = self.expr()
         for op in ("<=", ">="):
             if self._eat(op):
+                op_pos = self.pos - len(op)
                 rhs = self.expr()
                 self._end()
-                return self._build(lambda: Constraint.make(lhs, op, rhs))
+                return self._build(lambda: Constraint.make(lhs, op, rhs), op_pos)
         raise SpecParseError(self.text, self.pos, "'<=' or '>='" + (" or an operator" if self.pos < len(self.text) else ""))
 
     def expression(self):
@@ -127,36 +131,48 @@ class _Parser:
         if self.pos != len(self.text):
             raise SpecParseError(self.text, self.pos, "an operator or the end of the spec")
 
-    def _build(self, make):
-        start = self.pos
+    def _fail(self, pos: int, message: str) -> NoReturn:
+        raise ValueError(f"Invalid spec {self.text!r} (near position {pos}): {message}\n"
+                         f"    {self.text}\n    {' ' * pos}^")
+
+    def _build(self, make, pos: int):
+        """``make()``, its errors pointing at ``pos``: the start of the offending token."""
         try:
             return make()
         except (TypeError, ValueError, ZeroDivisionError) as exc:
-            raise ValueError(f"Invalid spec {self.text!r} (near position {start}): {exc}") from None
+            self._fail(pos, str(exc))
 
     def expr(self):
         out = self.term()
         while True:
             if self._peek("+"):
+                op_pos = self.pos
                 self.pos += 1
                 rhs = self.term()
-                out = self._build(lambda a=out, b=rhs: a + b)
+                out = self._build(lambda a=out, b=rhs: a + b, op_pos)
             elif self._peek("-"):
+                op_pos = self.pos
                 self.pos += 1
                 rhs = self.term()
-                out = self._build(lambda a=out, b=rhs: a - b)
+                out = self._build(lambda a=out, b=rhs: a - b, op_pos)
             else:
                 return out
 
     def term(self):
         out = self.unary()
         while True:
-            if self._eat("*"):
+            if self._peek("*"):
+                op_pos = self.pos
+                self.pos += 1
                 rhs = self.unary()
-                out = self._build(lambda a=out, b=rhs: a * b if not isinstance(a, float) else b * a)
+                out = self._build(lambda a=out, b=rhs: a * b if not isinstance(a, float) else b * a, op_pos)
             elif self._eat("/"):
+                self._skip()
+                divisor_pos = self.pos
                 rhs = self.unary()
-                out = self._build(lambda a=out, b=rhs: a / b)
+                if isinstance(rhs, float) and rhs == 0.0:
+                    self._fail(divisor_pos, "division by zero in the spec; divide by a nonzero constant.")
+                out = self._build(lambda a=out, b=rhs: a / b, divisor_pos)
             else:
                 return out
 
@@ -193,16 +209,25 @@ class _Parser:
                     if key in filters or key in expand:
                         raise SpecParseError(self.text, key_pos, f"each column once (repeated {key!r})")
                     if self._eat("="):
-                        values = [self._value()]
+                        values = [self._filter_value(key)]
                         while self._eat("|"):
-                            values.append(self._value())
+                            values.append(self._filter_value(key))
                         filters[key] = values if len(values) > 1 else values[0]
                     else:
+                        self._build(lambda: Slice.make(expand=key), key_pos)
                         expand.append(key)
                     if not self._eat(","):
                         break
             self._expect("]", "',' or ']'")
-        return self._build(lambda: RATE_FUNCTIONS[name](group=expand or None, where=filters))
+        return self._build(lambda: RATE_FUNCTIONS[name](group=expand or None, where=filters), start)
+
+    def _filter_value(self, key: str) -> str:
+        """One value of a filter, checked on its own so that an error points at it."""
+        self._skip()
+        pos = self.pos
+        value = self._value()
+        self._build(lambda: Slice.make({key: value}), pos)
+        return value
 
 
 def _lift_number(x):

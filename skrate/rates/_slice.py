@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any
 
 # Keys with a meaning of their own; every other key names a group column.
 LABEL = "label"
@@ -47,15 +48,20 @@ class Slice:
 
     @classmethod
     def make(cls, filters: dict[str, Any] | None = None, expand: Iterable[str] | str = ()) -> "Slice":
-        """Build a canonical slice from a dict of filters and the columns to expand over."""
-        filters = dict(filters or {})
+        """Build a canonical slice from a dict of filters and the columns to expand over.
+
+        Column names are kept as strings, as the group table stores them, so an integer
+        column name such as ``0`` (a DataFrame without named columns) matches ``"0"``.
+        """
+        filters = {str(k): v for k, v in (filters or {}).items()}
         for key in (LABEL, BASELINE):
             if key in filters:
                 values = _as_values(filters[key])
                 bad = [v for v in values if v not in ("0", "1")]
                 if bad:
                     raise ValueError(f"Slice filter {key!r} takes 0 or 1, got {bad[0]!r}.")
-        expand = (expand,) if isinstance(expand, str) else tuple(expand)
+        single = isinstance(expand, str) or not isinstance(expand, Iterable)
+        expand = tuple(str(k) for k in ((expand,) if single else expand))
         for key in expand:
             if key in RESERVED:
                 raise ValueError(f"Cannot expand over {key!r}: it is not a group column.")
