@@ -14,7 +14,7 @@ from ._base import RateClassifierBase
 from .exceptions import InfeasibleConstraintsWarning
 from .models import LinearModel, MLPModel
 from ._holdout import constraint_columns, holdout_split
-from .problem import compile_problem, confidence_margins, constraint_rows, evaluate_term
+from .problem import compile_problem, confidence_margins, constraint_rows, evaluate_term, violation_rows
 from .rates import Expression, Ratio, as_constraints, as_expression
 from .solutions import SOLUTIONS, best_iterate, shrink
 from .solvers import GAME_SOLVERS, SURROGATES, solve_rate_game
@@ -450,7 +450,8 @@ class ConstrainedClassifier(RateClassifierBase):
         -------
         pandas.DataFrame or list of dict
             One row per constraint with ``constraint``, ``lhs``, ``rhs``, ``violation``
-            (``> 0`` when broken; without the margin) and the ``margin`` it was trained with,
+            (``lhs - rhs`` for ``<=``, ``rhs - lhs`` for ``>=``, ratios in their own units; ``> 0``
+            when broken; without the margin) and the ``margin`` it was trained with,
             and a last row for the objective. A DataFrame when pandas
             is installed.
         """
@@ -459,7 +460,7 @@ class ConstrainedClassifier(RateClassifierBase):
         y = self._check_scoring_labels(X, y)
         p = self.predict_proba(X_raw, solution=solution)[:, 1]
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
-        rows = constraint_rows(self.constraints_, data, p)
+        rows = violation_rows(self.constraints_, data, p)
         for row, margin in zip(rows, self.margins_):
             row["margin"] = margin
         rows.append({"constraint": f"objective: {self.objective_}", "lhs": evaluate_term(self.objective_, data, p),

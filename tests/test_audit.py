@@ -14,7 +14,8 @@ from skrate import ConstrainedClassifier
 from skrate.metrics import audit, plot_audit
 from skrate.metrics._bootstrap import RateParts
 from skrate.metrics._audit import metric_term
-from skrate.problem import GroupTable, RateData, constraint_rows, evaluate_term
+from skrate.problem import GroupTable, RateData, evaluate_term
+from skrate.problem._evaluate import violation_rows
 from skrate.rates import Slice, as_constraints
 
 
@@ -124,7 +125,7 @@ def test_matches_fairlearn_metricframe():
             assert np.minimum(r, 1 / r).min() == pytest.approx(frame.ratio(method="to_overall")[metric])
 
 
-def test_constraints_match_constraint_rows_and_bootstrap_identity():
+def test_constraints_match_violation_rows_and_bootstrap_identity():
     X, y, g = _data()
     clf = LogisticRegression().fit(X, y)
     spec = ["tpr[race] >= 0.9 * tpr", "precision[sex=F] >= 0.5", "fpr[race=a] <= fpr + 0.01"]
@@ -132,7 +133,7 @@ def test_constraints_match_constraint_rows_and_bootstrap_identity():
     cons = report[report.attribute == "constraint"]
     data = RateData(y, np.ones(len(y)), GroupTable.from_input(g, None, len(y)))
     p = clf.predict(X).astype(float)
-    rows = constraint_rows(as_constraints(spec), data, p)
+    rows = violation_rows(as_constraints(spec), data, p)
     assert list(cons["group"]) == [r["constraint"] for r in rows]
     np.testing.assert_allclose(cons["value"], [r["lhs"] for r in rows])
     np.testing.assert_allclose(cons["bound"], [r["rhs"] for r in rows])
@@ -146,6 +147,46 @@ def test_constraints_match_constraint_rows_and_bootstrap_identity():
     assert once == pytest.approx([evaluate_term(t, data, p) for t in terms])
     # Doubling every count changes no rate.
     assert parts.values(2 * np.ones((1, len(y))))[:, 0] == pytest.approx(once)
+
+
+def test_ratio_violation_is_in_the_ratio_units():
+    from sklearn.metrics import precision_score
+
+    X, y, g = _data()
+    clf = LogisticRegression().fit(X, y)
+    spec = ["precision >= 0.8", "ppr <= 0.2"]
+    report = audit(clf, X, y, groups=g, constraints=spec, n_bootstrap=200, random_state=0)
+    cons = report[report.attribute == "constraint"].set_index("group")
+    prec = precision_score(y, clf.predict(X))
+    assert cons.loc["precision >= 0.8", "violation"] == pytest.approx(0.8 - prec)
+    assert cons.loc["ppr <= 0.2", "violation"] == pytest.approx(np.mean(clf.predict(X)) - 0.2)
+    # Same resamples for every row: the interval is the precision interval mirrored at the bound.
+    overall = report[(report.attribute == "all") & (report.metric == "precision")]
+    assert cons.loc["precision >= 0.8", "violation_low"] == pytest.approx(0.8 - overall["value_high"].item())
+    assert cons.loc["precision >= 0.8", "violation_high"] == pytest.approx(0.8 - overall["value_low"].item())
+    assert f"{0.8 - prec:+.3f}" in str(report)
+
+
+def test_undefined_ratio_constraint_has_nan_violation():
+    X, y, _ = _data(300)
+    never = np.column_stack([np.zeros(len(y)), np.zeros(len(y))])  # Fixed predicts 0 everywhere
+    report = audit(Fixed().fit(never, y), never, y, constraints="precision >= 0.8", n_bootstrap=20, random_state=0)
+    row = report[report.attribute == "constraint"]
+    assert np.isnan(row["violation"].item()) and np.isnan(row["violation_high"].item())
+
+
+def test_baseline_as_class_labels_as_in_fit():
+    X, y, g = _data(600)
+    labels = np.where(y == 1, "yes", "no")
+    clf = LogisticRegression().fit(X, labels)
+    old = LogisticRegression().fit(X[:, :1], labels)
+    base = old.predict(X[:, :1])
+    report = audit(clf, X, labels, constraints="churn <= 0.05", baseline=base, n_bootstrap=0)
+    churn = np.mean(clf.predict(X) != base)
+    assert churn > 0.05
+    assert report[report.attribute == "constraint"]["value"].item() == pytest.approx(churn)
+    with pytest.raises(ValueError, match=r"class labels \['no', 'yes'\]"):
+        audit(clf, X, labels, constraints="churn <= 0.05", baseline=np.where(base == "yes", "y", "n"))
 
 
 def _simulate(n, rng):
@@ -230,6 +271,8 @@ def test_bad_input():
     clf = LogisticRegression().fit(X, y)
     with pytest.raises(ValueError, match="Unknown audit metric 'f1'"):
         audit(clf, X, y, metrics=("f1",))
+    with pytest.raises(ValueError, match=r"metrics is empty; name at least one rate .*metrics=\('tpr',\)"):
+        audit(clf, X, y, metrics=[])
     with pytest.raises(ValueError, match="y has 199 entries but X has 200 rows"):
         audit(clf, X, y[:-1])
     with pytest.raises(ValueError, match=r"labels \[7\]"):

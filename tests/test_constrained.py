@@ -238,3 +238,17 @@ def test_callback_can_stop_training():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ConstrainedClassifier(max_iter=50, verbose=1).fit(X, y)
+
+
+def test_constraint_report_reads_a_ratio_in_its_own_units():
+    from sklearn.metrics import precision_score
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(400, 2))
+    y = (X[:, 0] + rng.normal(size=400) > 0).astype(int)
+    clf = ConstrainedClassifier("precision >= 0.95", solution="best", max_iter=100, random_state=0)
+    clf.fit(X, y)
+    row = clf.constraint_report(X, y).iloc[0]
+    precision = precision_score(y, clf.predict(X))
+    assert row["lhs"] == pytest.approx(precision)
+    assert row["violation"] == pytest.approx(0.95 - precision)

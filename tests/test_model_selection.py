@@ -127,3 +127,39 @@ def test_tradeoff_curve_bad_input():
         tradeoff_curve(est, X, y, groups=g, constraints=["ppr[race >= {slack}"], slacks=[0.1])
     with pytest.raises(ValueError, match="y has 199 entries"):
         tradeoff_curve(est, X, y[:-1], groups=g, constraints=TEMPLATE)
+
+
+def _report_violation(model, X, y, groups, **kwargs):
+    report = model.constraint_report(X, y, groups=groups, **kwargs)
+    return report["violation"].iloc[:-1].max()  # the last row is the objective
+
+
+def test_tradeoff_curve_scores_with_the_fit_weights():
+    from sklearn.model_selection import train_test_split
+
+    X, y, g = _data(800)
+    sw = np.where(g["race"] == "a", 4.0, 0.5) * np.random.default_rng(1).uniform(0.5, 1.5, len(y))
+    curve, (model,) = tradeoff_curve(ConstrainedClassifier(max_iter=100, random_state=0), X, y, groups=g,
+                                     constraints=TEMPLATE, slacks=[0.02], sample_weight=sw, random_state=0,
+                                     return_estimators=True)
+    tr, te = train_test_split(np.arange(len(y)), test_size=0.3, stratify=y, random_state=0)
+    for split, idx in (("train", tr), ("test", te)):
+        gi, p = {"race": g["race"][idx]}, model.predict_proba(X[idx])[:, 1]
+        expected = _report_violation(model, X[idx], y[idx], gi, sample_weight=sw[idx])
+        assert expected != pytest.approx(_report_violation(model, X[idx], y[idx], gi))  # the weights matter
+        assert curve[f"{split}_violation"].item() == pytest.approx(expected)
+        error = np.average(np.where(y[idx] == 1, 1 - p, p), weights=sw[idx])
+        assert curve[f"{split}_error"].item() == pytest.approx(error)
+
+
+def test_tradeoff_curve_traces_churn_against_a_baseline():
+    X, y, g = _data(600)
+    labels = np.where(y == 1, "yes", "no")
+    base = ConstrainedClassifier(max_iter=50, random_state=1).fit(X[:, :1], labels).predict(X[:, :1])
+    curve, (model,) = tradeoff_curve(ConstrainedClassifier(max_iter=100, random_state=0), X, labels,
+                                     constraints="churn <= {slack}", slacks=[0.05], baseline=base,
+                                     test_size=None, return_estimators=True)
+    expected = _report_violation(model, X, labels, None, baseline=base)
+    assert curve["train_violation"].item() == pytest.approx(expected)
+    with pytest.raises(ValueError, match=r"baseline must hold one decision per row of X \(600\)"):
+        tradeoff_curve(ConstrainedClassifier(), X, labels, constraints="churn <= {slack}", baseline=base[:-1])

@@ -4,6 +4,7 @@ import numpy as np
 import pandas as pd
 import pytest
 from sklearn import config_context
+from sklearn.dummy import DummyClassifier
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, KFold, cross_validate
 
@@ -128,3 +129,30 @@ def test_scoring_without_routing_rejects_nothing_it_needs():
     assert np.isfinite(make_violation_scorer(SPEC)(clf, X, y, groups=g))
     with pytest.raises(RuntimeError, match="metadata routing"):
         make_violation_scorer(SPEC).set_score_request(groups=True)
+
+
+def test_violation_scorer_reads_ratios_as_ratios():
+    from sklearn.metrics import precision_score
+
+    X, y, g = _data()
+    clf = LogisticRegression().fit(X, y)
+    prec = precision_score(y, clf.predict(X), pos_label="yes")
+    assert make_violation_scorer("precision >= 0.8")(clf, X, y) == pytest.approx(-(0.8 - prec))
+    # With a linear constraint in the same units, the larger of the two violations is scored.
+    ppr = np.mean(clf.predict(X) == "yes")
+    both = make_violation_scorer(["precision >= 0.8", "ppr <= 0.25"])(clf, X, y)
+    assert both == pytest.approx(-max(0.8 - prec, ppr - 0.25))
+    # Precision without a positive prediction is undefined, not met.
+    never = DummyClassifier(strategy="constant", constant="no").fit(X, y)
+    assert np.isnan(make_violation_scorer(["precision >= 0.5", "ppr <= 0.5"])(never, X, y))
+
+
+def test_scorers_take_baseline_class_labels_as_fit_does():
+    X, y, g = _data()
+    clf = LogisticRegression().fit(X, y)
+    base = LogisticRegression().fit(X[:, :1], y).predict(X[:, :1])
+    churn = np.mean(clf.predict(X) != base)
+    assert make_rate_scorer("churn")(clf, X, y, baseline=base) == pytest.approx(churn)
+    assert make_violation_scorer("churn <= 0.01")(clf, X, y, baseline=base) == pytest.approx(0.01 - churn)
+    with pytest.raises(ValueError, match=r"class labels \['no', 'yes'\]"):
+        make_rate_scorer("churn")(clf, X, y, baseline=np.where(base == "yes", "y", "n"))

@@ -9,7 +9,8 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 from sklearn.utils.validation import _check_sample_weight, _num_samples
 
-from ..problem import GroupTable, RateData, constraint_rows, expand_constraints
+from .._base import _check_baseline
+from ..problem import GroupTable, RateData, constraint_violation, expand_constraints
 from ..rates import Expression, Ratio, Slice, as_constraints
 from ..rates._expression import Rate
 from ._bootstrap import RateParts, bootstrap_values, percentile_interval
@@ -99,9 +100,11 @@ def audit(
     sample_weight : array-like of shape (n_samples,), default=None
         Weights of the rows in every rate.
     baseline : array-like of shape (n_samples,), default=None
-        A baseline model's 0/1 decisions, for churn, wins and losses constraints.
+        A baseline model's decisions, for churn, wins and losses constraints: 0/1, or labels
+        of the estimator's ``classes_`` (e.g. ``old_model.predict(X)``), as in ``fit``.
     metrics : sequence of str, default=("ppr", "tpr", "fpr", "tnr", "fnr", "accuracy", "precision")
-        Rates to report per group; also ``"npr"`` and ``"error_rate"``.
+        Rates to report per group; also ``"npr"`` and ``"error_rate"``. At least one: an
+        empty sequence raises a ValueError.
     decisions : {"auto", "predict", "expected"}, default="auto"
         How decisions are read from the estimator: ``"predict"`` labels, or ``"expected"``
         rates from ``predict_proba(X)[:, 1]`` (the probability that a randomised classifier
@@ -123,8 +126,10 @@ def audit(
         ``attribute`` (group column, ``"all"`` or ``"constraint"``), ``group`` (its value, or
         the constraint's text), ``metric``, ``count`` (rows in the group), ``value``,
         ``difference`` (``value`` minus the overall rate), ``ratio`` (``value`` over the
-        overall rate), ``bound`` (a constraint's right-hand side), ``violation`` (``> 0`` when
-        a constraint is broken) and ``*_low`` / ``*_high`` interval bounds of each. It
+        overall rate), ``bound`` (a constraint's right-hand side), ``violation`` (``value -
+        bound`` for ``<=``, ``bound - value`` for ``>=``, in the constraint's own units, ratios
+        included: ``> 0`` when a constraint is broken, NaN when a ratio is undefined) and
+        ``*_low`` / ``*_high`` interval bounds of each. It
         prints as readable text tables and renders as HTML tables in notebooks;
         ``pandas.DataFrame(result)`` is the plain frame.
 
@@ -150,10 +155,12 @@ def audit(
     [['all', 0.605], ['African-American', 0.707]]
     """
     pd = require_pandas("audit")
+    if not metrics:
+        raise ValueError(f"metrics is empty; name at least one rate to report per group, e.g. "
+                         f"metrics=('tpr',), from {', '.join(sorted(_KINDS))}.")
     unknown = [m for m in metrics if m not in _KINDS]
-    if unknown or not metrics:
-        raise ValueError(f"Unknown audit metric {unknown[0] if unknown else None!r}; choose from "
-                         f"{', '.join(sorted(_KINDS))}.")
+    if unknown:
+        raise ValueError(f"Unknown audit metric {unknown[0]!r}; choose from {', '.join(sorted(_KINDS))}.")
     n = _num_samples(X)
     y01 = positive_labels(estimator, y)
     if y01.shape[0] != n:
@@ -161,11 +168,7 @@ def audit(
     weights = _check_sample_weight(sample_weight, np.empty((n, 0)))
     if not np.all(np.isfinite(weights)) or np.any(weights < 0):
         raise ValueError("sample_weight must be finite and non-negative.")
-    if baseline is not None:
-        baseline = np.asarray(baseline)
-        if baseline.shape != (n,) or not set(np.unique(baseline).tolist()) <= {0, 1}:
-            raise ValueError(f"baseline must hold one 0/1 decision per row of X ({n} rows).")
-        baseline = baseline.astype(int)
+    baseline = _check_baseline(baseline, np.asarray(estimator.classes_), n)
     p = decisions_of(estimator, X, decisions)
     if not np.all(np.isfinite(p)):
         raise ValueError(f"{type(estimator).__name__} returned non-finite predictions on X.")
@@ -176,7 +179,7 @@ def audit(
     cons = expand_constraints(as_constraints(constraints), data.groups)
 
     terms = [metric_term(kind, where) for _, _, where, _ in cells for kind in metrics]
-    terms += [t for con in cons for t in (con.lhs, con.rhs, con.expression)]
+    terms += [t for con in cons for t in (con.lhs, con.rhs)]
     parts = RateParts(terms, data, p)
     point = parts.values()[:, 0]
     samples = bootstrap_values(parts, n_bootstrap, random_state, n_jobs)
@@ -206,12 +209,16 @@ def audit(
                 "ratio": ratio[c, j], "ratio_low": bounds["ratio"][0][i], "ratio_high": bounds["ratio"][1][i],
             })
     if cons:
-        rows = constraint_rows(cons, data, p)
-        low, high = interval(samples[n_rates + 2::3])
-        for m, row in enumerate(rows):
+        # Violations from the two sides of each resample, so a ratio's is in its own units
+        # (0.8 - precision), not the solvers' linear rearrangement.
+        lhs, rhs = point[n_rates::2], point[n_rates + 1::2]
+        lhs_s, rhs_s = samples[n_rates::2], samples[n_rates + 1::2]
+        violation_s = np.array([constraint_violation(con, lhs_s[m], rhs_s[m]) for m, con in enumerate(cons)])
+        low, high = interval(violation_s)
+        for m, con in enumerate(cons):
             records.append({
-                "attribute": CONSTRAINT, "group": row["constraint"], "metric": CONSTRAINT, "count": n,
-                "value": row["lhs"], "bound": row["rhs"], "violation": row["violation"],
+                "attribute": CONSTRAINT, "group": str(con), "metric": CONSTRAINT, "count": n,
+                "value": lhs[m], "bound": rhs[m], "violation": constraint_violation(con, lhs[m], rhs[m]),
                 "violation_low": low[m], "violation_high": high[m],
             })
     frame = pd.DataFrame.from_records(records, columns=COLUMNS)

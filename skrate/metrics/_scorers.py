@@ -6,7 +6,8 @@ import numpy as np
 from sklearn.metrics._scorer import _BaseScorer
 from sklearn.utils.validation import _check_sample_weight, _num_samples
 
-from ..problem import GroupTable, RateData, constraint_rows, evaluate_term
+from .._base import _check_baseline
+from ..problem import GroupTable, RateData, evaluate_term, violation_rows
 from ..rates import as_constraints, as_expression
 from ._decisions import DECISIONS, is_stochastic, positive_labels
 
@@ -16,7 +17,8 @@ def _rate_data(y_true, groups, sample_weight, baseline, X=None) -> RateData:
     n = y.shape[0]
     table = groups if isinstance(groups, GroupTable) else GroupTable.from_input(groups, X, n)
     weights = _check_sample_weight(sample_weight, np.empty((n, 0)))
-    return RateData(y.astype(int), weights, table, None if baseline is None else np.asarray(baseline).astype(int))
+    # Decisions here are 0/1; a scorer has already mapped label baselines with the estimator's classes_.
+    return RateData(y.astype(int), weights, table, _check_baseline(baseline, np.array([0, 1]), n))
 
 
 class RateMetric:
@@ -40,7 +42,11 @@ class RateMetric:
 
 
 class MaxViolation:
-    """Largest constraint violation (``> 0`` when some constraint is broken) of 0/1 labels and decisions."""
+    """Largest constraint violation (``> 0`` when some constraint is broken) of 0/1 labels and decisions.
+
+    Violations are ``lhs - rhs`` in each constraint's own units (ratios as ratios), so ratio
+    and linear constraints compare; NaN when a ratio is undefined on the data.
+    """
 
     def __init__(self, constraints):
         self.constraints = as_constraints(constraints)
@@ -50,8 +56,8 @@ class MaxViolation:
 
     def __call__(self, y_true, y_pred, *, groups=None, sample_weight=None, baseline=None):
         data = _rate_data(y_true, groups, sample_weight, baseline)
-        rows = constraint_rows(self.constraints, data, np.asarray(y_pred, dtype=float))
-        return max(row["violation"] for row in rows)
+        rows = violation_rows(self.constraints, data, np.asarray(y_pred, dtype=float))
+        return float(np.max([row["violation"] for row in rows]))  # NaN, not an order-dependent max
 
     def __repr__(self):
         return "max violation of " + "; ".join(map(str, self.constraints))
@@ -94,6 +100,8 @@ class RateScorer(_BaseScorer):
         else:
             p = (np.asarray(method_caller(estimator, "predict", X)) == estimator.classes_[1]).astype(float)
         groups = GroupTable.from_input(kwargs.pop("groups", None), X, y.shape[0])
+        # The same baseline forms as fit: 0/1 decisions or the estimator's class labels.
+        kwargs["baseline"] = _check_baseline(kwargs.get("baseline"), np.asarray(estimator.classes_), y.shape[0])
         return self._sign * self._score_func(y, p, groups=groups, **kwargs)
 
     def __repr__(self):
@@ -124,7 +132,8 @@ def make_rate_scorer(spec, *, greater_is_better: bool = True, decisions: str = "
     Returns
     -------
     scorer : callable
-        ``scorer(estimator, X, y, groups=None, sample_weight=None, baseline=None)``. It
+        ``scorer(estimator, X, y, groups=None, sample_weight=None, baseline=None)``, with
+        ``baseline`` 0/1 decisions or labels of the estimator's ``classes_`` as in ``fit``. It
         supports metadata routing: ``scorer.set_score_request(groups=True)``.
 
     References
@@ -151,7 +160,8 @@ def make_rate_scorer(spec, *, greater_is_better: bool = True, decisions: str = "
 def make_violation_scorer(constraints, *, decisions: str = "auto") -> RateScorer:
     """A scorer for the largest violation of rate constraints; scores are its negative.
 
-    The violation of ``lhs <= rhs`` is ``lhs - rhs`` (``> 0`` when broken); the scorer
+    The violation of ``lhs <= rhs`` is ``lhs - rhs`` (``> 0`` when broken), in the
+    constraint's own units: ``0.8 - precision`` for ``precision >= 0.8``; the scorer
     returns ``-max violation`` so that, as for every scikit-learn score, higher is better:
     a score ``>= 0`` means every constraint holds. Use it next to an error scorer in
     ``GridSearchCV(scoring={...}, refit=skrate.model_selection.RankRefit(...))``.
@@ -167,8 +177,9 @@ def make_violation_scorer(constraints, *, decisions: str = "auto") -> RateScorer
     Returns
     -------
     scorer : callable
-        ``scorer(estimator, X, y, groups=None, sample_weight=None, baseline=None)``; supports
-        ``set_score_request(groups=True)``.
+        ``scorer(estimator, X, y, groups=None, sample_weight=None, baseline=None)``, with
+        ``baseline`` 0/1 decisions or labels of the estimator's ``classes_`` as in ``fit``; it
+        supports ``set_score_request(groups=True)``. NaN when a ratio is undefined.
 
     References
     ----------

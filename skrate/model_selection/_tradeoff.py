@@ -13,12 +13,13 @@ from joblib import Parallel, delayed
 from sklearn.base import clone
 from sklearn.model_selection import train_test_split
 from sklearn.utils import _safe_indexing
-from sklearn.utils.validation import _num_samples
+from sklearn.utils.validation import _check_sample_weight, _num_samples
 
 from ..exceptions import InfeasibleConstraintsWarning
 from ..metrics._audit import require_pandas
 from ..metrics._decisions import decisions_of, positive_labels
-from ..problem import GroupTable, RateData, constraint_rows, evaluate_term
+from .._base import _check_baseline
+from ..problem import GroupTable, RateData, evaluate_term, violation_rows
 from ..rates import as_constraints, error_rate
 from ._progress import Progress
 
@@ -43,18 +44,22 @@ def _take_groups(groups, idx):
     return _safe_indexing(groups, idx)
 
 
-def _score(est, X, y, groups, cons, strict, decisions) -> tuple[float, float, float]:
+def _score(est, X, y, groups, sample_weight, baseline, cons, strict, decisions) -> tuple[float, float, float]:
+    """Error, largest violation and largest gap of ``est`` on one part, weighted as in its fit."""
     p = decisions_of(est, X, decisions)
-    data = RateData(positive_labels(est, y), np.ones(p.shape[0]), GroupTable.from_input(groups, X, p.shape[0]))
+    n = p.shape[0]
+    weights = np.ones(n) if sample_weight is None else sample_weight
+    data = RateData(positive_labels(est, y), weights, GroupTable.from_input(groups, X, n), baseline)
     error = evaluate_term(error_rate(), data, p)
-    violation = max(r["violation"] for r in constraint_rows(cons, data, p))
-    gap = max(r["violation"] for r in constraint_rows(strict, data, p))
-    return error, violation, gap
+    violation = np.max([r["violation"] for r in violation_rows(cons, data, p)])
+    gap = np.max([r["violation"] for r in violation_rows(strict, data, p)])
+    return error, float(violation), float(gap)
 
 
-def _fit_one(estimator, param, slack, spec, strict, train, test, decisions, fit_params):
-    X_tr, y_tr, g_tr = train
+def _fit_one(estimator, param, slack, spec, strict, train, test, decisions):
+    X_tr, y_tr, g_tr, w_tr, b_tr = train
     est = clone(estimator).set_params(**{param: spec})
+    fit_params = {k: v for k, v in (("sample_weight", w_tr), ("baseline", b_tr)) if v is not None}
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", InfeasibleConstraintsWarning)
@@ -85,6 +90,7 @@ def tradeoff_curve(
     param: str = "constraints",
     test_size: float | None = 0.3,
     sample_weight=None,
+    baseline=None,
     decisions: str = "auto",
     random_state=None,
     n_jobs: int | None = None,
@@ -119,8 +125,12 @@ def tradeoff_curve(
         Pipeline).
     test_size : float or None, default=0.3
         Held-out share; None trains on everything and leaves the test columns NaN.
-    sample_weight : array-like, default=None
-        Passed to ``fit``.
+    sample_weight : array-like of shape (n_samples,), default=None
+        Passed to ``fit`` (its training rows) and weighing the rows of every error and
+        violation, on train and test alike.
+    baseline : array-like of shape (n_samples,), default=None
+        A baseline model's decisions (0/1 or class labels, as in ``fit``), for churn, wins
+        and losses constraints; split with the rows, passed to ``fit`` and used in scoring.
     decisions : {"auto", "predict", "expected"}, default="auto"
         How rates are read from the fitted models, as in :func:`skrate.metrics.audit`.
     random_state : int, RandomState instance or None, default=None
@@ -166,6 +176,10 @@ def tradeoff_curve(
     n = _num_samples(X)
     if np.shape(y)[0] != n:
         raise ValueError(f"y has {np.shape(y)[0]} entries but X has {n} rows.")
+    if sample_weight is not None:
+        sample_weight = _check_sample_weight(sample_weight, np.empty((n, 0)))
+    # Labels mapped as fit maps them (classes_ = np.unique(y)); checked before any fit.
+    baseline = _check_baseline(baseline, np.unique(y), n)
     idx = np.arange(n)
     if test_size:
         tr, te = train_test_split(idx, test_size=test_size, stratify=np.asarray(y), random_state=random_state)
@@ -173,11 +187,11 @@ def tradeoff_curve(
         tr, te = idx, None
 
     def part(rows):
-        return (_safe_indexing(X, rows), _safe_indexing(y, rows), _take_groups(groups, rows))
+        return (_safe_indexing(X, rows), _safe_indexing(y, rows), _take_groups(groups, rows),
+                None if sample_weight is None else sample_weight[rows], None if baseline is None else baseline[rows])
 
-    fit_params = {} if sample_weight is None else {"sample_weight": np.asarray(sample_weight)[tr]}
     train, test = part(tr), None if te is None else part(te)
-    tasks = [delayed(_fit_one)(estimator, param, s, spec, strict, train, test, decisions, fit_params)
+    tasks = [delayed(_fit_one)(estimator, param, s, spec, strict, train, test, decisions)
              for s, spec in zip(slacks, specs)]
     show = (len(tasks) > 1 and sys.stderr.isatty()) if progress is None else bool(progress)
     try:

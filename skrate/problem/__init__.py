@@ -1,8 +1,8 @@
 """The compiled problem: rates of a model as one sparse matrix product."""
 
 from ._compile import RateData, RateProblem, compile_expressions, compile_factored, compile_problem, expand_constraints
-from ._evaluate import constraint_rows, evaluate_term
+from ._evaluate import constraint_rows, constraint_violation, evaluate_term, violation_rows
 from ._groups import GroupTable
 from ._margins import confidence_margins
 
-__all__ = ["GroupTable", "confidence_margins", "constraint_rows", "evaluate_term", "RateData", "RateProblem", "compile_expressions", "compile_factored", "compile_problem", "expand_constraints"]
+__all__ = ["GroupTable", "confidence_margins", "constraint_rows", "constraint_violation", "evaluate_term", "violation_rows", "RateData", "RateProblem", "compile_expressions", "compile_factored", "compile_problem", "expand_constraints"]
