@@ -752,3 +752,11 @@ def test_plugin_estimator_gets_the_dataframe_as_given():
     np.testing.assert_array_equal(clf.predict(frame), clf.predict(frame.iloc[::-1])[::-1])
     values = clf.metric_values(frame, y)
     assert values["objective"] == pytest.approx(1 - np.sqrt(p[y == 1].mean() * (1 - p[y == 0]).mean()))
+
+
+def test_pr_auc_recall_levels_are_labelled_as_the_user_knows_them():
+    X, y = _one_d(300, seed=2)
+    est = MetricOptimizer(metric="pr_auc", max_iter=50, random_state=0).fit(X, y)
+    assert est.constraints_ == [f"recall >= {tau:g} (pr_auc level {k + 1} of 4)"
+                                for k, tau in enumerate(pr_auc().levels)]
+    assert list(est.metric_values(X, y))[1:] == est.constraints_

@@ -20,7 +20,7 @@ import numpy as np
 
 from ..problem import GroupTable, RateData
 from ..rates import _functions as R
-from ._metrics import Metric, RatioAtom
+from ._metrics import Metric, MetricConstraint, RatioAtom, as_metric
 
 HEAD = "__threshold__"
 
@@ -77,7 +77,9 @@ def stacked_problem(metric: PRAUC, X: np.ndarray, data: RateData):
     for t, tau in enumerate(metric.levels):
         where = {HEAD: str(t)}
         objective = objective - (1.0 / T) * RatioAtom(R.tp_proportion(where=where), R.ppr(where=where))
-        constraints.append(R.tpr(where=where) >= tau)
+        # labelled as the user knows it: the recall level of the sum, not the stacked copy's slice
+        constraints.append(MetricConstraint(as_metric(tau - R.tpr(where=where)),
+                                            f"recall >= {tau:g} (pr_auc level {t + 1} of {T})"))
     return X_big, data_big, objective, constraints
 
 
