@@ -288,7 +288,7 @@ class ConstrainedClassifier(RateClassifierBase):
             Weights of the examples in every rate.
         baseline : array-like of shape (n_samples,), default=None
             The baseline model's 0/1 decisions, for churn, wins and losses constraints.
-        validation_mask : array-like of bool of shape (n_samples,), default=None
+        validation_mask : array-like of bool or 0/1 of shape (n_samples,), default=None
             Rows held out for the multipliers and the choice of solution (overrides
             ``validation_fraction``). To use a separate validation set, stack it under the
             training rows and mark it here.
@@ -361,9 +361,11 @@ class ConstrainedClassifier(RateClassifierBase):
     def _split(self, data, constraints, validation_mask, gen):
         if validation_mask is not None:
             mask = np.asarray(validation_mask)
+            if mask.dtype.kind in "iu" and np.isin(mask, (0, 1)).all():
+                mask = mask.astype(bool)  # a 0/1 indicator reads as the boolean mask it is
             if mask.shape != (data.n,) or mask.dtype != bool:
-                raise ValueError(f"validation_mask must be a boolean array with one entry per row ({data.n}); "
-                                 f"got dtype {mask.dtype} and shape {mask.shape}.")
+                raise ValueError(f"validation_mask must be a boolean (or 0/1) array with one entry per row "
+                                 f"({data.n}); got dtype {mask.dtype} and shape {mask.shape}.")
             if mask.all() or not mask.any():
                 raise ValueError("validation_mask must leave rows on both sides; it marks "
                                  f"{int(mask.sum())} of {data.n} rows as held out.")

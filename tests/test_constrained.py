@@ -174,7 +174,7 @@ def test_sample_weight_enters_the_rates():
 
 
 @pytest.mark.parametrize("fit_kwargs, message", [
-    (dict(groups=None), "no groups were given"),
+    (dict(groups=None), r"no groups were given.*metadata routing.*set_fit_request\(groups=True\)"),
     (dict(groups={"race": np.array(["a"] * 300)}), "Unknown group column 'group'; known group columns: 'race'"),
     (dict(groups=np.array(["a", "b"] * 100)), "has 200 entries but X has 300 rows"),
 ])

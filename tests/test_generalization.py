@@ -83,6 +83,17 @@ def test_held_out_split_is_stratified_by_label_and_group():
             assert abs(cell[held].mean() - cell.mean()) < 0.01
 
 
+def test_validation_mask_takes_a_boolean_or_0_1_indicator():
+    X, y, g = _population(600, np.random.default_rng(6))
+    mask = np.zeros(600, bool)
+    mask[::3] = True
+    fits = [ConstrainedClassifier("ppr[group=b] >= ppr - 0.05", max_iter=100, random_state=0)
+            .fit(X, y, groups=g, validation_mask=m) for m in (mask, mask.astype(int))]
+    np.testing.assert_array_equal(fits[0].predict_proba(X), fits[1].predict_proba(X))
+    with pytest.raises(ValueError, match=r"boolean \(or 0/1\) array"):
+        ConstrainedClassifier("ppr[group=b] >= 0.1").fit(X, y, groups=g, validation_mask=mask * 2)
+
+
 def test_validation_fraction_uses_held_out_constraint_values():
     X, y, g = _population(3000, np.random.default_rng(4))
     clf = ConstrainedClassifier("ppr[group=b] >= ppr - 0.05", validation_fraction=0.3, random_state=0)

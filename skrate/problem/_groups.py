@@ -81,7 +81,10 @@ class GroupTable:
                 known = sorted(self.raw)
                 hint = (f"known group columns: {', '.join(map(repr, known))}" if known else
                         "no groups were given: pass groups=... as a DataFrame, a dict of "
-                        "arrays or a 1-D array (the column 'group')")
+                        "arrays or a 1-D array (the column 'group'); inside a Pipeline or "
+                        "GridSearchCV they reach the estimator by metadata routing: "
+                        "sklearn.set_config(enable_metadata_routing=True) and "
+                        "estimator.set_fit_request(groups=True)")
                 raise ValueError(f"Unknown group column {key!r}; {hint}.")
             self._cache[key] = _column(self.raw[key], key, self.n)
         return self._cache[key]
