@@ -9,22 +9,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted, vali
 
 from .problem import GroupTable, RateData
 from .solutions import StochasticModel
-from .utils._validation import validate_numeric
-
-
-def _check_baseline(baseline, classes, n):
-    if baseline is None:
-        return None
-    b = np.asarray(baseline)
-    if b.ndim != 1 or b.shape[0] != n:
-        raise ValueError(f"baseline must hold one decision per row of X ({n}), got shape {b.shape}.")
-    values = set(np.unique(b).tolist())
-    if values <= set(classes.tolist()) and not values <= {0, 1}:
-        return (b == classes[1]).astype(int)
-    if not values <= {0, 1, True, False}:
-        raise ValueError(f"baseline must hold 0/1 decisions (or the class labels {classes.tolist()}); "
-                         f"got values {sorted(values)[:5]}.")
-    return b.astype(int)
+from .utils._validation import check_baseline, validate_numeric
 
 
 class RateClassifierBase(ClassifierMixin, BaseEstimator):
@@ -51,7 +36,7 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
             raise ValueError(f"sample_weight has negative entries (smallest {weights.min():.4g}, row "
                              f"{int(np.argmin(weights))}); rates weigh examples by it, so it must be >= 0.")
         return RateData(y01, weights, GroupTable.from_input(groups, X_raw, X.shape[0]),
-                        _check_baseline(baseline, self.classes_, X.shape[0]))
+                        check_baseline(baseline, self.classes_, X.shape[0]))
 
     def _takes_raw_X(self) -> bool:
         """Whether ``fit`` hands ``X`` as given to a user's estimator (which validates it itself)

@@ -111,26 +111,25 @@ class MetricOptimizer(RateClassifierBase):
         The class-probability model ``eta(x) = P(y = 1 | x)`` the plug-in oracle of
         ``"oracle"`` and ``"frank_wolfe"`` thresholds, instead of the built-in L2 logistic
         regression -- for users who trust their own probability estimates (gradient boosting,
-        a calibrated model). A clone is fitted on the training rows (with ``sample_weight``
-        when its ``fit`` takes it, or a ``Pipeline``'s final step does); to use a model fitted elsewhere, e.g. on a separate sample so
-        that its scores on the training rows are not overfitted, wrap it in
-        ``sklearn.frozen.FrozenEstimator``. The candidates then threshold ``logit eta(x)`` per
-        group cell; ``"auto"`` picks ``"frank_wolfe"`` or ``"oracle"`` as above, and the other
-        solvers are refused.
+        a calibrated model). A clone is fitted on the training rows as given (a DataFrame keeps
+        its column names and dtypes), with ``sample_weight`` when its ``fit`` takes it or a
+        ``Pipeline``'s final step does. A model fitted elsewhere is used as it is when wrapped in
+        ``sklearn.frozen.FrozenEstimator``. The candidates threshold ``logit eta(x)`` per group
+        cell; ``"auto"`` picks ``"frank_wolfe"`` or ``"oracle"`` as above, and the other solvers
+        are refused.
     cv : int, cross-validation generator, iterable or None, default=5
         Cross-fitting of ``estimator``: the oracle chooses its thresholds on out-of-fold
         probabilities (each row scored by a clone fitted on the other folds; stratified folds
-        for an int), while the model deployed thresholds the clone fitted on all rows, as
-        ``sklearn.model_selection.TunedThresholdClassifierCV`` does. A flexible model's
-        probabilities on its own training rows are too confident (boosted trees, nearest
-        neighbours), and thresholds set on them miss their goal on new rows; out-of-fold
-        probabilities behave like new rows, so the training metric values
-        (``train_objective_``, ``train_constraints_``, ``feasible_``) are honest estimates;
-        :meth:`metric_values` on the training rows scores the deployed model's in-sample
-        probabilities instead, and can differ. ``None`` uses the
-        in-sample probabilities (one fit instead of ``cv + 1``). Ignored without ``estimator``
-        (the built-in logistic regression does not overfit its scores) and for a
-        ``FrozenEstimator``, whose rows are not the training rows.
+        for an int), while the deployed model thresholds the clone fitted on all rows, as
+        ``sklearn.model_selection.TunedThresholdClassifierCV`` does. A flexible model is too
+        confident on its own training rows (boosted trees, nearest neighbours), and thresholds
+        set there miss their goal on new rows; out-of-fold probabilities behave like new rows.
+        The training metric values (``train_objective_``, ``train_constraints_``,
+        ``feasible_``) are then out-of-fold estimates, while :meth:`metric_values` on the
+        training rows scores the deployed model's in-sample probabilities and can differ.
+        ``None`` uses the in-sample probabilities (one fit instead of ``cv + 1``). Ignored
+        without ``estimator`` (the built-in logistic regression does not overfit its scores)
+        and for a ``FrozenEstimator``, fitted on other rows.
     model : {"linear", "mlp"}, default="linear"
         Score function of the surrogate solvers (the oracle solvers produce linear models).
     hidden_layer_sizes : tuple of int, default=(16,)

@@ -9,7 +9,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 from sklearn.utils.validation import _check_sample_weight, _num_samples
 
-from .._base import _check_baseline
+from ..utils._validation import check_baseline
 from ..problem import GroupTable, RateData, constraint_violation, expand_constraints
 from ..rates import Expression, Ratio, Slice, as_constraints
 from ..rates._expression import Rate
@@ -168,7 +168,7 @@ def audit(
     weights = _check_sample_weight(sample_weight, np.empty((n, 0)))
     if not np.all(np.isfinite(weights)) or np.any(weights < 0):
         raise ValueError("sample_weight must be finite and non-negative.")
-    baseline = _check_baseline(baseline, np.asarray(estimator.classes_), n)
+    baseline = check_baseline(baseline, np.asarray(estimator.classes_), n)
     p = decisions_of(estimator, X, decisions)
     if not np.all(np.isfinite(p)):
         raise ValueError(f"{type(estimator).__name__} returned non-finite predictions on X.")

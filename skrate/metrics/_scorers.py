@@ -6,7 +6,7 @@ import numpy as np
 from sklearn.metrics._scorer import _BaseScorer
 from sklearn.utils.validation import _check_sample_weight, _num_samples
 
-from .._base import _check_baseline
+from ..utils._validation import check_baseline
 from ..problem import GroupTable, RateData, evaluate_term, violation_rows
 from ..rates import as_constraints, as_expression
 from ._decisions import DECISIONS, is_stochastic, positive_labels
@@ -18,7 +18,7 @@ def _rate_data(y_true, groups, sample_weight, baseline, X=None) -> RateData:
     table = groups if isinstance(groups, GroupTable) else GroupTable.from_input(groups, X, n)
     weights = _check_sample_weight(sample_weight, np.empty((n, 0)))
     # Decisions here are 0/1; a scorer has already mapped label baselines with the estimator's classes_.
-    return RateData(y.astype(int), weights, table, _check_baseline(baseline, np.array([0, 1]), n))
+    return RateData(y.astype(int), weights, table, check_baseline(baseline, np.array([0, 1]), n))
 
 
 class RateMetric:
@@ -101,7 +101,7 @@ class RateScorer(_BaseScorer):
             p = (np.asarray(method_caller(estimator, "predict", X)) == estimator.classes_[1]).astype(float)
         groups = GroupTable.from_input(kwargs.pop("groups", None), X, y.shape[0])
         # The same baseline forms as fit: 0/1 decisions or the estimator's class labels.
-        kwargs["baseline"] = _check_baseline(kwargs.get("baseline"), np.asarray(estimator.classes_), y.shape[0])
+        kwargs["baseline"] = check_baseline(kwargs.get("baseline"), np.asarray(estimator.classes_), y.shape[0])
         return self._sign * self._score_func(y, p, groups=groups, **kwargs)
 
     def __repr__(self):

@@ -18,7 +18,7 @@ from sklearn.utils.validation import _check_sample_weight, _num_samples
 from ..exceptions import InfeasibleConstraintsWarning
 from ..metrics._audit import require_pandas
 from ..metrics._decisions import decisions_of, positive_labels
-from .._base import _check_baseline
+from ..utils._validation import check_baseline
 from ..problem import GroupTable, RateData, evaluate_term, violation_rows
 from ..rates import as_constraints, error_rate
 from ._progress import Progress
@@ -179,7 +179,7 @@ def tradeoff_curve(
     if sample_weight is not None:
         sample_weight = _check_sample_weight(sample_weight, np.empty((n, 0)))
     # Labels mapped as fit maps them (classes_ = np.unique(y)); checked before any fit.
-    baseline = _check_baseline(baseline, np.unique(y), n)
+    baseline = check_baseline(baseline, np.unique(y), n)
     idx = np.arange(n)
     if test_size:
         tr, te = train_test_split(idx, test_size=test_size, stratify=np.asarray(y), random_state=random_state)

@@ -27,3 +27,19 @@ def validate_numeric(estimator, X, y="no_validation", *, advice: str = "", **kwa
         raise ValueError(
             f"X has {where}, and {type(estimator).__name__} fits numeric features ({exc}). Encode them "
             f"first, e.g. with OneHotEncoder in a Pipeline before it{advice}.") from exc
+
+
+def check_baseline(baseline, classes: np.ndarray, n: int) -> np.ndarray | None:
+    """A baseline model's decisions as 0/1: given as 0/1 (or bools) or as labels of ``classes``."""
+    if baseline is None:
+        return None
+    b = np.asarray(baseline)
+    if b.ndim != 1 or b.shape[0] != n:
+        raise ValueError(f"baseline must hold one decision per row of X ({n}), got shape {b.shape}.")
+    values = set(np.unique(b).tolist())
+    if values <= set(classes.tolist()) and not values <= {0, 1}:
+        return (b == classes[1]).astype(int)
+    if not values <= {0, 1, True, False}:
+        raise ValueError(f"baseline must hold 0/1 decisions (or the class labels {classes.tolist()}); "
+                         f"got values {sorted(values)[:5]}.")
+    return b.astype(int)
