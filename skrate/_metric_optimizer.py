@@ -100,7 +100,8 @@ class MetricOptimizer(RateClassifierBase):
         the others, with ``model="linear"``, ``"frank_wolfe"`` when every constraint is linear in
         the rates (exact plug-in oracle answers, which settle in a few dozen rounds; constraint
         multipliers ascend as in Algorithm 1) and ``"oracle"`` when one is not (a KL or G-mean
-        constraint: follow-the-leader multipliers on it swing the answers between extremes);
+        constraint: follow-the-leader multipliers on it settle slowly, and a tight one may not
+        be met within ``max_iter``);
         ``"three_player"`` with ``model="mlp"`` or when the problem reads the baseline's
         decisions (churn, wins, losses), which the plug-in oracle cannot follow. The oracle
         thresholds per group cell when the
@@ -340,8 +341,8 @@ class MetricOptimizer(RateClassifierBase):
             if (self.model != "linear" and self.estimator is None) or "frank_wolfe" not in ok:
                 return "three_player"
             if any(not c.is_linear for c in program.constraints):
-                # follow-the-leader multipliers on a non-linear constraint swing the oracle's
-                # answers between extremes for a hundred rounds; gradient-ascent ones settle
+                # follow-the-leader multipliers on a non-linear constraint settle slowly, and a tight
+                # one may not be met in max_iter rounds; gradient-ascent multipliers settle
                 return "oracle"
             return "frank_wolfe"
         if self.solver not in ok:

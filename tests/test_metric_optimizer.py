@@ -731,8 +731,22 @@ def test_auto_plays_gradient_ascent_multipliers_on_a_non_linear_constraint():
     value = lambda e: e.metric_values(X, y, groups=groups)["objective"]
     assert value(est) <= value(long) + 0.01  # as good as Frank-Wolfe run to max_iter, in a fraction of the rounds
     assert est.n_iter_ < long.n_iter_
-    linear = MetricOptimizer(metric="h_mean", constraints="ppr[g] >= ppr - 0.05", random_state=0)
-    assert linear.fit(X, y, groups=groups).solver_ == "frank_wolfe"
+    # a ratio constraint in its linear form, which a model that never predicts positive meets: the
+    # oracle solvers start from the plug-in model's threshold, not from such a model
+    rng = np.random.RandomState(0)
+    X2 = rng.randn(800, 2)
+    y2 = (X2[:, 0] + rng.randn(800) > 0.6).astype(int)
+    est = MetricOptimizer("g_mean", "precision >= 0.8", random_state=0).fit(X2, y2)
+    assert est.solver_ == "frank_wolfe" and est.feasible_ and est.predict(X2).sum() > 0
+    values = est.metric_values(X2, y2)
+    assert values["precision >= 0.8"] <= 1e-9
+    # the best single threshold of the logistic model's scores that meets the constraint
+    from sklearn.linear_model import LogisticRegression
+
+    s2 = LogisticRegression().fit(X2, y2).decision_function(X2)
+    best = min(1 - np.sqrt(np.mean(s2[y2 == 1] > t) * np.mean(s2[y2 == 0] <= t))
+               for t in np.unique(s2) if (s2 > t).sum() and y2[s2 > t].mean() >= 0.8)
+    assert values["objective"] <= best + 0.01
 
 
 def test_plugin_estimator_gets_the_dataframe_as_given():

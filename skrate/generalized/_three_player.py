@@ -139,7 +139,12 @@ def solve_three_player(
                             batch_size=None if theta_kind == "oracle" else batch_size, rng=rng,
                             init_params=init_params)
     if theta_kind == "oracle":
-        player.theta = oracle.best_response(player.AT @ _linear_weights(A.shape[0], linear, mu))
+        cost = player.AT @ _linear_weights(A.shape[0], linear, mu)
+        # a zero cost (a non-linear objective before any play) has no preferred answer: start from
+        # the plug-in model's own threshold, not from the first cut (a model that predicts nothing,
+        # which meets ratio constraints in their linear form and stalls Frank-Wolfe's average there)
+        if np.any(cost) or init_params is None:
+            player.theta = oracle.best_response(cost)
     rate_sum = np.zeros(A.shape[0])
     recent = WindowMean(n_iter_no_change)
     stopper = EarlyStopping(tol if player.full else None, n_iter_no_change)
