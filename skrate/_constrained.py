@@ -14,7 +14,7 @@ from ._base import RateClassifierBase
 from .exceptions import InfeasibleConstraintsWarning
 from .models import LinearModel, MLPModel
 from ._holdout import constraint_columns, holdout_split
-from .problem import compile_problem, confidence_margins, constraint_rows, evaluate_term, violation_rows
+from .problem import compile_problem, confidence_margins, constraint_rows, evaluate_term, tightened, violation_rows
 from .rates import Expression, Ratio, as_constraints, as_expression
 from .solutions import SOLUTIONS, best_iterate, shrink
 from .solvers import GAME_SOLVERS, SURROGATES, solve_rate_game
@@ -90,10 +90,13 @@ class ConstrainedClassifier(RateClassifierBase):
         (LP shrink, best iterate) use the held-out constraint values, so constraints generalise.
         ``fit(..., validation_mask=...)`` chooses the held-out rows explicitly.
     margin : "auto", float, array-like or None, default=None
-        Tighten each constraint ``g <= 0`` to ``g + margin <= 0``. ``"auto"`` uses a
-        confidence bound on the constraint's estimate from its slices' sizes (see
-        :func:`skrate.problem.confidence_margins`), measured on the sample the solution is
-        chosen on (the held-out part when there is one).
+        Tighten each constraint. A number (or one per constraint) moves its bound, in the
+        constraint's own units: ``lhs <= rhs - margin``, ``lhs >= rhs + margin``
+        (``precision >= 0.72`` for ``precision >= 0.7`` and 0.02). ``"auto"`` tightens the linear
+        form ``g <= 0`` to ``g + margin <= 0`` with a confidence bound on ``g``'s estimate from
+        its slices' sizes (see :func:`skrate.problem.confidence_margins`; for a ratio ``N / D
+        >= c``, ``g`` is ``c D - N``), measured on the sample the solution is chosen on (the
+        held-out part when there is one).
     margin_confidence : float, default=0.95
         Per-constraint probability that a constraint met with ``margin="auto"`` holds on new data.
     random_state : int, RandomState instance or None, default=None
@@ -312,10 +315,16 @@ class ConstrainedClassifier(RateClassifierBase):
         train, held = self._split(data, constraints, validation_mask, gen)
         problem = compile_problem(objective, constraints, data.take(train) if held is not None else data)
         held_problem = None if held is None else self._compile_held_out(objective, constraints, data.take(held))
-        self.margins_ = self._margins(problem.constraints, data.take(held) if held is not None else data)
-        for p in (problem, held_problem):
-            if p is not None:
-                p.b[1:] += self.margins_
+        expanded = problem.constraints
+        self.margins_ = self._margins(expanded, data.take(held) if held is not None else data)
+        if isinstance(self.margin, str) or self.margin is None:
+            for p in (problem, held_problem):  # "auto": the spread of each constraint's linear form g
+                if p is not None:
+                    p.b[1:] += self.margins_
+        else:  # the user's margins, in each constraint's own units (a ratio's included)
+            tight = [tightened(c, m) for c, m in zip(expanded, self.margins_)]
+            problem = compile_problem(objective, tight, data.take(train) if held is not None else data)
+            held_problem = None if held is None else self._compile_held_out(objective, tight, data.take(held))
         check_oracle_params(self.estimator, self.solver)
         if self.solver in ORACLE_SOLVERS:
             self._model, traj = fit_oracle_game(
@@ -332,7 +341,7 @@ class ConstrainedClassifier(RateClassifierBase):
                 held_out=None if held is None else (held_problem, X[held]),
                 callback=self.callback, verbose=self.verbose,
             )
-        self.constraints_ = problem.constraints
+        self.constraints_ = expanded
         self.objective_ = objective
         self.candidates_ = traj.params
         self.train_objective_ = traj.objective

@@ -252,3 +252,17 @@ def test_constraint_report_reads_a_ratio_in_its_own_units():
     precision = precision_score(y, clf.predict(X))
     assert row["lhs"] == pytest.approx(precision)
     assert row["violation"] == pytest.approx(0.95 - precision)
+
+
+def test_a_baseline_of_class_labels_is_read_as_labels_even_when_they_look_like_decisions():
+    from skrate.utils._validation import check_baseline
+
+    classes = np.array([1, 2])  # label 1 is the negative class
+    np.testing.assert_array_equal(check_baseline(np.ones(4, int), classes, 4), [0, 0, 0, 0])
+    np.testing.assert_array_equal(check_baseline(np.array([1, 2, 2, 1]), classes, 4), [0, 1, 1, 0])
+    np.testing.assert_array_equal(check_baseline(np.array([0, 1, 1, 0]), classes, 4), [0, 1, 1, 0])  # 0 is no label
+    np.testing.assert_array_equal(check_baseline(np.array([0, 0, 1, 1]), np.array([0, 1]), 4), [0, 0, 1, 1])
+    X, y, _ = _fair_data(n=300)
+    labels = y + 1
+    clf = ConstrainedClassifier("churn <= 0.05", random_state=0).fit(X, labels, baseline=np.ones(300, int))
+    assert clf.predict_proba(X)[:, 1].mean() <= 0.05 + 1e-3  # the baseline said "class 1" (negative) everywhere

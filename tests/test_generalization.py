@@ -147,3 +147,19 @@ def test_infeasibility_names_the_data_the_solution_was_chosen_on():
                               random_state=0).fit(X, y, groups=g)
     with pytest.warns(InfeasibleConstraintsWarning, match=r"on the training data; the smallest"):
         ConstrainedClassifier("ppr[group=b] >= ppr + 0.9", max_iter=50, random_state=0).fit(X, y, groups=g)
+
+
+def test_a_numeric_margin_moves_a_ratio_bound_in_its_own_units():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(1500, 2))
+    y = (X[:, 0] + rng.normal(size=1500) > 0).astype(int)
+    spec = "precision >= 0.7"
+    clf = ConstrainedClassifier(spec, objective="-tpr", margin=0.02, solution="best", max_iter=300,
+                                random_state=0).fit(X, y)
+    pred = clf.predict(X)
+    precision = y[pred == 1].mean()
+    assert 0.72 - 1e-6 <= precision <= 0.74  # the bound moved to 0.72, and -tpr pushes precision down to it
+    assert str(clf.constraints_[0]) == spec  # reported as written, with its margin
+    np.testing.assert_allclose(clf.margins_, [0.02])
+    row = clf.constraint_report(X, y).iloc[0]
+    assert row["violation"] == pytest.approx(0.7 - precision) and row["margin"] == 0.02

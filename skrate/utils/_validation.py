@@ -30,14 +30,16 @@ def validate_numeric(estimator, X, y="no_validation", *, advice: str = "", **kwa
 
 
 def check_baseline(baseline, classes: np.ndarray, n: int) -> np.ndarray | None:
-    """A baseline model's decisions as 0/1: given as 0/1 (or bools) or as labels of ``classes``."""
+    """A baseline model's decisions as 0/1: given as labels of ``classes`` (``old_model.predict(X)``;
+    read as labels whenever every value is one, also for classes such as ``[1, 2]`` whose labels
+    look like decisions) or as 0/1 decisions (or bools)."""
     if baseline is None:
         return None
     b = np.asarray(baseline)
     if b.ndim != 1 or b.shape[0] != n:
         raise ValueError(f"baseline must hold one decision per row of X ({n}), got shape {b.shape}.")
     values = set(np.unique(b).tolist())
-    if values <= set(classes.tolist()) and not values <= {0, 1}:
+    if values <= set(classes.tolist()):
         return (b == classes[1]).astype(int)
     if not values <= {0, 1, True, False}:
         raise ValueError(f"baseline must hold 0/1 decisions (or the class labels {classes.tolist()}); "
