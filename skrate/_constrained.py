@@ -370,7 +370,7 @@ class ConstrainedClassifier(RateClassifierBase):
     def _split(self, data, constraints, validation_mask, gen):
         if validation_mask is not None:
             mask = np.asarray(validation_mask)
-            if mask.dtype.kind in "iu" and np.isin(mask, (0, 1)).all():
+            if mask.dtype.kind in "iuf" and np.isin(mask, (0, 1)).all():
                 mask = mask.astype(bool)  # a 0/1 indicator reads as the boolean mask it is
             if mask.shape != (data.n,) or mask.dtype != bool:
                 raise ValueError(f"validation_mask must be a boolean (or 0/1) array with one entry per row "

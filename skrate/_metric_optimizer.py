@@ -33,7 +33,8 @@ try:
     from sklearn.frozen import FrozenEstimator
 except ImportError:  # scikit-learn < 1.6 has none
     FrozenEstimator = ()
-from .rates import Expression, Ratio
+from .problem import violation_rows
+from .rates import Constraint, Expression, Ratio
 from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
 from .solvers import SURROGATES
 
@@ -320,21 +321,31 @@ class MetricOptimizer(RateClassifierBase):
                 "the ratio solver sums of ratios of rates. Reformulate, e.g. maximise a concave metric "
                 "by minimising its negative.")
         if program_reads_baseline(program):  # thresholds of eta(x) cannot follow the baseline's decisions
-            if self.solver in PLUGIN_SOLVERS or self.estimator is not None:
-                raise ValueError(
-                    "The problem compares the model with the baseline's decisions (churn, wins, losses or a "
-                    "baseline= slice), which the plug-in oracle cannot follow: it thresholds P(y = 1 | x) per "
-                    f"group cell, and the baseline is not a function of the cell. solver={self.solver!r}"
-                    f"{' with estimator' if self.estimator is not None else ''} does not apply; solvers that "
-                    f"do: {', '.join(s for s in ok if s not in PLUGIN_SOLVERS)}.")
+            surrogate = ", ".join(s for s in ok if s not in PLUGIN_SOLVERS)
+            reason = ("The problem compares the model with the baseline's decisions (churn, wins, losses or a "
+                      "baseline= slice), which the plug-in oracle cannot follow: it thresholds P(y = 1 | x) per "
+                      "group cell, and the baseline is not a function of the cell.")
+            if self.estimator is not None:
+                raise ValueError(f"{reason} estimator= is the plug-in oracle's probability model: drop it and use "
+                                 f"one of the solvers that apply: {surrogate}.")
+            if self.solver in PLUGIN_SOLVERS:
+                raise ValueError(f"{reason} solver={self.solver!r} does not apply; solvers that do: {surrogate}.")
             ok = tuple(s for s in ok if s not in PLUGIN_SOLVERS)
         if self.estimator is not None:  # only the plug-in oracle uses a probability model
-            ok = tuple(s for s in ok if s in PLUGIN_SOLVERS)
-            if not ok or self.solver not in ok + ("auto",):
+            plugin = tuple(s for s in ok if s in PLUGIN_SOLVERS)
+            if not plugin:
                 raise ValueError(
-                    f"estimator={type(self.estimator).__name__} is the probability model of the plug-in oracle, "
-                    f"used by solver in {list(PLUGIN_SOLVERS)} for convex metrics; got solver={self.solver!r} "
-                    f"for this problem ({described or 'linear'}). Drop estimator, or choose one of those solvers.")
+                    f"estimator={type(self.estimator).__name__} is the probability model of the plug-in oracle "
+                    f"(solver in {list(PLUGIN_SOLVERS)}), which serves convex metrics; this problem "
+                    f"({described or 'linear'}) needs another solver ({', '.join(ok)}): drop estimator.")
+            if self.solver not in plugin + ("auto",):
+                raise ValueError(
+                    f"estimator={type(self.estimator).__name__} is the probability model of the plug-in oracle; "
+                    f"got solver={self.solver!r}. Choose solver in {list(plugin)}, or drop estimator.")
+            if self.model != "linear":
+                raise ValueError(f"model={self.model!r} has no effect with estimator=: the plug-in oracle's "
+                                 "answers threshold the estimator's probabilities. Drop one of them.")
+            ok = plugin
         if self.solver == "auto":
             if ok == ("ratio",):
                 return "ratio"
@@ -390,8 +401,9 @@ class MetricOptimizer(RateClassifierBase):
         try:
             splits = list(check_cv(self.cv, y01, classifier=True).split(X, y01))
         except ValueError as exc:
-            raise ValueError(f"cv={self.cv!r} cannot split the training rows ({exc}); the folds are drawn "
-                             "from X and y alone, so pass an int or a splitter that needs no groups.") from exc
+            hint = ("the folds are drawn from X and y alone, so pass an int or a splitter that needs no groups"
+                    if "groups" in str(exc) else "choose fewer folds, or cv=None for the in-sample probabilities")
+            raise ValueError(f"cv={self.cv!r} cannot split the {len(y01)} training rows ({exc}); {hint}.") from exc
         lacking = [k for k, (train, _) in enumerate(splits) if np.unique(y01[train]).size < 2]
         if lacking:
             raise ValueError(f"Cross-fitting {what} with cv={self.cv!r}: training fold {lacking[0]} holds a "
@@ -527,7 +539,10 @@ class MetricOptimizer(RateClassifierBase):
         -------
         dict
             ``{"objective": psi, label: phi_j, ...}`` with ``phi_j <= 0`` meaning met; the
-            labels are those of ``constraints_``.
+            labels are those of ``constraints_``. A rate constraint with a ratio side reads in
+            the ratio's units (``0.8 - precision`` for ``precision >= 0.8``; NaN when the ratio
+            is undefined), as ``ConstrainedClassifier.constraint_report`` does;
+            ``train_constraints_`` keep the linear form the solvers work with.
 
         Raises
         ------
@@ -550,6 +565,12 @@ class MetricOptimizer(RateClassifierBase):
         obj, cons = program.values(program.rates(p))
         out = {"objective": float(obj)}
         out.update({c.label: float(v) for c, v in zip(program.constraints, np.atleast_1d(cons))})
+        # a rate constraint with a ratio side reads in the ratio's units (0.8 - precision), as in
+        # ConstrainedClassifier's report, not in its linear form (ppr * (0.8 - precision))
+        ratios = [c for c in as_metric_constraints(constraints)
+                  if isinstance(c, Constraint) and any(isinstance(t, Ratio) for t in (c.lhs, c.rhs))]
+        out.update({row["constraint"]: float(row["violation"]) for row in violation_rows(ratios, data, p)
+                    if row["constraint"] in out})
         return out
 
 

@@ -88,8 +88,9 @@ def test_validation_mask_takes_a_boolean_or_0_1_indicator():
     mask = np.zeros(600, bool)
     mask[::3] = True
     fits = [ConstrainedClassifier("ppr[group=b] >= ppr - 0.05", max_iter=100, random_state=0)
-            .fit(X, y, groups=g, validation_mask=m) for m in (mask, mask.astype(int))]
+            .fit(X, y, groups=g, validation_mask=m) for m in (mask, mask.astype(int), mask.astype(float))]
     np.testing.assert_array_equal(fits[0].predict_proba(X), fits[1].predict_proba(X))
+    np.testing.assert_array_equal(fits[0].predict_proba(X), fits[2].predict_proba(X))
     with pytest.raises(ValueError, match=r"boolean \(or 0/1\) array"):
         ConstrainedClassifier("ppr[group=b] >= 0.1").fit(X, y, groups=g, validation_mask=mask * 2)
 

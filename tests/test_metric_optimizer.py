@@ -581,10 +581,14 @@ def test_plugin_estimator_is_cloned_and_misuse_is_refused():
     user = KnownEta()
     MetricOptimizer(metric="g_mean", estimator=user, random_state=0).fit(X, y)
     assert not hasattr(user, "classes_")  # a clone was fitted
-    with pytest.raises(ValueError, match=r"estimator=KnownEta is the probability model of the plug-in oracle"):
+    with pytest.raises(ValueError, match=r"estimator=KnownEta is the probability model of the plug-in oracle; "
+                                         r"got solver='three_player'. Choose solver in \['oracle', 'frank_wolfe'\]"):
         MetricOptimizer(metric="g_mean", estimator=KnownEta(), solver="three_player").fit(X, y)
-    with pytest.raises(ValueError, match=r"plug-in oracle.*precision.* is ratio"):  # pr_auc: a sum of ratios
+    with pytest.raises(ValueError, match=r"plug-in oracle.*precision.* is ratio.*needs another solver \(ratio\): "
+                                         r"drop estimator"):  # pr_auc: a sum of ratios
         MetricOptimizer(metric=pr_auc(), estimator=KnownEta()).fit(X, y)
+    with pytest.raises(ValueError, match=r"model='mlp' has no effect with estimator="):
+        MetricOptimizer(metric="g_mean", estimator=KnownEta(), model="mlp").fit(X, y)
 
     class NoWeights(KnownEta):
         def fit(self, X, y):
@@ -697,9 +701,13 @@ def test_churn_is_solved_by_a_surrogate_player_not_the_plug_in_oracle():
     est = MetricOptimizer(metric="g_mean", constraints="churn <= 0.05", random_state=0).fit(X, y, baseline=baseline)
     assert est.solver_ == "three_player" and est.feasible_
     assert est.metric_values(X, y, baseline=baseline)["churn <= 0.05"] <= 1e-6
-    for params in ({"solver": "frank_wolfe"}, {"solver": "oracle"}, {"estimator": LogisticRegression()}):
+    for params in ({"solver": "frank_wolfe"}, {"solver": "oracle"}):
         with pytest.raises(ValueError, match=r"baseline's decisions.*solvers that do: three_player, spade, nemsis"):
             MetricOptimizer(metric="g_mean", constraints="churn <= 0.05", **params).fit(X, y, baseline=baseline)
+    for solver in ("auto", "three_player"):
+        with pytest.raises(ValueError, match=r"baseline's decisions.*estimator= .* drop it .*three_player, spade"):
+            MetricOptimizer(metric="g_mean", constraints="churn <= 0.05", estimator=LogisticRegression(),
+                            solver=solver).fit(X, y, baseline=baseline)
     # a rate that is a constant of the data does not stop the plug-in oracle
     est = MetricOptimizer(metric="g_mean", constraints="ppr >= 0.5 * baseline_ppr", random_state=0)
     assert est.fit(X, y, baseline=baseline).solver_ == "frank_wolfe"
@@ -774,3 +782,12 @@ def test_pr_auc_recall_levels_are_labelled_as_the_user_knows_them():
     assert est.constraints_ == [f"recall >= {tau:g} (pr_auc level {k + 1} of 4)"
                                 for k, tau in enumerate(pr_auc().levels)]
     assert list(est.metric_values(X, y))[1:] == est.constraints_
+
+
+def test_metric_values_read_a_ratio_constraint_in_its_own_units():
+    from sklearn.metrics import precision_score
+
+    X, y = _one_d(400, seed=9)
+    est = MetricOptimizer(metric="g_mean", constraints="precision >= 0.9", solution="best", random_state=0).fit(X, y)
+    pred = est.predict(X)
+    assert est.metric_values(X, y)["precision >= 0.9"] == pytest.approx(0.9 - precision_score(y, pred))

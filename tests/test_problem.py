@@ -136,7 +136,10 @@ def test_group_columns_refuse_every_kind_of_missing_value():
     g = np.array(["a", "b"] * 5, dtype=object)
     with_nan = g.copy()
     with_nan[3] = np.nan
-    for column in (with_nan, pd.Categorical(with_nan), pd.array(with_nan, dtype="string"), [None] + list(g[1:])):
+    dates = pd.Series(pd.to_datetime(["2024-01-01", "2024-02-01"] * 5))
+    dates[3] = pd.NaT
+    for column in (with_nan, pd.Categorical(with_nan), pd.array(with_nan, dtype="string"), [None] + list(g[1:]),
+                   dates.to_numpy()):
         table = GroupTable.from_input(pd.DataFrame({"grp": column}), None, 10)
         with pytest.raises(ValueError, match=r"Group column 'grp' has a missing value in 1 rows"):
             table.column("grp")
@@ -146,6 +149,7 @@ def test_float_coded_groups_are_named_as_integers():
     table = GroupTable.from_input({"bin": np.array([0.0, 1.0, 2.0, 1.0])}, None, 4)
     assert table.values("bin") == ["0", "1", "2"]
     np.testing.assert_array_equal(table.mask("bin", ("1",)), [False, True, False, True])
+    np.testing.assert_array_equal(table.mask("bin", ("1.0",)), [False, True, False, True])  # as written in X
     fractional = GroupTable.from_input({"w": np.array([0.5, 1.0])}, None, 2)
     assert fractional.values("w") == ["0.5", "1.0"]
 

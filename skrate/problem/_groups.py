@@ -11,6 +11,8 @@ def _missing(col: np.ndarray) -> np.ndarray:
     """Missing entries: NaN, and in object columns also None, pandas' NA and NaT."""
     if col.dtype.kind == "f":
         return np.isnan(col)
+    if col.dtype.kind in "mM":  # datetimes and durations
+        return np.isnat(col)
     if col.dtype != object:
         return np.zeros(col.shape[0], dtype=bool)
     try:
@@ -111,6 +113,7 @@ class GroupTable:
         """Rows whose ``key`` is any of ``values``; unknown values list the known ones."""
         known, codes = self._codes(key)
         index = {v: i for i, v in enumerate(known)}
+        values = tuple(v if v in index else _integral(v) for v in values)  # 1.0 names the group 1 too
         unknown = [v for v in values if v not in index]
         if unknown:
             raise ValueError(f"Unknown value {unknown[0]!r} for group column {key!r}; "
@@ -118,6 +121,15 @@ class GroupTable:
         hit = np.zeros(len(known), dtype=bool)
         hit[[index[v] for v in values]] = True
         return hit[codes]
+
+
+def _integral(value: str) -> str:
+    """``"1"`` for ``"1.0"`` (a float-coded group is named as an integer); other values as given."""
+    try:
+        number = float(value)
+    except ValueError:
+        return value
+    return str(int(number)) if number.is_integer() else value
 
 
 def _is_frame(obj) -> bool:
