@@ -290,7 +290,9 @@ class ConstrainedClassifier(RateClassifierBase):
         sample_weight : array-like of shape (n_samples,), default=None
             Weights of the examples in every rate.
         baseline : array-like of shape (n_samples,), default=None
-            The baseline model's 0/1 decisions, for churn, wins and losses constraints.
+            The baseline model's decisions, for churn, wins and losses constraints: its predicted
+            class labels (``old_model.predict(X)``; read as labels whenever every value is one of
+            ``classes_``) or 0/1 decisions.
         validation_mask : array-like of bool or 0/1 of shape (n_samples,), default=None
             Rows held out for the multipliers and the choice of solution (overrides
             ``validation_fraction``). To use a separate validation set, stack it under the

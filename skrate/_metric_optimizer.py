@@ -432,7 +432,9 @@ class MetricOptimizer(RateClassifierBase):
             Group columns named by the metrics (a 1-D array is the column ``"group"``).
         sample_weight : array-like of shape (n_samples,), default=None
         baseline : array-like of shape (n_samples,), default=None
-            A baseline model's 0/1 decisions, for churn and win-loss constraints.
+            A baseline model's decisions, for churn and win-loss constraints: its predicted class
+            labels (``old_model.predict(X)``; read as labels whenever every value is one of
+            ``classes_``) or 0/1 decisions.
 
         Returns
         -------
