@@ -239,3 +239,22 @@ def test_goal_slack_must_be_a_number(slack):
         equal_odds("race", slack=slack)
     with pytest.raises(TypeError, match="slack must be a real number"):
         not_worse_off("race", slack=slack)
+
+
+def test_column_names_beyond_identifiers_are_quoted_and_round_trip():
+    import pandas as pd
+
+    from skrate.problem import GroupTable, RateData
+    from skrate.problem._evaluate import evaluate_term
+
+    for spec in ('ppr["marital-status"=Married] >= 0.1', "ppr[0] >= 0.3", "ppr[0=x] >= ppr - 0.1",
+                 'ppr["a \\"b\\""=1] >= 0.2', 'tpr["native country"] >= 0.5'):
+        con = parse_constraint(spec)
+        assert str(con) == spec and parse_constraint(str(con)) == con
+    assert str(ppr(group=0) >= 0.3) == "ppr[0] >= 0.3"
+    with pytest.raises(ValueError, match=r"a group column name \(in double quotes"):
+        parse_constraint("ppr[-x] >= 0.1")
+    groups = pd.DataFrame({"marital-status": ["Married", "Single", "Married", "Single"]})
+    data = RateData(np.array([1, 0, 1, 0]), np.ones(4), GroupTable.from_input(groups, None, 4))
+    term = parse_constraint('ppr["marital-status"=Married] >= 0.1').lhs
+    assert evaluate_term(term, data, np.array([1.0, 1.0, 0.0, 0.0])) == pytest.approx(0.5)

@@ -69,6 +69,17 @@ class _Parser:
         self.pos = start
         return None
 
+    def _key(self) -> str | None:
+        """A group column name: letters, digits and ``_`` (a DataFrame's integer name ``0`` too),
+        or any text in double quotes (``"marital-status"``)."""
+        self._skip()
+        if self._peek('"'):
+            return self._value()
+        start = self.pos
+        while self.pos < len(self.text) and (self.text[self.pos].isalnum() or self.text[self.pos] == "_"):
+            self.pos += 1
+        return self.text[start:self.pos] or None
+
     def _number(self) -> float | None:
         self._skip()
         start, t = self.pos, self.text
@@ -203,9 +214,11 @@ class _Parser:
                 while True:
                     self._skip()
                     key_pos = self.pos
-                    key = self._name()
+                    key = self._key()
                     if key is None:
-                        raise SpecParseError(self.text, self.pos, "a group column name")
+                        raise SpecParseError(self.text, self.pos, 'a group column name (in double quotes when '
+                                                                   'it holds other characters than letters, '
+                                                                   'digits and _)')
                     if key in filters or key in expand:
                         raise SpecParseError(self.text, key_pos, f"each column once (repeated {key!r})")
                     if self._eat("="):

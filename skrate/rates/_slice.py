@@ -89,9 +89,16 @@ class Slice:
         return dict(self.filters).get(key)
 
     def __str__(self) -> str:
-        parts = [k if len(v) == 0 else f"{k}={'|'.join(_quote(x) for x in v)}" for k, v in self.filters]
-        parts += list(self.expand)
+        parts = [_quote_key(k) if len(v) == 0 else f"{_quote_key(k)}={'|'.join(_quote(x) for x in v)}"
+                 for k, v in self.filters]
+        parts += [_quote_key(k) for k in self.expand]
         return ", ".join(parts)
+
+
+def _quote_key(key: str) -> str:
+    """A column name as a spec reads it: in double quotes unless letters, digits and ``_``."""
+    plain = key and all(ch.isalnum() or ch == "_" for ch in key)
+    return key if plain else '"' + key.replace('"', '\\"') + '"'
 
 
 def _quote(value: str) -> str:
