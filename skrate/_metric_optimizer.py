@@ -386,7 +386,7 @@ class MetricOptimizer(RateClassifierBase):
             return self._model.augment(X, log_odds(est, X_in, self._model.positive)), theta
         # out-of-fold log-odds: what the thresholds meet on new rows, not the fit's own optimism
         z = np.empty(X.shape[0])
-        for train, test in self._folds(X, data.y, f"estimator={type(est).__name__}"):
+        for train, test in self._folds(X, data.y):
             z[test] = log_odds(fit(clone(self.estimator), train), _safe_indexing(X_in, test))
         return self._model.augment(X, z), theta
 
@@ -396,7 +396,7 @@ class MetricOptimizer(RateClassifierBase):
         frame = isinstance(self._model, ProbabilityScoreModel) and hasattr(X, "iloc")
         return (X if frame else checked), checked
 
-    def _folds(self, X, y01: np.ndarray, what: str) -> list:
+    def _folds(self, X, y01: np.ndarray) -> list:
         """The ``cv`` splits, each training fold holding both classes."""
         try:
             splits = list(check_cv(self.cv, y01, classifier=True).split(X, y01))
@@ -406,9 +406,9 @@ class MetricOptimizer(RateClassifierBase):
             raise ValueError(f"cv={self.cv!r} cannot split the {len(y01)} training rows ({exc}); {hint}.") from exc
         lacking = [k for k, (train, _) in enumerate(splits) if np.unique(y01[train]).size < 2]
         if lacking:
-            raise ValueError(f"Cross-fitting {what} with cv={self.cv!r}: training fold {lacking[0]} holds a "
-                             "single class, so its model has no probability for the other. Choose fewer folds, "
-                             "or cv=None for the in-sample probabilities.")
+            raise ValueError(f"Cross-fitting estimator={type(self.estimator).__name__} with cv={self.cv!r}: "
+                             f"training fold {lacking[0]} holds a single class, so its model has no probability "
+                             "for the other. Choose fewer folds, or cv=None for the in-sample probabilities.")
         return splits
 
     def _make_model(self, n_features: int, solver: str):

@@ -140,10 +140,6 @@ def compile_program(objective, constraints, data: RateData) -> MetricProgram:
             if atom not in cache:
                 try:
                     A_a, b_a = compile_expressions(list(atom.exprs), data)
-                except ValueError as exc:
-                    raise ValueError(f"The {role} '{text}' cannot be measured on this data: "
-                                     f"{exc}") from None
-                try:
                     atom.check(b_a)
                 except ValueError as exc:
                     raise ValueError(f"The {role} '{text}' cannot be measured on this data: {exc}") from None

@@ -9,10 +9,10 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 from sklearn.utils.validation import _check_sample_weight, _num_samples
 
-from ..utils._validation import check_baseline
 from ..problem import GroupTable, RateData, constraint_violation, expand_constraints
 from ..rates import Expression, Ratio, Slice, as_constraints
 from ..rates._expression import Rate
+from ..utils._validation import check_baseline
 from ._bootstrap import RateParts, bootstrap_values, percentile_interval
 from ._decisions import DECISIONS, decisions_of, is_stochastic, positive_labels
 

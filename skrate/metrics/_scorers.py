@@ -6,9 +6,9 @@ import numpy as np
 from sklearn.metrics._scorer import _BaseScorer
 from sklearn.utils.validation import _check_sample_weight, _num_samples
 
-from ..utils._validation import check_baseline
 from ..problem import GroupTable, RateData, evaluate_term, violation_rows
 from ..rates import as_constraints, as_expression
+from ..utils._validation import check_baseline
 from ._decisions import DECISIONS, is_stochastic, positive_labels
 
 

@@ -18,9 +18,9 @@ from sklearn.utils.validation import _check_sample_weight, _num_samples
 from ..exceptions import InfeasibleConstraintsWarning
 from ..metrics._audit import require_pandas
 from ..metrics._decisions import decisions_of, positive_labels
-from ..utils._validation import check_baseline
 from ..problem import GroupTable, RateData, evaluate_term, violation_rows
 from ..rates import as_constraints, error_rate
+from ..utils._validation import check_baseline
 from ._progress import Progress
 
 

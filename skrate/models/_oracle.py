@@ -74,8 +74,7 @@ class CostSensitiveOracle:
     """
 
     def __init__(self, estimator, warm_start: bool = True):
-        self._weight_key = sample_weight_key(estimator)
-        if self._weight_key is None:
+        if sample_weight_key(estimator) is None:
             raise ValueError(
                 f"The estimator {_describe(estimator)} does not accept sample_weight in fit, which "
                 "the oracle solvers need (the constrained problem is reduced to weighted classification). "

@@ -58,12 +58,17 @@ class _Parser:
         if not self._eat(s):
             raise SpecParseError(self.text, self.pos, what or repr(s))
 
-    def _name(self) -> str | None:
+    def _word(self) -> str:
+        """The run of letters, digits and ``_`` at the position (possibly empty)."""
         self._skip()
         start = self.pos
         while self.pos < len(self.text) and (self.text[self.pos].isalnum() or self.text[self.pos] == "_"):
             self.pos += 1
-        name = self.text[start:self.pos]
+        return self.text[start:self.pos]
+
+    def _name(self) -> str | None:
+        start = self.pos
+        name = self._word()
         if name and not name[0].isdigit():
             return name
         self.pos = start
@@ -75,10 +80,7 @@ class _Parser:
         self._skip()
         if self._peek('"'):
             return self._value()
-        start = self.pos
-        while self.pos < len(self.text) and (self.text[self.pos].isalnum() or self.text[self.pos] == "_"):
-            self.pos += 1
-        return self.text[start:self.pos] or None
+        return self._word() or None
 
     def _number(self) -> float | None:
         self._skip()
