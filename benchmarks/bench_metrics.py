@@ -9,8 +9,9 @@ means reported). Peers in the same run: LogisticRegression at 0.5, LogisticRegre
 train-optimal threshold for the metric at hand (F1, G-mean or H-mean; on a grid of 97
 thresholds and, for G-mean and H-mean, over every distinct score) and tuned by scikit-learn's
 TunedThresholdClassifierCV (G-mean, H-mean; 5-fold), fairlearn's ThresholdOptimizer
-(demographic parity, accuracy) and, where the issue names one, a plug-in post-shift baseline (a grid over one threshold of the LogisticRegression probability per group,
-chosen on the training rows under the task's constraint). Tasks:
+(demographic parity, accuracy) and, where the issue names one, a plug-in post-shift baseline
+(a grid over one threshold of the LogisticRegression probability per group, chosen on the
+training rows under the task's constraint). Tasks:
 
 * KLD: minimise sum_g KL(p, ppr_g) s.t. error <= 1.1 x the training error of LogisticRegression;
 * F1: maximise F1 s.t. F1(protected) >= F1(other) - 0.02 (Female / African-American protected);
