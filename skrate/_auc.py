@@ -101,6 +101,11 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         Passes over the data made by the last ``fit`` (1 for ``"exact"``, rounded up).
     n_features_in_ : int
         Number of features seen in ``fit``.
+    feature_names_in_ : ndarray of str
+        Present when X was a DataFrame with string column names.
+    t_ : int
+        Rows seen by the last ``fit`` and the ``partial_fit`` calls since (or since the first
+        ``partial_fit``).
     solver_ : str
         The solver used (resolves ``"auto"``).
     step_size_ : float or None

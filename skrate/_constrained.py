@@ -78,7 +78,8 @@ class ConstrainedClassifier(RateClassifierBase):
     alpha : float, default=1e-4
         L2 penalty on the weights (not the intercept).
     max_iter : int, default=500
-        Number of iterations (a fixed budget; there is no early stopping).
+        Number of iterations: a fixed budget for the game solvers; the oracle solvers stop
+        earlier once ``tol`` certifies the mixture.
     batch_size : int or None, default=None
         None trains full-batch; an int trains on minibatches of that size.
     n_candidates : int, default=100
@@ -87,8 +88,11 @@ class ConstrainedClassifier(RateClassifierBase):
         Hold out this fraction of the rows, stratified by label and by the groups the
         constraints name, for the two-dataset proxy-Lagrangian (Cotter et al., ICML 2019):
         the model trains on the rest while the multipliers and the choice of the solution
-        (LP shrink, best iterate) use the held-out constraint values, so constraints generalise.
-        ``fit(..., validation_mask=...)`` chooses the held-out rows explicitly.
+        (LP shrink, best iterate) use the held-out constraint values, so the solution is chosen
+        on rows the model did not train on. It costs training rows: on the benchmark tasks
+        (:doc:`/generalization`) ``margin`` carries constraints to new data, the held-out
+        split alone does not. ``fit(..., validation_mask=...)`` chooses the held-out rows
+        explicitly.
     margin : "auto", float, array-like or None, default=None
         Tighten each constraint. A number (or one per constraint) moves its bound, in the
         constraint's own units: ``lhs <= rhs - margin``, ``lhs >= rhs + margin``
@@ -135,6 +139,8 @@ class ConstrainedClassifier(RateClassifierBase):
         Present when X was a DataFrame with string column names.
     constraints_ : list of Constraint
         The constraints after expanding group columns.
+    objective_ : Expression
+        The objective as parsed (``error_rate`` by default).
     candidates_ : ndarray of shape (n_snapshots, n_params)
         Snapshots of the model parameters (with the oracle solvers, the candidate's index): up to
         ``n_candidates`` evenly spaced over the iterations, the best iterate and the last.
@@ -164,6 +170,9 @@ class ConstrainedClassifier(RateClassifierBase):
         LP's ``(1, mu)``.
     n_iter_ : int
         Iterations played; with the oracle solvers, estimators fitted (certificate included).
+    random_seed_ : int
+        Seed of the per-row draws of ``predict`` (from ``random_state``), so a row's
+        decision is reproducible.
 
     References
     ----------

@@ -188,6 +188,8 @@ class MetricOptimizer(RateClassifierBase):
     ----------
     classes_ : ndarray of shape (2,)
     n_features_in_ : int
+    feature_names_in_ : ndarray of str
+        Present when X was a DataFrame with string column names.
     objective_ : MetricSum
         The objective after expanding group columns.
     constraints_ : list of str
@@ -209,6 +211,9 @@ class MetricOptimizer(RateClassifierBase):
     feasible_ : bool
         Whether the selected solution meets every constraint on the training data.
     n_iter_ : int
+    random_seed_ : int
+        Seed of the per-row draws of ``predict`` (from ``random_state``), so a row's
+        decision is reproducible.
 
     References
     ----------

@@ -54,7 +54,10 @@ def test_sklearn_compatible(estimator, check):
 def test_text_columns_are_refused_by_name(cls):
     pd = pytest.importorskip("pandas")
     rng = np.random.default_rng(0)
-    X = pd.DataFrame({"x": rng.normal(size=40), "cat": rng.choice(["u", "v"], 40)})
+    # nullable numeric columns (Int64, Float64) are numbers, not text
+    X = pd.DataFrame({"x": rng.normal(size=40), "cat": rng.choice(["u", "v"], 40),
+                      "n": pd.array(rng.integers(0, 5, 40), dtype="Int64"),
+                      "f": pd.array(rng.normal(size=40), dtype="Float64")})
     y = np.tile([0, 1], 20)
     with pytest.raises(ValueError, match=r"X has the non-numeric columns \['cat'\], and .* fits numeric features"):
         cls().fit(X, y)

@@ -7,10 +7,15 @@ from sklearn.utils.validation import validate_data
 
 
 def _is_numeric(dtype) -> bool:
-    try:
-        return np.dtype(dtype).kind in "biufc"
-    except TypeError:  # pandas extension types: category, string
-        return False
+    # pandas extension dtypes (Int64, Float64, boolean, category, string) carry their kind
+    # too; np.dtype() refuses them
+    kind = getattr(dtype, "kind", None)
+    if kind is None:
+        try:
+            kind = np.dtype(dtype).kind
+        except TypeError:
+            return False
+    return kind in "biufc"
 
 
 def validate_numeric(estimator, X, y="no_validation", *, advice: str = "", **kwargs):
