@@ -14,7 +14,7 @@ from ._base import RateClassifierBase
 from .exceptions import InfeasibleConstraintsWarning
 from .models import LinearModel, MLPModel
 from ._holdout import constraint_columns, holdout_split
-from .problem import compile_problem, confidence_margins, constraint_rows, evaluate_term, tightened, violation_rows
+from .problem import compile_problem, confidence_margins, evaluate_term, in_own_units, tightened, violation_rows
 from .rates import Expression, Ratio, as_constraints, as_expression
 from .solutions import SOLUTIONS, best_iterate, shrink
 from .solvers import GAME_SOLVERS, SURROGATES, solve_rate_game
@@ -159,10 +159,15 @@ class ConstrainedClassifier(RateClassifierBase):
         Whether the m-stochastic solution meets every constraint (with its margin) on the
         data the solution is chosen on.
     margins_ : ndarray of shape (n_constraints,)
-        The margin added to each constraint (zeros without ``margin``).
+        The margin of each constraint in its own units, as its violation is reported (zeros
+        without ``margin``). ``"auto"`` sets a ratio's margin ``m`` on its linear form
+        ``c D - N``; it is shown as ``m / D``, ``D`` the denominator of the selected solution
+        on the data the solution is chosen on.
     fit_report_ : DataFrame or list of dict
-        Per constraint of the selected solution: the margin, the value ``g`` on the training
-        part and on the held-out part (NaN without one).
+        Per constraint of the selected solution: the margin and the violation (``lhs - rhs``
+        for ``<=``, ``rhs - lhs`` for ``>=``, ratios in their own units, as in
+        :meth:`constraint_report`) on the training part and on the held-out part (NaN
+        without one).
     multipliers_ : ndarray of shape (n_snapshots, n_constraints + 1)
         The weights of (objective, constraints) the lambda-player played when each candidate
         was produced: a distribution for the proxy-Lagrangian players, ``(1, lam)`` for the
@@ -420,12 +425,16 @@ class ConstrainedClassifier(RateClassifierBase):
         return margin
 
     def _fit_report(self, X, data, train, held):
+        """Violations in the constraints' own units on each part; sets ``margins_`` in them too."""
         sm = self.stochastic_model()
-        def violations(idx):
-            rows = constraint_rows(self.constraints_, data.take(idx), sm.proba(_safe_indexing(X, idx)))
-            return [r["violation"] for r in rows]
-        on_train = violations(train)
-        on_held = violations(held) if held is not None else [np.nan] * len(on_train)
+        parts = {name: (data.take(idx), sm.proba(_safe_indexing(X, idx)))
+                 for name, idx in (("train", train), ("held_out", held)) if idx is not None}
+        if isinstance(self.margin, str):  # "auto" margins were set on the linear forms g
+            self.margins_ = in_own_units(self.constraints_, self.margins_, *parts.get("held_out", parts["train"]))
+        on = {name: [r["violation"] for r in violation_rows(self.constraints_, *part)]
+              for name, part in parts.items()}
+        on_train = on["train"]
+        on_held = on.get("held_out", [np.nan] * len(on_train))
         rows = [{"constraint": str(c), "margin": mg, "train": a, "held_out": b}
                 for c, mg, a, b in zip(self.constraints_, self.margins_, on_train, on_held)]
         try:

@@ -112,6 +112,32 @@ def test_validation_fraction_uses_held_out_constraint_values():
     np.testing.assert_allclose(explicit.fit_report_["held_out"].iloc[0], p.mean() - 0.05 - p[gb].mean(), atol=1e-12)
 
 
+@pytest.mark.parametrize("margin", ["auto", 0.03])
+def test_reports_give_ratio_constraints_and_their_margins_in_the_ratio_units(margin):
+    X, y, g = _population(2000, np.random.default_rng(6))
+    mask = np.zeros(2000, bool)
+    mask[::3] = True
+    spec = "precision[group=b] >= 0.5"
+    clf = ConstrainedClassifier(spec, margin=margin, max_iter=100, random_state=0).fit(
+        X, y, groups=g, validation_mask=mask)
+    # the held-out violation is 0.5 - precision, as constraint_report gives it on those rows
+    p = clf.stochastic_model().proba(X[mask])
+    b = g[mask] == "b"
+    precision = (p[b] * y[mask][b]).sum() / p[b].sum()
+    np.testing.assert_allclose(clf.fit_report_["held_out"].iloc[0], 0.5 - precision, atol=1e-12)
+    report = clf.constraint_report(X[mask], y[mask], groups=g[mask])
+    np.testing.assert_allclose(report["violation"].iloc[0], 0.5 - precision, atol=1e-12)
+    if margin == "auto":  # set on g = 0.5 D - N, shown divided by D = P(predict 1 | group b)
+        data = RateData(y[mask], np.ones(mask.sum()), GroupTable.from_input({"group": g[mask]}, None, mask.sum()))
+        m_g = confidence_margins([parse_constraint(spec)], data, 0.95)[0]
+        expected = m_g / (p[b].sum() / b.sum())
+    else:
+        expected = margin
+    np.testing.assert_allclose(clf.margins_[0], expected, rtol=1e-12)
+    np.testing.assert_allclose(report["margin"].iloc[0], expected, rtol=1e-12)
+    np.testing.assert_allclose(clf.fit_report_["margin"].iloc[0], expected, rtol=1e-12)
+
+
 def test_too_small_slices_cannot_be_split():
     X, y, g = _population(400, np.random.default_rng(5))
     g = g.copy()

@@ -167,3 +167,17 @@ def test_a_dict_of_group_arrays_longer_than_X_points_at_cross_validation():
     table = GroupTable.from_input({"grp": np.array(["a", "b"] * 6)}, None, 8)
     with pytest.raises(ValueError, match="has 12 entries but X has 8 rows.*not split by cross-validation"):
         table.column("grp")
+
+
+def test_groups_in_another_row_order_than_X_are_refused():
+    X = pd.DataFrame({"x": np.arange(6.0)}, index=[5, 3, 1, 0, 2, 4])  # e.g. a shuffled test split
+    groups = pd.DataFrame({"g": list("aabbab")}, index=range(6))  # the same labels, sorted
+    with pytest.raises(ValueError, match=r"another order, .* groups\.loc\[X\.index\]"):
+        GroupTable.from_input(groups, X, 6)
+    aligned = GroupTable.from_input(groups.loc[X.index], X, 6)
+    np.testing.assert_array_equal(aligned.column("g"), groups.loc[X.index, "g"].to_numpy())
+    # other labels, or a plain array, mean rows by position, as in scikit-learn
+    positional = pd.Series(list("aabbab"), name="g", index=range(10, 16))
+    np.testing.assert_array_equal(GroupTable.from_input(positional, X, 6).column("g"), list("aabbab"))
+    np.testing.assert_array_equal(GroupTable.from_input(np.array(list("aabbab")), X, 6).column("group"),
+                                  list("aabbab"))

@@ -201,6 +201,16 @@ def test_division_by_zero_in_python():
             term / 0
 
 
+@pytest.mark.parametrize("bad", [float("nan"), np.inf, -np.inf, np.float64("nan")])
+def test_non_finite_constants_are_refused_where_they_enter(bad):
+    for build in (lambda: tpr(group="race") >= tpr() - bad, lambda: tpr() * bad, lambda: precision() <= bad,
+                  lambda: bad + ppr()):
+        with pytest.raises(ValueError, match="finite constants, got"):
+            build()
+    with pytest.raises(ValueError, match="finite constants, got inf"):
+        parse_constraint("tpr >= 1e999")
+
+
 @pytest.mark.parametrize("text, pos, message", [
     ("ppr[label=a] >= 0.1", 10, "takes 0 or 1"),
     ("ppr[label=0|b] >= 0.1", 12, "takes 0 or 1"),

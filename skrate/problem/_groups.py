@@ -56,6 +56,7 @@ class GroupTable:
 
     @classmethod
     def from_input(cls, groups, X, n: int) -> "GroupTable":
+        _check_row_order(groups, X)
         raw: dict = {}
         if _is_frame(X):
             raw.update({str(k): X[k].to_numpy() for k in X.columns})
@@ -81,13 +82,15 @@ class GroupTable:
         if key not in self._cache:
             if key not in self.raw:
                 known = sorted(self.raw)
-                hint = (f"known group columns: {', '.join(map(repr, known))}" if known else
-                        "no groups were given: pass groups=... as a DataFrame, a dict of "
-                        "arrays or a 1-D array (the column 'group'); inside a Pipeline or "
-                        "GridSearchCV they reach the estimator by metadata routing: "
-                        "sklearn.set_config(enable_metadata_routing=True) and "
-                        "estimator.set_fit_request(groups=True)")
-                raise ValueError(f"Unknown group column {key!r}; {hint}.")
+                given = (f"known group columns: {', '.join(map(repr, known))}" if known else
+                         "no groups were given: pass groups=... as a DataFrame, a dict of "
+                         "arrays or a 1-D array (the column 'group')")
+                # inside a search, a missing column most often means groups were not routed
+                raise ValueError(f"Unknown group column {key!r}; {given}. Inside a Pipeline, "
+                                 "GridSearchCV or cross_validate, groups reach the estimator and "
+                                 "scorers by metadata routing: sklearn.set_config("
+                                 "enable_metadata_routing=True), estimator.set_fit_request("
+                                 "groups=True) and scorer.set_score_request(groups=True).")
             self._cache[key] = _column(self.raw[key], key, self.n)
         return self._cache[key]
 
@@ -130,6 +133,19 @@ def _integral(value: str) -> str:
     except ValueError:
         return value
     return str(int(number)) if number.is_integer() else value
+
+
+def _check_row_order(groups, X) -> None:
+    """Rows are matched by position, as everywhere in scikit-learn. A groups frame whose index
+    holds X's labels in another order (``groups[groups.index.isin(X_test.index)]``) would be
+    matched to the wrong rows without a word, so it is refused."""
+    gi, xi = getattr(groups, "index", None), getattr(X, "index", None)
+    if gi is None or xi is None or not hasattr(gi, "equals") or gi.equals(xi):
+        return
+    if len(gi) == len(xi) and gi.is_unique and xi.is_unique and gi.sort_values().equals(xi.sort_values()):
+        raise ValueError("The index of groups holds the labels of X's index in another order, and rows are "
+                         "matched by position; align them first, e.g. groups.loc[X.index], or reset both "
+                         "indexes.")
 
 
 def _is_frame(obj) -> bool:

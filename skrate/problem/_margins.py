@@ -30,6 +30,25 @@ def confidence_margins(constraints: list[Constraint], data: RateData, confidence
     return norm.ppf(confidence) * 0.5 * row_norms
 
 
+def in_own_units(constraints: list[Constraint], margins: np.ndarray, data: RateData,
+                 decisions: np.ndarray) -> np.ndarray:
+    """Margins on the linear forms ``g`` (as :func:`confidence_margins` gives them) in each
+    constraint's own units, for reports beside its violation ``lhs - rhs``.
+
+    A linear constraint's ``g`` is its violation, so its margin is unchanged. A ratio's ``g`` is
+    ``c D - N`` (or ``N - c D``), its violation ``c - N / D``: a margin ``m`` on ``g`` is
+    ``m / D`` in the ratio's units, with ``D`` the denominator at ``decisions`` (NaN when 0).
+    """
+    out = np.asarray(margins, dtype=float).copy()
+    for j, con in enumerate(constraints):
+        ratio = con.lhs if isinstance(con.lhs, Ratio) else con.rhs if isinstance(con.rhs, Ratio) else None
+        if ratio is not None and out[j] != 0:
+            A, b = compile_expressions([ratio.denominator], data)
+            den = float((A @ decisions + b)[0])
+            out[j] = out[j] / den if den > 0 else np.nan
+    return out
+
+
 def tightened(constraint: Constraint, margin: float) -> Constraint:
     """``constraint`` with its bound moved ``margin`` into the feasible side, in its own units:
     ``lhs <= rhs - margin`` or ``lhs >= rhs + margin`` (``precision >= 0.72`` for

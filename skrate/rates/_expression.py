@@ -10,6 +10,7 @@ hash, so they survive ``sklearn.base.clone`` and can sit in a ``GridSearchCV`` g
 from __future__ import annotations
 
 import itertools
+import math
 from dataclasses import dataclass
 from numbers import Real
 from typing import Union
@@ -39,7 +40,13 @@ NEEDS_LABELS = frozenset({"tpr", "fnr", "fpr", "tnr", "accuracy", "error_rate", 
 
 
 def _is_scalar(x) -> bool:
-    return isinstance(x, Real) and not isinstance(x, bool)
+    if not isinstance(x, Real) or isinstance(x, bool):
+        return False
+    if not math.isfinite(x):
+        # refused where the constant enters: a NaN bound would otherwise surface deep in a solver
+        raise ValueError(f"Rate expressions take finite constants, got {x}; check the value the constant "
+                         "was computed from.")
+    return True
 
 
 def _divisor(term, other) -> float:
