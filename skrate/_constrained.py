@@ -399,8 +399,8 @@ class ConstrainedClassifier(RateClassifierBase):
             return np.arange(data.n), None
         from .problem import expand_constraints
 
-        columns = constraint_columns(expand_constraints(constraints, data.groups))
-        return holdout_split(data, columns, self.validation_fraction, int(gen.integers(2**31)))
+        return holdout_split(data, expand_constraints(constraints, data.groups), self.validation_fraction,
+                             int(gen.integers(2**31)))
 
     def _compile_held_out(self, objective, constraints, held):
         try:
@@ -423,6 +423,25 @@ class ConstrainedClassifier(RateClassifierBase):
             raise ValueError(f"margin must be 'auto', a number >= 0 or one number >= 0 per constraint "
                              f"({m} after expanding group columns: {[str(c) for c in constraints]}); got {self.margin!r}.")
         return margin
+
+    def _warn_uncovered(self, data, empty: list[str]) -> None:
+        """Say which fitted constraints these rows leave undefined, and which group values of
+        theirs no fitted constraint covers (the expansion is the one made at fit time)."""
+        fitted: dict[str, set] = {}
+        for key in {k for c in as_constraints(self.constraints) for k in c.expand_keys}:
+            fitted[key] = {v for c in self.constraints_ for r in c.rates for k, vs in r.slice.filters
+                           if k == key for v in vs}
+        new = {k: sorted(set(data.groups.values(k)) - vs) for k, vs in fitted.items() if k in data.groups.raw}
+        new = {k: v for k, v in new.items() if v}
+        notes = []
+        if empty:
+            notes.append(f"no rows fall in a slice of {len(empty)} constraint(s), reported as NaN: {empty}")
+        if new:
+            notes.append("these rows hold group values the model was not constrained on (its constraints "
+                         f"were expanded over the values seen in fit): {new}; audit(model, X, y, groups=..., "
+                         "constraints=model.constraints) expands over these rows' values")
+        if notes:
+            warnings.warn("constraint_report: " + "; ".join(notes) + ".", UserWarning, stacklevel=3)
 
     def _fit_report(self, X, data, train, held):
         """Violations in the constraints' own units on each part; sets ``margins_`` in them too."""
@@ -491,9 +510,17 @@ class ConstrainedClassifier(RateClassifierBase):
         y = self._check_scoring_labels(X, y)
         p = self.predict_proba(X_raw, solution=solution)[:, 1]
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
-        rows = violation_rows(self.constraints_, data, p)
-        for row, margin in zip(rows, self.margins_):
-            row["margin"] = margin
+        for key in constraint_columns(self.constraints_):
+            data.groups.column(key)  # a missing column is an error, not an undefined constraint
+        rows, empty = [], []
+        for con, margin in zip(self.constraints_, self.margins_):
+            try:
+                row = violation_rows([con], data, p)[0]
+            except ValueError:  # a slice these rows do not reach: the constraint is undefined here
+                row = {"constraint": str(con), "lhs": np.nan, "rhs": np.nan, "violation": np.nan}
+                empty.append(str(con))
+            rows.append({**row, "margin": margin})
+        self._warn_uncovered(data, empty)
         rows.append({"constraint": f"objective: {self.objective_}", "lhs": evaluate_term(self.objective_, data, p),
                      "rhs": np.nan, "violation": np.nan, "margin": np.nan})
         try:

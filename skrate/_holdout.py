@@ -7,7 +7,7 @@ from sklearn.model_selection import train_test_split
 
 from .problem import RateData
 from .rates import Constraint
-from .rates._slice import group_columns
+from .rates._slice import RESERVED, group_columns
 
 
 def constraint_columns(constraints: list[Constraint]) -> list[str]:
@@ -15,47 +15,63 @@ def constraint_columns(constraints: list[Constraint]) -> list[str]:
     return group_columns(r.slice for c in constraints for r in c.rates)
 
 
-def _cells(parts: list[np.ndarray]) -> tuple[np.ndarray, list[np.ndarray]]:
-    """A cell id per row for the combinations of values in ``parts``; and each column's values."""
-    uniques, codes = zip(*(np.unique(np.asarray(p).astype(str), return_inverse=True) for p in parts))
-    ids = np.ravel_multi_index(codes, [u.shape[0] for u in uniques])
-    return ids, list(uniques)
+def _cells(parts: list[np.ndarray]) -> np.ndarray:
+    """A cell id per row for the combinations of values in ``parts``."""
+    codes = [np.unique(np.asarray(p).astype(str), return_inverse=True)[1] for p in parts]
+    return np.ravel_multi_index(codes, [int(c.max()) + 1 for c in codes])
 
 
-def _describe(cell: int, names: list[str], uniques: list[np.ndarray]) -> str:
-    index = np.unravel_index(cell, [u.shape[0] for u in uniques])
-    return ", ".join(f"{k}={u[i]}" for k, u, i in zip(names, uniques, index))
+def _named_slices(constraints: list[Constraint], data: RateData) -> dict[str, np.ndarray]:
+    """Each slice the constraints measure a rate on, split by label: description -> rows."""
+    out = {}
+    for con in constraints:
+        for rate in con.rates:
+            filters = [(k, v) for k, v in rate.slice.filters if k not in RESERVED]
+            rows = np.ones(data.n, dtype=bool)
+            for key, values in filters:
+                rows &= data.groups.mask(key, values)
+            for label in (0, 1):
+                name = ", ".join([f"label={label}"] + [f"{k}={'|'.join(v)}" for k, v in filters])
+                out[name] = rows & (data.y == label)
+    return out
 
 
-def holdout_split(data: RateData, columns: list[str], fraction: float, random_state) -> tuple[np.ndarray, np.ndarray]:
-    """Indices (train, held-out), stratified by the label and every group column in ``columns``.
+def holdout_split(data: RateData, constraints: list[Constraint], fraction: float,
+                  random_state) -> tuple[np.ndarray, np.ndarray]:
+    """Indices (train, held-out), stratified by the label and the groups the constraints name.
 
-    Every cell (label x group values) keeps its share on both sides, so each slice a constraint
-    is measured on is represented in the held-out sample. A cell too small to split, or one
-    the split leaves on a single side, is an error that names it.
+    Rows are stratified by label x the values of every group column the (expanded)
+    constraints filter on, pooling cells of a single row, so every slice keeps its share on
+    both sides. Each slice a constraint measures a rate on, taken per label, must have rows
+    on both sides; one that is too small to split, or that the split leaves on one side, is
+    an error that names it. Cells no constraint names (a rare combination of two columns
+    that are constrained separately) need not split.
     """
-    names = ["label"] + columns
-    cells, uniques = _cells([data.y] + [data.groups.column(k) for k in columns])
+    columns = constraint_columns(constraints)
+    cells = _cells([data.y] + [data.groups.column(k) for k in columns])
     values, counts = np.unique(cells, return_counts=True)
+    strata = np.where(np.isin(cells, values[counts < 2]), -1, cells)  # pool single-row cells
+    if (strata == -1).sum() == 1:
+        strata[strata == -1] = values[np.argmax(counts)]
     fix = "Merge rare groups, change validation_fraction, or pass validation_fraction=None."
-    small = counts < 2
-    if small.any():
-        raise ValueError(f"The slice {_describe(values[small][0], names, uniques)} has {counts[small][0]} row(s): "
-                         f"too small to split into training and held-out parts (validation_fraction={fraction}). "
-                         + fix)
+    slices = {name: rows for name, rows in _named_slices(constraints, data).items() if rows.any()}
+    for name, rows in slices.items():
+        if rows.sum() < 2:
+            raise ValueError(f"The slice {name} has 1 row: too small to split into training and held-out "
+                             f"parts (validation_fraction={fraction}). " + fix)
     try:
-        train, held = train_test_split(np.arange(data.n), test_size=fraction, stratify=cells,
+        train, held = train_test_split(np.arange(data.n), test_size=fraction, stratify=strata,
                                        random_state=random_state)
     except ValueError as exc:
         raise ValueError(f"Cannot split off validation_fraction={fraction} stratified by label and "
                          f"{', '.join(columns) or 'no group'}: {exc}") from None
-    # stratification rounds each cell's share, so a small cell can land on one side only
-    one_sided = np.setxor1d(np.unique(cells[train]), np.unique(cells[held]))
-    if one_sided.size:
-        cell = one_sided[0]
-        size = int(counts[values == cell][0])
-        side = "training" if cell in cells[train] else "held-out"
-        raise ValueError(f"The slice {_describe(cell, names, uniques)} has {size} rows, all of which "
-                         f"validation_fraction={fraction} puts on the {side} side; every slice a constraint "
-                         f"names needs rows on both. " + fix)
+    in_held = np.zeros(data.n, dtype=bool)
+    in_held[held] = True
+    # stratification rounds each cell's share, so a small slice can land on one side only
+    for name, rows in slices.items():
+        if in_held[rows].all() or not in_held[rows].any():
+            side = "held-out" if in_held[rows].all() else "training"
+            raise ValueError(f"The slice {name} has {int(rows.sum())} rows, all of which "
+                             f"validation_fraction={fraction} puts on the {side} side; every slice a "
+                             "constraint names needs rows on both. " + fix)
     return train, held

@@ -254,6 +254,24 @@ def test_constraint_report_reads_a_ratio_in_its_own_units():
     assert row["violation"] == pytest.approx(0.95 - precision)
 
 
+def test_constraint_report_on_rows_without_a_fitted_group_or_with_a_new_one():
+    X, y, g = _fair_data(n=600)
+    clf = ConstrainedClassifier("tpr[group] >= 0.9 * tpr", max_iter=50, random_state=0).fit(X, y, groups=g)
+    only = g == g[0]
+    with pytest.warns(UserWarning, match=r"no rows fall in a slice of 1 constraint\(s\), reported as NaN"):
+        report = clf.constraint_report(X[only], y[only], groups=g[only])
+    kept = report["constraint"].str.startswith(f"tpr[group={g[0]}]")
+    other = report["constraint"].str.startswith("tpr[") & ~kept
+    assert kept.sum() == 1 and other.sum() == 1
+    assert np.isfinite(report["violation"][kept]).all() and report["violation"][other].isna().all()
+    renamed = g.astype(object).copy()
+    renamed[:50] = "new"
+    with pytest.warns(UserWarning, match=r"values the model was not constrained on .*'group': \['new'\]"):
+        clf.constraint_report(X, y, groups=renamed)
+    with pytest.raises(ValueError, match="Unknown group column 'group'"):
+        clf.constraint_report(X, y)
+
+
 def test_a_baseline_of_class_labels_is_read_as_labels_even_when_they_look_like_decisions():
     from skrate.utils._validation import check_baseline
 

@@ -75,12 +75,27 @@ def test_held_out_split_is_stratified_by_label_and_group():
     rng = np.random.default_rng(3)
     X, y, g = _population(3000, rng)
     data = RateData(y, np.ones(3000), GroupTable.from_input({"group": g}, None, 3000))
-    train, held = holdout_split(data, ["group"], 0.3, 0)
+    train, held = holdout_split(data, [parse_constraint("ppr[group=a] >= ppr[group=b] - 0.1")], 0.3, 0)
     assert len(np.intersect1d(train, held)) == 0 and len(train) + len(held) == 3000
     for label in (0, 1):
         for grp in ("a", "b"):
             cell = (y == label) & (g == grp)
             assert abs(cell[held].mean() - cell.mean()) < 0.01
+
+
+def test_a_rare_cell_of_two_separately_constrained_columns_does_not_block_the_split():
+    X, y, g = _population(1000, np.random.default_rng(7))
+    region = np.where(np.arange(1000) % 2 == 0, "east", "west")
+    sex = np.where(g == "a", "M", "F")
+    region[(sex == "F") & (y == 1)] = "west"
+    region[np.flatnonzero((sex == "F") & (y == 1))[0]] = "east"  # label=1, region=east, sex=F: one row
+    groups = {"region": region, "sex": sex}
+    clf = ConstrainedClassifier(["ppr[region] >= ppr - 0.1", "ppr[sex] >= ppr - 0.1"], validation_fraction=0.3,
+                                max_iter=50, random_state=0).fit(X, y, groups=groups)
+    assert np.isfinite(clf.fit_report_["held_out"]).all()
+    # a slice a constraint does name must still split
+    with pytest.raises(ValueError, match="The slice label=1, region=east, sex=F has 1 row"):
+        ConstrainedClassifier("ppr[region=east, sex=F] >= 0.1", validation_fraction=0.3).fit(X, y, groups=groups)
 
 
 def test_validation_mask_takes_a_boolean_or_0_1_indicator():
