@@ -11,7 +11,7 @@ from sklearn.utils import _safe_indexing, check_random_state, get_tags
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._base import RateClassifierBase
-from .exceptions import InfeasibleConstraintsWarning
+from .exceptions import InfeasibleConstraintsWarning, UndefinedRateError
 from .models import LinearModel, MLPModel
 from ._holdout import constraint_columns, holdout_split
 from .problem import compile_problem, confidence_margins, evaluate_term, in_own_units, tightened, violation_rows
@@ -516,7 +516,7 @@ class ConstrainedClassifier(RateClassifierBase):
         for con, margin in zip(self.constraints_, self.margins_):
             try:
                 row = violation_rows([con], data, p)[0]
-            except ValueError:  # a slice these rows do not reach: the constraint is undefined here
+            except UndefinedRateError:  # a slice these rows do not reach
                 row = {"constraint": str(con), "lhs": np.nan, "rhs": np.nan, "violation": np.nan}
                 empty.append(str(con))
             rows.append({**row, "margin": margin})

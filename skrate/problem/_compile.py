@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from ..exceptions import UndefinedRateError
 from ..rates import Constraint, Expression
 from ..rates._expression import NEEDS_BASELINE, NEEDS_LABELS, RATE_KINDS, Rate
 from ..rates._slice import BASELINE, LABEL
@@ -111,7 +112,7 @@ def _rate_row(rate: Rate, data: RateData) -> tuple[np.ndarray, np.ndarray, float
     w = data.sample_weight * mask
     total = w.sum()
     if not total > 0:
-        raise ValueError(_describe_empty(rate, data, mask))
+        raise UndefinedRateError(_describe_empty(rate, data, mask))
     idx = np.flatnonzero(mask)
     v, c = _coefficients(rate.kind, None if data.y is None else data.y[idx], None if data.baseline is None else data.baseline[idx])
     wi = w[idx] / total

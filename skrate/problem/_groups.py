@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..exceptions import UndefinedRateError
+
 
 def _missing(col: np.ndarray) -> np.ndarray:
     """Missing entries: NaN, and in object columns also None, pandas' NA and NaT."""
@@ -119,7 +121,7 @@ class GroupTable:
         values = tuple(v if v in index else _integral(v) for v in values)  # 1.0 names the group 1 too
         unknown = [v for v in values if v not in index]
         if unknown:
-            raise ValueError(f"Unknown value {unknown[0]!r} for group column {key!r}; "
+            raise UndefinedRateError(f"Unknown value {unknown[0]!r} for group column {key!r}; "
                              f"known values: {', '.join(map(repr, known))}.")
         hit = np.zeros(len(known), dtype=bool)
         hit[[index[v] for v in values]] = True
