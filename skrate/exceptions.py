@@ -2,8 +2,22 @@
 
 
 class InfeasibleConstraintsWarning(UserWarning):
-    """No mixture of the trained candidates meets every constraint on the training data.
+    """The fitted classifier does not meet every constraint on the data its solution is chosen on.
 
-    The returned model is the mixture with the smallest maximum violation; the message gives
-    that violation and the constraint attaining it.
+    ``ConstrainedClassifier`` warns when no mixture of its trained candidates meets every
+    constraint, margins included, on the training data, or on the held-out rows when
+    ``validation_fraction`` or ``validation_mask`` splits them off; the ``"m_stochastic"``
+    solution is then the mixture with the smallest maximum violation. ``MetricOptimizer``
+    warns when the selected solution (``solution=``, e.g. ``"best"``) breaks a constraint on
+    the training data, even if another solution meets them all. The message gives the
+    largest violation and the constraint attaining it.
+    """
+
+
+class UndefinedRateError(ValueError):
+    """A rate is undefined on the given rows: its slice matched no rows of positive weight (a
+    group value absent from these rows, or a slice without the class the rate conditions on).
+
+    A ``ValueError``; reports on new data (``constraint_report``) show such a constraint as
+    NaN instead of raising.
     """
