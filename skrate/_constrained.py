@@ -14,7 +14,8 @@ from ._base import RateClassifierBase
 from .exceptions import InfeasibleConstraintsWarning, UndefinedRateError
 from .models import LinearModel, MLPModel
 from ._holdout import constraint_columns, holdout_split
-from .problem import compile_problem, confidence_margins, evaluate_term, in_own_units, tightened, violation_rows
+from .problem import (compile_problem, confidence_margins, evaluate_term, in_own_units, least_violation, tightened,
+                      violation_rows)
 from .rates import Expression, Ratio, as_constraints, as_expression
 from .solutions import SOLUTIONS, best_iterate, shrink
 from .solvers import GAME_SOLVERS, SURROGATES, solve_rate_game
@@ -365,7 +366,8 @@ class ConstrainedClassifier(RateClassifierBase):
         self.multipliers_ = traj.multipliers
         self.n_iter_ = traj.n_iter
         self.random_seed_ = int(gen.integers(2**62))
-        self._set_solutions(traj, "held-out" if held is not None else "training")
+        self._set_solutions(traj, problem if held is None else held_problem,
+                            "held-out" if held is not None else "training")
         if self.solver in ORACLE_SOLVERS:
             if self.solution != "T_stochastic":
                 # keep the models some solution other than the uniform mixture uses: at most m + 3
@@ -462,7 +464,7 @@ class ConstrainedClassifier(RateClassifierBase):
             return rows
         return pd.DataFrame(rows, columns=["constraint", "margin", "train", "held_out"])
 
-    def _set_solutions(self, traj, selected_on: str) -> None:
+    def _set_solutions(self, traj, problem, selected_on: str) -> None:
         k = traj.params.shape[0]
         one_hot = np.eye(k)
         lp = shrink(traj.objective, traj.constraints)
@@ -477,13 +479,21 @@ class ConstrainedClassifier(RateClassifierBase):
             values = traj.constraints @ lp.weights
             worst = int(np.argmax(values))
             margins = " (margins included)" if self.margins_.any() else ""
+            # tell an impossible problem from a model that fell short: the advice differs
+            least, hardest = least_violation(problem)
+            if least > 1e-9:
+                advice = (f"No classifier at all can meet them together on these rows, even one choosing "
+                          f"each row's decision freely: the least possible largest violation is {least:.4g}, "
+                          f"on '{self.constraints_[hardest]}'. Loosen or drop the constraints that conflict "
+                          "(a bound outside a rate's range, bounds that contradict each other).")
+            else:
+                advice = "Loosen the constraints, or train longer (max_iter) or with a larger model."
             warnings.warn(
                 f"No mixture of the trained models meets every constraint on the {selected_on} data"
                 f"{margins}; the smallest maximum violation reached is {lp.max_violation:.4g}, on "
                 f"'{self.constraints_[worst]}' (fit_report_ lists each constraint on each part). The "
-                "returned model minimises the violation. Loosen the constraints, or train longer "
-                "(max_iter) or with a larger model.",
-                InfeasibleConstraintsWarning, stacklevel=3,
+                f"returned model minimises the violation. {advice}",
+                InfeasibleConstraintsWarning, stacklevel=4,
             )
 
     def constraint_report(self, X, y, *, groups=None, sample_weight=None, baseline=None, solution=None):

@@ -133,9 +133,18 @@ def test_precision_and_churn_constraints():
 
 def test_infeasible_problem_warns_with_smallest_violation():
     X, y, g = _fair_data(n=800)
-    with pytest.warns(InfeasibleConstraintsWarning, match="smallest maximum violation reached is"):
+    with pytest.warns(InfeasibleConstraintsWarning, match="smallest maximum violation reached is") as caught:
         clf = ConstrainedClassifier(["ppr >= 0.9", "ppr <= 0.1"], max_iter=200, random_state=0).fit(X, y, groups=g)
     assert not clf.feasible_
+    # contradictory bounds: no classifier can do better than violating both by 0.4
+    assert "No classifier at all can meet them" in str(caught[0].message)
+    assert "least possible largest violation is 0.4," in str(caught[0].message)
+    assert caught[0].filename == __file__  # the warning points at the user's fit call
+    # decisions equal to the labels meet these, a linear model on noisy data does not
+    with pytest.warns(InfeasibleConstraintsWarning) as caught:
+        ConstrainedClassifier(["tpr >= 0.98", "fpr <= 0.02"], max_iter=100, random_state=0).fit(X, y, groups=g)
+    message = str(caught[0].message)
+    assert "No classifier at all" not in message and "train longer (max_iter) or with a larger model" in message
 
 
 def test_groups_from_dataframe_columns_and_dict_agree():

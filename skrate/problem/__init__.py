@@ -2,7 +2,8 @@
 
 from ._compile import RateData, RateProblem, compile_expressions, compile_factored, compile_problem, expand_constraints
 from ._evaluate import constraint_rows, constraint_violation, evaluate_term, violation_rows
+from ._feasibility import least_violation
 from ._groups import GroupTable
 from ._margins import confidence_margins, in_own_units, tightened
 
-__all__ = ["GroupTable", "confidence_margins", "in_own_units", "tightened", "constraint_rows", "constraint_violation", "evaluate_term", "violation_rows", "RateData", "RateProblem", "compile_expressions", "compile_factored", "compile_problem", "expand_constraints"]
+__all__ = ["GroupTable", "least_violation", "confidence_margins", "in_own_units", "tightened", "constraint_rows", "constraint_violation", "evaluate_term", "violation_rows", "RateData", "RateProblem", "compile_expressions", "compile_factored", "compile_problem", "expand_constraints"]

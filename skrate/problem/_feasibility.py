@@ -1,0 +1,39 @@
+"""Whether any classifier at all can meet the constraints on the given rows."""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+from scipy.optimize import linprog
+
+from ._compile import RateProblem
+
+
+def least_violation(problem: RateProblem) -> tuple[float, int]:
+    """The smallest largest constraint value ``max_j g_j`` any classifier can reach on these rows.
+
+    The constraints are linear in each row's probability of predicting 1, so the most
+    flexible classifier, one that chooses every row's probability freely in [0, 1], reaches
+    it by the LP ``min t s.t. A yhat + b <= t, 0 <= yhat <= 1``. A positive value means no
+    model can meet the constraints together (a bound outside a rate's range, contradictory
+    bounds); a value <= 0 means the model class or the training fell short.
+
+    Returns
+    -------
+    value : float
+        The least achievable largest constraint value (margins included, as compiled).
+    worst : int
+        The constraint attaining it.
+    """
+    A = sp.csr_matrix(problem.A[1:])
+    b = problem.b[1:]
+    m, n = A.shape
+    # variables (yhat, t): minimise t subject to A yhat - t <= -b
+    A_ub = sp.hstack([A, -np.ones((m, 1))], format="csr")
+    c = np.zeros(n + 1)
+    c[-1] = 1.0
+    res = linprog(c, A_ub=A_ub, b_ub=-b, bounds=[(0.0, 1.0)] * n + [(None, None)], method="highs")
+    if res.status != 0:
+        return float("nan"), 0
+    values = A @ res.x[:n] + b
+    return float(res.x[-1]), int(np.argmax(values))
