@@ -1,6 +1,7 @@
 """The ``skrate`` command: demo, fit, audit and predict on CSV files.
 
-Exit codes: 0 success; 2 a wrong command line (including an unparseable ``--constraint``);
+Exit codes: 0 success; 2 a wrong command line (including an unparseable ``--constraint``,
+``--objective`` or ``--metric``);
 65 the input data is unusable (missing column, non-binary target, empty values, constraints
 that do not fit the data); 66 an input file is missing or unreadable.
 """
@@ -101,7 +102,8 @@ def _parse_constraints(texts: list[str]):
 
 
 def _groups(frame, names: list[str]):
-    return frame[names].astype(str) if names else None
+    # as read: the groups layer names a 0.0/1.0 column's groups 0 and 1, as for an int column
+    return frame[names] if names else None
 
 
 # -- fit ------------------------------------------------------------------------------------------
@@ -119,8 +121,12 @@ def _pipeline(frame, features: list[str], estimator):
     return Pipeline([("prepare", prep), ("classifier", estimator)])
 
 
-def _estimator(args, constraints, callback):
+def _estimator(args, constraints):
+    """The estimator the command line asks for; a wrong --objective or --metric is refused here,
+    before the data is read."""
     import skrate
+    from .generalized import as_objective
+    from .rates import Ratio, SpecParseError, as_expression
 
     if args.metric is not None:
         optimizer = getattr(skrate, "MetricOptimizer", None)
@@ -128,25 +134,35 @@ def _estimator(args, constraints, callback):
             raise CLIError(f"--metric {args.metric} needs skrate.MetricOptimizer, which this version of skrate "
                            f"(skrate {skrate.__version__}) does not include; minimise a rate with --objective "
                            "instead (e.g. --objective error)", EXIT_USAGE)
-        if args.objective != "error":
+        if args.objective is not None:
             raise CLIError("give either --metric or --objective, not both", EXIT_USAGE)
-        est = optimizer(metric=args.metric, constraints=constraints or None, max_iter=args.max_iter,
-                        random_state=args.random_state)
-    else:
-        est = skrate.ConstrainedClassifier(constraints=constraints or None, objective=args.objective,
-                                           max_iter=args.max_iter, random_state=args.random_state)
-    if "callback" in est.get_params():
-        est.set_params(callback=callback)
-    return est
+        try:
+            as_objective(args.metric)
+        except ValueError as exc:  # its message lists the metric names
+            raise CLIError(f"invalid --metric: {exc}", EXIT_USAGE) from None
+        return optimizer(metric=args.metric, constraints=constraints or None, max_iter=args.max_iter,
+                         random_state=args.random_state)
+    objective = args.objective or "error"
+    try:
+        parsed = as_expression(objective)
+    except SpecParseError as exc:  # its message lists the rate names
+        raise CLIError(f"invalid --objective: {exc}", EXIT_USAGE) from None
+    if isinstance(parsed, Ratio):
+        raise CLIError(f"invalid --objective: {objective!r} is a ratio of rates, which --objective does not "
+                       "minimise (it takes rates and their linear combinations, e.g. fpr + fnr); optimise "
+                       "ratios with --metric", EXIT_USAGE)
+    return skrate.ConstrainedClassifier(constraints=constraints or None, objective=objective,
+                                        max_iter=args.max_iter, random_state=args.random_state)
 
 
 def cmd_fit(args) -> int:
     import joblib
 
     from .model_selection._progress import Progress
+    from .problem._groups import ROUTING_HINT
 
     constraints = _parse_constraints(args.constraint)
-    _estimator(args, constraints, None)  # an unavailable --metric fails before reading the data
+    estimator = _estimator(args, constraints)
     frame = _read_csv(args.data)
     groups = _columns(args.groups)
     excluded = _columns(args.exclude)
@@ -167,16 +183,19 @@ def cmd_fit(args) -> int:
         if (t + 1) % step == 0:
             bar.update(step)
 
-    model = _pipeline(frame, features, _estimator(args, constraints, callback))
+    if "callback" in estimator.get_params():
+        estimator.set_params(callback=callback)
+    model = _pipeline(frame, features, estimator)
     try:
         with bar, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             model.fit(frame[features], y, classifier__groups=_groups(frame, groups))
     except ValueError as exc:
-        hint = " (list the group columns the constraints name in --groups)" if "Unknown group column" in str(exc) else ""
-        raise CLIError(f"{args.data}: cannot fit: {exc}{hint}") from None
-    for w in caught:
-        _say(args, f"warning: {w.message}")
+        message = str(exc).replace(ROUTING_HINT, "")  # no Pipeline to route through here
+        hint = " (list the group columns the constraints name in --groups)" if "Unknown group column" in message else ""
+        raise CLIError(f"{args.data}: cannot fit: {message}{hint}") from None
+    for w in caught:  # even with -q: a script must hear that the model breaks its constraints
+        print(f"warning: {w.message}", file=sys.stderr)
     if "callback" in model[-1].get_params():
         model[-1].set_params(callback=None)  # a closure over the terminal; not part of the model
     payload = {"format": MODEL_FORMAT, "model": model, "target": args.target, "groups": groups,
@@ -283,7 +302,8 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--groups", help="comma-separated group columns the constraints name, e.g. race,sex")
     fit.add_argument("--constraint", action="append", default=[],
                      help='a rate constraint, e.g. "tpr[race] >= 0.95 * tpr" (repeatable)')
-    fit.add_argument("--objective", default="error", help="the rate to minimise (default: %(default)s)")
+    fit.add_argument("--objective", help="the rate, or linear combination of rates, to minimise, e.g. "
+                                          "'fpr + fnr' (default: error)")
     fit.add_argument("--metric", help="a generalized rate metric to optimise with MetricOptimizer instead, "
                                        "e.g. f1, g_mean, h_mean, q_mean, kld")
     fit.add_argument("--exclude", help="comma-separated columns that are not features (e.g. an id); "
@@ -291,7 +311,8 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--max-iter", type=int, default=1000, help="training iterations (default: %(default)s)")
     fit.add_argument("--random-state", type=int, default=0)
     fit.add_argument("--out", required=True, help="where to write the model (joblib)")
-    fit.add_argument("-q", "--quiet", action="store_true", help="no progress output")
+    fit.add_argument("-q", "--quiet", action="store_true",
+                     help="no progress output; warnings (e.g. constraints the model does not meet) are still printed")
     fit.set_defaults(func=cmd_fit)
 
     aud = sub.add_parser("audit", help="per-group rates and constraint violations of a model on a CSV file")

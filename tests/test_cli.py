@@ -34,6 +34,9 @@ def files(tmp_path_factory):
     holes.loc[6, "sex"] = None
     holes.to_csv(folder / "holes.csv", index=False)
     (folder / "empty.csv").write_text("")
+    coded = frame.assign(young=(frame["age"] < 30).astype(int))
+    coded.to_csv(folder / "young_int.csv", index=False)
+    coded.assign(young=coded["young"].astype(float)).to_csv(folder / "young_float.csv", index=False)  # 0.0/1.0
     return folder
 
 
@@ -106,6 +109,15 @@ BAD = [
     (["fit", "data.csv", "--target", TARGET, "--max-iter", "0", "--out", "m.joblib"], 2, "--max-iter must be positive"),
     (["frobnicate"], 2, "invalid choice: 'frobnicate'"),
     (["predict", "model.joblib", "norace.csv"], 65, "norace.csv: no column 'race' (a feature of the model)"),
+    # a wrong --objective or --metric is refused before the file is read (missing.csv would exit 66)
+    (["fit", "missing.csv", "--target", TARGET, "--objective", "foo", "--out", "m.joblib"], 2,
+     "invalid --objective: Cannot parse 'foo': expected a rate name (one of accuracy,"),
+    (["fit", "missing.csv", "--target", TARGET, "--objective", "tpr / fpr", "--out", "m.joblib"], 2,
+     "invalid --objective: 'tpr / fpr' is a ratio of rates"),
+    (["fit", "missing.csv", "--target", TARGET, "--metric", "foo", "--out", "m.joblib"], 2,
+     "invalid --metric: Unknown metric 'foo': give a name among ['error', 'f1',"),
+    (["fit", "missing.csv", "--target", TARGET, "--metric", "f1", "--objective", "error", "--out", "m.joblib"], 2,
+     "give either --metric or --objective, not both"),
 ]
 # Each kind of failure once through a real process; all of them in-process (same code path, faster).
 THROUGH_PROCESS = [0, 2, 5, 6]
@@ -131,6 +143,33 @@ def test_bad_input_gets_a_clear_message_and_exit_code(files, fitted, args, code,
         result = exc.code
     assert result == code
     assert message in capsys.readouterr().err
+
+
+def test_group_columns_coded_as_floats_name_groups_as_integers(files, capsys, monkeypatch):
+    from skrate._cli import main
+
+    monkeypatch.chdir(files)
+    fit = ["fit", "--target", TARGET, "--groups", "young", "--constraint", "ppr[young=1] <= ppr + 0.05",
+           "--max-iter", "100", "-q"]
+    assert main([*fit, "young_float.csv", "--out", "float.joblib"]) == 0, capsys.readouterr().err
+    assert main([*fit, "young_int.csv", "--out", "int.joblib"]) == 0, capsys.readouterr().err
+    capsys.readouterr()
+    # a model trained on the integer column audits a file that holds it as 0.0/1.0
+    assert main(["audit", "int.joblib", "young_float.csv", "--n-bootstrap", "0"]) == 0, capsys.readouterr().err
+    out = capsys.readouterr().out
+    assert "young=1" in out and "ppr[young=1] <= ppr + 0.05" in out and "young=1.0" not in out
+
+
+def test_quiet_silences_progress_but_not_warnings(files, capsys, monkeypatch):
+    from skrate._cli import main
+
+    monkeypatch.chdir(files)
+    code = main(["fit", "data.csv", "--target", TARGET, "--constraint", "tpr >= 1.5", "--max-iter", "50",
+                 "--out", "infeasible.joblib", "-q"])
+    err = capsys.readouterr().err
+    assert code == 0
+    assert "warning: No mixture of the trained models meets every constraint" in err and "'tpr >= 1.5'" in err
+    assert "fit [" not in err and "wrote" not in err
 
 
 def test_metric_needs_metric_optimizer(files, capsys, monkeypatch):

@@ -433,6 +433,21 @@ def test_estimators_receive_the_dataframe_as_given(kind):
         clf.predict(X[["cat", "x"]])
 
 
+def test_predict_draws_follow_the_values_not_the_dtypes():
+    X, y, group = _with_text_column()
+    X["k"] = np.random.default_rng(1).integers(0, 8, X.shape[0])  # an int column, as a CSV may give it
+    est = make_pipeline(make_column_transformer((OneHotEncoder(), ["cat"]), remainder="passthrough"),
+                        LogisticRegression())
+    clf = ConstrainedClassifier(PARITY, estimator=est, solver="oracle_proxy_lagrangian",
+                                random_state=0).fit(X, y, groups=group)
+    p = clf.predict_proba(X)[:, 1]
+    assert ((p > 0) & (p < 1)).sum() > 50  # the rows whose label is drawn
+    labels = clf.predict(X)
+    np.testing.assert_array_equal(labels, clf.predict(X.astype({"k": float})))
+    order = np.random.default_rng(2).permutation(X.shape[0])[:200]
+    np.testing.assert_array_equal(labels[order], clf.predict(X.iloc[order]))
+
+
 def test_a_pipeline_gets_its_weights_under_metadata_routing():
     import sklearn
 

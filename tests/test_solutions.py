@@ -118,6 +118,24 @@ def test_row_uniforms_of_rows_with_text():
     assert not np.array_equal(u, row_uniforms(X, seed=2))
 
 
+def test_row_uniforms_read_numbers_by_value_not_dtype():
+    rng = np.random.default_rng(4)
+    ints = rng.integers(0, 20, 3000)
+    text = rng.choice(["u", "v"], 3000)
+    as_int = np.column_stack([ints.astype(object), text])  # a DataFrame's int column next to a text one
+    as_float = np.column_stack([ints.astype(float).astype(object), text])
+    u = row_uniforms(as_int, seed=1)
+    np.testing.assert_array_equal(u, row_uniforms(as_float, seed=1))  # 3 and 3.0 draw alike
+    # a number in a text column is read on its own: the draw does not depend on the rest of the batch
+    mixed = np.column_stack([np.where(ints < 10, ints.astype(object), "many"), text])
+    w = row_uniforms(mixed, seed=1)
+    small = np.flatnonzero(ints < 10)
+    np.testing.assert_array_equal(w[small], u[small])
+    np.testing.assert_array_equal(w[small[::-1]], row_uniforms(mixed[small[::-1]], seed=1))
+    # numbers in an object array draw as in a numeric array
+    np.testing.assert_array_equal(row_uniforms(ints.astype(object)), row_uniforms(ints.astype(float)))
+
+
 def test_stochastic_model_probabilities_and_predictions():
     rng = np.random.default_rng(6)
     X = rng.normal(size=(40_000, 2))

@@ -14,15 +14,20 @@ def _mix(h: np.ndarray) -> np.ndarray:
     return h ^ (h >> np.uint64(31))
 
 
-def _column_words(column: np.ndarray) -> np.ndarray:
-    """One 64-bit word per entry of a non-numeric column: a hash of its text.
+# Python's and NumPy's numbers (bool is an int): hashed by value, whatever their type
+_NUMBERS = (int, float, np.integer, np.floating, np.bool_)
 
-    The text's code points are folded one position at a time, skipping the zero padding of
-    NumPy's fixed-width strings, so an entry's word does not depend on the longest entry of
-    the batch it arrives in.
-    """
-    text = np.asarray(column).astype(str)
-    codes = text.view(np.uint32).reshape(text.shape[0], -1).astype(np.uint64)
+
+def _number_words(values) -> np.ndarray:
+    """One 64-bit word per number: the bytes of its float64 value, so 3 and 3.0 agree."""
+    return (np.ascontiguousarray(values, dtype=np.float64) + 0.0).view(np.uint64)  # + 0.0 folds -0.0 into 0.0
+
+
+def _text_words(text: np.ndarray) -> np.ndarray:
+    """One 64-bit word per string: its code points folded one position at a time, skipping
+    the zero padding of NumPy's fixed-width strings, so an entry's word does not depend on
+    the longest entry of the batch it arrives in."""
+    codes = text.view(np.uint32).reshape(text.shape[0], text.itemsize // 4).astype(np.uint64)
     h = np.full(text.shape[0], _GOLDEN, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for k in range(codes.shape[1]):  # over characters, never over rows
@@ -30,20 +35,34 @@ def _column_words(column: np.ndarray) -> np.ndarray:
     return h
 
 
+def _column_words(column: np.ndarray) -> np.ndarray:
+    """One 64-bit word per entry of a non-numeric column.
+
+    Each entry is read on its own, never by the column's dtype, so a row's word does not
+    depend on the batch it arrives in: numbers by value (an int column of a DataFrame and the
+    same values as floats agree, as in numeric arrays), other entries by their text.
+    """
+    column = np.asarray(column)
+    number = (np.frompyfunc(lambda v: isinstance(v, _NUMBERS), 1, 1)(column).astype(bool)
+              if column.dtype == object else np.zeros(column.shape[0], dtype=bool))
+    words = np.empty(column.shape[0], dtype=np.uint64)
+    words[number] = _number_words(column[number])
+    words[~number] = _text_words(column[~number].astype(str))
+    return words
+
+
 def row_uniforms(X, seed: int = 0) -> np.ndarray:
     """A uniform number in [0, 1) per row, a pure function of the row's values and ``seed``.
 
     The same row gets the same number in every call and every process; distinct rows get
-    (pseudo-)independent numbers. Numeric rows are hashed by their bytes; rows with text or
-    other objects (e.g. a DataFrame with categorical columns) by the text of each entry.
-    Loops over columns, never over rows.
+    (pseudo-)independent numbers. Numbers are hashed by their float64 bytes, whatever their
+    dtype; other entries (text, categories) by their text. Loops over columns, never over rows.
     """
     X = np.asarray(X)
     if X.ndim == 1:
         X = X[:, None]
     if X.dtype.kind in "biuf":
-        X = np.ascontiguousarray(X, dtype=np.float64) + 0.0  # + 0.0 folds -0.0 into 0.0
-        columns = list(X.view(np.uint64).reshape(X.shape[0], -1).T)
+        columns = list(_number_words(X).reshape(X.shape[0], -1).T)
     else:
         columns = [_column_words(X[:, j]) for j in range(X.shape[1])]
     with np.errstate(over="ignore"):  # 64-bit wrap-around is the point of the hash
