@@ -17,6 +17,7 @@ from ._holdout import constraint_columns, holdout_split
 from .problem import (compile_problem, confidence_margins, evaluate_term, in_own_units, least_violation, tightened,
                       violation_rows)
 from .rates import Expression, Ratio, as_constraints, as_expression
+from .rates._slice import RESERVED
 from .solutions import SOLUTIONS, best_iterate, shrink
 from .solvers import GAME_SOLVERS, SURROGATES, solve_rate_game
 from .solvers._oracle_game import ORACLE_SOLVERS
@@ -524,9 +525,15 @@ class ConstrainedClassifier(RateClassifierBase):
             data.groups.column(key)  # a missing column is an error, not an undefined constraint
         rows, empty = [], []
         for con, margin in zip(self.constraints_, self.margins_):
-            try:
-                row = violation_rows([con], data, p)[0]
-            except UndefinedRateError:  # a slice these rows do not reach
+            row = None
+            # a group value of the fit that these rows do not hold leaves the constraint undefined
+            if not any(data.groups.unknown(k, vs) for r in con.rates for k, vs in r.slice.filters
+                       if k not in RESERVED):
+                try:
+                    row = violation_rows([con], data, p)[0]
+                except UndefinedRateError:  # e.g. no positives in a tpr slice
+                    pass
+            if row is None:
                 row = {"constraint": str(con), "lhs": np.nan, "rhs": np.nan, "violation": np.nan}
                 empty.append(str(con))
             rows.append({**row, "margin": margin})

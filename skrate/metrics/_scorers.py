@@ -6,6 +6,7 @@ import numpy as np
 from sklearn.metrics._scorer import _BaseScorer
 from sklearn.utils.validation import _check_sample_weight, _num_samples
 
+from ..exceptions import UndefinedRateError
 from ..problem import GroupTable, RateData, evaluate_term, violation_rows
 from ..rates import as_constraints, as_expression
 from ..utils._validation import check_baseline
@@ -35,7 +36,10 @@ class RateMetric:
 
     def __call__(self, y_true, y_pred, *, groups=None, sample_weight=None, baseline=None):
         data = _rate_data(y_true, groups, sample_weight, baseline)
-        return evaluate_term(self.term, data, np.asarray(y_pred, dtype=float))
+        try:
+            return evaluate_term(self.term, data, np.asarray(y_pred, dtype=float))
+        except UndefinedRateError:  # e.g. a fold without positives in the slice, as audit reports it
+            return float("nan")
 
     def __repr__(self):
         return f"rate {self.term}"
@@ -56,7 +60,10 @@ class MaxViolation:
 
     def __call__(self, y_true, y_pred, *, groups=None, sample_weight=None, baseline=None):
         data = _rate_data(y_true, groups, sample_weight, baseline)
-        rows = violation_rows(self.constraints, data, np.asarray(y_pred, dtype=float))
+        try:
+            rows = violation_rows(self.constraints, data, np.asarray(y_pred, dtype=float))
+        except UndefinedRateError:  # a rate these rows leave undefined
+            return float("nan")
         return float(np.max([row["violation"] for row in rows]))  # NaN, not an order-dependent max
 
     def __repr__(self):

@@ -6,8 +6,6 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ..exceptions import UndefinedRateError
-
 
 def _missing(col: np.ndarray) -> np.ndarray:
     """Missing entries: NaN, and in object columns also None, pandas' NA and NaT."""
@@ -41,6 +39,12 @@ def _column(values, name: str, n: int) -> np.ndarray:
     if col.dtype.kind == "f" and np.isfinite(col).all() and np.all(col == np.round(col)):
         col = col.astype(np.int64)  # a float-coded group (1.0) is named as written in specs (1)
     return col.astype(str)
+
+
+# inside a search, a missing group column most often means the groups were not routed
+ROUTING_HINT = (" Inside a Pipeline, GridSearchCV or cross_validate, groups reach the estimator and "
+                "scorers by metadata routing: sklearn.set_config(enable_metadata_routing=True), "
+                "estimator.set_fit_request(groups=True) and scorer.set_score_request(groups=True).")
 
 
 @dataclass
@@ -87,12 +91,7 @@ class GroupTable:
                 given = (f"known group columns: {', '.join(map(repr, known))}" if known else
                          "no groups were given: pass groups=... as a DataFrame, a dict of "
                          "arrays or a 1-D array (the column 'group')")
-                # inside a search, a missing column most often means groups were not routed
-                raise ValueError(f"Unknown group column {key!r}; {given}. Inside a Pipeline, "
-                                 "GridSearchCV or cross_validate, groups reach the estimator and "
-                                 "scorers by metadata routing: sklearn.set_config("
-                                 "enable_metadata_routing=True), estimator.set_fit_request("
-                                 "groups=True) and scorer.set_score_request(groups=True).")
+                raise ValueError(f"Unknown group column {key!r}; {given}.{ROUTING_HINT}")
             self._cache[key] = _column(self.raw[key], key, self.n)
         return self._cache[key]
 
@@ -114,14 +113,19 @@ class GroupTable:
         present = np.unique(np.column_stack([codes for _, codes in columns]), axis=0)
         return [tuple(known[i] for (known, _), i in zip(columns, row)) for row in present]
 
+    def unknown(self, key: str, values: tuple[str, ...]) -> list[str]:
+        """The ``values`` no row of column ``key`` holds (``"1.0"`` names the group ``1`` too)."""
+        index = set(self.values(key))
+        return [v for v in values if v not in index and _integral(v) not in index]
+
     def mask(self, key: str, values: tuple[str, ...]) -> np.ndarray:
         """Rows whose ``key`` is any of ``values``; unknown values list the known ones."""
         known, codes = self._codes(key)
         index = {v: i for i, v in enumerate(known)}
+        unknown = self.unknown(key, values)
         values = tuple(v if v in index else _integral(v) for v in values)  # 1.0 names the group 1 too
-        unknown = [v for v in values if v not in index]
         if unknown:
-            raise UndefinedRateError(f"Unknown value {unknown[0]!r} for group column {key!r}; "
+            raise ValueError(f"Unknown value {unknown[0]!r} for group column {key!r}; "
                              f"known values: {', '.join(map(repr, known))}.")
         hit = np.zeros(len(known), dtype=bool)
         hit[[index[v] for v in values]] = True
