@@ -156,3 +156,15 @@ def test_scorers_take_baseline_class_labels_as_fit_does():
     assert make_violation_scorer("churn <= 0.01")(clf, X, y, baseline=base) == pytest.approx(0.01 - churn)
     with pytest.raises(ValueError, match=r"class labels \['no', 'yes'\]"):
         make_rate_scorer("churn")(clf, X, y, baseline=np.where(base == "yes", "y", "n"))
+
+
+def test_a_rate_the_rows_leave_undefined_scores_nan_and_an_unknown_value_raises():
+    X, y, g = _data()
+    clf = LogisticRegression().fit(X, y)
+    no_positive_b = ~((g.race == "b").to_numpy() & (y == "yes"))  # rows without a positive in group b
+    Xs, ys, gs = X[no_positive_b], y[no_positive_b], g[no_positive_b]
+    assert np.isnan(make_rate_scorer("tpr[race=b]")(clf, Xs, ys, groups=gs))
+    assert np.isnan(make_violation_scorer(SPEC)(clf, Xs, ys, groups=gs))
+    assert np.isfinite(make_violation_scorer(SPEC)(clf, X, y, groups=g))
+    with pytest.raises(ValueError, match="Unknown value 'c' for group column 'race'"):
+        make_rate_scorer("tpr[race=c]")(clf, X, y, groups=g)
