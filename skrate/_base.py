@@ -70,7 +70,19 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
         return self.solutions_[self.solution]
 
     def stochastic_model(self, solution: str | None = None) -> StochasticModel:
-        """The fitted distribution over models of ``solution`` (default: the ``solution`` parameter)."""
+        """The fitted distribution over models of a solution.
+
+        Parameters
+        ----------
+        solution : {"m_stochastic", "T_stochastic", "best", "last"}, default=None
+            Which fitted solution; None uses the ``solution`` parameter.
+
+        Returns
+        -------
+        StochasticModel
+            The candidates in the solution's support with their weights; its ``scores(X)``
+            gives each model's raw scores.
+        """
         check_is_fitted(self)
         name = self.solution if solution is None else solution
         if name not in self.solutions_:
@@ -102,9 +114,17 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
         For a stochastic solution this is ``sum_k p_k 1[f_k(x) > 0]``, so expected rates computed
         from it are exact; for a deterministic one it is 0 or 1.
 
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to predict, with the features seen in ``fit``.
+        solution : {"m_stochastic", "T_stochastic", "best", "last"}, default=None
+            Which fitted solution predicts; None uses the ``solution`` parameter.
+
         Returns
         -------
         ndarray of shape (n_samples, 2)
+            Columns in the order of ``classes_``.
         """
         p = self.stochastic_model(solution).proba(self._model_input(X)[0])
         return np.column_stack([1.0 - p, p])
@@ -113,13 +133,38 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
         """``predict_proba(X)[:, 1] - 0.5``: ranks as the probabilities do.
 
         The raw scores of the models in the support are ``stochastic_model().scores(X)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to predict, with the features seen in ``fit``.
+        solution : {"m_stochastic", "T_stochastic", "best", "last"}, default=None
+            Which fitted solution predicts; None uses the ``solution`` parameter.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Positive where the classifier says ``classes_[1]`` with probability above 1/2.
         """
         return self.predict_proba(X, solution=solution)[:, 1] - 0.5
 
     def predict(self, X, *, solution: str | None = None) -> np.ndarray:
         """Labels. For a stochastic solution each row's label is drawn with its probability
         from a uniform number that is a hash of the row, so predictions are reproducible
-        across calls and processes while, over many rows, following the mixture."""
+        across calls and processes while, over many rows, following the mixture.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows to predict, with the features seen in ``fit``.
+        solution : {"m_stochastic", "T_stochastic", "best", "last"}, default=None
+            Which fitted solution predicts; None uses the ``solution`` parameter.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Labels among ``classes_``.
+        """
         X, rows = self._model_input(X)
         labels = self.stochastic_model(solution).predict(X, rows)
         return self.classes_[labels]

@@ -193,8 +193,9 @@ class MetricOptimizer(RateClassifierBase):
     objective_ : MetricSum
         The objective after expanding group columns.
     constraints_ : list of str
-        The constraints after expansion, each with its slice (``kld[g=a] <= 0.01``); unique, as
-        they key :meth:`metric_values`.
+        The constraints after expansion, each naming its slice (``kld(label_rate, ppr[g=a]) <=
+        0.01``, or ``kld[g=a] <= 0.01`` from ``kld_fairness``); unique, as they key
+        :meth:`metric_values`.
     metric_class_ : str
         Class of the problem: ``"linear"``, ``"convex"``, ``"ratio"``.
     solver_ : str

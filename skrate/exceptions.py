@@ -10,7 +10,8 @@ class InfeasibleConstraintsWarning(UserWarning):
     solution is then the mixture with the smallest maximum violation. ``MetricOptimizer``
     warns when the selected solution (``solution=``, e.g. ``"best"``) breaks a constraint on
     the training data, even if another solution meets them all. The message gives the
-    largest violation and the constraint attaining it.
+    largest violation and the constraint attaining it; ``ConstrainedClassifier``'s also says
+    whether any classifier at all could meet the constraints on those rows.
     """
 
 

@@ -450,7 +450,7 @@ class RatioAtom(Atom):
 class RateFunction(Atom):
     """A user function ``fn(r) -> float`` of named rates, with its declared class.
 
-    ``gradient`` (``r -> array``) is optional: central differences are used without it.
+    ``grad`` (``r -> array``) is optional: central differences are used without it.
     ``cvx`` (``cvxpy vector -> cvxpy expression``), optional, is the same function in cvxpy: the
     xi-player then solves its problem with cvxpy instead of a quasi-Newton method.
     """
@@ -654,7 +654,20 @@ class MetricConstraint:
 
 # -- constructors -------------------------------------------------------------------------------
 def error(group: str | Iterable[str] | None = None, **filters: Any) -> MetricSum:
-    """The error rate P(yhat != y) (linear)."""
+    """The error rate P(yhat != y) on a slice (linear).
+
+    Parameters
+    ----------
+    group : str or list of str, optional
+        Group columns to expand over: as an objective, the sum over their values; in a
+        constraint, one constraint per value.
+    **filters
+        Group column = value (or list of values) restricting the slice.
+
+    Returns
+    -------
+    MetricSum
+    """
     return LinearRate(R.error_rate(group, **filters)).as_sum()
 
 
@@ -670,6 +683,10 @@ def f_measure(beta: float = 1.0, group: str | Iterable[str] | None = None, **fil
         group in a constraint).
     **filters
         Group column = value(s) restricting the slice.
+
+    Returns
+    -------
+    MetricSum
     """
     if not (_scalar(beta) and beta > 0):
         raise ValueError(f"beta of the F-measure must be a positive number, got {beta!r}.")
@@ -678,17 +695,56 @@ def f_measure(beta: float = 1.0, group: str | Iterable[str] | None = None, **fil
 
 
 def g_mean(group=None, **filters) -> MetricSum:
-    """``1 - sqrt(TPR * TNR)`` on a slice (convex)."""
+    """``1 - sqrt(TPR * TNR)`` on a slice (convex).
+
+    Parameters
+    ----------
+    group : str or list of str, optional
+        Group columns to expand over: as an objective, the sum over their values; in a
+        constraint, one constraint per value.
+    **filters
+        Group column = value (or list of values) restricting the slice.
+
+    Returns
+    -------
+    MetricSum
+    """
     return GMean(R.tpr(group, **filters), R.tnr(group, **filters)).as_sum()
 
 
 def h_mean(group=None, **filters) -> MetricSum:
-    """``1 - 2 TPR TNR / (TPR + TNR)`` on a slice (convex)."""
+    """``1 - 2 TPR TNR / (TPR + TNR)`` on a slice (convex).
+
+    Parameters
+    ----------
+    group : str or list of str, optional
+        Group columns to expand over: as an objective, the sum over their values; in a
+        constraint, one constraint per value.
+    **filters
+        Group column = value (or list of values) restricting the slice.
+
+    Returns
+    -------
+    MetricSum
+    """
     return HMean(R.tpr(group, **filters), R.tnr(group, **filters)).as_sum()
 
 
 def q_mean(group=None, **filters) -> MetricSum:
-    """``sqrt((FNR^2 + FPR^2) / 2)`` on a slice (convex)."""
+    """``sqrt((FNR^2 + FPR^2) / 2)`` on a slice (convex).
+
+    Parameters
+    ----------
+    group : str or list of str, optional
+        Group columns to expand over: as an objective, the sum over their values; in a
+        constraint, one constraint per value.
+    **filters
+        Group column = value (or list of values) restricting the slice.
+
+    Returns
+    -------
+    MetricSum
+    """
     return QMean(R.fnr(group, **filters), R.fpr(group, **filters)).as_sum()
 
 
@@ -703,6 +759,12 @@ def kld(group=None, *, reference: str = "overall", **filters) -> MetricSum:
     reference : {"overall", "slice"}, default="overall"
         Whether ``p`` is the positive proportion of all examples or of the slice itself
         (quantification within the slice).
+    **filters
+        Group column = value (or list of values) restricting the slice.
+
+    Returns
+    -------
+    MetricSum
     """
     if reference not in ("overall", "slice"):
         raise ValueError(f"reference must be 'overall' or 'slice', got {reference!r}.")
@@ -711,26 +773,73 @@ def kld(group=None, *, reference: str = "overall", **filters) -> MetricSum:
 
 
 def max_of(*rates) -> MetricSum:
-    """The largest of several rates (e.g. the worst group error), convex."""
+    """The largest of several rates (e.g. the worst group error), convex.
+
+    Parameters
+    ----------
+    *rates : Expression or str
+        Linear rate expressions, e.g. ``"error_rate[race=A]"``; ratios are refused.
+
+    Returns
+    -------
+    MetricSum
+    """
     if not rates:
         raise ValueError("max_of needs at least one rate.")
     return MaxOf(tuple(_linear(r, "max_of") for r in rates)).as_sum()
 
 
 def min_of(*rates) -> MetricSum:
-    """The smallest of several rates, ``-max(-r)``: concave (maximise it as ``-min_of(...)``)."""
+    """The smallest of several rates, ``-max(-r)``: concave (maximise it as ``-min_of(...)``).
+
+    Parameters
+    ----------
+    *rates : Expression or str
+        Linear rate expressions; ratios are refused.
+
+    Returns
+    -------
+    MetricSum
+    """
     if not rates:
         raise ValueError("min_of needs at least one rate.")
     return -MaxOf(tuple(-_linear(r, "min_of") for r in rates)).as_sum()
 
 
 def ratio(numerator, denominator) -> MetricSum:
-    """The ratio of two linear rate expressions (sums of these suit ``solver="ratio"``)."""
+    """The ratio of two linear rate expressions (sums of these suit ``solver="ratio"``).
+
+    Parameters
+    ----------
+    numerator, denominator : Expression or str
+        Linear rate expressions, e.g. ``"wins"`` and ``"losses"``; ratios are refused.
+
+    Returns
+    -------
+    MetricSum
+        A ratio-class metric.
+    """
     return RatioAtom(_linear(numerator, "ratio"), _linear(denominator, "ratio")).as_sum()
 
 
 def precision(group=None, **filters) -> MetricSum:
-    """Precision ``tp / ppr`` on a slice, a ratio of rates."""
+    """Precision ``tp / ppr`` on a slice, a ratio of rates.
+
+    As a loss to minimise, use ``1 - precision()`` (the metric name ``"precision"``).
+
+    Parameters
+    ----------
+    group : str or list of str, optional
+        Group columns to expand over: as an objective, the sum over their values; in a
+        constraint, one constraint per value.
+    **filters
+        Group column = value (or list of values) restricting the slice.
+
+    Returns
+    -------
+    MetricSum
+        A ratio-class metric.
+    """
     return ratio(R.tp_proportion(group, **filters), R.ppr(group, **filters))
 
 
@@ -744,7 +853,7 @@ def rate_function(fn: Callable, rates, *, convexity: str = "convex", gradient: C
         ``fn(r) -> float`` for the vector ``r`` of the values of ``rates``.
     rates : list of str or Expression
         The rates ``fn`` takes, e.g. ``["tpr", "fpr"]``.
-    convexity : {"linear", "convex", "concave", "nonconvex"}
+    convexity : {"linear", "convex", "concave", "nonconvex"}, default="convex"
         The class of ``fn`` in the rates; it decides which solvers apply. A ``"linear"``
         function is checked to be affine and becomes the rate expression with its coefficients
         (``fn`` at zero and at the unit vectors), optimised exactly as if written out.
@@ -755,6 +864,17 @@ def rate_function(fn: Callable, rates, *, convexity: str = "convex", gradient: C
         The same function of a cvxpy vector of rates (``lambda r: cp.norm(r)``): the xi-player
         then solves its small convex problem with cvxpy, built once and re-solved with new
         multipliers; without it, a box-constrained quasi-Newton method.
+
+    Returns
+    -------
+    MetricSum
+        A linear rate expression for ``convexity="linear"``, else the user function.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``convexity`` or ``"ratio"``, or a ``"linear"`` function that is not
+        affine.
     """
     if convexity not in CLASSES:
         raise ValueError(f"convexity must be one of {CLASSES}, got {convexity!r}.")
@@ -771,18 +891,64 @@ def rate_function(fn: Callable, rates, *, convexity: str = "convex", gradient: C
 
 # -- constraints --------------------------------------------------------------------------------
 def kld_fairness(group: str, epsilon: float) -> MetricConstraint:
-    """``KL(p, ppr_g) <= epsilon`` for every value ``g`` of the group column (``kld[g=a] <= eps``)."""
+    """``KL(p, ppr_g) <= epsilon`` for every value ``g`` of the group column (``kld[g=a] <= eps``).
+
+    ``p`` is the overall positive proportion, so the constraint keeps every group's positive
+    prediction rate near it: a smooth form of demographic parity. The same constraint as
+    ``kld(group) <= epsilon``, labelled shorter.
+
+    Parameters
+    ----------
+    group : str
+        The group column to expand over.
+    epsilon : float
+        Bound on each group's KL-divergence.
+
+    Returns
+    -------
+    MetricConstraint
+        Convex; reads ``kld[group=value] <= epsilon`` once expanded.
+    """
     return MetricConstraint(kld(group) - float(epsilon), f"kld{{slice}} <= {epsilon:g}", Slice.make({}, group))
 
 
 def g_mean_at_least(value: float, group=None, **filters) -> MetricConstraint:
-    """``G-mean >= value`` on a slice (one per value of ``group`` when given)."""
+    """``G-mean >= value`` on a slice (one per value of ``group`` when given).
+
+    Parameters
+    ----------
+    value : float
+        Lower bound on ``sqrt(TPR * TNR)``.
+    group : str or list of str, optional
+        Group columns to expand over: one constraint per value.
+    **filters
+        Group column = value (or list of values) restricting the slice.
+
+    Returns
+    -------
+    MetricConstraint
+        Convex; reads ``g_mean[group=value] >= value`` once expanded.
+    """
     where = Slice.make(filters, () if group is None else group)
     return MetricConstraint(g_mean(group, **filters) - (1.0 - float(value)), f"g_mean{{slice}} >= {value:g}", where)
 
 
 def predictive_parity(group: str, epsilon: float) -> list[MetricConstraint]:
-    """``|precision_g - precision| <= epsilon`` for every value of the group column (ratios)."""
+    """``|precision_g - precision| <= epsilon`` for every value of the group column (ratios).
+
+    Parameters
+    ----------
+    group : str
+        The group column to expand over.
+    epsilon : float
+        Allowed gap between a group's precision and the overall one.
+
+    Returns
+    -------
+    list of MetricConstraint
+        Two ratio-class constraints, one per side, for ``solver="ratio"`` (which
+        ``"auto"`` picks).
+    """
     gap = precision(group) - precision()
     where = Slice.make({}, group)
     return [MetricConstraint(gap - float(epsilon), f"precision{{slice}} - precision <= {epsilon:g}", where),
@@ -790,7 +956,22 @@ def predictive_parity(group: str, epsilon: float) -> list[MetricConstraint]:
 
 
 def f_measure_parity(protected: dict, other: dict, epsilon: float, beta: float = 1.0) -> MetricConstraint:
-    """``F(protected) >= F(other) - epsilon`` between two slices given as filter dicts (ratios)."""
+    """``F(protected) >= F(other) - epsilon`` between two slices given as filter dicts (ratios).
+
+    Parameters
+    ----------
+    protected, other : dict
+        Filters of the two slices, e.g. ``{"sex": "Female"}`` and ``{"sex": "Male"}``.
+    epsilon : float
+        How far the protected slice's F-measure may fall below the other's.
+    beta : float, default=1.0
+        Weight of recall against precision in ``F_beta``.
+
+    Returns
+    -------
+    MetricConstraint
+        A ratio-class constraint, for ``solver="ratio"`` (which ``"auto"`` picks).
+    """
     # F_other - F_prot - eps = (1 - F_prot) - (1 - F_other) - eps
     gap = f_measure(beta, **protected) - f_measure(beta, **other)
     label = f"f_measure[{_filters_text(protected)}] >= f_measure[{_filters_text(other)}] - {epsilon:g}"

@@ -52,6 +52,16 @@ def pr_auc(n_thresholds: int = 4, levels=None) -> PRAUC:
         Number of recall levels, at the midpoints ``(k + 0.5) / n`` (a midpoint Riemann sum).
     levels : sequence of float in (0, 1), optional
         Explicit recall levels (overrides ``n_thresholds``).
+
+    Returns
+    -------
+    PRAUC
+        A ratio-class metric, usable only whole as ``MetricOptimizer``'s ``metric``.
+
+    References
+    ----------
+    E. Eban, M. Schain, A. Mackey, A. Gordon, R. A. Saurous, G. Elidan. Scalable Learning of
+    Non-Decomposable Objectives. AISTATS 2017.
     """
     if levels is None:
         if not (isinstance(n_thresholds, (int, np.integer)) and n_thresholds >= 1):

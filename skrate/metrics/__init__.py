@@ -1,7 +1,7 @@
 """Audits, plots and scikit-learn scorers for rate goals.
 
-Importing this package needs neither pandas nor matplotlib: :func:`audit` and
-:func:`tradeoff_curve` need pandas when called, the plots need matplotlib when called.
+Importing this package needs neither pandas nor matplotlib: :func:`audit` needs pandas when
+called (as does :func:`skrate.model_selection.tradeoff_curve`), the plots need matplotlib.
 """
 
 from ._audit import DEFAULT_METRICS, audit

@@ -11,6 +11,24 @@ def as_constraints(spec) -> list[Constraint]:
 
     Goal helpers return lists, so ``[*equal_opportunity("race"), "ppr >= 0.3"]`` and
     ``[equal_opportunity("race"), "ppr >= 0.3"]`` are both accepted.
+
+    Parameters
+    ----------
+    spec : None, Constraint, str, or (nested) list or tuple of them
+        Strings are parsed with :func:`parse_constraint`.
+
+    Returns
+    -------
+    list of Constraint
+        In the order given; empty for None.
+
+    Raises
+    ------
+    TypeError
+        For a rate expression without a comparison, or any other object.
+    ValueError
+        For a string that is not a valid constraint (:class:`SpecParseError`, a subclass, when
+        it does not parse).
     """
     if spec is None:
         return []
@@ -27,7 +45,26 @@ def as_constraints(spec) -> list[Constraint]:
 
 
 def as_expression(spec) -> Expression | Ratio:
-    """A rate expression from an object or a string (``"error"``, ``"fpr - 0.5 * tpr"``)."""
+    """A rate expression from an object or a string (``"error"``, ``"fpr - 0.5 * tpr"``).
+
+    Parameters
+    ----------
+    spec : Expression, Ratio or str
+        Strings are parsed with :func:`parse_expression`.
+
+    Returns
+    -------
+    Expression or Ratio
+        ``spec`` itself when it is already an expression or a ratio.
+
+    Raises
+    ------
+    TypeError
+        For any other object.
+    ValueError
+        For a string that is not a valid rate expression (:class:`SpecParseError`, a
+        subclass, when it does not parse).
+    """
     if isinstance(spec, str):
         return parse_expression(spec)
     if isinstance(spec, (Expression, Ratio)):

@@ -76,9 +76,19 @@ def precision(group: str | Iterable[str] | None = None, *, where: dict[str, Any]
     In a constraint ``precision >= c`` becomes ``tp_proportion - c * ppr >= 0`` (exact,
     Cotter et al., 2019).
 
+    Parameters
+    ----------
+    group : str or list of str, optional
+        Group columns to expand over (one constraint per value).
+    where : dict, optional
+        Filters as a dict, for column names that are not valid keywords (or ``group``).
+    **filters
+        Group column = value (or list of values); ``label`` and ``baseline`` take 0 or 1.
+
     Returns
     -------
     Ratio
+        ``tp_proportion / ppr`` on the slice.
     """
     filters = _filters(where, filters)
     return Ratio(_rate("tp_proportion", group, filters), _rate("ppr", group, filters))
@@ -88,9 +98,21 @@ def win_loss_ratio(group: str | Iterable[str] | None = None, *, where: dict[str,
                    **filters: Any) -> Ratio:
     """Win-loss ratio against the baseline model, ``wins / losses``, on a slice.
 
+    In a constraint ``win_loss_ratio >= c`` becomes ``wins - c * losses >= 0``.
+
+    Parameters
+    ----------
+    group : str or list of str, optional
+        Group columns to expand over (one constraint per value).
+    where : dict, optional
+        Filters as a dict, for column names that are not valid keywords (or ``group``).
+    **filters
+        Group column = value (or list of values); ``label`` and ``baseline`` take 0 or 1.
+
     Returns
     -------
     Ratio
+        ``wins / losses`` on the slice.
     """
     filters = _filters(where, filters)
     return Ratio(_rate("wins", group, filters), _rate("losses", group, filters))

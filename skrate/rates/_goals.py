@@ -61,7 +61,34 @@ def _parity(kinds: tuple[str, ...], group: Group, slack: float, multiplicative: 
 
 
 def statistical_parity(group: Group, slack: float = 0.05, *, multiplicative: bool = False) -> list[Constraint]:
-    """Demographic parity: every group's positive prediction rate close to the overall one."""
+    """Demographic parity: every group's positive prediction rate close to the overall one.
+
+    ``demographic_parity`` is the same function.
+
+    Parameters
+    ----------
+    group : str or list of str
+        Group column(s) to expand over at fit time: one constraint per value (per combination
+        of values when several columns are given).
+    slack : float, default=0.05
+        Allowed gap, ``>= 0``: ``|ppr[g] - ppr| <= slack``. When multiplicative, a fraction
+        ``< 1``: ``ppr[g] >= (1 - slack) * ppr`` and ``ppr >= (1 - slack) * ppr[g]``, so
+        ``slack=0.2`` bounds the ratio by 0.8 in both directions.
+    multiplicative : bool, default=False
+        Bound the ratio of the rates instead of their difference.
+
+    Returns
+    -------
+    list of Constraint
+        Two constraints: ``ppr[group]`` at least and at most the overall ``ppr``, within
+        the slack.
+
+    References
+    ----------
+    A. Cotter, H. Jiang, M. Gupta, S. Wang, T. Narayan, S. You, K. Sridharan. Optimization with
+    Non-Differentiable Constraints with Applications to Fairness, Recall, Churn, and Other Goals.
+    JMLR 20(172), 2019.
+    """
     return _parity(("ppr",), group, slack, multiplicative, True)
 
 
@@ -70,17 +97,91 @@ demographic_parity = statistical_parity
 
 def equal_opportunity(group: Group, slack: float = 0.05, *, multiplicative: bool = False,
                       two_sided: bool = False) -> list[Constraint]:
-    """Every group's true positive rate at least the overall one less the slack (both sides if ``two_sided``)."""
+    """Every group's true positive rate at least the overall one less the slack.
+
+    Parameters
+    ----------
+    group : str or list of str
+        Group column(s) to expand over at fit time: one constraint per value (per combination
+        of values when several columns are given).
+    slack : float, default=0.05
+        Allowed gap, ``>= 0``: ``tpr[g] >= tpr - slack``. When multiplicative, a fraction
+        ``< 1``: ``tpr[g] >= (1 - slack) * tpr``.
+    multiplicative : bool, default=False
+        Bound the ratio of the rates instead of their difference.
+    two_sided : bool, default=False
+        Also bound the group's rate from above (``tpr[g] <= tpr + slack``, or
+        ``tpr >= (1 - slack) * tpr[g]``).
+
+    Returns
+    -------
+    list of Constraint
+        One constraint, or two when ``two_sided``.
+
+    References
+    ----------
+    A. Cotter, H. Jiang, M. Gupta, S. Wang, T. Narayan, S. You, K. Sridharan. Optimization with
+    Non-Differentiable Constraints with Applications to Fairness, Recall, Churn, and Other Goals.
+    JMLR 20(172), 2019.
+    """
     return _parity(("tpr",), group, slack, multiplicative, two_sided)
 
 
 def equal_odds(group: Group, slack: float = 0.05, *, multiplicative: bool = False) -> list[Constraint]:
-    """Every group's true and false positive rates close to the overall ones."""
+    """Every group's true and false positive rates close to the overall ones (equalized odds).
+
+    Parameters
+    ----------
+    group : str or list of str
+        Group column(s) to expand over at fit time: one constraint per value (per combination
+        of values when several columns are given).
+    slack : float, default=0.05
+        Allowed gap, ``>= 0``, for both rates: ``|tpr[g] - tpr| <= slack`` and
+        ``|fpr[g] - fpr| <= slack``. When multiplicative, a fraction ``< 1`` bounding the ratios
+        in both directions.
+    multiplicative : bool, default=False
+        Bound the ratio of the rates instead of their difference.
+
+    Returns
+    -------
+    list of Constraint
+        Four constraints: ``tpr`` from below and above, then ``fpr`` from below and above.
+
+    References
+    ----------
+    A. Cotter, H. Jiang, M. Gupta, S. Wang, T. Narayan, S. You, K. Sridharan. Optimization with
+    Non-Differentiable Constraints with Applications to Fairness, Recall, Churn, and Other Goals.
+    JMLR 20(172), 2019.
+    """
     return _parity(("tpr", "fpr"), group, slack, multiplicative, True)
 
 
 def equal_accuracy(group: Group, slack: float = 0.05, *, multiplicative: bool = False) -> list[Constraint]:
-    """Every group's accuracy close to the overall accuracy."""
+    """Every group's accuracy close to the overall accuracy.
+
+    Parameters
+    ----------
+    group : str or list of str
+        Group column(s) to expand over at fit time: one constraint per value (per combination
+        of values when several columns are given).
+    slack : float, default=0.05
+        Allowed gap, ``>= 0``: ``|accuracy[g] - accuracy| <= slack``. When multiplicative, a
+        fraction ``< 1`` bounding the ratio in both directions.
+    multiplicative : bool, default=False
+        Bound the ratio of the rates instead of their difference.
+
+    Returns
+    -------
+    list of Constraint
+        Two constraints: ``accuracy[group]`` at least and at most the overall accuracy, within
+        the slack.
+
+    References
+    ----------
+    A. Cotter, H. Jiang, M. Gupta, S. Wang, T. Narayan, S. You, K. Sridharan. Optimization with
+    Non-Differentiable Constraints with Applications to Fairness, Recall, Churn, and Other Goals.
+    JMLR 20(172), 2019.
+    """
     return _parity(("accuracy",), group, slack, multiplicative, True)
 
 
@@ -93,22 +194,103 @@ def _minimum(kind: str, value: float, group: Group | None) -> list[Constraint]:
 
 
 def minimum_coverage(value: float, group: Group | None = None) -> list[Constraint]:
-    """Positive prediction rate at least ``value`` (in every group when ``group`` is given)."""
+    """Positive prediction rate at least ``value`` (in every group when ``group`` is given).
+
+    Parameters
+    ----------
+    value : float
+        The lower bound, in ``[0, 1]``.
+    group : str or list of str, default=None
+        Group column(s) to expand over at fit time: one constraint per value (per combination
+        of values when several columns are given). None constrains the overall rate.
+
+    Returns
+    -------
+    list of Constraint
+        The single constraint ``ppr[group] >= value`` (``ppr >= value`` without a group).
+
+    References
+    ----------
+    A. Cotter, H. Jiang, M. Gupta, S. Wang, T. Narayan, S. You, K. Sridharan. Optimization with
+    Non-Differentiable Constraints with Applications to Fairness, Recall, Churn, and Other Goals.
+    JMLR 20(172), 2019.
+    """
     return _minimum("ppr", value, group)
 
 
 def minimum_accuracy(value: float, group: Group | None = None) -> list[Constraint]:
-    """Accuracy at least ``value`` (in every group when ``group`` is given)."""
+    """Accuracy at least ``value`` (in every group when ``group`` is given).
+
+    Parameters
+    ----------
+    value : float
+        The lower bound, in ``[0, 1]``.
+    group : str or list of str, default=None
+        Group column(s) to expand over at fit time: one constraint per value (per combination
+        of values when several columns are given). None constrains the overall rate.
+
+    Returns
+    -------
+    list of Constraint
+        The single constraint ``accuracy[group] >= value`` (``accuracy >= value`` without a group).
+
+    References
+    ----------
+    A. Cotter, H. Jiang, M. Gupta, S. Wang, T. Narayan, S. You, K. Sridharan. Optimization with
+    Non-Differentiable Constraints with Applications to Fairness, Recall, Churn, and Other Goals.
+    JMLR 20(172), 2019.
+    """
     return _minimum("accuracy", value, group)
 
 
 def minimum_recall(value: float, group: Group | None = None) -> list[Constraint]:
-    """True positive rate at least ``value`` (in every group when ``group`` is given)."""
+    """True positive rate at least ``value`` (in every group when ``group`` is given).
+
+    Parameters
+    ----------
+    value : float
+        The lower bound, in ``[0, 1]``.
+    group : str or list of str, default=None
+        Group column(s) to expand over at fit time: one constraint per value (per combination
+        of values when several columns are given). None constrains the overall rate.
+
+    Returns
+    -------
+    list of Constraint
+        The single constraint ``tpr[group] >= value`` (``tpr >= value`` without a group).
+
+    References
+    ----------
+    A. Cotter, H. Jiang, M. Gupta, S. Wang, T. Narayan, S. You, K. Sridharan. Optimization with
+    Non-Differentiable Constraints with Applications to Fairness, Recall, Churn, and Other Goals.
+    JMLR 20(172), 2019.
+    """
     return _minimum("tpr", value, group)
 
 
 def accurate_coverage(group: Group, slack: float = 0.05) -> list[Constraint]:
-    """Each group's positive prediction rate within ``slack`` of its proportion of positive labels."""
+    """Each group's positive prediction rate within ``slack`` of its proportion of positive labels.
+
+    Parameters
+    ----------
+    group : str or list of str
+        Group column(s) to expand over at fit time: one constraint per value (per combination
+        of values when several columns are given).
+    slack : float, default=0.05
+        Allowed gap, ``>= 0``: ``|ppr[g] - label_rate[g]| <= slack`` (additive only).
+
+    Returns
+    -------
+    list of Constraint
+        Two constraints: ``ppr[group]`` at least and at most ``label_rate[group]``, within the
+        slack.
+
+    References
+    ----------
+    A. Cotter, H. Jiang, M. Gupta, S. Wang, T. Narayan, S. You, K. Sridharan. Optimization with
+    Non-Differentiable Constraints with Applications to Fairness, Recall, Churn, and Other Goals.
+    JMLR 20(172), 2019.
+    """
     _check_slack(slack, False)
     label = RATE_FUNCTIONS["label_rate"](group=group)
     ppr = RATE_FUNCTIONS["ppr"](group=group)
@@ -116,12 +298,61 @@ def accurate_coverage(group: Group, slack: float = 0.05) -> list[Constraint]:
 
 
 def no_lost_benefits(group: Group, slack: float = 0.0, *, multiplicative: bool = False) -> list[Constraint]:
-    """Each group's positive prediction rate at least the baseline model's on that group (needs ``baseline``)."""
+    """Each group's positive prediction rate at least the baseline model's on that group.
+
+    The baseline's decisions are given to ``fit`` as ``baseline``.
+
+    Parameters
+    ----------
+    group : str or list of str
+        Group column(s) to expand over at fit time: one constraint per value (per combination
+        of values when several columns are given).
+    slack : float, default=0.0
+        Allowed loss, ``>= 0``: ``ppr[g] >= baseline_ppr[g] - slack``. When multiplicative, a
+        fraction ``< 1``: ``ppr[g] >= (1 - slack) * baseline_ppr[g]``.
+    multiplicative : bool, default=False
+        Bound the ratio of the rates instead of their difference.
+
+    Returns
+    -------
+    list of Constraint
+        The single constraint ``ppr[group] >= baseline_ppr[group]``, less the slack.
+
+    References
+    ----------
+    A. Cotter, H. Jiang, M. Gupta, S. Wang, T. Narayan, S. You, K. Sridharan. Optimization with
+    Non-Differentiable Constraints with Applications to Fairness, Recall, Churn, and Other Goals.
+    JMLR 20(172), 2019.
+    """
     _check_slack(slack, multiplicative)
     return [_lower("ppr", group, slack, multiplicative, RATE_FUNCTIONS["baseline_ppr"](group=group))]
 
 
 def not_worse_off(group: Group, slack: float = 0.0) -> list[Constraint]:
-    """Each group's accuracy at least the baseline model's on that group, i.e. wins - losses >= -slack."""
+    """Each group's accuracy at least the baseline model's on that group.
+
+    The accuracy gained over the baseline on a slice is ``wins - losses``, so the constraint
+    is ``wins[g] - losses[g] >= -slack``; the baseline's decisions are given to ``fit`` as
+    ``baseline``.
+
+    Parameters
+    ----------
+    group : str or list of str
+        Group column(s) to expand over at fit time: one constraint per value (per combination
+        of values when several columns are given).
+    slack : float, default=0.0
+        Allowed loss of accuracy, ``>= 0`` (additive only).
+
+    Returns
+    -------
+    list of Constraint
+        The single constraint ``wins[group] - losses[group] >= -slack``.
+
+    References
+    ----------
+    A. Cotter, H. Jiang, M. Gupta, S. Wang, T. Narayan, S. You, K. Sridharan. Optimization with
+    Non-Differentiable Constraints with Applications to Fairness, Recall, Churn, and Other Goals.
+    JMLR 20(172), 2019.
+    """
     _check_slack(slack, False)
     return [RATE_FUNCTIONS["wins"](group=group) - RATE_FUNCTIONS["losses"](group=group) >= -slack]

@@ -250,12 +250,30 @@ def _lift_number(x):
 
 
 def parse_constraint(text: str) -> Constraint:
-    """Parse ``"lhs <= rhs"`` or ``"lhs >= rhs"`` into a :class:`Constraint`.
+    """Parse ``"lhs <= rhs"`` or ``"lhs >= rhs"`` into a :class:`~skrate.rates.Constraint`.
+
+    Parameters
+    ----------
+    text : str
+        Rate expressions on both sides of ``<=`` or ``>=``, e.g. ``"tpr[race] >= 0.95 * tpr"``
+        or ``"precision[sex=Female] >= 0.6"``. A bare group column in brackets (``[race]``)
+        expands to one constraint per value at fit time; ``[race=A|B]`` means "any of";
+        column names with characters other than letters, digits and ``_`` go in double
+        quotes.
+
+    Returns
+    -------
+    Constraint
 
     Raises
     ------
     SpecParseError
-        With the position and what was expected there.
+        When ``text`` does not parse: with the position and what was expected there.
+    ValueError
+        When it parses but means nothing valid, e.g. a ratio compared with a rate; the
+        message points at the position too.
+    TypeError
+        When ``text`` is not a string.
     """
     if not isinstance(text, str):
         raise TypeError(f"A constraint spec must be a string, got {type(text).__name__}.")
@@ -263,7 +281,31 @@ def parse_constraint(text: str) -> Constraint:
 
 
 def parse_expression(text: str) -> Expression | Ratio:
-    """Parse a rate expression such as ``"0.5 * tpr[sex=Female] + 0.5 * tnr"``."""
+    """Parse a rate expression such as ``"0.5 * tpr[sex=Female] + 0.5 * tnr"``.
+
+    Parameters
+    ----------
+    text : str
+        Rates on slices added with ``+`` and ``-``, scaled with ``*`` and ``/`` by numbers,
+        grouped with parentheses. A named ratio (``precision``, ``win_loss_ratio``) may be
+        scaled but not added to anything.
+
+    Returns
+    -------
+    Expression or Ratio
+        A ratio for a named ratio, an expression otherwise (a bare number is a constant
+        expression).
+
+    Raises
+    ------
+    SpecParseError
+        When ``text`` does not parse: with the position and what was expected there.
+    ValueError
+        When it parses but means nothing valid, e.g. a ratio added to a rate; the message
+        points at the position too.
+    TypeError
+        When ``text`` is not a string.
+    """
     if not isinstance(text, str):
         raise TypeError(f"A rate expression must be a string, got {type(text).__name__}.")
     return _lift_number(_Parser(text).expression())

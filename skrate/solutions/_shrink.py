@@ -43,7 +43,13 @@ def shrink(objective: np.ndarray, constraints: np.ndarray, tol: float = 1e-9) ->
     Parameters
     ----------
     objective : ndarray of shape (k,)
+        Objective value of each candidate.
     constraints : ndarray of shape (m, k)
+        Constraint values ``g_j`` (met when ``<= 0``) of each candidate.
+    tol : float, default=1e-9
+        Largest violation still counted as feasible. When no mixture is feasible, the
+        objective is minimised with every constraint at most the smallest violation plus
+        ``tol``.
 
     Returns
     -------

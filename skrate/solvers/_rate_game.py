@@ -62,21 +62,44 @@ def solve_rate_game(
     Parameters
     ----------
     problem : RateProblem
-        Row 0 the objective, rows 1..m the constraints ``g_j <= 0``.
+        Row 0 the objective, rows 1..m the constraints ``g_j <= 0``, compiled on the rows of
+        ``X``.
     model : LinearModel or MLPModel
+        The score function family.
     X : array-like of shape (n_samples, n_features)
-    solver : {"proxy_lagrangian", "proxy_lagrangian_ext", "lagrangian"}
-    learning_rate, lambda_learning_rate : float
-        Adam step of the model; multiplicative (or additive, for the Lagrangian) step of the
-        multipliers.
-    batch_size : int or None
+    solver : {"proxy_lagrangian", "proxy_lagrangian_ext", "lagrangian"}, default="proxy_lagrangian"
+        The multiplier player: swap regret (Algorithm 3), external regret (Algorithm 4) or
+        projected gradient ascent on surrogate constraints (Algorithm 5).
+    surrogate : {"hinge", "logistic", "sigmoid"}, default="hinge"
+        Stand-in for the indicator in the model's gradient (and in the Lagrangian's
+        constraints).
+    learning_rate : float, default=0.01
+        Adam step of the model.
+    lambda_learning_rate : float, default=1.0
+        Multiplicative (or additive, for the Lagrangian) step of the multipliers.
+    alpha : float, default=0.0
+        L2 penalty ``alpha / 2 * ||w||^2`` on the model's weights (not on intercepts or
+        biases).
+    max_iter : int, default=1000
+        Iterations played, unless ``callback`` stops earlier.
+    batch_size : int or None, default=None
         None plays full-batch; otherwise minibatches drawn without replacement per epoch.
-    n_candidates : int
+    n_candidates : int, default=100
         Number of evenly spaced snapshots kept (the last iterate is always one).
-    held_out : (RateProblem, X_held_out), optional
+    rng : numpy.random.Generator
+        Draws the initial parameters and the minibatch order.
+    init_params : ndarray of shape (n_params,), default=None
+        Starting parameters (copied); None draws them from ``model.init_params(rng)``.
+    held_out : (RateProblem, X_held_out), default=None
         The two-dataset game of Cotter et al. (ICML 2019): the lambda-player, and the
         candidates' constraint values, use the true rates on this second sample, while the
-        model trains on ``X``; constraint estimates then do not share the model's overfitting.
+        model trains on ``X``. Not with ``solver="lagrangian"``.
+    callback : callable, default=None
+        ``callback(t, params, values)`` after iteration ``t``, with the rates the multipliers
+        were updated with (objective first); returning False stops the game.
+    verbose : int, default=0
+        When positive, print the objective and the largest violation about ten times over
+        the run.
 
     Returns
     -------
@@ -87,6 +110,10 @@ def solve_rate_game(
     A. Cotter, H. Jiang, M. Gupta, S. Wang, T. Narayan, S. You, K. Sridharan. Optimization
     with Non-Differentiable Constraints with Applications to Fairness, Recall, Churn, and
     Other Goals. JMLR 20(172), 2019.
+
+    A. Cotter, M. Gupta, H. Jiang, N. Srebro, K. Sridharan, S. Wang, B. Woodworth, S. You.
+    Training Well-Generalizing Classifiers for Fairness Metrics and Other Data-Dependent
+    Constraints. ICML 2019.
     """
     design = Design(X)
     X = design.X
