@@ -25,10 +25,11 @@ robust loss is the largest loss.
 
 from __future__ import annotations
 
+import math
 from numbers import Real
 
 import numpy as np
-from scipy.special import logsumexp
+from scipy.special import logsumexp, rel_entr
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
 DIVERGENCES = ("chi2", "kl")
@@ -147,6 +148,35 @@ def _kl(
         if t > _KL_MAX_INV_TEMP:
             return _concentrated(losses, q), 0.0
     return p, scale / t_p
+
+
+def _ball_divergence(p: np.ndarray, q: np.ndarray, divergence: str) -> float:
+    """``sum_i q_i f(p_i / q_i)``, the divergence the ball bounds; ``q > 0``, both sum to one."""
+    if divergence == "chi2":
+        return 0.5 * float(np.sum((p - q) ** 2 / q))
+    return float(np.sum(rel_entr(p, q)))
+
+
+def _into_ball(
+    p: np.ndarray, q: np.ndarray, divergence: str, radius: float
+) -> np.ndarray | None:
+    """A nearly feasible ``p`` (a conic solver's) made a point of the ball around ``q > 0``.
+
+    ``p`` is put on the simplex, then mixed with the centre ``q`` to enter the ball: the
+    mixture ``(1 - t) p + t q`` has ``(1 - t)^2`` times the chi2 divergence of ``p`` (on
+    the boundary for the smallest such ``t``) and, by convexity, at most ``1 - t`` times
+    its KL divergence. ``None`` if ``p`` has no positive mass.
+    """
+    p = np.maximum(p, 0.0)
+    total = p.sum()
+    if not total > 0:
+        return None
+    p = p / total
+    value = _ball_divergence(p, q, divergence)
+    if value <= radius:
+        return p
+    keep = math.sqrt(radius / value) if divergence == "chi2" else radius / value
+    return keep * p + (1.0 - keep) * q
 
 
 def _worst_case(

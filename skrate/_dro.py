@@ -6,17 +6,20 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import expit, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.sparsefuncs import mean_variance_axis
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from ._divergence import DIVERGENCES
 from ._dro_losses import LOSSES
-from ._dro_solvers import LinearDRO, dynamic_sgd, primal_lbfgs
+from ._dro_solvers import LinearDRO, Result, dynamic_sgd, primal_lbfgs
+from ._trimmed import _BaseTrimmed
 from .utils._validation import validate_numeric
 
 # the parameters of the sampled path and of stopping, the same for both estimators
@@ -29,14 +32,44 @@ _SAMPLING_PARAMETERS = """\
         Maximum number of iterations (for ``"sgd"``, steps on samples and on the full
         data together).
     tol : float, default=1e-4
-        Stop when the largest absolute entry of the full-batch gradient is at most ``tol``.
-        Where the objective is not differentiable (tied losses, e.g. when the best model
-        is constant; or the maximum-loss problem of a large radius) the test applies to
-        its smallest subgradient. A fit that stops before the test passes, at
-        ``max_iter`` or because no step decreases the objective any more, raises a
-        ``ConvergenceWarning``.
+        Stop when the largest absolute entry of the full-batch gradient is at most ``tol``,
+        the gradient of the standardised problem the solvers work on: the features
+        centred (with an intercept; implicitly, so sparse ``X`` stays sparse) and divided
+        by their standard deviation (their root mean square without intercept), both
+        weighted by ``sample_weight``, and for :class:`DRORegressor` the target likewise,
+        so that the objective is in units of the target's variance. It is the same
+        problem in units where every feature (and the target) has scale 1: the test, and
+        the fit, do not change when the data are rescaled. Where the objective is not
+        differentiable (tied losses, e.g. when the best model is constant; or the
+        maximum-loss problem of a large radius) the test applies to its smallest
+        subgradient. A fit that stops before the test passes, at ``max_iter`` or because
+        no step decreases the objective any more, or with the working set of the
+        maximum-loss problem unfinished, raises a ``ConvergenceWarning`` that says which.
     random_state : int, RandomState instance or None, default=None
         Seeds the samples of ``"sgd"``."""
+
+
+def _standardise(A, q: np.ndarray, centre: bool):
+    """The columns of ``A`` divided by their ``q``-weighted scale, and their scaled means.
+
+    Returns ``(A / scale, offset, scale)``: ``A / scale - offset`` has ``q``-weighted mean 0
+    (if ``centre``; ``offset`` is 0 otherwise) and standard deviation 1 (root mean square
+    when not centred). The centring is left to the solvers, so a sparse ``A`` stays
+    sparse. A column without spread on the support of ``q`` keeps scale 1: after
+    centring, what is left of a constant column is the rounding of its mean.
+    """
+    if sp.issparse(A) and centre:
+        mean, var = mean_variance_axis(A, axis=0, weights=q)
+    elif sp.issparse(A):
+        mean, var = np.zeros(A.shape[1]), np.asarray(A.multiply(A).T @ q).ravel()
+    else:
+        mean = q @ A if centre else np.zeros(A.shape[1])
+        centred = A - mean if centre else A
+        var = np.einsum("i,ij,ij->j", q, centred, centred)
+    scale = np.sqrt(np.maximum(var, 0.0))  # rounding can leave a tiny negative variance
+    scale[scale <= A.shape[0] * np.finfo(float).eps * np.abs(mean)] = 1.0
+    scaled = (A @ sp.diags(1.0 / scale)).tocsr() if sp.issparse(A) else A / scale
+    return scaled, mean / scale, scale
 
 
 class _BaseDRO(BaseEstimator):
@@ -80,16 +113,28 @@ class _BaseDRO(BaseEstimator):
         self.tol = tol
         self.random_state = random_state
 
+    # A refit that raises leaves no mix of the previous fit's attributes and new ones.
+    _unfitted_on_error = _BaseTrimmed._unfitted_on_error
+
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.sparse = True
         return tags
 
-    def _solve(self, X, T, loss: str, n_outputs: int, sample_weight) -> np.ndarray:
+    def _solve(self, X, T, loss: str, n_outputs: int, sample_weight, scale_target: bool):
+        """Fit on the standardised problem (see ``tol``); ``(W, b)`` in the data's units."""
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-        problem = LinearDRO(X, T, LOSSES[loss], sw / sw.sum(), self.divergence,
-                            float(self.radius), float(self.alpha), n_outputs,
-                            self.fit_intercept)
+        q = sw / sw.sum()
+        X, x_offset, x_scale = _standardise(X, q, self.fit_intercept)
+        t_mean, t_scale = 0.0, 1.0
+        if scale_target:
+            T, (t_offset,), (t_scale,) = _standardise(T[:, None], q, self.fit_intercept)
+            T, t_mean = T[:, 0] - t_offset, t_offset * t_scale
+        # The penalty on the original coefficients W_j = t_scale U_j / x_scale_j, over
+        # t_scale^2 (the unit of the standardised objective).
+        problem = LinearDRO(X, T, LOSSES[loss], q, self.divergence, float(self.radius),
+                            float(self.alpha) / x_scale**2, n_outputs, self.fit_intercept,
+                            x_offset)
         theta = np.zeros(problem.n_params)
         if self.solver == "sgd":
             seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
@@ -99,22 +144,42 @@ class _BaseDRO(BaseEstimator):
         else:
             result = primal_lbfgs(problem, theta, self.max_iter, self.tol)
         if not result.converged:
-            if result.n_iter >= self.max_iter:
-                stop, hint = f"stopped at max_iter={self.max_iter}", "increase max_iter or tol"
-            else:
-                stop = f"stopped after {result.n_iter} of max_iter={self.max_iter} iterations"
-                hint = "increase tol or scale the features"
-            gradient = ("" if np.isnan(result.grad_max) else
-                        f" (largest gradient entry {result.grad_max:.3g})")
-            warnings.warn(
-                f"{type(self).__name__}(solver={self.solver!r}) did not converge: it {stop} "
-                f"before the gradient test tol={self.tol} passed{gradient}; {hint}.",
-                ConvergenceWarning,
-            )
-        self.objective_, _, self.sample_weights_, _ = problem.objective(result.theta)
+            warnings.warn(self._convergence_message(result), ConvergenceWarning)
+        objective, _, self.sample_weights_, _ = problem.objective(result.theta)
+        self.objective_ = t_scale**2 * objective
         # A fit whose start already passes the tol test still evaluated it once.
         self.n_iter_ = max(result.n_iter, 1)
-        return problem.unpack(result.theta)
+        W, b = problem.unpack(result.theta)
+        b = t_scale * (b - x_offset @ W) + t_mean
+        return W * (t_scale / x_scale)[:, None], b
+
+    def _convergence_message(self, result: Result) -> str:
+        """Why an unconverged fit stopped, and what to change."""
+        if result.n_iter >= self.max_iter:
+            stop, hint = f"stopped at max_iter={self.max_iter}", "increase max_iter or tol"
+        else:
+            stop = (f"stopped after {result.n_iter} of max_iter={self.max_iter} iterations, "
+                    f"no step decreasing the objective any more,")
+            hint = ("increase tol, which rounding (or a point where the objective is not "
+                    "differentiable) keeps out of reach")
+        test = f"the gradient test tol={self.tol}"
+        gradient = f"largest gradient entry {result.grad_max:.3g}"
+        if np.isnan(result.grad_max):
+            # Only the conic solves of a large radius end without a gradient.
+            stop = f"stopped after {result.n_iter} iterations"
+            why = f"when the conic solver of the maximum-loss problem failed, before {test}"
+            hint = "a radius below the maximum-loss bound (see radius) avoids that solver"
+        elif result.n_outside:
+            passed = "passed" if result.grad_max <= self.tol else "failed"
+            why = (f"with {result.n_outside} samples outside the working set of the "
+                   f"maximum-loss problem (large radius) whose loss still exceeds the "
+                   f"set's largest, so the set's optimum is not yet the data's ({test} "
+                   f"{passed} on the set: {gradient})")
+            hint = "increase max_iter"
+        else:
+            why = f"before {test} passed ({gradient})"
+        return (f"{type(self).__name__}(solver={self.solver!r}) did not converge: it {stop} "
+                f"{why}; {hint}.")
 
     def _scores(self, X) -> np.ndarray:
         check_is_fitted(self)
@@ -233,23 +298,24 @@ class DROClassifier(ClassifierMixin, _BaseDRO):
         self : DROClassifier
             The fitted estimator.
         """
-        X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64)
-        check_classification_targets(y)
-        self.classes_, y_idx = np.unique(y, return_inverse=True)
-        n_classes = self.classes_.size
-        if n_classes < 2:
-            raise ValueError(
-                f"DROClassifier needs samples of at least 2 classes in y; got only one class: "
-                f"{self.classes_[0]}."
-            )
-        if n_classes == 2:
-            W, b = self._solve(X, y_idx.astype(np.float64), "logistic", 1, sample_weight)
-        else:
-            W, b = self._solve(X, np.eye(n_classes)[y_idx], "multinomial", n_classes,
-                               sample_weight)
-            # A common shift of the intercepts changes nothing; report the centred one.
-            b = b - b.mean()
-        self.coef_, self.intercept_ = W.T.copy(), b.copy()
+        with self._unfitted_on_error():
+            X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64)
+            check_classification_targets(y)
+            classes, y_idx = np.unique(y, return_inverse=True)
+            if classes.size < 2:
+                raise ValueError(
+                    f"DROClassifier needs samples of at least 2 classes in y; got only one "
+                    f"class: {classes[0]}."
+                )
+            if classes.size == 2:
+                W, b = self._solve(X, y_idx.astype(np.float64), "logistic", 1, sample_weight,
+                                   scale_target=False)
+            else:
+                W, b = self._solve(X, np.eye(classes.size)[y_idx], "multinomial",
+                                   classes.size, sample_weight, scale_target=False)
+                # A common shift of the intercepts changes nothing; report the centred one.
+                b = b - b.mean()
+            self.classes_, self.coef_, self.intercept_ = classes, W.T.copy(), b.copy()
         return self
 
     def decision_function(self, X):
@@ -391,7 +457,7 @@ class DRORegressor(RegressorMixin, _BaseDRO):
     >>> from sklearn.datasets import load_diabetes
     >>> from skrate import DRORegressor
     >>> X, y = load_diabetes(return_X_y=True)
-    >>> reg = DRORegressor(radius=0.5).fit(X, y / y.std())
+    >>> reg = DRORegressor(radius=0.5).fit(X, y)
     >>> bool(reg.objective_ > 0)
     True
     """
@@ -415,10 +481,12 @@ class DRORegressor(RegressorMixin, _BaseDRO):
         self : DRORegressor
             The fitted estimator.
         """
-        X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64,
-                             y_numeric=True)
-        W, b = self._solve(X, y.astype(np.float64), "squared", 1, sample_weight)
-        self.coef_, self.intercept_ = W[:, 0].copy(), float(b[0])
+        with self._unfitted_on_error():
+            X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64,
+                                    y_numeric=True)
+            W, b = self._solve(X, y.astype(np.float64), "squared", 1, sample_weight,
+                               scale_target=True)
+            self.coef_, self.intercept_ = W[:, 0].copy(), float(b[0])
         return self
 
     def predict(self, X):

@@ -26,14 +26,14 @@ from __future__ import annotations
 
 import math
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 from scipy.optimize import minimize
 from sklearn.utils.extmath import row_norms
 
-from ._divergence import _dual, _worst_case
+from ._divergence import _dual, _into_ball, _worst_case
 from ._dro_losses import convex_loss
 
 if TYPE_CHECKING:
@@ -73,7 +73,13 @@ _MAX_LOSS_SLACK = 1e-8
 
 @dataclass
 class LinearDRO:
-    """A robust linear problem on arrays: ``X`` (n, d), targets ``T``, base distribution ``q``."""
+    """A robust linear problem on arrays: ``X`` (n, d), targets ``T``, base distribution ``q``.
+
+    ``alpha`` is the L2 penalty strength, one for all coefficients or one per feature
+    (shape (d,)): the penalty of a problem whose features were rescaled. The features are
+    ``X - offset``, centred implicitly so that a sparse ``X`` stays sparse (no offset by
+    default).
+    """
 
     X: object
     T: np.ndarray
@@ -81,9 +87,14 @@ class LinearDRO:
     q: np.ndarray
     divergence: str
     radius: float
-    alpha: float
+    alpha: float | np.ndarray
     n_outputs: int
     fit_intercept: bool
+    offset: np.ndarray | None = None
+
+    def __post_init__(self):
+        if self.offset is None:
+            self.offset = np.zeros(self.X.shape[1])
 
     @property
     def n_params(self) -> int:
@@ -100,15 +111,32 @@ class LinearDRO:
         """The same problem on ``rows``, its base distribution renormalised."""
         q = self.q[rows]
         return LinearDRO(self.X[rows], self.T[rows], self.loss, q / q.sum(), self.divergence,
-                         self.radius, self.alpha, self.n_outputs, self.fit_intercept)
+                         self.radius, self.alpha, self.n_outputs, self.fit_intercept,
+                         self.offset)
 
     def on_support(self) -> "LinearDRO":
         """The problem on the rows of positive base weight, the only ones that matter."""
         return self.subset(np.flatnonzero(self.q > 0))
 
+    @property
+    def ridge(self) -> np.ndarray:
+        """The penalty strengths as a column, broadcasting against ``W`` (d, k)."""
+        return np.reshape(self.alpha, (-1, 1))
+
+    def dense_features(self, rows=slice(None)) -> np.ndarray:
+        """The features ``X - offset`` of ``rows`` as a dense array, for the conic solves."""
+        X = self.X[rows]
+        return (X.toarray() if hasattr(X, "toarray") else np.asarray(X)) - self.offset
+
+    def row_sq(self) -> np.ndarray:
+        """``||(x_i - offset, 1)||^2`` per row (without the 1 when there is no intercept)."""
+        sq = (row_norms(self.X, squared=True) - 2.0 * np.asarray(self.X @ self.offset).ravel()
+              + self.offset @ self.offset)
+        return np.maximum(sq, 0.0) + float(self.fit_intercept)
+
     def losses(self, theta: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         W, b = self.unpack(theta)
-        return self.loss(np.asarray(self.X @ W) + b, self.T)
+        return self.loss(np.asarray(self.X @ W) + (b - self.offset @ W), self.T)
 
     def weighted_gradient(
         self, theta: np.ndarray, weights: np.ndarray, dZ: np.ndarray
@@ -116,10 +144,11 @@ class LinearDRO:
         """Gradient of ``sum_i weights_i loss_i + penalty`` from the per-sample ``dZ``."""
         W, _ = self.unpack(theta)
         G = weights[:, None] * dZ
-        grad_W = np.asarray(self.X.T @ G) + self.alpha * W
+        total = G.sum(axis=0)
+        grad_W = np.asarray(self.X.T @ G) - np.outer(self.offset, total) + self.ridge * W
         if not self.fit_intercept:
             return grad_W.ravel()
-        return np.concatenate([grad_W.ravel(), G.sum(axis=0)])
+        return np.concatenate([grad_W.ravel(), total])
 
     def concentrated(self) -> bool:
         """Whether the worst case puts all its mass on the largest loss at every ``theta``.
@@ -136,7 +165,7 @@ class LinearDRO:
 
     def penalty(self, theta: np.ndarray) -> float:
         W, _ = self.unpack(theta)
-        return 0.5 * self.alpha * float(np.sum(W * W))
+        return 0.5 * float(np.sum(self.ridge * W * W))
 
     def objective(self, theta: np.ndarray, eta_hint: float | None = None, grad: bool = False):
         """``(F(theta), subgradient or None, worst-case p, its dual variable eta)``.
@@ -154,9 +183,10 @@ class LinearDRO:
     ) -> SampleState:
         """``F`` and its gradient on this sample, with the sampling noise of the gradient.
 
-        The loss part of the gradient is the sample mean of ``v_i = m p_i dZ_i (x_i, 1)``;
-        its standard error ``sqrt((mean ||v_i||^2 - ||mean v_i||^2) / m)`` is the noise,
-        ``row_sq`` holding ``||(x_i, 1)||^2`` (``||x_i||^2`` without intercept).
+        The loss part of the gradient is the sample mean of
+        ``v_i = m p_i dZ_i (x_i - offset, 1)``; its standard error
+        ``sqrt((mean ||v_i||^2 - ||mean v_i||^2) / m)`` is the noise, ``row_sq`` holding
+        :meth:`row_sq` of the sample's rows.
         """
         losses, dZ = self.losses(theta)
         p, eta = _worst_case(losses, self.q, self.divergence, self.radius, eta_hint)
@@ -165,7 +195,7 @@ class LinearDRO:
         m = losses.size
         W, _ = self.unpack(theta)
         loss_grad = grad.copy()
-        loss_grad[: W.size] -= self.alpha * W.ravel()
+        loss_grad[: W.size] -= (self.ridge * W).ravel()
         second = np.mean((m * p) ** 2 * np.einsum("ij,ij->i", dZ, dZ) * row_sq)
         noise = math.sqrt(max(second - loss_grad @ loss_grad, 0.0) / m)
         return SampleState(value, grad, eta, noise)
@@ -183,25 +213,25 @@ class SampleState:
 
 @dataclass
 class Result:
-    """A solver's final point; ``converged`` only when ``grad_max`` passed the ``tol`` test.
+    """A solver's final point and whether it passed the ``tol`` test.
 
-    ``grad_max`` is the largest absolute entry of the final full-data (projected) gradient,
-    or of the multiplier-weighted subgradient for :func:`max_loss`.
+    ``converged`` only when ``grad_max`` passed it and ``n_outside`` is 0. ``grad_max`` is
+    the largest absolute entry of the final full-data (projected) gradient, or of the
+    multiplier-weighted subgradient for :func:`max_loss` (NaN when its conic solve
+    failed). ``n_outside`` counts the samples outside the working set of :func:`max_loss`
+    whose loss still exceeds the set's maximum.
     """
 
     theta: np.ndarray
     n_iter: int
     converged: bool
     grad_max: float = math.nan
+    n_outside: int = 0
 
 
 def _sup(v: np.ndarray) -> float:
     """The largest absolute entry: the measure of every gradient test here."""
     return float(np.max(np.abs(v), initial=0.0))
-
-
-def _dense(X) -> np.ndarray:
-    return X.toarray() if hasattr(X, "toarray") else np.asarray(X)
 
 
 def sample_sizes(n: int, initial_sample_size: int, growth: float):
@@ -230,6 +260,12 @@ def _certify(problem: LinearDRO, result: Result, tol: float) -> Result:
     ball whose expected loss is within ``_TIE_SLACK`` (relative) of the robust loss; the
     smallest (in the largest absolute entry) is found with cvxpy. If it is ``g``, no
     ``theta'`` improves ``F`` by more than that slack plus ``g . (theta' - theta)``.
+
+    The conic solution is only as accurate as the solve (an ``OPTIMAL_INACCURATE`` one
+    meets Clarabel's reduced tolerances), so its ``p`` is first made a point of the ball
+    (:func:`~skrate._divergence._into_ball`) and must still be within the slack before its
+    gradient is tested. The solve asks for half the slack, which leaves room for that
+    correction.
     """
     if result.converged or problem.radius == 0.0:
         return result
@@ -242,30 +278,34 @@ def _certify(problem: LinearDRO, result: Result, tol: float) -> Result:
     losses, dZ = data.losses(result.theta)
     p_star, _ = _worst_case(losses, data.q, data.divergence, data.radius)
     robust = float(p_star @ losses)
-    X = _dense(data.X)
+    X = data.dense_features()
     # Row i: the gradient of loss_i in theta, laid out like theta (W row-major, then b).
     G = np.einsum("ij,ic->ijc", X, dZ).reshape(n, d * k)
     if data.fit_intercept:
         G = np.hstack([G, dZ])
     W, _ = data.unpack(result.theta)
-    shift = np.concatenate([data.alpha * W.ravel(), np.zeros(k * data.fit_intercept)])
+    shift = np.concatenate([(data.ridge * W).ravel(), np.zeros(k * data.fit_intercept)])
     p = cp.Variable(n, nonneg=True)
     if data.divergence == "chi2":
         ball = cp.sum(cp.multiply(1.0 / data.q, cp.square(p - data.q))) <= 2.0 * data.radius
     else:
         ball = cp.sum(cp.kl_div(p, data.q)) <= data.radius
-    near = losses @ p >= robust - _TIE_SLACK * max(1.0, abs(robust))
+    slack = _TIE_SLACK * max(1.0, abs(robust))
+    near = losses @ p >= robust - 0.5 * slack
     smallest = cp.Problem(cp.Minimize(cp.norm(G.T @ p + shift, "inf")),
                           [cp.sum(p) == 1.0, ball, near])
     try:
         _solve_quietly(smallest)
     except cp.error.SolverError:
         return result
-    if smallest.status != cp.OPTIMAL or p.value is None:
+    if smallest.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or p.value is None:
         return result
-    grad_max = _sup(G.T @ p.value + shift)
+    p_found = _into_ball(p.value, data.q, data.divergence, data.radius)
+    if p_found is None or losses @ p_found < robust - slack:
+        return result
+    grad_max = _sup(G.T @ p_found + shift)
     if grad_max < result.grad_max or math.isnan(result.grad_max):
-        return Result(result.theta, result.n_iter, grad_max <= tol, grad_max)
+        return replace(result, converged=grad_max <= tol, grad_max=grad_max)
     return result
 
 
@@ -339,7 +379,7 @@ def dynamic_sgd(
     support = np.flatnonzero(problem.q > 0)
     n = support.size
     shuffled = problem.subset(rng.permutation(support))
-    row_sq = row_norms(shuffled.X, squared=True) + float(problem.fit_intercept)
+    row_sq = shuffled.row_sq()
     pairs: list = []
     eta, it = None, 0
     started = problem.radius == 0.0  # the radius-0 problem is smooth everywhere
@@ -490,15 +530,17 @@ def max_loss(
     losses, _ = data.losses(theta)
     n, (d, k) = losses.size, (data.X.shape[1], data.n_outputs)
     working = np.argsort(-losses, kind="stable")[: min(n, max(2 * (data.n_params + 1), 16))]
+    root_ridge = np.sqrt(np.broadcast_to(data.ridge, (d, k)))
     while True:
-        X_set = _dense(data.X[working])
+        X_set = data.dense_features(working)
         W, t = cp.Variable((d, k)), cp.Variable()
         Z = X_set @ W
         if data.fit_intercept:
             b = cp.Variable(k)
             Z = Z + np.ones((working.size, 1)) @ cp.reshape(b, (1, k), order="C")
         epigraph = convex_loss(data.loss, Z, data.T[working]) <= t
-        conic = cp.Problem(cp.Minimize(t + 0.5 * data.alpha * cp.sum_squares(W)), [epigraph])
+        penalty = 0.5 * cp.sum_squares(cp.multiply(root_ridge, W))
+        conic = cp.Problem(cp.Minimize(t + penalty), [epigraph])
         try:
             _solve_quietly(conic, **_CLARABEL_TOLERANCES)
         except cp.error.SolverError:
@@ -525,9 +567,9 @@ def max_loss(
     weights[working] = np.maximum(np.asarray(epigraph.dual_value, dtype=float).ravel(), 0.0)
     total = weights.sum()
     if not total > 0:
-        return Result(theta, n_iter, False)
+        return Result(theta, n_iter, False, n_outside=excess.size)
     grad_max = _sup(data.weighted_gradient(theta, weights / total, dZ))
-    result = Result(theta, n_iter, excess.size == 0 and grad_max <= tol, grad_max)
+    result = Result(theta, n_iter, excess.size == 0 and grad_max <= tol, grad_max, excess.size)
     if excess.size or result.converged:
         return result
     # The multipliers are only as accurate as the conic solve, which on badly scaled

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from scipy.optimize import minimize_scalar
 from sklearn.datasets import load_breast_cancer, load_iris
-from sklearn.exceptions import ConvergenceWarning
+from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.linear_model import Ridge
 from sklearn.utils.estimator_checks import check_non_transformer_estimators_n_iter
 
@@ -18,10 +18,12 @@ from skrate import (
     robust_loss,
     worst_case_weights,
 )
-from skrate._divergence import _dual, _worst_case
+from skrate._divergence import _dual, _into_ball, _worst_case
 from skrate._dro_losses import LOSSES
 from skrate._dro_solvers import (
     LinearDRO,
+    Result,
+    _certify,
     _two_loop,
     dual_lbfgs,
     dynamic_sgd,
@@ -203,6 +205,32 @@ def test_inner_maximiser_rejects_bad_input(bad, match):
     kwargs.update(bad)
     with pytest.raises(ValueError, match=match):
         worst_case_weights(**kwargs)
+
+
+@pytest.mark.parametrize("divergence", ["chi2", "kl"])
+def test_into_ball_makes_a_nearly_feasible_distribution_a_point_of_the_ball(divergence):
+    rng = np.random.default_rng(17)
+    q = rng.dirichlet(np.ones(30))
+    radius = 0.2
+    inside = worst_case_weights(rng.exponential(size=30), divergence, radius, q)
+    # A point of the ball is kept (up to the simplex normalisation).
+    np.testing.assert_allclose(_into_ball(inside, q, divergence, radius), inside, atol=1e-15)
+    # Pushed out of the ball and off the simplex, with a rounding-size negative entry.
+    outside = 1.2 * (inside + 0.5 * (inside - q))
+    outside[np.argmin(outside)] = -1e-12
+    assert _divergence(np.maximum(outside, 0) / np.maximum(outside, 0).sum(), q,
+                       divergence) > radius
+    p = _into_ball(outside, q, divergence, radius)
+    assert p.min() >= 0 and p.sum() == pytest.approx(1.0, abs=1e-12)
+    assert _divergence(p, q, divergence) <= radius * (1 + 1e-12)
+    # It moved along the segment towards q; for chi2 exactly to the boundary.
+    start = np.maximum(outside, 0) / np.maximum(outside, 0).sum()
+    keep = (p - q) / (start - q)
+    assert 0 < keep[0] < 1
+    np.testing.assert_allclose(keep, keep[0], rtol=1e-8)
+    if divergence == "chi2":
+        assert _divergence(p, q, divergence) == pytest.approx(radius, rel=1e-12)
+    assert _into_ball(np.zeros(30), q, divergence, radius) is None
 
 
 # ---------------------------------------------------------------- solvers
@@ -617,6 +645,122 @@ def test_lbfgs_stall_is_not_convergence():
     assert dual_lbfgs(problem, np.zeros(problem.n_params), 5000, 0.0).converged is False
 
 
+@pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
+def test_constant_optimum_certified_by_an_inaccurate_conic_solve(solver):
+    # Random labels: the robust optimum is coef_ = 0, where all losses tie. The conic
+    # search for the smallest subgradient ends OPTIMAL_INACCURATE here, and its answer,
+    # checked, certifies the optimum.
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(1000, 10)), rng.integers(0, 2, 1000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        clf = DROClassifier(radius=0.5, solver=solver, random_state=0).fit(X, y)
+    np.testing.assert_allclose(clf.coef_, 0.0, atol=1e-8)
+    assert clf.objective_ == pytest.approx(np.log(2), rel=1e-10)
+
+
+def test_certificate_checks_the_distribution_of_an_inaccurate_solve(monkeypatch):
+    # At theta = 0 all logistic losses tie, and a distribution of the ball zeroes the
+    # gradient: the real solve certifies the point.
+    X, y = np.random.default_rng(0).normal(size=(20, 2)), np.arange(20) % 2
+    problem = LinearDRO(X, y.astype(float), LOSSES["logistic"], np.full(20, 1 / 20), "chi2",
+                        0.1, 1e-3, 1, True)
+    stalled = Result(np.zeros(problem.n_params), 5, False, 1.0)
+    certified = _certify(problem, stalled, 1e-4)
+    assert certified.converged and certified.grad_max <= 1e-4
+    solve = _dro_solvers._solve_quietly
+
+    def inaccurate(conic, **options):
+        # The base distribution q: in the ball, but its gradient (plain logistic
+        # regression's at 0) is far from 0, whatever the solver's own value says.
+        solve(conic, **options)
+        conic._status = cp.OPTIMAL_INACCURATE
+        conic.variables()[0].value = np.full(20, 1 / 20)
+
+    monkeypatch.setattr(_dro_solvers, "_solve_quietly", inaccurate)
+    rejected = _certify(problem, stalled, 1e-4)
+    _, dZ = problem.losses(stalled.theta)
+    at_q = np.abs(problem.weighted_gradient(stalled.theta, problem.q, dZ)).max()
+    assert at_q > 1e-2
+    assert not rejected.converged and rejected.grad_max == pytest.approx(at_q)
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
+@pytest.mark.parametrize("scale", [1e-5, 1e5])
+def test_rescaled_target_gives_the_rescaled_fit(solver, scale):
+    # Small targets once stopped at coef_ = 0 (the start passed an absolute gradient
+    # test); large ones warned although the fit was fine.
+    rng = np.random.default_rng(18)
+    X = rng.normal(size=(500, 3))
+    y = X @ [1.0, -1.0, 0.5] + 2.0 + 0.3 * rng.normal(size=500)
+    kw = dict(radius=0.1, solver=solver, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        reference = DRORegressor(**kw).fit(X, y)
+        scaled = DRORegressor(**kw).fit(X, scale * y)
+    np.testing.assert_allclose(scaled.coef_ / scale, reference.coef_, rtol=1e-3)
+    assert scaled.intercept_ / scale == pytest.approx(reference.intercept_, rel=1e-3)
+    assert scaled.objective_ / scale**2 == pytest.approx(reference.objective_, rel=1e-3)
+    np.testing.assert_allclose(scaled.sample_weights_, reference.sample_weights_, atol=1e-6)
+
+
+@pytest.mark.parametrize("Estimator", [DROClassifier, DRORegressor])
+@pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
+def test_rescaled_features_give_the_rescaled_fit(Estimator, solver):
+    # Without a penalty, scaling feature j by s_j divides its coefficient by s_j and
+    # changes nothing else; small features once ended near coef_ = 0 as "converged".
+    rng = np.random.default_rng(19)
+    X = rng.normal(size=(600, 3))
+    score = X @ [1.0, -1.0, 0.5] + 0.5 * rng.normal(size=600)
+    y = (score > 0).astype(int) if Estimator is DROClassifier else score
+    s = np.array([1e-4, 1.0, 1e3])
+    kw = dict(radius=0.2, alpha=0.0, solver=solver, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        reference = Estimator(**kw).fit(X, y)
+        scaled = Estimator(**kw).fit(X * s, y)
+    np.testing.assert_allclose(scaled.coef_ * s, reference.coef_, rtol=1e-3)
+    np.testing.assert_allclose(scaled.intercept_, reference.intercept_, rtol=1e-3, atol=1e-4)
+    assert scaled.objective_ == pytest.approx(reference.objective_, rel=1e-6)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_constant_feature_is_left_to_the_intercept(sparse):
+    # Standardising must not blow the rounding left of a constant column up to a feature.
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(22)
+    X = rng.normal(size=(200, 3))
+    y = X @ [1.0, 2.0, 3.0] + 0.1 * rng.normal(size=200)
+    with_constant = np.c_[X, np.full(200, 1e6 + 0.1)]
+    container = sp.csr_matrix if sparse else np.asarray
+    reference = DRORegressor(tol=1e-8).fit(container(X), y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        reg = DRORegressor(tol=1e-8).fit(container(with_constant), y)
+    np.testing.assert_allclose(reg.coef_[:3], reference.coef_, rtol=1e-6)
+    np.testing.assert_allclose(reg.predict(container(with_constant)),
+                               reference.predict(container(X)), rtol=1e-6, atol=1e-6)
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
+def test_unfinished_working_set_is_the_reason_given(solver):
+    # At max_iter the max-loss path's gradient test passes on its working set, but
+    # losses outside the set still exceed the set's maximum.
+    rng = np.random.default_rng(20)
+    X = rng.normal(size=(300, 5))
+    y = X @ rng.normal(size=5) + rng.normal(size=300)
+    with pytest.warns(ConvergenceWarning, match="stopped at max_iter=1") as record:
+        DRORegressor(radius=1000, max_iter=1, solver=solver).fit(X, y)
+    message = str(record[0].message)
+    assert "samples outside the working set" in message and "passed on the set" in message
+    assert "before the gradient test" not in message and "increase max_iter" in message
+    problem = LinearDRO(X, y, LOSSES["squared"], np.full(300, 1 / 300), "chi2", 1000.0,
+                        1e-3, 1, True)
+    result = _dro_solvers.max_loss(problem, np.zeros(problem.n_params), 1, 1e-4)
+    assert not result.converged and result.n_outside > 0 and result.grad_max <= 1e-4
+
+
 @pytest.mark.parametrize("Estimator", [DROClassifier, DRORegressor])
 @pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
 def test_unconverged_fit_warns_naming_max_iter_and_tol(Estimator, solver):
@@ -664,6 +808,23 @@ def test_nan_input_and_bad_weights_are_rejected(Estimator):
     np.testing.assert_array_equal(X, X_before)
 
 
+def test_failed_refit_leaves_the_estimator_unfitted():
+    rng = np.random.default_rng(21)
+    X = rng.normal(size=(60, 3))
+    y = np.where(X[:, 0] > 0, "spam", "ham")
+    clf = DROClassifier().fit(X, y)
+    with pytest.raises(ValueError, match="only one class"):
+        clf.fit(X, np.full(60, "ham"))
+    reg = DRORegressor().fit(X[:, :2], X[:, 0])
+    # Validation passes for the new X (3 features), then the weights fail.
+    with pytest.raises(ValueError, match="[Nn]egative"):
+        reg.fit(X, X[:, 0], sample_weight=np.r_[-1.0, np.ones(59)])
+    for est in (clf, reg):
+        assert not [k for k in vars(est) if k.endswith("_") and not k.startswith("__")]
+        with pytest.raises(NotFittedError):
+            est.predict(X)
+
+
 def test_single_class_is_a_clear_error():
     with pytest.raises(ValueError, match=r"at least 2 classes.*only one class: 0\.0\.$"):
         DROClassifier().fit(np.ones((5, 2)), np.zeros(5))
@@ -678,7 +839,7 @@ def test_zero_weight_equals_removal(solver):
     y = X @ [1.0, 0.0, -1.0] + rng.normal(size=120)
     sw = np.ones(120)
     sw[:20] = 0.0
-    kw = dict(solver=solver, radius=0.3, alpha=0.01, tol=1e-9, max_iter=5000,
+    kw = dict(solver=solver, radius=0.3, alpha=0.01, tol=1e-8, max_iter=5000,
               initial_sample_size=16, random_state=0)
     weighted = DRORegressor(**kw).fit(X, y, sample_weight=sw)
     removed = DRORegressor(**kw).fit(X[20:], y[20:])
