@@ -151,7 +151,10 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
     def predict(self, X, *, solution: str | None = None) -> np.ndarray:
         """Labels. For a stochastic solution each row's label is drawn with its probability
         from a uniform number that is a hash of the row, so predictions are reproducible
-        across calls and processes while, over many rows, following the mixture.
+        across calls and processes while, over many rows, following the mixture. Copies of
+        a row within ``X`` (discrete features) draw along a low-discrepancy sequence from
+        that number, so the fraction of them predicted 1 matches their probability (see
+        :func:`skrate.solutions.row_uniforms`).
 
         Parameters
         ----------

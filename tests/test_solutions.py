@@ -112,10 +112,23 @@ def test_row_uniforms_of_rows_with_text():
     u = row_uniforms(X, seed=1)
     short = np.flatnonzero(X[:, 0] == "u")
     np.testing.assert_array_equal(u[short], row_uniforms(X[short], seed=1))  # independent of the batch's widest text
-    same = (X[:, 0] == X[0, 0]) & (X[:, 1] == X[0, 1])
-    assert np.unique(u[same]).size == 1  # equal rows, equal draws
-    assert np.unique(u).size == np.unique(X.astype(str), axis=0).shape[0]  # distinct rows, distinct draws
+    rows, first = np.unique(X.astype(str), axis=0, return_index=True)
+    np.testing.assert_array_equal(row_uniforms(X[np.sort(first)], seed=1), u[np.sort(first)])  # a row's own draw
+    assert np.unique(u).size == X.shape[0]  # repeats of a row draw anew
     assert not np.array_equal(u, row_uniforms(X, seed=2))
+
+
+def test_repeated_rows_realise_their_probability():
+    rng = np.random.default_rng(3)
+    X = rng.integers(0, 4, size=(6000, 2)).astype(float)  # 16 distinct rows, each about 375 times
+    p = 0.1 + 0.05 * X.sum(axis=1)
+    u = row_uniforms(X, seed=7)
+    cells = np.unique(X, axis=0, return_inverse=True)[1].ravel()
+    counts = np.bincount(cells)
+    realised = np.bincount(cells, weights=(u < p)) / counts
+    # the golden-ratio sequence spreads the copies: each cell's fraction is within ~1/count of p
+    assert np.all(np.abs(realised - np.bincount(cells, weights=p) / counts) <= 2.0 / counts)
+    np.testing.assert_array_equal(u, row_uniforms(X.copy(), seed=7))  # the same X, the same draws
 
 
 def test_row_uniforms_read_numbers_by_value_not_dtype():
@@ -131,7 +144,12 @@ def test_row_uniforms_read_numbers_by_value_not_dtype():
     w = row_uniforms(mixed, seed=1)
     small = np.flatnonzero(ints < 10)
     np.testing.assert_array_equal(w[small], u[small])
-    np.testing.assert_array_equal(w[small[::-1]], row_uniforms(mixed[small[::-1]], seed=1))
+    # reversed, repeated rows trade draws among themselves: each row keeps the same multiset
+    reversed_draws = row_uniforms(mixed[small[::-1]], seed=1)[::-1]
+    for value in np.unique(ints[small]):
+        for t in ("u", "v"):
+            cell = (ints[small] == value) & (text[small] == t)
+            np.testing.assert_array_equal(np.sort(reversed_draws[cell]), np.sort(w[small][cell]))
     # numbers in an object array draw as in a numeric array
     np.testing.assert_array_equal(row_uniforms(ints.astype(object)), row_uniforms(ints.astype(float)))
 

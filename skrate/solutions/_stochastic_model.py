@@ -57,6 +57,12 @@ def row_uniforms(X, seed: int = 0) -> np.ndarray:
     The same row gets the same number in every call and every process; distinct rows get
     (pseudo-)independent numbers. Numbers are hashed by their float64 bytes, whatever their
     dtype; other entries (text, categories) by their text. Loops over columns, never over rows.
+
+    A row repeated within ``X`` (discrete features) would otherwise draw the same number every
+    time, so all its copies would get the same decision. Its ``k``-th repeat takes the ``k``-th
+    point of the golden-ratio sequence ``frac(u + k (sqrt(5) - 1) / 2)`` started at its number
+    ``u``: among ``m`` copies the fraction of draws below ``p`` is then within about ``1 / m``
+    of ``p``. The first copy keeps ``u``, and the same ``X`` gives the same numbers.
     """
     X = np.asarray(X)
     if X.ndim == 1:
@@ -69,7 +75,21 @@ def row_uniforms(X, seed: int = 0) -> np.ndarray:
         h = np.full(X.shape[0], _mix(np.array([seed], dtype=np.uint64) + _GOLDEN)[0], dtype=np.uint64)
         for j, words in enumerate(columns):
             h = _mix(h ^ (words + _GOLDEN * np.uint64(j + 1)))
-    return (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    u = (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
+    return np.mod(u + _repeat_index(h) * _PHI, 1.0)
+
+
+_PHI = (np.sqrt(5.0) - 1.0) / 2.0
+
+
+def _repeat_index(h: np.ndarray) -> np.ndarray:
+    """How many earlier rows of the batch share each row's hash (0 for a first occurrence)."""
+    order = np.argsort(h, kind="stable")
+    first = np.r_[True, h[order][1:] != h[order][:-1]]
+    position = np.arange(h.shape[0])
+    rank = np.empty(h.shape[0], dtype=np.int64)
+    rank[order] = position - np.maximum.accumulate(np.where(first, position, 0))
+    return rank
 
 
 class StochasticModel:
