@@ -457,6 +457,19 @@ class ConstrainedClassifier(RateClassifierBase):
               for name, part in parts.items()}
         on_train = on["train"]
         on_held = on.get("held_out", [np.nan] * len(on_train))
+        # a ratio's linear form holds trivially when its denominator is 0 (precision of a model
+        # that predicts no positives): met in form, undefined in fact
+        undefined = [str(c) for c, v in zip(self.constraints_, on.get("held_out", on_train)) if np.isnan(v)]
+        if undefined:
+            if self.solution == "m_stochastic":
+                self.feasible_ = False
+            warnings.warn(
+                f"The {self.solution} solution leaves {undefined} undefined on the "
+                f"{'held-out' if held is not None else 'training'} data: the ratio's denominator is 0 (e.g. "
+                "no positive predictions in its slice), so only its linear form holds. No trained model met it "
+                "with positives predicted there: loosen it, or train longer (max_iter) or with a larger model.",
+                InfeasibleConstraintsWarning, stacklevel=4,
+            )
         rows = [{"constraint": str(c), "margin": mg, "train": a, "held_out": b}
                 for c, mg, a, b in zip(self.constraints_, self.margins_, on_train, on_held)]
         try:

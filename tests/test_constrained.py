@@ -147,6 +147,15 @@ def test_infeasible_problem_warns_with_smallest_violation():
     assert "No classifier at all" not in message and "train longer (max_iter) or with a larger model" in message
 
 
+def test_a_ratio_met_only_by_predicting_no_positives_is_reported_undefined():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(1000, 2)), (rng.random(1000) < 0.3).astype(int)  # labels the features cannot tell
+    with pytest.warns(InfeasibleConstraintsWarning, match=r"leaves \['precision >= 0.9'\] undefined"):
+        clf = ConstrainedClassifier("precision >= 0.9", max_iter=200, random_state=0).fit(X, y)
+    assert clf.predict_proba(X)[:, 1].sum() == 0 and not clf.feasible_
+    assert np.isnan(clf.fit_report_["train"].iloc[0])
+
+
 def test_groups_from_dataframe_columns_and_dict_agree():
     X, y, g = _fair_data(n=800)
     frame = pd.DataFrame(X, columns=[f"x{k}" for k in range(4)])
