@@ -1,26 +1,61 @@
-"""Euclidean projection onto the capped simplex {w in [0, 1]^n : sum(w) = h}."""
+"""Euclidean projection onto the capped simplex, optionally with a floor per group.
+
+The set is ``{w in [0, 1]^n : sum(w) = h}``, intersected with
+``{sum_{i in group k} w_i >= floors[k]}`` when groups are given.
+"""
 
 from __future__ import annotations
 
 import numpy as np
 
 
-def project_capped_simplex(v: np.ndarray, h: float) -> np.ndarray:
+def _shift(v: np.ndarray, h: float, cap: np.ndarray | float = np.inf) -> float:
+    """The shift ``tau`` with ``sum_i clip(v_i - min(tau, cap_i), 0, 1) = h``.
+
+    The sum is continuous, piecewise linear and non-increasing in ``tau``: entry
+    ``i`` has slope -1 between ``min(v_i - 1, cap_i)`` and ``min(v_i, cap_i)`` and 0
+    elsewhere. It is evaluated at all ``2n`` sorted breakpoints at once by a
+    cumulative sum of slope times gap, and ``tau`` interpolated on the bracketing
+    segment: ``O(n log n)`` with no Python loop over entries.
+    """
+    n = v.shape[0]
+    breaks = np.concatenate([np.minimum(v - 1.0, cap), np.minimum(v, cap)])
+    order = np.argsort(breaks, kind="stable")
+    t = breaks[order]
+    slope = np.cumsum(np.where(order < n, -1.0, 1.0))
+    g = n + np.concatenate([[0.0], np.cumsum(slope[:-1] * np.diff(t))])
+    # g is non-increasing from n (at the first breakpoint); bracket h
+    j = int(np.searchsorted(-g, -h, side="left"))
+    j = min(max(j, 1), 2 * n - 1)
+    t_lo, t_hi, g_lo, g_hi = t[j - 1], t[j], g[j - 1], g[j]
+    return t_hi if g_lo <= g_hi else t_lo + (g_lo - h) * (t_hi - t_lo) / (g_lo - g_hi)
+
+
+def project_capped_simplex(
+    v: np.ndarray,
+    h: float,
+    groups: np.ndarray | None = None,
+    floors: np.ndarray | None = None,
+) -> np.ndarray:
     """Project ``v`` onto the capped simplex ``{w : 0 <= w_i <= 1, sum_i w_i = h}``.
 
-    The projection is ``w_i = clip(v_i - tau, 0, 1)`` for the unique shift ``tau``
-    with ``sum_i clip(v_i - tau, 0, 1) = h``. That sum is continuous, piecewise
-    linear and non-increasing in ``tau`` with breakpoints at ``v_i`` and
-    ``v_i - 1``; it is evaluated at all ``2n`` sorted breakpoints at once by a
-    cumulative sum of slope times gap, and ``tau`` is interpolated on the
-    bracketing segment: ``O(n log n)`` with no Python loop over entries.
+    Without groups the projection is ``w_i = clip(v_i - tau, 0, 1)`` for the unique
+    shift ``tau`` with ``sum_i clip(v_i - tau, 0, 1) = h``. With a floor ``m_k`` of
+    mass on each group ``k``, the KKT conditions give each group the shift
+    ``min(tau, t_k)``, where ``t_k`` is the shift putting mass ``m_k`` on the group
+    alone: a group whose mass at ``tau`` would fall below its floor is held at it.
+    Each shift is found from the sorted breakpoints in ``O(n log n)``.
 
     Parameters
     ----------
     v : ndarray of shape (n,)
         Point to project. Not modified.
     h : float
-        Total mass, ``0 <= h <= n``.
+        Total mass, ``sum(floors) <= h <= n``.
+    groups : ndarray of int of shape (n,), default=None
+        Group index ``0 .. n_groups - 1`` of each entry.
+    floors : ndarray of shape (n_groups,), default=None
+        Least mass of each group, at most the group's size. Needs ``groups``.
 
     Returns
     -------
@@ -35,24 +70,20 @@ def project_capped_simplex(v: np.ndarray, h: float) -> np.ndarray:
     """
     v = np.asarray(v, dtype=float).ravel()
     n = v.shape[0]
-    if not 0 <= h <= n:
-        raise ValueError(f"The capped simplex needs 0 <= h <= n; got h={h} for n={n}.")
-    if h == 0:
-        return np.zeros(n)
+    least = 0.0 if floors is None else float(np.sum(floors))
+    if not least <= h <= n:
+        raise ValueError(
+            f"The capped simplex needs sum(floors) <= h <= n; got h={h} for n={n}"
+            + (f" and sum(floors)={least}." if floors is not None else ".")
+        )
     if h == n:
         return np.ones(n)
-
-    # Passing tau = v_i - 1 moves entry i from 1 into the linear part (slope -1);
-    # passing tau = v_i moves it to 0 (slope back +1). One sort of the 2n
-    # breakpoints, then the mass at each is n + cumsum(slope * gap).
-    breaks = np.concatenate([v - 1.0, v])
-    order = np.argsort(breaks, kind="stable")
-    t = breaks[order]
-    slope = np.cumsum(np.where(order < n, -1.0, 1.0))
-    g = n + np.concatenate([[0.0], np.cumsum(slope[:-1] * np.diff(t))])
-    # g is non-increasing from n (at min(v) - 1) to 0 (at max(v)); bracket h
-    j = int(np.searchsorted(-g, -h, side="left"))
-    j = min(max(j, 1), 2 * n - 1)
-    t_lo, t_hi, g_lo, g_hi = t[j - 1], t[j], g[j - 1], g[j]
-    tau = t_hi if g_lo <= g_hi else t_lo + (g_lo - h) * (t_hi - t_lo) / (g_lo - g_hi)
-    return np.clip(v - tau, 0.0, 1.0)
+    cap = np.inf
+    if floors is not None:
+        group_cap = np.full(len(floors), np.inf)
+        for k in np.flatnonzero(np.asarray(floors) > 0):
+            group_cap[k] = _shift(v[groups == k], float(floors[k]))
+        cap = group_cap[groups]
+    elif h == 0:
+        return np.zeros(n)
+    return np.clip(v - np.minimum(_shift(v, h, cap), cap), 0.0, 1.0)

@@ -14,22 +14,23 @@ import numpy as np
 __all__ = ["elastic_net_penalty", "prox_elastic_net", "soft_threshold"]
 
 
-def soft_threshold(v: np.ndarray, threshold: float) -> np.ndarray:
+def soft_threshold(v: np.ndarray, threshold: float | np.ndarray) -> np.ndarray:
     """Soft-thresholding, the proximal operator of ``threshold * ||.||_1``.
 
     Parameters
     ----------
     v : ndarray
         Point to shrink.
-    threshold : float
-        Non-negative threshold.
+    threshold : float or ndarray broadcastable to ``v``
+        Non-negative threshold; an array gives each coordinate its own (the prox of
+        a weighted L1 norm).
 
     Returns
     -------
     ndarray
         ``sign(v) * max(|v| - threshold, 0)``, a new array.
     """
-    if threshold < 0:
+    if np.any(np.asarray(threshold) < 0):
         raise ValueError(f"threshold must be non-negative, got {threshold}.")
     return np.sign(v) * np.maximum(np.abs(v) - threshold, 0.0)
 
@@ -53,7 +54,9 @@ def elastic_net_penalty(w: np.ndarray, alpha: float, l1_ratio: float) -> float:
     return float(alpha * (l1_ratio * np.abs(w).sum() + 0.5 * (1.0 - l1_ratio) * (w @ w)))
 
 
-def prox_elastic_net(v: np.ndarray, step: float, alpha: float, l1_ratio: float) -> np.ndarray:
+def prox_elastic_net(
+    v: np.ndarray, step: float | np.ndarray, alpha: float, l1_ratio: float
+) -> np.ndarray:
     """Proximal operator of ``step`` times the elastic-net penalty.
 
     Solves ``argmin_w ||w - v||^2 / 2 + step * elastic_net_penalty(w, alpha, l1_ratio)``,
@@ -63,8 +66,9 @@ def prox_elastic_net(v: np.ndarray, step: float, alpha: float, l1_ratio: float) 
     ----------
     v : ndarray
         Point to map.
-    step : float
-        Step size (>= 0).
+    step : float or ndarray broadcastable to ``v``
+        Step size (>= 0); an array gives each coordinate its own, which is the
+        prox of a coordinate-weighted penalty.
     alpha : float
         Overall penalty strength (>= 0).
     l1_ratio : float

@@ -6,7 +6,11 @@ The problem, for a linear model ``s_i = x_i @ W + b`` with per-sample loss
     min_{W, b, w}  (1 / h) * sum_i w_i f_i(W, b) + alpha * R(W)
     s.t.           w in Delta_h = {w in [0, 1]^n : sum(w) = h}
 
-Plain functions over arrays; no scikit-learn here.
+optionally with a least kept weight per group of samples (per class). The solvers
+work on preconditioned columns ``Z = (X - offset) / scale`` (see
+:func:`column_scaling`); the penalty is then taken of ``W / scale``, the
+coefficients in the original units, so the minimiser is that of the problem in
+``X``. Plain functions over arrays; no scikit-learn estimators here.
 """
 
 from __future__ import annotations
@@ -79,8 +83,8 @@ def penalty_value(penalty: str, W: np.ndarray) -> float:
     return 0.0
 
 
-def penalty_prox(penalty: str, W: np.ndarray, t: float) -> np.ndarray:
-    """Prox of ``t * R`` at ``W``."""
+def penalty_prox(penalty: str, W: np.ndarray, t: float | np.ndarray) -> np.ndarray:
+    """Prox of ``t * R`` at ``W``; an array ``t`` weights each coordinate."""
     if penalty in _L1_RATIO:
         return prox_elastic_net(W, t, 1.0, _L1_RATIO[penalty])
     if penalty == "l0":
@@ -89,9 +93,46 @@ def penalty_prox(penalty: str, W: np.ndarray, t: float) -> np.ndarray:
 
 
 # ------------------------------------------------------------------------ the model
+def column_scaling(X: np.ndarray, fit_intercept: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Offset and scale of each column, for the solvers to work on ``(X - offset) / scale``.
+
+    First-order steps are set by the largest curvature, so columns on very
+    different scales (an income next to an age) leave the small-scale directions
+    and the intercept nearly still. The offset is the mean with an intercept
+    (which absorbs it; 0 without), the scale the root mean square of ``X -
+    offset``: the diagonal of the curvature then is 1. Both are taken of the column
+    clipped at Tukey's far-out fences (quartiles -/+ 3 interquartile ranges): a few
+    gross values (sentinel codes, unit errors), which the trimmed fit leaves out,
+    would otherwise set the scale and squeeze the spread of the rest to nearly
+    nothing. A column whose quartiles coincide (mostly one value) is not
+    clipped; a constant one is scaled by 1.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+    fit_intercept : bool
+
+    Returns
+    -------
+    offset, scale : ndarray of shape (n_features,)
+    """
+    q1, q3 = np.percentile(X, [25, 75], axis=0)
+    iqr = q3 - q1
+    clipped = np.where(iqr > 0, np.clip(X, q1 - 3.0 * iqr, q3 + 3.0 * iqr), X)
+    offset = clipped.mean(axis=0) if fit_intercept else np.zeros(X.shape[1])
+    scale = np.sqrt(np.mean((clipped - offset) ** 2, axis=0))
+    return offset, np.where(np.ptp(X, axis=0) > 0, scale, 1.0)
+
+
 @dataclass
 class TrimmedProblem:
-    """Data and model of a trimmed linear M-estimation problem."""
+    """Data and model of a trimmed linear M-estimation problem.
+
+    ``coef_scale`` (default ones): the penalty applies to ``W / coef_scale``, the
+    coefficients for the columns ``X * coef_scale`` (with ``X`` preconditioned by
+    :func:`column_scaling`, the original units). ``groups`` and ``floors``: each
+    group ``k`` of samples keeps a weight of at least ``floors[k]``.
+    """
 
     X: np.ndarray
     Y: np.ndarray
@@ -100,10 +141,15 @@ class TrimmedProblem:
     penalty: str = "l2"
     alpha: float = 0.0
     fit_intercept: bool = True
+    coef_scale: np.ndarray | None = None
+    groups: np.ndarray | None = None
+    floors: np.ndarray | None = None
     n_scores: int = field(init=False)
 
     def __post_init__(self):
         self.n_scores = self.Y.shape[1] if self.loss == "multinomial" else 1
+        if self.coef_scale is None:
+            self.coef_scale = np.ones(self.X.shape[1])
 
     def scores(self, W, b):
         return self.X @ W + b
@@ -111,9 +157,69 @@ class TrimmedProblem:
     def losses(self, W, b):
         return linear_loss(self.loss, self.scores(W, b), self.Y)[0]
 
+    def penalty_value(self, W) -> float:
+        """``R`` of the coefficients in the original units, ``W / coef_scale``."""
+        return penalty_value(self.penalty, W / self.coef_scale[:, None])
+
+    def prox(self, W, t: float):
+        """Prox of ``t * alpha * R(W / s)``: per coordinate ``s * prox_{t alpha R / s^2}(W / s)``.
+
+        ``R`` being separable, the substitution ``W = s V`` turns it into the prox of
+        ``R`` with a step weighted per coordinate.
+        """
+        s = self.coef_scale[:, None]
+        return s * penalty_prox(self.penalty, W / s, t * self.alpha / (s * s))
+
     def objective(self, W, b, w) -> float:
         """``(1/h) sum_i w_i f_i + alpha R(W)``."""
-        return float(w @ self.losses(W, b)) / self.h + self.alpha * penalty_value(self.penalty, W)
+        return float(w @ self.losses(W, b)) / self.h + self.alpha * self.penalty_value(W)
+
+    def keep_smallest(self, losses: np.ndarray) -> np.ndarray:
+        """The exact minimiser over the weights: 1 on the ``h`` smallest losses.
+
+        With floors the problem is a linear program over a polymatroid, solved
+        greedily: each group's ``floors[k]`` smallest losses first, then the
+        smallest of the rest.
+        """
+        h = round(self.h)
+        w = np.zeros(losses.shape[0])
+        if self.floors is None:
+            if h > 0:
+                w[np.argpartition(losses, h - 1)[:h]] = 1.0
+            return w
+        order = np.lexsort((losses, self.groups))  # by group, then by loss
+        g = self.groups[order]
+        counts = np.bincount(g, minlength=len(self.floors))
+        rank = np.arange(order.size) - (np.cumsum(counts) - counts)[g]  # within its group
+        w[order[rank < self.floors[g]]] = 1.0
+        rest = np.flatnonzero(w == 0)
+        m = h - int(w.sum())
+        if m > 0:
+            w[rest[np.argpartition(losses[rest], m - 1)[:m]]] = 1.0
+        return w
+
+    def project(self, v: np.ndarray) -> np.ndarray:
+        """Euclidean projection onto the weights' set."""
+        return project_capped_simplex(v, self.h, self.groups, self.floors)
+
+    def start_intercept(self) -> np.ndarray:
+        """Intercept of SMART's start, ``W = 0``.
+
+        For the squared loss the trimmed location (the mean of the ``h`` values of
+        ``Y`` with the least spread, the best intercept at ``W = 0``): unlike the
+        mean of all of ``Y``, outliers do not move it towards themselves. 0 for the
+        classification losses.
+        """
+        b = np.zeros(self.n_scores)
+        if self.fit_intercept and self.loss == "squared":
+            h = round(self.h)
+            med = np.median(self.Y)
+            ys = np.sort(self.Y - med)  # centred: no cancellation in s2 - s1^2 / h
+            c1 = np.concatenate([[0.0], np.cumsum(ys)])
+            c2 = np.concatenate([[0.0], np.cumsum(ys * ys)])
+            s1, s2 = c1[h:] - c1[:-h], c2[h:] - c2[:-h]
+            b[0] = med + s1[np.argmin(s2 - s1 * s1 / h)] / h
+        return b
 
     def lipschitz(self) -> tuple[float, float]:
         """Lipschitz constants of the gradient in ``(W, b)`` of the smooth part.
@@ -150,14 +256,6 @@ class TrimmedFit:
     converged: bool = False
 
 
-def _keep_smallest(losses: np.ndarray, h: int) -> np.ndarray:
-    """Indicator of the ``h`` smallest losses: the exact minimiser over the weights."""
-    w = np.zeros(losses.shape[0])
-    if h > 0:
-        w[np.argpartition(losses, h - 1)[:h]] = 1.0
-    return w
-
-
 # ---------------------------------------------------------------------------- SMART
 def smart(
     problem: TrimmedProblem,
@@ -172,6 +270,7 @@ def smart(
     step_size: float | None = None,
     step_scale: float = 1.0,
     step_growth: float = 1.5,
+    polish: bool = True,
 ) -> TrimmedFit:
     """Stochastic variance-reduced block prox-gradient on ``(W, b)`` and ``w``.
 
@@ -179,11 +278,13 @@ def smart(
     reduced gradient: a table of per-sample score derivatives ``dS_i`` (one row per
     sample, ``K`` numbers, not a full gradient) and its weighted aggregate
     ``X^T (w/h * dS)``. "saga" refreshes the rows of the sampled minibatch at each
-    step; "svrg" refreshes the whole table at a snapshot at the start of each
-    epoch (taken in the same pass as the end-of-epoch objective). The ``w`` block takes projected-gradient steps onto the capped simplex;
-    its gradient is the loss vector ``f / h``, read from a table of the latest
-    per-sample losses, so a ``w`` step costs no pass over the data; only the rows
-    whose weight changed update the aggregate.
+    step; "svrg" only between epochs. Both refresh the whole table at the end of
+    each accepted epoch, in the pass that computes the exact objective, so the
+    aggregate is then the exact gradient. The ``w`` block takes
+    projected-gradient steps onto the capped simplex; its gradient is the loss
+    vector ``f / h``, read from a table of the latest per-sample losses, so a
+    ``w`` step costs no pass over the data; only the rows whose weight changed
+    update the aggregate.
 
     ``block="cyclic"`` updates ``(W, b)`` then ``w`` at every iteration;
     ``block="random"`` updates one block per iteration, drawn uniformly.
@@ -202,8 +303,23 @@ def smart(
     step starts from the Lipschitz value above and grows by ``step_growth`` after
     each epoch that lowered the objective; an epoch that raised it is undone, the
     step halved and growth stopped. So the recorded objective is non-increasing.
-    The run ends with the exact weight block on the exact losses when that lowers
-    the objective (``h`` integer).
+
+    Stopping: after an accepted epoch, the run has converged when the norm of the
+    prox-gradient mapping of the ``(W, b)`` block (full gradient at the current
+    weights, step ``1 / L(b)``) is at most ``tol`` times a reference, and the
+    weights are optimal for the exact losses to within ``tol`` (relative) of the
+    weighted loss. The reference is the norm of that mapping at the start
+    (``W = 0``, :meth:`TrimmedProblem.start_intercept`, uniform weights), or the
+    median norm of the per-sample gradients there when smaller. A small decrease
+    of the objective alone is not enough: on a badly conditioned problem it is
+    small far from a solution.
+
+    When ``polish`` is true and an epoch ends with a kept set (``w > 0.5``) seen at
+    the end of an earlier one (it has settled, or the epochs cycle), the ``(W, b)``
+    block is minimised on it exactly by :func:`fit_weighted` (to ``tol`` times
+    the reference, warm-started), then the epochs go on if the test fails. The
+    run ends with the exact weight block on the exact losses when that lowers the
+    objective (``h`` integer).
 
     References
     ----------
@@ -214,7 +330,7 @@ def smart(
     """
     rng = np.random.default_rng() if rng is None else rng
     P = problem
-    X, Y, h, alpha = P.X, P.Y, P.h, P.alpha
+    X, Y, h = P.X, P.Y, P.h
     n, d = X.shape
     K = P.n_scores
     L_full, L_terms = P.lipschitz()
@@ -237,10 +353,10 @@ def smart(
             else n * (bsz - 1) / (bsz * (n - 1)) * L_full + (n - bsz) / (bsz * (n - 1)) * L_terms
         )
         step_size = step_scale / max(L_b, 1e-12)  # all-zero design: any step
-    eta = float(step_size)
+    eta = eta_ref = float(step_size)
 
     W = np.zeros((d, K))
-    b = np.zeros(K)
+    b = P.start_intercept()
     w = np.full(n, h / n)
     loss_tab, D = linear_loss(P.loss, P.scores(W, b), Y)
 
@@ -248,7 +364,24 @@ def smart(
         c = w / h
         return X.T @ (c[:, None] * D), c @ D * fi
 
+    def residual(W, agg_W, agg_b):
+        """Norm of the prox-gradient mapping of the (W, b) block at step eta_ref."""
+        G_W = (W - P.prox(W - eta_ref * agg_W, eta_ref)) / eta_ref
+        return float(np.sqrt(np.sum(G_W * G_W) + np.sum(agg_b * agg_b)))
+
+    def stationary(W, w, agg_W, agg_b, losses):
+        """The stopping test, with the aggregate at the exact gradient."""
+        # the weights' loss exceeds the best weights' by 0 at a block minimiser
+        gap = float(w @ losses - P.keep_smallest(losses) @ losses)
+        return residual(W, agg_W, agg_b) <= tol * ref and gap <= tol * abs(float(w @ losses))
+
     agg_W, agg_b = aggregate(w, D)
+    # Scale of the stopping test: the gradient at the start, or the median norm of
+    # the per-sample gradients there when smaller: a few gross leverage rows can
+    # dominate the former and make every later point look stationary.
+    sample_grad = np.linalg.norm(D, axis=1) * np.sqrt(row_norms(X, squared=True) + fi)
+    res0, typical = residual(W, agg_W, agg_b), float(np.median(sample_grad))
+    ref = min(res0, typical) if typical > 0 else res0
 
     # Exact weight block: the kept set stays optimal while (a bound on) the largest
     # kept loss is <= (a bound on) the smallest trimmed one; the bounds follow the
@@ -265,13 +398,13 @@ def smart(
                     bounds[1] = min(bounds[1], float(lt[~kept].min()))
                 if bounds[0] <= bounds[1]:
                     return w, agg_W, agg_b
-            w_new = _keep_smallest(loss_tab, round(h))
+            w_new = P.keep_smallest(loss_tab)
             kept = w_new > 0
             bounds[0] = float(loss_tab[kept].max()) if kept.any() else -np.inf
             bounds[1] = float(loss_tab[~kept].min()) if not kept.all() else np.inf
         else:
             scale = max(float(w @ loss_tab) / h, np.finfo(float).tiny)
-            w_new = project_capped_simplex(w - (weight_step / scale) * loss_tab, h)
+            w_new = P.project(w - (weight_step / scale) * loss_tab)
         idx = np.flatnonzero(w_new != w)
         if idx.size:
             dc = (w_new[idx] - w[idx]) / h
@@ -281,12 +414,10 @@ def smart(
 
     objective = [P.objective(W, b, w)]
     n_iter, converged, rejected, grow = 0, False, 0, step_growth
-    in_prev = w > 0.5
+    seen, stalled_key = {np.packbits(w > 0.5).tobytes()}, None  # kept sets after epochs
     for epoch in range(max_iter):
         saved = (W, b, w, D.copy(), loss_tab.copy(), agg_W, agg_b)
         bounds[:] = [np.inf, -np.inf]  # tables are refreshed below or were restored
-        # (the SVRG snapshot at this epoch's start point was taken when the
-        # previous epoch was accepted, or at the initial point)
         perm = rng.permutation(n)
         X_perm, Y_perm = X[perm], Y[perm]  # minibatches become contiguous views
         n_steps = n_batches if block == "cyclic" else 2 * n_batches
@@ -305,7 +436,7 @@ def smart(
             corr_W = XB.T @ cdiff
             corr_b = cdiff.sum(axis=0) * fi
             scale = n / B.size
-            W = penalty_prox(P.penalty, W - eta * (scale * corr_W + agg_W), eta * alpha)
+            W = P.prox(W - eta * (scale * corr_W + agg_W), eta)
             b = b - eta * (scale * corr_b + agg_b)
             loss_tab[B] = l_B
             if variance_reduction == "saga":
@@ -317,14 +448,10 @@ def smart(
         n_iter = epoch + 1
 
         losses, D_now = linear_loss(P.loss, P.scores(W, b), Y)
-        f_new = float(w @ losses) / h + alpha * penalty_value(P.penalty, W)
+        f_new = float(w @ losses) / h + P.alpha * P.penalty_value(W)
         f_old = objective[-1]
         if not f_new <= f_old + 1e-12 * abs(f_old):  # beyond rounding: a real rise
-            # undo the epoch; a rise below tol is read as having converged
-            W, b, w, D, loss_tab, agg_W, agg_b = saved
-            if f_new - f_old <= tol * max(abs(f_old), 1e-12):
-                converged = True
-                break
+            W, b, w, D, loss_tab, agg_W, agg_b = saved  # undo the epoch
             eta *= 0.5
             grow = 1.0  # the largest stable step is now bracketed
             rejected += 1
@@ -333,17 +460,36 @@ def smart(
             continue
         objective.append(f_new)
         eta *= grow
-        loss_tab = losses
-        if variance_reduction == "svrg":
-            D = D_now  # snapshot for the next epoch
-        agg_W, agg_b = aggregate(w, D)  # (also clears drift of the running sums)
-        in_now = w > 0.5
-        if f_old - f_new <= tol * max(abs(f_old), 1e-12) and np.array_equal(in_now, in_prev):
+        # fresh tables: the aggregate becomes the exact gradient (it also clears the
+        # drift of the running sums), the snapshot of "svrg"
+        loss_tab, D = losses, D_now
+        agg_W, agg_b = aggregate(w, D)
+        key = np.packbits(w > 0.5).tobytes()
+        recurring, stalled = key in seen, key == stalled_key
+        seen.add(key)
+        done = stationary(W, w, agg_W, agg_b, loss_tab)
+        if polish and recurring and not stalled and not done:
+            # The kept set has settled, or the epochs cycle between kept sets (at a
+            # tie of the h-th smallest loss): minimise the model block on it
+            # exactly. Where the loss is flat (small alpha, nearly separable classes)
+            # first-order epochs close the last gap at a rate set by the condition
+            # number, a quasi-Newton refit does not; and refits followed by exact
+            # weight steps cannot cycle (each change of the kept set lowers the
+            # objective). Not again on a set where it gained nothing.
+            W_p, b_p = fit_weighted(P, w / h, W, b, tol=tol * ref / np.sqrt(W.size + b.size))
+            losses, D_now = linear_loss(P.loss, P.scores(W_p, b_p), Y)
+            f_p = float(w @ losses) / h + P.alpha * P.penalty_value(W_p)
+            stalled_key = None if f_p < objective[-1] else key
+            if f_p <= objective[-1]:
+                W, b, loss_tab, D = W_p, b_p, losses, D_now
+                objective.append(f_p)
+                agg_W, agg_b = aggregate(w, D)
+                done = stationary(W, w, agg_W, agg_b, loss_tab)
+        if done:
             converged = True
             break
-        in_prev = in_now
     # finish with the exact weight block on the exact losses (never raises the objective)
-    w_exact = _keep_smallest(P.losses(W, b), round(h))
+    w_exact = P.keep_smallest(P.losses(W, b))
     f_exact = P.objective(W, b, w_exact)
     if f_exact < objective[-1]:
         w = w_exact
@@ -364,7 +510,9 @@ def fit_weighted(
     """Minimise ``sum_i c_i f_i(W, b) + alpha R(W)`` for fixed weights ``c``.
 
     L-BFGS for the smooth penalties, accelerated proximal gradient (FISTA) for
-    "l1" and plain proximal gradient for the non-convex "l0".
+    "l1" and plain proximal gradient for the non-convex "l0"; each stops when no
+    entry of the projected gradient (L-BFGS) or of the gradient mapping exceeds
+    ``tol``, or after ``max_iter`` iterations.
     """
     P = problem
     X, Y, alpha = P.X, P.Y, P.alpha
@@ -379,12 +527,13 @@ def fit_weighted(
         return float(cs @ ls), Xs.T @ cD, cD.sum(axis=0) * fi
 
     if P.penalty in ("l2", "none"):
-        lam = alpha if P.penalty == "l2" else 0.0
+        # alpha ||W / s||^2 / 2: the l2 penalty of the coefficients in original units
+        lam = (alpha if P.penalty == "l2" else 0.0) / P.coef_scale[:, None] ** 2
 
         def fun(theta):
             W, b = theta[: d * K].reshape(d, K), theta[d * K :]
             f, gW, gb = smooth(W, b)
-            return f + 0.5 * lam * float(np.sum(W * W)), np.concatenate(
+            return f + 0.5 * float(np.sum(lam * W * W)), np.concatenate(
                 [(gW + lam * W).ravel(), gb]
             )
 
@@ -406,9 +555,9 @@ def fit_weighted(
     Wy, by, t = W, b, 1.0
     for _ in range(max_iter):
         _, gW, gb = smooth(Wy, by)
-        W_new = penalty_prox(P.penalty, Wy - eta * gW, eta * alpha)
+        W_new = P.prox(Wy - eta * gW, eta)
         b_new = by - eta * gb
-        delta = max(np.max(np.abs(W_new - W)), np.max(np.abs(b_new - b), initial=0.0))
+        mapping = max(np.max(np.abs(Wy - W_new)) / eta, np.max(np.abs(gb), initial=0.0))
         if accelerate:
             t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
             mom = (t - 1.0) / t_new
@@ -416,7 +565,7 @@ def fit_weighted(
         else:
             Wy, by = W_new, b_new
         W, b = W_new, b_new
-        if delta <= tol * max(1.0, np.max(np.abs(W))):
+        if mapping <= tol:
             break
     return W, b
 
@@ -442,13 +591,12 @@ def concentration_steps(
     P = problem
     n, d = P.X.shape
     K = P.n_scores
-    h = round(P.h)
     W, b = fit_weighted(P, np.full(n, 1.0 / n), np.zeros((d, K)), np.zeros(K), tol=tol)
-    w = np.full(n, h / n)
+    w = np.full(n, P.h / n)
     objective = [P.objective(W, b, w)]
     converged, n_iter = False, 0
     for it in range(max_iter):
-        w_new = _keep_smallest(P.losses(W, b), h)
+        w_new = P.keep_smallest(P.losses(W, b))
         n_iter = it + 1
         if np.array_equal(w_new, w):
             converged = True

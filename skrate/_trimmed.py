@@ -17,7 +17,7 @@ from sklearn.utils.extmath import softmax
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from ._smart import TrimmedProblem, concentration_steps, smart
+from ._smart import TrimmedProblem, column_scaling, concentration_steps, smart
 from .utils._validation import validate_numeric
 
 _REFERENCES = """
@@ -38,14 +38,16 @@ _PARAMETERS = """
         to (an upper bound of) the expected share of outliers. Ignored when
         ``n_inliers`` is given.
 
+        :class:`TrimmedClassifier` trims the worst-explained samples of any class,
+        but keeps at least half of every class (rounded up), so no class can be
+        trimmed away, also on imbalanced data whose minority class is smaller than
+        the trimmed share. An ``h`` below that total (more than about half the
+        samples trimmed) raises a ValueError before solving, with a value that
+        works.
+
     n_inliers : int, default=None
         Number ``h`` of samples to keep, ``1 <= h <= n_samples``; overrides
         ``trim_fraction``.
-
-        For :class:`TrimmedClassifier`, fewer samples must be trimmed than there
-        are outside the largest class (``h`` above the largest class count), so
-        that the kept samples cannot all come from one class; otherwise ``fit``
-        raises a ValueError before solving, with a value that works.
 
     penalty : {"l2", "l1", "l0", "none"}, default="l2"
         Regulariser ``R`` of the coefficients (never of the intercept):
@@ -96,10 +98,15 @@ _PARAMETERS = """
         ``tol``) is met emits a :class:`~sklearn.exceptions.ConvergenceWarning`.
 
     tol : float, default=1e-4
-        "smart" stops when an epoch lowers the objective by less than
-        ``tol`` (relative) without changing the kept set; "alternating" refits
-        exactly (inner tolerance ``min(tol, 1e-6)``) and stops when the kept set
-        is stable.
+        "smart" stops when the model is stationary for its kept samples (the
+        norm of its prox-gradient mapping at most ``tol`` times that at the
+        start, or times the median norm of the per-sample gradients there if
+        smaller) and the kept samples are the best for the model (to within
+        ``tol``, relative). When the kept set settles (or the epochs cycle
+        between kept sets), the model is refitted on it exactly to that
+        tolerance. "alternating" refits exactly (inner tolerance
+        ``min(tol, 1e-6)``) and stops when the kept set is stable. Both return a
+        local solution, not necessarily the global one (see the user guide).
 
     random_state : int, RandomState instance or None, default=None
         Seeds the minibatch order and block draws of "smart".
@@ -125,8 +132,9 @@ _ATTRIBUTES = """
 
     objective_path_ : ndarray of shape (n_records,)
         Trimmed objective at the initial point and after each accepted epoch
-        ("smart", plus a final exact weight step when it lowers the objective) or
-        concentration step ("alternating"); non-increasing.
+        ("smart", plus each exact refit on a settled kept set and a final exact
+        weight step, when they lower it) or concentration step ("alternating");
+        non-increasing.
 
     n_features_in_ : int
         Number of features seen during fit.
@@ -215,12 +223,15 @@ class _BaseTrimmed(BaseEstimator):
                 delattr(self, name)
             raise
 
-    def _solve(self, X, Y, loss, h):
-        # Centering with a free intercept is an exact reparametrisation that removes
-        # the large mean direction from the curvature (better-conditioned steps).
-        offset = X.mean(axis=0) if self.fit_intercept else np.zeros(X.shape[1])
+    def _solve(self, X, Y, loss, h, groups=None, floors=None):
+        # The solvers work on centred, scaled columns: an exact reparametrisation
+        # (the intercept absorbs the centring, the penalty is taken in the original
+        # units), so the minimiser is unchanged while the steps no longer depend on
+        # the units of the features.
+        offset, scale = column_scaling(X, self.fit_intercept)
         problem = TrimmedProblem(
-            X - offset, Y, loss, float(h), self.penalty, float(self.alpha), bool(self.fit_intercept)
+            (X - offset) / scale, Y, loss, float(h), self.penalty, float(self.alpha),
+            bool(self.fit_intercept), coef_scale=scale, groups=groups, floors=floors,
         )
         if self.solver == "alternating":
             fit = concentration_steps(problem, max_iter=self.max_iter, tol=min(self.tol, 1e-6))
@@ -236,6 +247,7 @@ class _BaseTrimmed(BaseEstimator):
                 tol=self.tol,
                 rng=np.random.default_rng(seed),
             )
+        fit.coef = fit.coef / scale[:, None]
         fit.intercept = fit.intercept - offset @ fit.coef
         return fit
 
@@ -264,8 +276,8 @@ class _BaseTrimmed(BaseEstimator):
         else:
             msg = (
                 f"{name}(solver='smart') stopped after {fit.n_iter} epochs (max_iter="
-                f"{self.max_iter}) before an epoch lowered the objective by less than "
-                f"tol={self.tol} (relative) with a stable kept set; the fit may be far from "
+                f"{self.max_iter}) before the model was stationary on its kept samples to "
+                f"within tol={self.tol} (relative to the start); the fit may be far from "
                 "a local solution. Increase max_iter, or raise tol for a coarser fit"
                 + (", or raise alpha (on nearly separable classes a weakly penalised loss keeps "
                    "decreasing)." if isinstance(self, ClassifierMixin) else ".")
@@ -440,10 +452,8 @@ class TrimmedClassifier(ClassifierMixin, _BaseTrimmed):
         Raises
         ------
         ValueError
-            Before solving, when ``h`` is at most the largest class count (the kept
-            samples could all be of one class); after solving, when the fit trimmed
-            every sample of a class (possible only with three or more classes and
-            at least as many samples trimmed as the smallest class has).
+            Before solving, when ``h`` is below the least number of kept samples:
+            half of every class, rounded up (see ``trim_fraction``).
 
         Warns
         -----
@@ -461,57 +471,37 @@ class TrimmedClassifier(ClassifierMixin, _BaseTrimmed):
                 )
             n = X.shape[0]
             h = self._n_kept(n)
-            self._check_trim_keeps_classes(classes, counts, n, h)
+            floors = self._class_floors(counts, n, h)
             if classes.size == 2:
                 Y, loss = np.where(y_index == 1, 1.0, -1.0), "logistic"
             else:
                 Y, loss = LabelBinarizer().fit(classes).transform(y).astype(float), "multinomial"
-            fit = self._solve(X, Y, loss, h)
-            kept = np.bincount(y_index, weights=fit.weights, minlength=classes.size)
-            if np.any(kept < 0.5):
-                k = int(np.argmin(kept))
-                raise ValueError(
-                    f"The fit trimmed all {counts[k]} samples of class {classes[k]} "
-                    f"({self._trim_setting()} trims {n - h} of the {n} samples), so that "
-                    f"class is not learned. {self._fewer_than_smallest(classes, counts, n)}, "
-                    f"or give more samples of class {classes[k]}."
-                )
+            fit = self._solve(X, Y, loss, h, groups=y_index, floors=floors)
             self._set_fitted(
                 fit, h, classes_=classes, coef_=fit.coef.T.copy(), intercept_=fit.intercept.copy()
             )
         self._warn_if_not_converged(fit)
         return self
 
-    def _fewer_than_smallest(self, classes, counts, n) -> str:
-        """How to trim fewer samples than the smallest class has (every class then keeps some)."""
-        j = int(np.argmin(counts))
-        return (
-            f"Use {self._trim_at_most(counts[j] - 1, n)}: fewer samples trimmed than the smallest class has ({counts[j]} "
-            f"of class {classes[j]}) leaves samples of every class in the fit"
-        )
+    def _class_floors(self, counts, n, h):
+        """Least number of kept samples of each class: half of it, rounded up.
 
-    def _check_trim_keeps_classes(self, classes, counts, n, h):
-        """Reject, before solving, an ``h`` that one class alone can fill.
-
-        Then the fit can keep that class only, whose loss tends to 0 as the
-        intercept diverges: with an unpenalised intercept the objective has no
-        minimum (for two classes this happens as soon as as many samples are
-        trimmed as the smaller class has, however well it is separated).
+        The trimming stays global (the ``h`` best-explained samples), but a fit free
+        to drop a class would keep the others alone and drive their loss towards 0
+        through the unpenalised intercept: the objective then has no minimum. Any
+        floor of 1 or more rules that out; half of the class also keeps the fit from
+        declaring most of a class wrong, for which it has no evidence (the same reason
+        least trimmed squares keeps at least half the samples). On imbalanced data the
+        default ``trim_fraction`` then works whatever the minority's share.
         """
-        i = int(np.argmax(counts))
-        if h > counts[i]:
-            return
-        others = n - counts[i]
-        if classes.size == 2:
-            trimmed = f"all {others} samples of class {classes[1 - i]}"
-        else:
-            trimmed = f"all {others} samples of the classes other than {classes[i]}"
-        raise ValueError(
-            f"{self._trim_setting()} trims {n - h} of the {n} training samples, enough to "
-            f"trim {trimmed}: the fit could then keep class {classes[i]} alone and learn "
-            f"nothing about the others. Use {self._trim_at_most(others - 1, n)}, or give more "
-            "samples of the smaller classes."
-        )
+        floors = -(-counts // 2)
+        if floors.sum() > h:
+            raise ValueError(
+                f"{self._trim_setting()} keeps {h} of the {n} training samples, fewer than "
+                f"the {floors.sum()} that TrimmedClassifier keeps at least (half of every "
+                f"class, rounded up). Use {self._trim_at_most(n - floors.sum(), n)}."
+            )
+        return floors
 
     def _trim_at_most(self, k: int, n: int) -> str:
         """The setting, in the parameter the user set, that trims at most ``k`` of ``n``."""

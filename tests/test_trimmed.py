@@ -1,13 +1,18 @@
 """Trimmed estimation: capped-simplex projection, SMART, concentration steps, estimators."""
 
+import itertools
 import re
 import warnings
 
 import cvxpy as cp
 import numpy as np
 import pytest
+from scipy.optimize import linprog
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
-from sklearn.linear_model import LogisticRegression, Ridge
+from sklearn.datasets import load_breast_cancer, load_iris, make_classification
+from sklearn.linear_model import LinearRegression, LogisticRegression, Ridge
+from sklearn.model_selection import cross_val_score
+from sklearn.preprocessing import StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.validation import check_is_fitted
 
@@ -16,6 +21,7 @@ from skrate import TrimmedClassifier, TrimmedRegressor
 from skrate._capped_simplex import project_capped_simplex
 from skrate._smart import (
     TrimmedProblem,
+    column_scaling,
     concentration_steps,
     hard_threshold,
     linear_loss,
@@ -62,6 +68,66 @@ def test_capped_simplex_projection_edges_and_kkt():
     )
     with pytest.raises(ValueError, match="h <= n"):
         project_capped_simplex(v, 51)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_capped_simplex_projection_with_group_floors_matches_cvxpy(seed):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(4, 40))
+    groups = rng.integers(0, 3, size=n)
+    groups[:3] = [0, 1, 2]
+    counts = np.bincount(groups)
+    floors = np.array([rng.integers(0, c + 1) for c in counts], dtype=float)
+    v = rng.normal(scale=3.0, size=n)
+    if seed % 2:
+        v = np.round(v)  # ties
+    h = float(rng.uniform(floors.sum(), n))
+    w = project_capped_simplex(v, h, groups, floors)
+    x = cp.Variable(n)
+    cons = [x >= 0, x <= 1, cp.sum(x) == h]
+    cons += [cp.sum(x[groups == k]) >= floors[k] for k in range(3)]
+    cp.Problem(cp.Minimize(cp.sum_squares(x - v)), cons).solve(
+        solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12
+    )
+    np.testing.assert_allclose(w, x.value, atol=1e-5)
+    assert np.all(np.bincount(groups, weights=w) >= floors - 1e-9)
+    assert w.sum() == pytest.approx(h, abs=1e-9)
+    with pytest.raises(ValueError, match="sum\\(floors\\) <= h"):
+        project_capped_simplex(v, floors.sum() - 0.5, groups, floors)
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_exact_weight_block_with_floors_solves_the_linear_program(seed):
+    rng = np.random.default_rng(seed)
+    n = 30
+    groups = np.repeat([0, 1, 2], [18, 8, 4])
+    floors = np.array([5, 4, 2])
+    losses = rng.exponential(size=n) * np.where(groups == 0, 1.0, 5.0)  # small groups worse
+    P = TrimmedProblem(np.zeros((n, 1)), np.zeros(n), "squared", 20.0, groups=groups, floors=floors)
+    w = P.keep_smallest(losses)
+    res = linprog(
+        losses,
+        A_ub=-np.eye(3)[groups].T,
+        b_ub=-floors,
+        A_eq=np.ones((1, n)),
+        b_eq=[20],
+        bounds=(0, 1),
+    )
+    assert set(np.unique(w)) <= {0.0, 1.0} and w.sum() == 20
+    assert np.all(np.bincount(groups, weights=w) >= floors)
+    assert w @ losses == pytest.approx(res.fun, rel=1e-10)
+
+
+def test_start_intercept_is_the_trimmed_location():
+    rng = np.random.default_rng(0)
+    y = np.r_[rng.normal(size=7), [40.0, 45.0, 50.0]]
+    h = 6
+    P = TrimmedProblem(np.zeros((10, 1)), y, "squared", float(h))
+    # the best constant fit to h of the values: over every subset of h
+    subsets = np.array(list(itertools.combinations(range(10), h)))
+    spread = ((y[subsets] - y[subsets].mean(axis=1, keepdims=True)) ** 2).sum(axis=1)
+    assert P.start_intercept()[0] == pytest.approx(y[subsets[np.argmin(spread)]].mean())
+    assert P.start_intercept()[0] < 2  # the mean of all values is 14
 
 
 # ------------------------------------------------------------------ losses / prox
@@ -222,6 +288,7 @@ def test_full_batch_smart_is_monotone_at_every_step_without_safeguard():
         step_size=1.0 / L_full,
         step_growth=1.0,
         rng=np.random.default_rng(0),
+        polish=False,
     )
     obj = np.asarray(fit.objective)
     assert len(obj) == fit.n_iter + 1  # no epoch was rejected
@@ -269,6 +336,40 @@ def test_stopping_at_max_iter_warns_naming_max_iter_and_tol(Est, params):
     assert converged.n_iter_ < 300
 
 
+@pytest.mark.parametrize(
+    "data",
+    [
+        load_breast_cancer(return_X_y=True),
+        load_iris(return_X_y=True),
+        make_classification(n_samples=500, n_features=10, random_state=0),
+    ],
+    ids=["breast_cancer", "iris", "make_classification"],
+)
+@pytest.mark.parametrize("variance_reduction", ["saga", "svrg"])
+def test_classifier_defaults_converge_on_standard_datasets(data, variance_reduction):
+    X, y = data
+    X = StandardScaler().fit_transform(X)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        clf = TrimmedClassifier(random_state=0, variance_reduction=variance_reduction).fit(X, y)
+    # converged to a fixed point: the penalised logistic fit on its own kept
+    # samples, C = 1 / (alpha h), to within the default tolerance
+    keep, h = clf.inlier_mask_, clf.n_inliers_
+    ref = LogisticRegression(C=1.0 / (1e-4 * h), tol=1e-12, max_iter=100_000).fit(X[keep], y[keep])
+
+    def objective(coef, intercept):
+        S = X[keep] @ coef.T + intercept
+        Y = clf.classes_[:, None] == y[keep]
+        if S.shape[1] == 1:
+            loss = np.logaddexp(0, -np.where(Y[1], 1, -1) * S[:, 0])
+        else:
+            loss = np.log(np.exp(S).sum(axis=1)) - S[Y.T]
+        return loss.sum() / h + 1e-4 * 0.5 * np.sum(coef * coef)
+
+    assert objective(clf.coef_, clf.intercept_) == pytest.approx(clf.objective_, rel=1e-10)
+    assert clf.objective_ <= objective(ref.coef_, ref.intercept_) * 1.05
+
+
 # ------------------------------------------------------------------ penalties
 @pytest.mark.parametrize("solver", ["smart", "alternating"])
 @pytest.mark.parametrize("penalty", ["l1", "l0"])
@@ -300,6 +401,160 @@ def test_sparse_penalties_zero_out_irrelevant_features(penalty, solver):
         ).solve(solver="CLARABEL")
         np.testing.assert_allclose(reg.coef_, c.value, atol=2e-3)
         assert reg.intercept_ == pytest.approx(c0.value, abs=2e-3)
+
+
+# ------------------------------------------------------------------ units of the features
+SCALES = np.array([1e-2, 1.0, 1e3, 1e4])
+OFFSETS = np.array([0.0, 50.0, 1e4, 0.0])
+
+
+def _badly_scaled(seed=0, n=120, n_outliers=0):
+    """Columns on scales 1e-2 .. 1e4 (offsets up to 1e4), the signal in every column."""
+    rng = np.random.default_rng(seed)
+    Z = rng.normal(size=(n, 4))
+    y = Z @ [1.0, -2.0, 1.5, 0.5] + 3.0 + 0.3 * rng.normal(size=n)
+    y[:n_outliers] += 20.0
+    return Z * SCALES + OFFSETS, y
+
+
+def _cvxpy_fit(X, y, loss, penalty, alpha, weights=None):
+    """The penalised fit in the units of X, solved by cvxpy in standardised variables."""
+    n, d = X.shape
+    mu, sd = X.mean(axis=0), X.std(axis=0)
+    v, c0 = cp.Variable(d), cp.Variable()
+    c = cp.multiply(v, 1.0 / sd)  # coefficients in the units of X
+    s = ((X - mu) / sd) @ v + c0
+    weights = np.ones(n) if weights is None else weights
+    h = weights.sum()
+    if loss == "squared":
+        data = cp.sum(cp.multiply(weights, cp.square(s - y))) / (2 * h)
+    else:
+        margin = cp.multiply(np.where(y, 1.0, -1.0), s)
+        data = cp.sum(cp.multiply(weights, cp.logistic(-margin))) / h
+    reg = {"l2": cp.sum_squares(c) / 2, "l1": cp.norm1(c), "none": 0}[penalty]
+    cp.Problem(cp.Minimize(data + alpha * reg)).solve(solver="CLARABEL")
+    coef = v.value / sd
+    return coef, float(c0.value - mu @ coef)
+
+
+@pytest.mark.parametrize("solver", ["smart", "alternating"])
+@pytest.mark.parametrize("penalty,alpha", [("l2", 1e-2), ("l1", 1e-2), ("none", 0.0)])
+def test_badly_scaled_columns_give_the_minimiser_in_their_units(solver, penalty, alpha):
+    # no trimming: a convex problem with one minimiser, which the internal
+    # preconditioning must not move (the penalty stays on the coefficients as given)
+    X, y = _badly_scaled()
+    reg = TrimmedRegressor(
+        trim_fraction=0, penalty=penalty, alpha=alpha, solver=solver, tol=1e-8, random_state=0
+    )
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        reg.fit(X, y)
+    coef, intercept = _cvxpy_fit(X, y, "squared", penalty, alpha)
+    np.testing.assert_allclose(reg.coef_ * SCALES, coef * SCALES, rtol=1e-4, atol=1e-5)
+    assert reg.intercept_ == pytest.approx(intercept, rel=1e-5)
+
+
+@pytest.mark.parametrize("solver", ["smart", "alternating"])
+def test_badly_scaled_columns_logistic_minimiser(solver):
+    X, y = _badly_scaled(seed=1)
+    labels = y > 3.0
+    clf = TrimmedClassifier(trim_fraction=0, alpha=1e-2, solver=solver, tol=1e-8, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        clf.fit(X, labels)
+    coef, intercept = _cvxpy_fit(X, labels, "logistic", "l2", 1e-2)
+    np.testing.assert_allclose(clf.coef_[0] * SCALES, coef * SCALES, rtol=1e-4, atol=1e-5)
+    assert clf.intercept_[0] == pytest.approx(intercept, rel=1e-4, abs=1e-5)
+
+
+@pytest.mark.parametrize("params", [{"variance_reduction": "saga"}, {"variance_reduction": "svrg"}])
+def test_badly_scaled_trimmed_fit_matches_concentration_steps(params):
+    X, y = _badly_scaled(seed=2, n=200, n_outliers=20)
+    common = dict(trim_fraction=0.15, alpha=1e-3, tol=1e-6, random_state=0)
+    smart_fit = TrimmedRegressor(**common, **params).fit(X, y)
+    alt = TrimmedRegressor(**common, solver="alternating").fit(X, y)
+    assert not smart_fit.inlier_mask_[:20].any()
+    np.testing.assert_array_equal(smart_fit.inlier_mask_, alt.inlier_mask_)
+    assert smart_fit.objective_ == pytest.approx(alt.objective_, rel=1e-6)
+    # a fixed point: the ridge fit on its own kept samples
+    coef, intercept = _cvxpy_fit(X, y, "squared", "l2", 1e-3, smart_fit.sample_weights_)
+    np.testing.assert_allclose(smart_fit.coef_ * SCALES, coef * SCALES, rtol=1e-4, atol=1e-5)
+
+
+def test_features_in_units_of_age_and_income():
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.normal(40, 10, 300), rng.normal(5e4, 1e4, 300)]
+    y = 0.1 * X[:, 0] + rng.normal(size=300)
+    ols = LinearRegression().fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        reg = TrimmedRegressor(trim_fraction=0, penalty="none", random_state=0).fit(X, y)
+        clf = TrimmedClassifier(trim_fraction=0.05, random_state=0).fit(X, y > 4)
+    np.testing.assert_allclose(reg.coef_, ols.coef_, rtol=1e-3)  # default tol
+    assert reg.score(X, y) == pytest.approx(ols.score(X, y), abs=1e-8)
+    # the classifier is the penalised logistic fit on its own kept samples
+    coef, intercept = _cvxpy_fit(X, y > 4, "logistic", "l2", 1e-4, clf.sample_weights_)
+    np.testing.assert_allclose(clf.coef_[0], coef, rtol=1e-2)
+    assert clf.score(X, y > 4) >= LogisticRegression().fit(
+        StandardScaler().fit_transform(X), y > 4
+    ).score(StandardScaler().fit_transform(X), y > 4) - 0.02
+
+
+def test_stopping_test_is_stationarity_not_a_small_decrease():
+    # raw columns of very different scales: the step set by the income column
+    # leaves the age coefficient nearly still, so epochs lower the objective by
+    # little far from the solution; that must not pass as converged
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.normal(40, 10, 300), rng.normal(5e4, 1e4, 300)]
+    y = 0.1 * X[:, 0] + rng.normal(size=300)
+    ols_objective = np.mean((y - LinearRegression().fit(X, y).predict(X)) ** 2) / 2
+    P = TrimmedProblem(X - X.mean(axis=0), y, "squared", 300.0, "none", 0.0, True)
+    fit = smart(P, max_iter=20, rng=np.random.default_rng(0), polish=False)
+    assert not fit.converged
+    assert fit.objective[-1] > 1.5 * ols_objective
+    # the same problem on preconditioned columns converges, to the least-squares fit
+    offset, scale = column_scaling(X, True)
+    Z = (X - offset) / scale
+    P = TrimmedProblem(Z, y, "squared", 300.0, "none", 0.0, True, coef_scale=scale)
+    fit = smart(P, max_iter=100, rng=np.random.default_rng(0), polish=False)
+    assert fit.converged
+    assert fit.objective[-1] == pytest.approx(ols_objective, rel=1e-6)
+
+
+def test_column_scaling_ignores_gross_values_and_constant_columns():
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.normal(5.0, 2.0, 400), np.full(400, 7.0), rng.normal(size=400)]
+    X[:20, 0] = 1e6  # gross values in 5% of the rows
+    offset, scale = column_scaling(X, True)
+    assert 1.5 < scale[0] < 4.0 and offset[0] == pytest.approx(5.0, abs=1.0)  # not 2e5
+    assert scale[1] == 1.0 and scale[2] == pytest.approx(1.0, rel=0.1)
+    assert np.all(column_scaling(X, False)[0] == 0)
+
+
+def test_gross_leverage_rows_end_at_a_local_solution():
+    # 5% of the rows at 1e6 in every feature (a sentinel code). The global minimum
+    # trims them all, but a local method started near the all-data fit can stop
+    # at a local solution keeping some: what it guarantees is a fixed point, the
+    # ridge fit on its kept samples whose losses are the h smallest.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = X @ [1.0, 2.0, -1.0] + 0.1 * rng.normal(size=400)
+    out = rng.choice(400, 20, replace=False)
+    X[out] = 1e6
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        reg = TrimmedRegressor(trim_fraction=0.1, random_state=0).fit(X, y)
+    keep, h = reg.inlier_mask_, reg.n_inliers_
+    ref = Ridge(alpha=1e-4 * h).fit(X[keep], y[keep])
+    np.testing.assert_allclose(reg.coef_, ref.coef_, rtol=0.02)
+    r2 = (y - reg.predict(X)) ** 2
+    assert r2[keep].max() <= r2[~keep].min()
+    # the clean fit (all 20 trimmed) is the global minimum, far lower
+    inliers = np.setdiff1d(np.arange(400), out)
+    clean = Ridge(alpha=1e-4 * h).fit(X[inliers], y[inliers])
+    clean_r2 = np.sort((y - clean.predict(X)) ** 2)[:h]
+    clean_obj = clean_r2.sum() / (2 * h) + 1e-4 * clean.coef_ @ clean.coef_ / 2
+    assert clean_obj < 0.1 * reg.objective_
 
 
 # ------------------------------------------------------------------ estimator API
@@ -356,69 +611,84 @@ def _no_solver(monkeypatch):
     monkeypatch.setattr(skrate._trimmed, "concentration_steps", fail)
 
 
-@pytest.mark.parametrize("solver", ["smart", "alternating"])
-def test_trimming_as_many_as_the_smaller_class_is_rejected_before_solving(solver, monkeypatch):
-    rng = np.random.default_rng(0)
-    X = rng.normal(size=(60, 3))
-    y = np.zeros(60, dtype=np.int64)
-    y[:4] = 1  # 4 samples of class 1 and 12 trimmed: class 0 alone could be kept
-    X[:4] += 5.0  # even a well separated minority class
+def _hard_minority(seed=0, n=200, n_minority=8):
+    """Binary data whose few minority samples lie among the majority: the worst explained."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = np.zeros(n, dtype=np.int64)
+    y[:n_minority] = 1
+    X[n_minority:, 0] += 1.0
+    return X, y
+
+
+@pytest.mark.parametrize(
+    "params", [{"solver": "smart"}, {"solver": "alternating"}, {"weight_step": 1.0}]
+)
+def test_trimming_more_than_the_minority_keeps_half_of_it(params):
+    # 20 trimmed, 8 minority samples: without a floor the fit could keep class 0 alone
+    X, y = _hard_minority()
+    clf = TrimmedClassifier(trim_fraction=0.1, alpha=1e-2, random_state=0, **params).fit(X, y)
+    kept = np.bincount(y, weights=clf.sample_weights_)
+    assert clf.inlier_mask_.sum() == clf.n_inliers_ == 180
+    # the floor binds: the minority is the worst explained, so exactly half of it stays
+    assert kept[1] == pytest.approx(4)
+    # the weights are the best under the floor: the 4 best-explained minority
+    # samples and the 176 best-explained majority ones
+    S = clf.decision_function(X)
+    loss = np.logaddexp(0, -np.where(y == 1, 1, -1) * S)
+    for k, m in [(0, 176), (1, 4)]:
+        idx = np.flatnonzero(y == k)
+        best = np.sort(idx[np.argsort(loss[idx])[:m]])
+        np.testing.assert_array_equal(np.flatnonzero(clf.inlier_mask_ & (y == k)), best)
+    assert clf.predict_proba(X)[:8, 1].mean() > clf.predict_proba(X)[8:, 1].mean()
+
+
+def test_default_classifier_fits_imbalanced_folds():
+    # minority of 5%: each training fold has about 8 minority samples, fewer than the
+    # default trim_fraction=0.1 trims; no fold fails
+    X, y = make_classification(
+        n_samples=200, n_features=4, weights=[0.95], flip_y=0, random_state=0
+    )
+    scores = cross_val_score(TrimmedClassifier(random_state=0), X, y, cv=5, error_score="raise")
+    assert np.all(scores > 0.9)
+
+
+def test_more_trimmed_than_the_class_floors_allow_is_rejected_before_solving(monkeypatch):
+    X = np.random.default_rng(1).normal(size=(60, 2))
+    y = np.repeat(["a", "b", "c"], [50, 5, 5])  # floors 25 + 3 + 3 = 31
     with monkeypatch.context() as m:
         _no_solver(m)
         with pytest.raises(ValueError) as err:
-            TrimmedClassifier(trim_fraction=0.2, solver=solver).fit(X, y)
+            TrimmedClassifier(trim_fraction=0.5).fit(X, y)
         msg = str(err.value)
-        assert "trim_fraction=0.2 trims 12 of the 60" in msg
-        assert "all 4 samples of class 1:" in msg and "np." not in msg
-        with pytest.raises(ValueError, match=r"n_inliers of at least 57"):
-            TrimmedClassifier(n_inliers=56, solver=solver).fit(X, y)
-    # the suggested value works
+        assert "trim_fraction=0.5 keeps 30 of the 60 training samples, fewer than the 31" in msg
+        assert "np." not in msg
+        with pytest.raises(ValueError, match=r"n_inliers of at least 31\."):
+            TrimmedClassifier(n_inliers=30).fit(X, y)
+    # the suggested value works, and keeps half of every class
     k, n = map(int, re.search(r"trim_fraction below (\d+)/(\d+)", msg).groups())
-    params = dict(solver=solver, alpha=1e-2, max_iter=500, random_state=0)
-    clf = TrimmedClassifier(trim_fraction=(k - 1) / n, **params).fit(X, y)
-    assert clf.inlier_mask_[:4].any() and clf.inlier_mask_[4:].any()
-    TrimmedClassifier(n_inliers=57, **params).fit(X, y)
+    clf = TrimmedClassifier(trim_fraction=(k - 1) / n, alpha=1e-2, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(np.unique(y[clf.inlier_mask_], return_counts=True)[1], [25, 3, 3])
 
 
-def test_keeping_no_more_than_the_largest_class_is_rejected_before_solving(monkeypatch):
-    _no_solver(monkeypatch)
-    X = np.random.default_rng(1).normal(size=(60, 2))
-    y = np.repeat(["a", "b", "c"], [50, 5, 5])
-    with pytest.raises(ValueError, match=r"all 10 samples of the classes other than a:"):
-        TrimmedClassifier(trim_fraction=0.2).fit(X, y)
-
-
-def _class_lost_in_the_noise(seed=0):
-    """Two clear classes and 5 scattered samples of a third: trimming takes all of those."""
-    rng = np.random.default_rng(seed)
+@pytest.mark.parametrize("solver", ["smart", "alternating"])
+def test_a_small_class_in_the_noise_keeps_half_and_a_failed_refit_leaves_no_state(solver):
+    # two clear classes and 5 scattered samples of a third, 10 trimmed
+    rng = np.random.default_rng(0)
     X = np.vstack(
         [rng.normal(size=(100, 2)) + [4, 0], rng.normal(size=(100, 2)) - [4, 0],
          rng.normal(scale=3, size=(5, 2))]
     )
     y = np.repeat(np.array([0, 1, 2], dtype=np.int64), [100, 100, 5])
-    return X, y
-
-
-@pytest.mark.parametrize("solver", ["smart", "alternating"])
-def test_a_class_trimmed_by_the_fit_is_an_error_that_leaves_no_fitted_state(solver):
-    X, y = _class_lost_in_the_noise()
-    clf = TrimmedClassifier(
-        trim_fraction=0.05, alpha=1e-2, max_iter=500, solver=solver, random_state=0
-    )
-    clf.fit(*_classification_with_flips(n_classes=3)[:2])  # a successful fit first
-    with pytest.raises(ValueError) as err:
-        clf.fit(X, y)
-    msg = str(err.value)
-    assert "trimmed all 5 samples of class 2 (trim_fraction=0.05 trims 10 of the 205" in msg
-    assert "np." not in msg
-    # no attribute of either fit survives: not a mix of old coefficients and new classes
+    clf = TrimmedClassifier(trim_fraction=0.05, alpha=1e-2, solver=solver, random_state=0)
+    clf.fit(X, y)
+    assert np.bincount(y[clf.inlier_mask_]).min() >= 3
+    with pytest.raises(ValueError, match="fewer than the"):
+        clf.set_params(trim_fraction=0.6).fit(X, y)
+    # no attribute of the first fit survives a failed refit
     with pytest.raises(NotFittedError):
         check_is_fitted(clf)
     assert not any(k.endswith("_") and not k.startswith("__") for k in vars(clf))
-    # the suggested value keeps every class
-    k, n = map(int, re.search(r"trim_fraction below (\d+)/(\d+)", msg).groups())
-    clf.set_params(trim_fraction=(k - 1) / n).fit(X, y)
-    assert set(y[clf.inlier_mask_]) == {0, 1, 2}
 
 
 def test_refit_with_other_classes_replaces_every_attribute():
