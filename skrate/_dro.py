@@ -19,8 +19,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 from ._divergence import DIVERGENCES
 from ._dro_losses import LOSSES
 from ._dro_solvers import LinearDRO, Result, dynamic_sgd, primal_lbfgs
-from ._trimmed import _BaseTrimmed
-from .utils._validation import validate_numeric
+from .utils._validation import unfitted_on_error, validate_numeric
 
 # the parameters of the sampled path and of stopping, the same for both estimators
 _SAMPLING_PARAMETERS = """\
@@ -112,9 +111,6 @@ class _BaseDRO(BaseEstimator):
         self.max_iter = max_iter
         self.tol = tol
         self.random_state = random_state
-
-    # A refit that raises leaves no mix of the previous fit's attributes and new ones.
-    _unfitted_on_error = _BaseTrimmed._unfitted_on_error
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -298,7 +294,7 @@ class DROClassifier(ClassifierMixin, _BaseDRO):
         self : DROClassifier
             The fitted estimator.
         """
-        with self._unfitted_on_error():
+        with unfitted_on_error(self):
             X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64)
             check_classification_targets(y)
             classes, y_idx = np.unique(y, return_inverse=True)
@@ -481,7 +477,7 @@ class DRORegressor(RegressorMixin, _BaseDRO):
         self : DRORegressor
             The fitted estimator.
         """
-        with self._unfitted_on_error():
+        with unfitted_on_error(self):
             X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64,
                                     y_numeric=True)
             W, b = self._solve(X, y.astype(np.float64), "squared", 1, sample_weight,

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import warnings
-from contextlib import contextmanager
 from numbers import Integral, Real
 
 import numpy as np
@@ -18,7 +17,7 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._smart import TrimmedProblem, column_scaling, concentration_steps, smart
-from .utils._validation import validate_numeric
+from .utils._validation import unfitted_on_error, validate_numeric
 
 _REFERENCES = """
     References
@@ -208,21 +207,6 @@ class _BaseTrimmed(BaseEstimator):
             return f"n_inliers={self.n_inliers}"
         return f"trim_fraction={self.trim_fraction}"
 
-    @contextmanager
-    def _unfitted_on_error(self):
-        """Leave the estimator unfitted when the fit raises.
-
-        ``validate_data`` sets ``n_features_in_`` before anything can fail, and a
-        refit would otherwise keep the previous fit's attributes next to it: either
-        way ``check_is_fitted`` would pass on a mix of states.
-        """
-        try:
-            yield
-        except BaseException:
-            for name in [k for k in vars(self) if k.endswith("_") and not k.startswith("__")]:
-                delattr(self, name)
-            raise
-
     def _solve(self, X, Y, loss, h, groups=None, floors=None):
         # The solvers work on centred, scaled columns: an exact reparametrisation
         # (the intercept absorbs the centring, the penalty is taken in the original
@@ -358,7 +342,7 @@ class TrimmedRegressor(RegressorMixin, _BaseTrimmed):
         ConvergenceWarning
             When the solver stops at ``max_iter`` before its stopping test is met.
         """
-        with self._unfitted_on_error():
+        with unfitted_on_error(self):
             X, y = validate_numeric(self, X, y, dtype=np.float64, y_numeric=True)
             h = self._n_kept(X.shape[0])
             fit = self._solve(X, np.asarray(y, dtype=np.float64), "squared", h)
@@ -460,7 +444,7 @@ class TrimmedClassifier(ClassifierMixin, _BaseTrimmed):
         ConvergenceWarning
             When the solver stops at ``max_iter`` before its stopping test is met.
         """
-        with self._unfitted_on_error():
+        with unfitted_on_error(self):
             X, y = validate_numeric(self, X, y, dtype=np.float64)
             check_classification_targets(y)
             classes, y_index, counts = np.unique(y, return_inverse=True, return_counts=True)

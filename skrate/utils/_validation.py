@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 import numpy as np
 from sklearn.utils.validation import validate_data
 
@@ -16,6 +18,22 @@ def _is_numeric(dtype) -> bool:
         except TypeError:
             return False
     return kind in "biufc"
+
+
+@contextmanager
+def unfitted_on_error(estimator):
+    """Leave ``estimator`` unfitted when the fit inside the block raises.
+
+    ``validate_data`` sets ``n_features_in_`` before anything can fail, and a refit would
+    otherwise keep the previous fit's attributes next to it: either way ``check_is_fitted``
+    would pass on a mix of states.
+    """
+    try:
+        yield
+    except BaseException:
+        for name in [k for k in vars(estimator) if k.endswith("_") and not k.startswith("__")]:
+            delattr(estimator, name)
+        raise
 
 
 def validate_numeric(estimator, X, y="no_validation", *, advice: str = "", **kwargs):
