@@ -125,7 +125,7 @@ def _estimator(args, constraints):
     """The estimator the command line asks for; a wrong --objective or --metric is refused here,
     before the data is read."""
     import skrate
-    from .generalized import as_objective
+    from ._metric_optimizer import _as_loss
     from .rates import Ratio, SpecParseError, as_expression
 
     if args.metric is not None:
@@ -137,8 +137,8 @@ def _estimator(args, constraints):
         if args.objective is not None:
             raise CLIError("give either --metric or --objective, not both", EXIT_USAGE)
         try:
-            as_objective(args.metric)
-        except ValueError as exc:  # its message lists the metric names
+            _as_loss(args.metric)
+        except ValueError as exc:  # its message lists the metric names, or names the loss of a score
             raise CLIError(f"invalid --metric: {exc}", EXIT_USAGE) from None
         return optimizer(metric=args.metric, constraints=constraints or None, max_iter=args.max_iter,
                          random_state=args.random_state)

@@ -7,13 +7,15 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context, clone
+from sklearn.compose import ColumnTransformer
 from sklearn.model_selection import check_cv
+from sklearn.preprocessing import OneHotEncoder
 from sklearn.utils import _safe_indexing, check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._base import RateClassifierBase
 from .exceptions import InfeasibleConstraintsWarning
-from .generalized._metrics import Metric, as_objective
+from .generalized._metrics import Metric, as_objective, score_loss
 from .generalized._mixture import best_mixture
 from .generalized._plugin_oracle import PluginOracle, fit_logistic
 from .generalized._pr_auc import PRAUC, deployed_params, initial_params, stacked_problem
@@ -33,10 +35,11 @@ try:
     from sklearn.frozen import FrozenEstimator
 except ImportError:  # scikit-learn < 1.6 has none
     FrozenEstimator = ()
-from .problem import violation_rows
+from .problem import expand_constraints, violation_rows
 from .rates import Constraint, Expression, Ratio
 from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
 from .solvers import SURROGATES
+from .utils._validation import _is_numeric
 
 CONVEX_SOLVERS = ("three_player", "oracle", "frank_wolfe", "spade", "nemsis")
 PLUGIN_SOLVERS = tuple(name for name, (theta, *_) in CONFIGURATIONS.items() if theta == "oracle")
@@ -59,6 +62,21 @@ def applicable_solvers(kinds) -> tuple[str, ...]:
     return ()
 
 
+class _EncodedScoreModel(ProbabilityScoreModel):
+    """:class:`ProbabilityScoreModel` of a DataFrame with category or text columns: the estimator
+    reads the rows as given, the linear part (from which the oracle decodes the group cells) their
+    numeric columns and the others one-hot encoded by ``encoder``."""
+
+    def __init__(self, estimator, encoder: ColumnTransformer, n_features: int, positive=1):
+        super().__init__(estimator, n_features, positive)
+        self.encoder = encoder
+
+    def augment(self, X, z: np.ndarray | None = None):
+        if z is None:
+            z = log_odds(self.estimator, X, self.positive)
+        return super().augment(self.encoder.transform(X), z)
+
+
 class MetricOptimizer(RateClassifierBase):
     """Binary classifier trained to minimise a generalized rate metric under metric constraints.
 
@@ -79,11 +97,16 @@ class MetricOptimizer(RateClassifierBase):
     metric : str, Metric, Expression or Ratio, default="error"
         What to minimise: a name (``"error"``, ``"f1"``, ``"f2"``, any ``"f<beta>"`` such as
         ``"f0.5"``, ``"precision"``, ``"g_mean"``, ``"h_mean"``, ``"q_mean"``, ``"kld"``,
-        ``"pr_auc"``, ``"win_loss_ratio"``), a metric from :mod:`skrate.generalized`
+        ``"pr_auc"``, ``"win_loss_ratio"``; any case, an unknown one is refused with the close
+        matches), a metric from :mod:`skrate.generalized`
         (``f_measure(beta=2)``, ``kld(group="sex")``, ``g_mean() + 0.5 * kld()``, ``pr_auc()``,
         ``max_of(...)``), or a rate expression or ratio of :mod:`skrate.rates`, minimised as
         written (``"fpr + fnr"``, ``-precision(sex="Female")``). Names denote losses: ``"f1"``
         minimises ``1 - F1``, ``"precision"`` ``1 - precision``, ``"win_loss_ratio"`` its negative.
+        A lone score, better when higher, is refused with the loss to pass instead, as minimising
+        it gives the worst classifier: ``"accuracy"`` (pass ``"error_rate"``), ``"recall"`` or
+        ``"tpr"`` (``"fnr"``), ``"tnr"`` (``"fpr"``), on any slice, and a named ratio on a slice
+        (``"precision[sex=Female]"``: pass ``"-precision[sex=Female]"``).
         ``pr_auc()`` trains one score with a bias per recall level (the rows are stacked once
         per level) and predicts with the bias of the middle level.
     constraints : MetricConstraint, Constraint, str or list of them, default=None
@@ -114,10 +137,13 @@ class MetricOptimizer(RateClassifierBase):
         ``"oracle"`` and ``"frank_wolfe"`` thresholds, instead of the built-in L2 logistic
         regression -- for users who trust their own probability estimates (gradient boosting,
         a calibrated model). A clone is fitted on the training rows as given (a DataFrame keeps
-        its column names and dtypes), with ``sample_weight`` when its ``fit`` takes it or a
+        its column names and dtypes, category and text columns included, for a ``Pipeline``
+        that encodes them or ``HistGradientBoostingClassifier(categorical_features="from_dtype")``;
+        ``predict`` takes the same DataFrame), with ``sample_weight`` when its ``fit`` takes it or a
         ``Pipeline``'s final step does. A model fitted elsewhere is used as it is when wrapped in
         ``sklearn.frozen.FrozenEstimator``. The candidates threshold ``logit eta(x)`` per group
-        cell; ``"auto"`` picks ``"frank_wolfe"`` or ``"oracle"`` as above, and the other solvers
+        cell, decoded from the numeric columns of ``X`` and its category and text columns one-hot
+        encoded; ``"auto"`` picks ``"frank_wolfe"`` or ``"oracle"`` as above, and the other solvers
         are refused.
     cv : int, cross-validation generator, iterable or None, default=5
         Cross-fitting of ``estimator``: the oracle chooses its thresholds on out-of-fold
@@ -182,7 +208,12 @@ class MetricOptimizer(RateClassifierBase):
     random_state : int, RandomState instance or None, default=None
     verbose : int, default=0
     callback : callable, default=None
-        ``callback(iteration, params, rates)``; returning False stops training.
+        ``callback(iteration, params, rates)`` after every iteration (counted from 0), with the
+        model's parameters after the iteration's update and the rates the metrics read of the
+        model it played, on the training rows or the minibatch (for ``"ratio"``, the numerators
+        then the denominators of the ratios). Training stops when it returns the object
+        ``False`` (``n_iter_`` then counts that iteration); any other value, ``None``, ``0`` and
+        ``numpy.False_`` included, continues.
 
     Attributes
     ----------
@@ -210,7 +241,9 @@ class MetricOptimizer(RateClassifierBase):
     train_constraints_ : ndarray of shape (n_constraints, n_snapshots)
     multipliers_ : ndarray of shape (n_snapshots, n_constraints + 1)
     feasible_ : bool
-        Whether the selected solution meets every constraint on the training data.
+        Whether the selected solution meets every constraint on the training data; False also
+        when a ratio constraint is undefined there (a zero denominator: for precision, no
+        positives predicted in its slice), which its linear form would count as met.
     n_iter_ : int
     random_seed_ : int
         Seed of the per-row draws of ``predict`` (from ``random_state``), so a row's
@@ -237,6 +270,9 @@ class MetricOptimizer(RateClassifierBase):
     >>> clf.metric_class_, clf.solver_
     ('convex', 'frank_wolfe')
     """
+
+    _text_advice = (", or give estimator= a classifier that encodes them itself (a Pipeline, or "
+                    "HistGradientBoostingClassifier with categorical_features) for the plug-in solvers")
 
     _parameter_constraints = {
         "metric": [str, Metric, Expression, Ratio],
@@ -367,10 +403,14 @@ class MetricOptimizer(RateClassifierBase):
                              f"solvers that do: {', '.join(ok)}.")
         return self.solver
 
-    def _plugin_scores(self, X, X_in, data) -> tuple[np.ndarray, np.ndarray]:
-        """``[X, logit eta(X)]`` and the oracle's base parameters (weight 1 on the last column),
-        with ``eta`` a clone of ``estimator`` fitted on the training rows ``X_in`` (the user's
-        DataFrame as given, column names and dtypes, or ``X``)."""
+    def _takes_raw_X(self) -> bool:
+        return self.estimator is not None
+
+    def _plugin_scores(self, X_in, data) -> tuple[np.ndarray, np.ndarray]:
+        """``[x, logit eta(x)]`` of the training rows and the oracle's base parameters (weight 1
+        on the last column), with ``eta`` a clone of ``estimator`` fitted on the rows ``X_in`` (the
+        user's DataFrame as given, column names and dtypes, or the validated array); ``x`` is
+        numeric, category and text columns one-hot encoded."""
         est = clone(self.estimator)
         frozen = isinstance(est, FrozenEstimator)  # fit is a no-op; it keeps the labels it was fitted on
         weighted = sample_weight_key(est) is not None
@@ -385,22 +425,23 @@ class MetricOptimizer(RateClassifierBase):
             return model.fit(X_rows, data.y[rows])
 
         fit(est)
-        self._model = ProbabilityScoreModel(est, X.shape[1], self.classes_[1] if frozen else 1)
-        theta = np.zeros(X.shape[1] + 2)
+        positive = self.classes_[1] if frozen else 1
+        text = [c for c, t in X_in.dtypes.items() if not _is_numeric(t)] if hasattr(X_in, "dtypes") else []
+        if text:
+            encoder = ColumnTransformer([("categories", OneHotEncoder(handle_unknown="ignore", sparse_output=False),
+                                          text)], remainder="passthrough", sparse_threshold=0.0)
+            self._model = _EncodedScoreModel(est, encoder, encoder.fit_transform(X_in).shape[1], positive)
+        else:
+            self._model = ProbabilityScoreModel(est, X_in.shape[1], positive)
+        theta = np.zeros(self._model.n_features + 2)
         theta[-2] = 1.0
         if self.cv is None or frozen:  # a frozen model was fitted on other rows: its scores are honest
-            return self._model.augment(X, log_odds(est, X_in, self._model.positive)), theta
+            return self._model.augment(X_in, log_odds(est, X_in, positive)), theta
         # out-of-fold log-odds: what the thresholds meet on new rows, not the fit's own optimism
-        z = np.empty(X.shape[0])
-        for train, test in self._folds(X, data.y):
+        z = np.empty(data.n)
+        for train, test in self._folds(X_in, data.y):
             z[test] = log_odds(fit(clone(self.estimator), train), _safe_indexing(X_in, test))
-        return self._model.augment(X, z), theta
-
-    def _model_input(self, X):
-        """The user's estimator predicts on the DataFrame as given, like it was fitted."""
-        checked = self._features(X)
-        frame = isinstance(self._model, ProbabilityScoreModel) and hasattr(X, "iloc")
-        return (X if frame else checked), checked
+        return self._model.augment(X_in, z), theta
 
     def _folds(self, X, y01: np.ndarray) -> list:
         """The ``cv`` splits, each training fold holding both classes."""
@@ -448,7 +489,13 @@ class MetricOptimizer(RateClassifierBase):
         """
         X_raw = X
         X, y = self._validate_binary(X, y)
-        metric = as_objective(self.metric)
+        if self._raw_X and not hasattr(X_raw, "iloc"):
+            try:  # only a DataFrame's dtypes say which columns to encode
+                X = X.astype(np.float64)
+            except ValueError as exc:  # text; an object that is no number raises numpy's TypeError
+                raise ValueError(f"X has non-numeric values ({exc}); estimator= takes category and text "
+                                 "columns in a DataFrame, whose dtypes mark them.") from exc
+        metric = _as_loss(self.metric)
         constraints = as_metric_constraints(self.constraints)
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
         X_fit, data_fit, objective = X, data, metric
@@ -471,22 +518,22 @@ class MetricOptimizer(RateClassifierBase):
         common["n_iter_no_change"] = (self.n_iter_no_change if self.n_iter_no_change != "auto"
                                       else AUTO_PATIENCE.get(solver, 100))
         theta_eta = None
-        if self.estimator is not None:  # the game plays on [X, logit eta(X)]
-            X_fit, theta_eta = self._plugin_scores(X, X_raw if hasattr(X_raw, "iloc") else X, data)
+        if self.estimator is not None:  # the game plays on [x, logit eta(x)]
+            X_fit, theta_eta = self._plugin_scores(X_raw if hasattr(X_raw, "iloc") else X, data)
         elif uses_oracle or (self.init == "logistic" and isinstance(self._model, LinearModel)):
             theta_eta = fit_logistic(X, data.y, data.sample_weight, self.alpha)
         init_params = theta_eta if isinstance(self._model, LinearModel) and self.init == "logistic" else None
         if init_params is not None and isinstance(metric, PRAUC):
-            init_params = initial_params(theta_eta, X, data.y, metric.levels)
+            init_params = initial_params(theta_eta, X, data.y, metric.levels, data.sample_weight)
+        game_model = self._model if self.estimator is None else self._model.linear
         if solver == "ratio":
-            traj = solve_ratio_game(program, RatioProgram(program, data_fit), self._model, X_fit,
+            traj = solve_ratio_game(program, RatioProgram(program, data_fit), game_model, X_fit,
                                     xi_learning_rate=self.xi_learning_rate, init_params=init_params, **common)
         else:
             oracle = None
             if uses_oracle:
                 oracle = PluginOracle(X_fit, theta_eta, group_cells(program_group_columns(program), data),
-                                      data.sample_weight, n_decode=X.shape[1])
-            game_model = self._model if self.estimator is None else self._model.linear
+                                      data.sample_weight, n_decode=X_fit.shape[1] - (self.estimator is not None))
             traj = solve_three_player(program, game_model, X_fit, solver=solver, oracle=oracle,
                                       init_params=init_params, **common)
         self.objective_ = program.objective.metric
@@ -500,6 +547,7 @@ class MetricOptimizer(RateClassifierBase):
         self.n_iter_ = traj.n_iter
         self.random_seed_ = int(gen.integers(2**62))
         self._set_solutions(program, traj)
+        self._check_feasible(program, traj, constraints, data_fit, game_model, X_fit)
         if isinstance(metric, PRAUC):  # predict with the threshold of the middle recall level
             self._stacked_params = traj.params
             self.candidates_ = deployed_params(traj.params, X.shape[1], len(metric.levels) // 2)
@@ -520,17 +568,33 @@ class MetricOptimizer(RateClassifierBase):
             self.solutions_["m_stochastic"] = shrink(traj.objective, traj.constraints).weights
         else:
             self.solutions_["m_stochastic"] = best_mixture(program, rates, list(self.solutions_.values()))
-        _, cons = program.values(rates @ self.weights_)
-        cons = np.atleast_1d(cons)
-        self.feasible_ = bool(cons.size == 0 or cons.max() <= 1e-9)
-        if not self.feasible_:
-            worst = int(np.argmax(cons))
-            warnings.warn(
-                f"The {self.solution} solution does not meet every constraint on the training data: the "
-                f"largest violation is {cons.max():.4g}, on '{self.constraints_[worst]}'. Loosen the "
-                "constraints, train longer (max_iter), or choose another solution.",
-                InfeasibleConstraintsWarning, stacklevel=3,
-            )
+
+    def _check_feasible(self, program, traj, constraints, data, model, X) -> None:
+        """Set ``feasible_`` for the selected solution on the training rows, and warn when it is
+        False: with the largest violation, a ratio's in its own units, as :meth:`metric_values`
+        reports it, or with a ratio left undefined by a zero denominator."""
+        _, cons = program.values(traj.rates @ self.weights_)
+        violations = dict(zip(self.constraints_, np.atleast_1d(cons).astype(float)))
+        denominators = {}
+        if _ratio_constraints(constraints):  # at the expected decisions of the selected mixture
+            support = self.weights_ > 0
+            p = (model.scores_many(X, traj.params[support]) > 0) @ self.weights_[support]
+            ratios = {k: v for k, v in _ratio_violations(constraints, data, p).items() if k in violations}
+            violations.update({k: value for k, (value, _) in ratios.items()})
+            denominators = {k: den for k, (value, den) in ratios.items() if np.isnan(value)}
+        self.feasible_ = all(v <= 1e-9 for v in violations.values())  # False at NaN: undefined
+        if self.feasible_:
+            return
+        if denominators:
+            label, denominator = next(iter(denominators.items()))
+            problem = f"'{label}' is undefined, because {_zero_denominator(denominator)}"
+        else:
+            label = max(violations, key=violations.get)
+            problem = f"the largest violation is {violations[label]:.4g}, on '{label}'"
+        # stacklevel: past this method, fit and scikit-learn's fit wrapper, to the caller's line
+        warnings.warn(f"The {self.solution} solution does not meet every constraint on the training data: "
+                      f"{problem}. Loosen the constraints, train longer (max_iter), or choose another solution.",
+                      InfeasibleConstraintsWarning, stacklevel=4)
 
     def metric_values(self, X, y, *, groups=None, sample_weight=None, baseline=None, solution=None) -> dict:
         """Objective and constraint values on ``X, y`` in expectation over the stochastic model.
@@ -573,13 +637,48 @@ class MetricOptimizer(RateClassifierBase):
         obj, cons = program.values(program.rates(p))
         out = {"objective": float(obj)}
         out.update({c.label: float(v) for c, v in zip(program.constraints, np.atleast_1d(cons))})
-        # a rate constraint with a ratio side reads in the ratio's units (0.8 - precision), as in
-        # ConstrainedClassifier's report, not in its linear form (ppr * (0.8 - precision))
-        ratios = [c for c in as_metric_constraints(constraints)
-                  if isinstance(c, Constraint) and any(isinstance(t, Ratio) for t in (c.lhs, c.rhs))]
-        out.update({row["constraint"]: float(row["violation"]) for row in violation_rows(ratios, data, p)
-                    if row["constraint"] in out})
+        out.update({label: value for label, (value, _) in _ratio_violations(constraints, data, p).items()
+                    if label in out})
         return out
+
+
+def _as_loss(spec) -> Metric:
+    """The metric to minimise; a lone score (``"accuracy"``, ``"tpr"``) is refused, naming its loss."""
+    metric = as_objective(spec)
+    loss = score_loss(metric)
+    if loss is None:
+        return metric
+    name = spec if isinstance(spec, str) else str(metric)
+    alone = (" Alone it is minimised by predicting one class everywhere: pair it, as in 'fpr + fnr', or state "
+             f"the score as a constraint, as in '{name} >= 0.8'.") if loss.startswith(("fnr", "fpr")) else ""
+    raise ValueError(f"MetricOptimizer minimises its metric, and {name!r} is a score (higher is better): "
+                     f"minimising it gives the worst classifier. Pass the loss {loss!r} instead.{alone}")
+
+
+def _ratio_constraints(constraints) -> list:
+    """The rate constraints with a ratio side (``precision >= 0.8``)."""
+    return [c for c in as_metric_constraints(constraints)
+            if isinstance(c, Constraint) and any(isinstance(t, Ratio) for t in (c.lhs, c.rhs))]
+
+
+def _ratio_violations(constraints, data, p: np.ndarray) -> dict:
+    """``{label: (violation, denominator)}`` of the (expanded) rate constraints with a ratio side at
+    the expected decisions ``p``: the violation in the ratio's units (``0.8 - precision``), as in
+    ConstrainedClassifier's report, not in the solvers' linear form (``ppr * (0.8 - precision)``);
+    NaN where the denominator is 0 and the ratio undefined."""
+    expanded = expand_constraints(_ratio_constraints(constraints), data.groups)
+    return {row["constraint"]: (float(row["violation"]),
+                                next(t.denominator for t in (con.lhs, con.rhs) if isinstance(t, Ratio)))
+            for con, row in zip(expanded, violation_rows(expanded, data, p))}
+
+
+def _zero_denominator(denominator: Expression) -> str:
+    """Why a ratio is undefined, in words: its denominator is 0 (for precision, no positives)."""
+    text = f"the ratio's denominator {denominator} is 0"
+    if len(denominator.terms) != 1 or denominator.terms[0][0].kind != "ppr":
+        return text
+    where = str(denominator.terms[0][0].slice)
+    return "the model predicts no positives" + (f" in the slice {where}" if where else "") + f" ({text})"
 
 
 def _problem_class(program) -> str:

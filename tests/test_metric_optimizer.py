@@ -6,6 +6,8 @@ finitely many thresholds: a small convex problem (cvxpy) or, for a ratio, an enu
 """
 
 
+import re
+
 import numpy as np
 import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -22,6 +24,7 @@ from skrate.generalized import (
     g_mean_at_least,
     kld,
     kld_fairness,
+    max_of,
     min_of,
     predictive_parity,
     pr_auc,
@@ -29,7 +32,7 @@ from skrate.generalized import (
 )
 from skrate.generalized._program import compile_program
 from skrate.problem import GroupTable, RateData
-from skrate.rates import fnr, fpr, win_loss_ratio
+from skrate.rates import fnr, fpr, tnr, win_loss_ratio
 from skrate.rates import precision as core_precision
 
 cp = pytest.importorskip("cvxpy")
@@ -409,6 +412,9 @@ def test_mlp_minibatch_and_callback():
     assert _train_value(est, X, y)[0] < 0.45  # predicting one class everywhere gives 0.707
     stop = MetricOptimizer(metric="g_mean", max_iter=300, callback=lambda t, theta, r: t < 9).fit(X, y)
     assert stop.n_iter_ == 10
+    # only False itself stops: a callback that returns nothing plays on
+    silent = MetricOptimizer(metric="g_mean", max_iter=300, callback=lambda t, theta, r: None).fit(X, y)
+    assert silent.n_iter_ == MetricOptimizer(metric="g_mean", max_iter=300).fit(X, y).n_iter_ > 10
 
 
 def test_kld_fairness_constraint_expands_per_group():
@@ -791,3 +797,107 @@ def test_metric_values_read_a_ratio_constraint_in_its_own_units():
     est = MetricOptimizer(metric="g_mean", constraints="precision >= 0.9", solution="best", random_state=0).fit(X, y)
     pred = est.predict(X)
     assert est.metric_values(X, y)["precision >= 0.9"] == pytest.approx(0.9 - precision_score(y, pred))
+
+
+def test_max_of_over_a_group_column_is_the_worst_group():
+    X, y, g = _two_groups(300, seed=3)
+    groups = {"g": g}
+    fit = lambda metric: MetricOptimizer(metric=metric, max_iter=100, random_state=0).fit(X, y, groups=groups)
+    # the expansion goes inside the max: the same problem as listing the group rates
+    pooled, listed = fit(max_of("error_rate[g]")), fit(max_of("error_rate[g=a]", "error_rate[g=b]"))
+    assert pooled.objective_ == listed.objective_
+    np.testing.assert_array_equal(pooled.candidates_, listed.candidates_)
+    p = pooled.predict_proba(X)[:, 1]
+    worst = max(np.mean(np.where(y == 1, 1 - p, p)[g == v]) for v in "ab")
+    assert pooled.metric_values(X, y, groups=groups)["objective"] == pytest.approx(worst)
+    both = fit(max_of("fnr[g]", "fpr[g]"))
+    assert both.objective_ == max_of("fnr[g=a]", "fnr[g=b]", "fpr[g=a]", "fpr[g=b]")
+
+
+@pytest.mark.parametrize("metric, loss", [
+    ("accuracy", "error_rate"), ("recall", "fnr"), ("tpr", "fnr"), ("tnr", "fpr"), (tnr(g="a"), "fpr[g=a]"),
+    ("accuracy[g=a]", "error_rate[g=a]"), ("precision[g=a]", "-precision[g=a]"),
+])
+def test_a_score_as_the_metric_is_refused_naming_its_loss(metric, loss):
+    X, y, g = _two_groups(100)
+    with pytest.raises(ValueError, match=rf"minimises its metric, and .* is a score .*the loss '{re.escape(loss)}'"):
+        MetricOptimizer(metric=metric).fit(X, y, groups={"g": g})
+
+
+def test_losses_and_rate_expressions_are_minimised_as_written():
+    X, y = _one_d(200, seed=4)
+    for metric in ("error_rate", "1 - accuracy", "-tpr", "fpr + fnr", "precision"):
+        MetricOptimizer(metric=metric, max_iter=5).fit(X, y)
+    fit = lambda metric: MetricOptimizer(metric=metric, max_iter=30, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(fit("1 - accuracy").candidates_, fit("error_rate").candidates_)
+
+
+def test_infeasibility_warning_reads_a_ratio_constraint_in_its_own_units():
+    X, y = _one_d(200)
+    with pytest.warns(InfeasibleConstraintsWarning, match="largest violation") as record:
+        est = MetricOptimizer("f1", constraints="precision >= 0.9", random_state=0).fit(X, y)
+    violation = est.metric_values(X, y)["precision >= 0.9"]
+    message = next(str(w.message) for w in record if w.category is InfeasibleConstraintsWarning)
+    assert violation > 0 and f"largest violation is {violation:.4g}, on 'precision >= 0.9'" in message
+
+
+def test_a_ratio_constraint_met_by_predicting_no_positives_is_undefined():
+    X, y = _one_d(200)
+    with pytest.warns(InfeasibleConstraintsWarning,
+                      match=r"'precision >= 0.9' is undefined, because the model predicts no positives \("):
+        est = MetricOptimizer("f1", constraints="precision >= 0.9", init="zeros", random_state=0).fit(X, y)
+    assert not est.feasible_ and est.predict(X).sum() == 0
+    assert np.isnan(est.metric_values(X, y)["precision >= 0.9"])
+    groups = {"g": np.where(np.arange(200) % 2, "a", "b")}
+    with pytest.warns(InfeasibleConstraintsWarning, match=r"'precision\[g=a\] >= 0.9' is undefined, because the "
+                                                          r"model predicts no positives in the slice g=a"):
+        est = MetricOptimizer("f1", constraints="precision[g] >= 0.9", init="zeros",
+                              random_state=0).fit(X, y, groups=groups)
+    assert not est.feasible_
+
+
+def _mixed_frame(pd, dtype):
+    """Two numeric columns and a group column of category or text dtype, which the label depends on."""
+    rng = np.random.default_rng(0)
+    g = np.where(rng.random(600) < 0.4, "a", "b")
+    x = rng.normal(size=(600, 2))
+    y = (rng.random(600) < 1 / (1 + np.exp(-(1.5 * x[:, 0] + 1.2 * (g == "b") - 0.6)))).astype(int)
+    return pd.DataFrame({"c0": x[:, 0], "c1": x[:, 1], "grp": pd.Series(g, dtype=dtype)}), y
+
+
+@pytest.mark.parametrize("kind, dtype", [("pipeline", object), ("pipeline", "category"), ("boosting", "category")])
+def test_plugin_estimator_takes_category_and_text_columns(kind, dtype):
+    pd = pytest.importorskip("pandas")
+    from sklearn.compose import make_column_transformer
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    frame, y = _mixed_frame(pd, dtype)
+    est = (make_pipeline(make_column_transformer((OneHotEncoder(), ["grp"]), remainder="passthrough"),
+                         LogisticRegression()) if kind == "pipeline"
+           else HistGradientBoostingClassifier(max_iter=20, categorical_features="from_dtype", random_state=0))
+    groups = frame[["grp"]]
+    clf = MetricOptimizer("error", constraints=kld_fairness("grp", 0.01), estimator=est, cv=None,
+                          random_state=0).fit(frame, y, groups=groups)
+    # in-sample probabilities (cv=None): the training values are those metric_values reads
+    values = clf.metric_values(frame, y, groups=groups)
+    assert clf.feasible_ and max(values[c] for c in clf.constraints_) <= 1e-9
+    p = clf.predict_proba(frame)[:, 1]
+    assert values["objective"] == pytest.approx(np.mean(np.where(y == 1, 1 - p, p)))
+    np.testing.assert_array_equal(clf.predict(frame), clf.predict(frame.iloc[::-1])[::-1])
+    # the group column is also read from X by name when groups= is not given
+    np.testing.assert_array_equal(
+        MetricOptimizer("error", constraints=kld_fairness("grp", 0.01), estimator=est, cv=None,
+                        random_state=0).fit(frame, y).candidates_, clf.candidates_)
+
+
+def test_pr_auc_integer_weights_are_repeated_rows():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = (rng.random(400) < 1 / (1 + np.exp(-(X[:, 0] - 0.5 * X[:, 1] - 0.5)))).astype(int)
+    w = rng.integers(1, 4, 400)
+    fit = lambda *data, **kw: MetricOptimizer("pr_auc", max_iter=60, random_state=0).fit(*data, **kw)
+    weighted, repeated = fit(X, y, sample_weight=w), fit(np.repeat(X, w, axis=0), np.repeat(y, w))
+    np.testing.assert_allclose(weighted.candidates_, repeated.candidates_, rtol=1e-9, atol=1e-12)

@@ -140,6 +140,51 @@ def test_unknown_metric_name_lists_known_ones():
             as_metric(name)
 
 
+def test_metric_names_ignore_case_and_suggest_close_ones():
+    assert as_metric("F1") == as_metric(" f1 ") == f_measure(1.0)
+    assert as_metric("G_Mean") == g_mean() and as_metric("F0.5") == f_measure(0.5)
+    for typo, near in (("gmean", "g_mean"), ("g-mean", "g_mean"), ("f_1", "f1"), ("Precison", "precision")):
+        with pytest.raises(ValueError, match=rf"Unknown metric '{typo}' \(did you mean '{near}'"):
+            as_metric(typo)
+
+
+@pytest.mark.parametrize("build, what", [
+    (lambda: g_mean() <= float("nan"), r"bound of 1 - g_mean\(tpr, tnr\) <= bound"),
+    (lambda: g_mean() >= float("inf"), r"bound of 1 - g_mean\(tpr, tnr\) >= bound"),
+    (lambda: kld("g") <= -float("inf"), r"bound of kld\(label_rate, ppr\[g\]\) <= bound"),
+    (lambda: kld_fairness("g", float("nan")), "epsilon of kld_fairness"),
+    (lambda: g_mean_at_least(float("nan")), "value of g_mean_at_least"),
+    (lambda: predictive_parity("g", float("inf")), "epsilon of predictive_parity"),
+    (lambda: f_measure_parity({"g": "a"}, {"g": "b"}, float("nan")), "epsilon of f_measure_parity"),
+], ids=["le-nan", "ge-inf", "le-minus-inf", "kld_fairness", "g_mean_at_least", "predictive_parity", "f_measure_parity"])
+def test_non_finite_bounds_are_refused_where_the_constraint_is_built(build, what):
+    with pytest.raises(ValueError, match=rf"The {what} must be a finite number, got -?(nan|inf)"):
+        build()
+
+
+def test_max_of_over_a_group_column_expands_inside_the_max():
+    y, g, yhat, data = _data()
+    for pooled, listed in ((max_of("error_rate[g]"), max_of("error_rate[g=a]", "error_rate[g=b]")),
+                           (max_of("fnr[g]", "fpr[g]"), max_of("fnr[g=a]", "fnr[g=b]", "fpr[g=a]", "fpr[g=b]")),
+                           (min_of("tpr[g]"), min_of("tpr[g=a]", "tpr[g=b]"))):
+        assert compile_program(pooled, [], data).objective.metric == listed
+    class_errors = [np.mean(yhat[(g == v) & (y == c)] != c) for v in "ab" for c in (0, 1)]
+    assert _value(max_of("fnr[g]", "fpr[g]"), data, yhat) == pytest.approx(max(class_errors))
+    # as a constraint: one bound on the worst group, not one per group
+    program = compile_program(error(), [max_of("error_rate[g]") <= 0.3], data)
+    assert [c.label for c in program.constraints] == ["max(error_rate[g=a], error_rate[g=b]) <= 0.3"]
+
+
+def test_an_objective_sums_only_its_terms_over_a_group_column():
+    y, g, yhat, data = _data()
+    objective = compile_program(g_mean() + kld("g") + 0.5, [], data).objective.metric
+    assert [str(atom) for _, atom in objective.terms] == [str(g_mean()), "kld(label_rate, ppr[g=a])",
+                                                          "kld(label_rate, ppr[g=b])"]
+    assert objective.constant == 0.5
+    assert _value(g_mean() + kld("g"), data, yhat) == pytest.approx(
+        _value(g_mean(), data, yhat) + _value(kld("g"), data, yhat))
+
+
 def test_names_and_core_ratios_give_the_metrics_they_name():
     y, g, yhat, data = _data()
     assert as_metric("f2") == f_measure(2.0) and as_metric("f0.5") == as_metric("f.5") == f_measure(0.5)

@@ -11,6 +11,8 @@ them. Narasimhan, Cotter and Gupta (NeurIPS 2019), Table 1.
 
 from __future__ import annotations
 
+import difflib
+import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -20,9 +22,9 @@ from typing import Any
 import numpy as np
 from scipy.special import rel_entr
 
-from ..rates import Expression, Ratio, Slice, as_expression
+from ..rates import Expression, Rate, Ratio, Slice, as_expression
 from ..rates import _functions as R
-from ..rates._functions import display_ratio
+from ..rates._functions import RATE_FUNCTIONS, RATIO_NAMES, display_ratio
 
 _EPS = 1e-6
 CLASSES = ("linear", "convex", "concave", "ratio", "nonconvex")
@@ -30,6 +32,13 @@ CLASSES = ("linear", "convex", "concave", "ratio", "nonconvex")
 
 def _scalar(x) -> bool:
     return isinstance(x, Real) and not isinstance(x, bool)
+
+
+def _finite(x, what: str) -> float:
+    """``x`` as a float; a NaN or infinite bound would make every comparison with it false."""
+    if not math.isfinite(float(x)):
+        raise ValueError(f"The {what} must be a finite number, got {x!r}.")
+    return float(x)
 
 
 class Metric:
@@ -67,10 +76,12 @@ class Metric:
         return (-self) + other
 
     def __le__(self, other):
+        if _scalar(other):
+            _finite(other, f"bound of {self.as_sum()} <= bound")
         return MetricConstraint(self - other, _comparison(self, "<=", other))
 
     def __ge__(self, other):
-        lhs = other if _scalar(other) else _require(other)
+        lhs = _finite(other, f"bound of {self.as_sum()} >= bound") if _scalar(other) else _require(other)
         return MetricConstraint(lhs - self, _comparison(self, ">=", other))
 
     def __lt__(self, other):
@@ -775,10 +786,15 @@ def kld(group=None, *, reference: str = "overall", **filters) -> MetricSum:
 def max_of(*rates) -> MetricSum:
     """The largest of several rates (e.g. the worst group error), convex.
 
+    A rate over a bare group column stands for its rate on every value, inside the max:
+    ``max_of("error_rate[race]")`` is the worst group error, the same metric as
+    ``max_of("error_rate[race=A]", "error_rate[race=B]")`` when race takes the values A and B.
+
     Parameters
     ----------
     *rates : Expression or str
-        Linear rate expressions, e.g. ``"error_rate[race=A]"``; ratios are refused.
+        Linear rate expressions, e.g. ``"error_rate[race=A]"`` or ``"fnr[race]"``; ratios are
+        refused.
 
     Returns
     -------
@@ -791,6 +807,9 @@ def max_of(*rates) -> MetricSum:
 
 def min_of(*rates) -> MetricSum:
     """The smallest of several rates, ``-max(-r)``: concave (maximise it as ``-min_of(...)``).
+
+    A rate over a bare group column stands for its rate on every value, inside the min
+    (``min_of("tpr[race]")`` is the lowest group TPR).
 
     Parameters
     ----------
@@ -909,7 +928,8 @@ def kld_fairness(group: str, epsilon: float) -> MetricConstraint:
     MetricConstraint
         Convex; reads ``kld[group=value] <= epsilon`` once expanded.
     """
-    return MetricConstraint(kld(group) - float(epsilon), f"kld{{slice}} <= {epsilon:g}", Slice.make({}, group))
+    epsilon = _finite(epsilon, "epsilon of kld_fairness")
+    return MetricConstraint(kld(group) - epsilon, f"kld{{slice}} <= {epsilon:g}", Slice.make({}, group))
 
 
 def g_mean_at_least(value: float, group=None, **filters) -> MetricConstraint:
@@ -929,8 +949,9 @@ def g_mean_at_least(value: float, group=None, **filters) -> MetricConstraint:
     MetricConstraint
         Convex; reads ``g_mean[group=value] >= value`` once expanded.
     """
+    value = _finite(value, "value of g_mean_at_least")
     where = Slice.make(filters, () if group is None else group)
-    return MetricConstraint(g_mean(group, **filters) - (1.0 - float(value)), f"g_mean{{slice}} >= {value:g}", where)
+    return MetricConstraint(g_mean(group, **filters) - (1.0 - value), f"g_mean{{slice}} >= {value:g}", where)
 
 
 def predictive_parity(group: str, epsilon: float) -> list[MetricConstraint]:
@@ -949,10 +970,11 @@ def predictive_parity(group: str, epsilon: float) -> list[MetricConstraint]:
         Two ratio-class constraints, one per side, for ``solver="ratio"`` (which
         ``"auto"`` picks).
     """
+    epsilon = _finite(epsilon, "epsilon of predictive_parity")
     gap = precision(group) - precision()
     where = Slice.make({}, group)
-    return [MetricConstraint(gap - float(epsilon), f"precision{{slice}} - precision <= {epsilon:g}", where),
-            MetricConstraint(-gap - float(epsilon), f"precision - precision{{slice}} <= {epsilon:g}", where)]
+    return [MetricConstraint(gap - epsilon, f"precision{{slice}} - precision <= {epsilon:g}", where),
+            MetricConstraint(-gap - epsilon, f"precision - precision{{slice}} <= {epsilon:g}", where)]
 
 
 def f_measure_parity(protected: dict, other: dict, epsilon: float, beta: float = 1.0) -> MetricConstraint:
@@ -972,10 +994,11 @@ def f_measure_parity(protected: dict, other: dict, epsilon: float, beta: float =
     MetricConstraint
         A ratio-class constraint, for ``solver="ratio"`` (which ``"auto"`` picks).
     """
+    epsilon = _finite(epsilon, "epsilon of f_measure_parity")
     # F_other - F_prot - eps = (1 - F_prot) - (1 - F_other) - eps
     gap = f_measure(beta, **protected) - f_measure(beta, **other)
     label = f"f_measure[{_filters_text(protected)}] >= f_measure[{_filters_text(other)}] - {epsilon:g}"
-    return MetricConstraint(gap - float(epsilon), label)
+    return MetricConstraint(gap - epsilon, label)
 
 
 def _filters_text(filters: dict) -> str:
@@ -995,6 +1018,8 @@ METRICS: dict[str, Callable[[], Metric]] = {
     "precision": lambda: 1.0 - precision(), "win_loss_ratio": lambda: -ratio(R.wins(), R.losses()),
     "pr_auc": _pr_auc,
 }
+# rates that are scores (higher is better) and the loss that complements each
+SCORE_LOSSES = {"accuracy": "error_rate", "tpr": "fnr", "tnr": "fpr"}
 # F-beta by name: "f2", "f0.5", "f.5"
 _F_BETA = re.compile(r"f(\d+(?:\.\d*)?|\.\d+)")
 # names that need arguments: the constructor to use instead
@@ -1007,18 +1032,19 @@ def metric_names() -> list[str]:
 
 
 def as_objective(spec) -> Metric:
-    """A metric from a name (``"f1"``, ``"f0.5"``), a metric, a core rate expression or ratio,
-    or its string; a metric given whole (``pr_auc()``) is returned as it is.
+    """A metric from a name (``"f1"``, ``"F1"``, ``"f0.5"``; names ignore case), a metric, a core
+    rate expression or ratio, or its string; a metric given whole (``pr_auc()``) is returned as it is.
 
     Raises
     ------
     ValueError
-        For an unknown name (listing the known ones) or a name that needs arguments.
+        For an unknown name (listing the known ones and suggesting close matches) or a name that
+        needs arguments.
     """
     if isinstance(spec, Metric):
         return spec
     if isinstance(spec, str):
-        name = spec.strip()
+        name = spec.strip().lower()
         if name in METRICS:
             return METRICS[name]()
         beta = _F_BETA.fullmatch(name)
@@ -1032,9 +1058,35 @@ def as_objective(spec) -> Metric:
     try:
         return _rate_atom(spec).as_sum()
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"Unknown metric {spec!r}: give a name among {metric_names()}, a metric such as "
+        close = (difflib.get_close_matches(spec.strip().lower(), [*METRICS, *RATE_FUNCTIONS], n=3)
+                 if isinstance(spec, str) else [])
+        hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
+        raise ValueError(f"Unknown metric {spec!r}{hint}: give a name among {metric_names()}, a metric such as "
                          "skrate.generalized.f_measure(beta=2), or a rate expression such as 'fpr + fnr' "
                          f"({exc}).") from None
+
+
+def score_loss(metric: Metric) -> str | None:
+    """The loss to minimise instead of ``metric`` when it is a lone score, else None.
+
+    A score is better when higher: one rate such as ``accuracy`` or ``tpr[g=a]`` (its
+    complement, ``error_rate`` or ``fnr[g=a]``) or one named ratio such as ``precision[g=a]``
+    (its negative), with a positive coefficient. Minimising it gives the worst classifier.
+    Sums such as ``"fpr + fnr"`` are read as written.
+    """
+    terms = metric.terms if isinstance(metric, MetricSum) else ()
+    if len(terms) != 1 or terms[0][0] <= 0:
+        return None
+    atom = terms[0][1]
+    if isinstance(atom, LinearRate) and len(atom.expr.terms) == 1:
+        rate, coef = atom.expr.terms[0]
+        if coef > 0 and rate.kind in SCORE_LOSSES:
+            return str(Rate(SCORE_LOSSES[rate.kind], rate.slice))
+    if isinstance(atom, RatioAtom) and len(atom.numerator.terms) == len(atom.denominator.terms) == 1:
+        (num, a), (den, b) = atom.numerator.terms[0], atom.denominator.terms[0]
+        if a * b > 0 and (num.kind, den.kind) in RATIO_NAMES:
+            return f"-{atom}"
+    return None
 
 
 def as_metric(spec) -> MetricSum:

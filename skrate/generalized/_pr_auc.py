@@ -98,9 +98,16 @@ def deployed_params(params: np.ndarray, n_features: int, head: int) -> np.ndarra
     return np.column_stack([params[:, :n_features], params[:, -1] + params[:, n_features + head]])
 
 
-def initial_params(theta: np.ndarray, X: np.ndarray, y01: np.ndarray, levels) -> np.ndarray:
-    """Start from a score ``theta`` with each threshold's bias at the recall level it must reach."""
+def initial_params(theta: np.ndarray, X: np.ndarray, y01: np.ndarray, levels,
+                   sample_weight: np.ndarray) -> np.ndarray:
+    """Start from a score ``theta`` with each threshold's bias at the recall level it must reach:
+    the weighted ``1 - tau`` quantile of the positives' scores (an integer weight counts as that
+    many copies of the row)."""
     scores = X @ theta[:-1] + theta[-1]
-    pos = np.sort(scores[y01 == 1])
-    biases = [-pos[min(len(pos) - 1, int(np.floor((1 - tau) * len(pos))))] + 1e-6 for tau in levels]
-    return np.concatenate([theta[:-1], biases, [theta[-1]]])
+    positive = y01 == 1
+    order = np.argsort(scores[positive], kind="stable")
+    pos, cum = scores[positive][order], np.cumsum(sample_weight[positive][order])
+    # the first positive whose cumulative weight passes (1 - tau) W: with unit weights the one at
+    # position floor((1 - tau) n), with integer weights the same row as in the repeated rows
+    k = np.minimum(np.searchsorted(cum, (1.0 - np.asarray(levels)) * cum[-1], side="right"), len(pos) - 1)
+    return np.concatenate([theta[:-1], -pos[k] + 1e-6, [theta[-1]]])

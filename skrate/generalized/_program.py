@@ -15,7 +15,7 @@ from ..problem import RateData, compile_expressions, expand_constraints
 from ..rates import Constraint
 from ..rates._expression import NEEDS_BASELINE
 from ..rates._slice import BASELINE, group_columns
-from ._metrics import LinearRate, MetricConstraint, MetricSum, as_metric
+from ._metrics import LinearRate, MaxOf, MetricConstraint, MetricSum, as_metric
 
 
 @dataclass
@@ -89,13 +89,48 @@ def program_reads_baseline(program: MetricProgram) -> bool:
                for _, atom, _ in s.atoms for e in atom.exprs for r in e.rates)
 
 
+def _bound_exprs(expr, groups) -> list:
+    """``expr`` bound to every combination of values of the group columns it expands over."""
+    keys = tuple(sorted({k for r in expr.rates for k in r.slice.expand}))
+    return [expr.bind(dict(zip(keys, combo))) for combo in groups.combinations(keys)] if keys else [expr]
+
+
+def _pool_maxima(metric: MetricSum, groups) -> MetricSum:
+    """``metric`` with every ``max_of`` / ``min_of`` over a bare group column taken over the rates
+    of all its values (the worst group), not summed over values as the other atoms are."""
+    terms = []
+    for coef, atom in metric.terms:
+        if isinstance(atom, MaxOf) and atom.expand_keys:  # dict: a rate listed twice enters once
+            atom = MaxOf(tuple(dict.fromkeys(b for e in atom.rates for b in _bound_exprs(e, groups))))
+        terms.append((coef, atom))
+    return MetricSum(tuple(terms), metric.constant)
+
+
 def _expand(spec, groups) -> list:
     """``spec`` (a metric or a metric constraint) bound to every combination of values of the
-    group columns it expands over that occurs in the data."""
+    group columns it expands over that occurs in the data; a max over a group column expands
+    inside the max."""
+    if isinstance(spec, MetricConstraint):
+        spec = MetricConstraint(_pool_maxima(spec.metric, groups), spec.label, spec.slice)
+    else:
+        spec = _pool_maxima(spec, groups)
     keys = spec.expand_keys
     if not keys:
         return [spec]
     return [spec.bind(dict(zip(keys, combo))) for combo in groups.combinations(keys)]
+
+
+def _expand_objective(objective, groups) -> MetricSum:
+    """The objective with each term over a group column summed over the column's values; terms
+    that name no group column (and the constant) count once: ``g_mean() + kld("g")`` is one
+    G-mean plus a KL term per group."""
+    objective = _pool_maxima(objective.as_sum(), groups)
+    terms = []
+    for coef, atom in objective.terms:
+        keys = atom.expand_keys
+        combos = groups.combinations(keys) if keys else [()]
+        terms += [(coef, atom.bind(dict(zip(keys, combo))) if keys else atom) for combo in combos]
+    return MetricSum(tuple(terms), objective.constant)
 
 
 def as_metric_constraints(spec) -> list:
@@ -115,13 +150,12 @@ def compile_program(objective, constraints, data: RateData) -> MetricProgram:
     """Expand group columns and compile every atom's rates on ``data``.
 
     An objective over a bare group column is the sum over its values; a constraint over one
-    stands for one constraint per value. A metric undefined on the data (an empty slice, a
+    stands for one constraint per value. A ``max_of`` / ``min_of`` over one is the max (min) over
+    the rates of all its values. A metric undefined on the data (an empty slice, a
     class proportion of 0 or 1 for a KL-divergence, no positives for an F-measure) raises an
     error naming the metric and its slice.
     """
-    objective = as_metric(objective)
-    parts = _expand(objective, data.groups)
-    objective = MetricSum(tuple(t for part in parts for t in part.terms), objective.constant * len(parts))
+    objective = _expand_objective(as_metric(objective), data.groups)
     # (metric, role, the text the user wrote: a core constraint's, not its rearrangement's)
     sums: list[tuple[MetricSum, str, str]] = [(objective, "objective", str(objective))]
     for con in as_metric_constraints(constraints):
