@@ -25,6 +25,9 @@ from .generalized._program import (
     group_cells,
     program_group_columns,
     program_reads_baseline,
+    program_values,
+    ratio_constraints,
+    ratio_violations,
 )
 from .generalized._ratio import RatioProgram, solve_ratio_game
 from .generalized._three_player import CONFIGURATIONS, solve_three_player
@@ -35,8 +38,7 @@ try:
     from sklearn.frozen import FrozenEstimator
 except ImportError:  # scikit-learn < 1.6 has none
     FrozenEstimator = ()
-from .problem import expand_constraints, violation_rows
-from .rates import Constraint, Expression, Ratio
+from .rates import Expression, Ratio
 from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
 from .solvers import SURROGATES
 from .utils._validation import _is_numeric
@@ -576,10 +578,10 @@ class MetricOptimizer(RateClassifierBase):
         _, cons = program.values(traj.rates @ self.weights_)
         violations = dict(zip(self.constraints_, np.atleast_1d(cons).astype(float)))
         denominators = {}
-        if _ratio_constraints(constraints):  # at the expected decisions of the selected mixture
+        if ratio_constraints(constraints):  # at the expected decisions of the selected mixture
             support = self.weights_ > 0
             p = (model.scores_many(X, traj.params[support]) > 0) @ self.weights_[support]
-            ratios = {k: v for k, v in _ratio_violations(constraints, data, p).items() if k in violations}
+            ratios = {k: v for k, v in ratio_violations(constraints, data, p).items() if k in violations}
             violations.update({k: value for k, (value, _) in ratios.items()})
             denominators = {k: den for k, (value, den) in ratios.items() if np.isnan(value)}
         self.feasible_ = all(v <= 1e-9 for v in violations.values())  # False at NaN: undefined
@@ -633,13 +635,7 @@ class MetricOptimizer(RateClassifierBase):
         else:
             objective, constraints = metric, self.constraints
             p = self.predict_proba(X_raw, solution=solution)[:, 1]
-        program = compile_program(objective, constraints, data)
-        obj, cons = program.values(program.rates(p))
-        out = {"objective": float(obj)}
-        out.update({c.label: float(v) for c, v in zip(program.constraints, np.atleast_1d(cons))})
-        out.update({label: value for label, (value, _) in _ratio_violations(constraints, data, p).items()
-                    if label in out})
-        return out
+        return program_values(objective, constraints, data, p)
 
 
 def _as_loss(spec) -> Metric:
@@ -653,23 +649,6 @@ def _as_loss(spec) -> Metric:
              f"the score as a constraint, as in '{name} >= 0.8'.") if loss.startswith(("fnr", "fpr")) else ""
     raise ValueError(f"MetricOptimizer minimises its metric, and {name!r} is a score (higher is better): "
                      f"minimising it gives the worst classifier. Pass the loss {loss!r} instead.{alone}")
-
-
-def _ratio_constraints(constraints) -> list:
-    """The rate constraints with a ratio side (``precision >= 0.8``)."""
-    return [c for c in as_metric_constraints(constraints)
-            if isinstance(c, Constraint) and any(isinstance(t, Ratio) for t in (c.lhs, c.rhs))]
-
-
-def _ratio_violations(constraints, data, p: np.ndarray) -> dict:
-    """``{label: (violation, denominator)}`` of the (expanded) rate constraints with a ratio side at
-    the expected decisions ``p``: the violation in the ratio's units (``0.8 - precision``), as in
-    ConstrainedClassifier's report, not in the solvers' linear form (``ppr * (0.8 - precision)``);
-    NaN where the denominator is 0 and the ratio undefined."""
-    expanded = expand_constraints(_ratio_constraints(constraints), data.groups)
-    return {row["constraint"]: (float(row["violation"]),
-                                next(t.denominator for t in (con.lhs, con.rhs) if isinstance(t, Ratio)))
-            for con, row in zip(expanded, violation_rows(expanded, data, p))}
 
 
 def _zero_denominator(denominator: Expression) -> str:

@@ -168,3 +168,37 @@ def test_a_rate_the_rows_leave_undefined_scores_nan_and_an_unknown_value_raises(
     assert np.isfinite(make_violation_scorer(SPEC)(clf, X, y, groups=g))
     with pytest.raises(ValueError, match="Unknown value 'c' for group column 'race'"):
         make_rate_scorer("tpr[race=c]")(clf, X, y, groups=g)
+
+
+def test_metric_scorer_is_minus_the_metric_optimizer_loss():
+    from sklearn.metrics import f1_score
+
+    from skrate import MetricOptimizer
+    from skrate.generalized import g_mean_at_least, kld_fairness
+    from skrate.metrics import make_metric_scorer
+
+    X, y, g = _data()
+    clf = LogisticRegression().fit(X, y)
+    yhat = clf.predict(X)
+    assert make_metric_scorer("f1")(clf, X, y) == pytest.approx(f1_score(y, yhat, pos_label="yes") - 1)
+    y01, p = (y == "yes").astype(int), (yhat == "yes").astype(float)
+    g_mean = np.sqrt(p[y01 == 1].mean() * (1 - p[y01 == 0].mean()))
+    assert make_metric_scorer("g_mean")(clf, X, y) == pytest.approx(g_mean - 1)
+    # a stochastic MetricOptimizer is scored in expectation, as its metric_values reads it
+    opt = MetricOptimizer("g_mean", constraints=kld_fairness("race", 0.01), random_state=0).fit(X, y, groups=g)
+    values = opt.metric_values(X, y, groups=g)
+    assert make_metric_scorer("g_mean")(opt, X, y) == pytest.approx(-values["objective"])
+    worst = max(v for k, v in values.items() if k != "objective")
+    assert make_violation_scorer(kld_fairness("race", 0.01))(opt, X, y, groups=g) == pytest.approx(-worst)
+    mixed = [g_mean_at_least(0.6), "ppr[race] >= ppr - 0.05"]
+    expected = max(np.sqrt(p[y01 == 1].mean() * (1 - p[y01 == 0].mean())) * -1 + 0.6,
+                   _max_violation("ppr[race] >= ppr - 0.05", y01, p, g))
+    assert make_violation_scorer(mixed)(clf, X, y, groups=g) == pytest.approx(-expected)
+    with pytest.raises(ValueError, match="is a score"):
+        make_metric_scorer("accuracy")
+    with pytest.raises(ValueError, match="average_precision"):
+        make_metric_scorer("pr_auc")
+    with config_context(enable_metadata_routing=True):
+        search = GridSearchCV(MetricOptimizer("g_mean"), {"solver": ["frank_wolfe", "oracle"]},
+                              scoring=make_metric_scorer("g_mean"), cv=3).fit(X, y)
+    assert np.isfinite(search.cv_results_["mean_test_score"]).all()

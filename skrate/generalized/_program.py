@@ -11,8 +11,8 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..problem import RateData, compile_expressions, expand_constraints
-from ..rates import Constraint
+from ..problem import RateData, compile_expressions, expand_constraints, violation_rows
+from ..rates import Constraint, Ratio
 from ..rates._expression import NEEDS_BASELINE
 from ..rates._slice import BASELINE, group_columns
 from ._metrics import LinearRate, MaxOf, MetricConstraint, MetricSum, as_metric
@@ -196,4 +196,36 @@ def _unique(labels: list[str]) -> list[str]:
     for label in labels:
         seen[label] = seen.get(label, 0) + 1
         out.append(label if seen[label] == 1 else f"{label} #{seen[label]}")
+    return out
+
+
+def ratio_constraints(constraints) -> list:
+    """The rate constraints with a ratio side (``precision >= 0.8``)."""
+    return [c for c in as_metric_constraints(constraints)
+            if isinstance(c, Constraint) and any(isinstance(t, Ratio) for t in (c.lhs, c.rhs))]
+
+
+def ratio_violations(constraints, data, p: np.ndarray) -> dict:
+    """``{label: (violation, denominator)}`` of the (expanded) rate constraints with a ratio side at
+    the expected decisions ``p``: the violation in the ratio's units (``0.8 - precision``), as in
+    ConstrainedClassifier's report, not in the solvers' linear form (``ppr * (0.8 - precision)``);
+    NaN where the denominator is 0 and the ratio undefined."""
+    expanded = expand_constraints(ratio_constraints(constraints), data.groups)
+    return {row["constraint"]: (float(row["violation"]),
+                                next(t.denominator for t in (con.lhs, con.rhs) if isinstance(t, Ratio)))
+            for con, row in zip(expanded, violation_rows(expanded, data, p))}
+
+
+def program_values(objective, constraints, data: RateData, p: np.ndarray) -> dict:
+    """``{"objective": psi, label: phi_j, ...}`` of the expected decisions ``p`` on ``data``.
+
+    ``phi_j <= 0`` is met; a rate constraint with a ratio side reads in the ratio's units (NaN
+    when the ratio is undefined), the others as the solvers see them.
+    """
+    program = compile_program(objective, constraints, data)
+    obj, cons = program.values(program.rates(p))
+    out = {"objective": float(obj)}
+    out.update({c.label: float(v) for c, v in zip(program.constraints, np.atleast_1d(cons))})
+    out.update({label: value for label, (value, _) in ratio_violations(constraints, data, p).items()
+                if label in out})
     return out

@@ -7,7 +7,7 @@ called (as does :func:`skrate.model_selection.tradeoff_curve`), the plots need m
 from ._audit import DEFAULT_METRICS, audit
 from ._decisions import decisions_of, is_stochastic
 from ._plot import plot_audit, plot_tradeoff
-from ._scorers import make_rate_scorer, make_violation_scorer
+from ._scorers import make_metric_scorer, make_rate_scorer, make_violation_scorer
 
-__all__ = ["DEFAULT_METRICS", "audit", "decisions_of", "is_stochastic", "make_rate_scorer",
+__all__ = ["DEFAULT_METRICS", "audit", "decisions_of", "is_stochastic", "make_metric_scorer", "make_rate_scorer",
            "make_violation_scorer", "plot_audit", "plot_tradeoff"]

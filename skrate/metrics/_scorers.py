@@ -8,7 +8,7 @@ from sklearn.utils.validation import _check_sample_weight, _num_samples
 
 from ..exceptions import UndefinedRateError
 from ..problem import GroupTable, RateData, evaluate_term, violation_rows
-from ..rates import as_constraints, as_expression
+from ..rates import Constraint, as_expression
 from ..utils._validation import check_baseline
 from ._decisions import DECISIONS, is_stochastic, positive_labels
 
@@ -49,22 +49,58 @@ class MaxViolation:
     """Largest constraint violation (``> 0`` when some constraint is broken) of 0/1 labels and decisions.
 
     Violations are ``lhs - rhs`` in each constraint's own units (ratios as ratios), so ratio
-    and linear constraints compare; NaN when a ratio is undefined on the data.
+    and linear constraints compare; NaN when a ratio is undefined on the data. Metric
+    constraints (``kld_fairness``, ``g_mean_at_least``) read as MetricOptimizer's
+    ``metric_values`` does.
     """
 
     def __init__(self, constraints):
-        self.constraints = as_constraints(constraints)
+        from ..generalized._program import as_metric_constraints
+
+        self.constraints = as_metric_constraints(constraints)
         if not self.constraints:
             raise ValueError("make_violation_scorer needs at least one constraint.")
         self.__name__ = "max_violation"
 
     def __call__(self, y_true, y_pred, *, groups=None, sample_weight=None, baseline=None):
         data = _rate_data(y_true, groups, sample_weight, baseline)
+        p = np.asarray(y_pred, dtype=float)
         try:
-            rows = violation_rows(self.constraints, data, np.asarray(y_pred, dtype=float))
+            if all(isinstance(c, Constraint) for c in self.constraints):
+                values = [row["violation"] for row in violation_rows(self.constraints, data, p)]
+            else:
+                from ..generalized._program import program_values
+
+                values = list(program_values("error", self.constraints, data, p).values())[1:]
         except UndefinedRateError:  # a rate these rows leave undefined
             return float("nan")
-        return float(np.max([row["violation"] for row in rows]))  # NaN, not an order-dependent max
+        return float(np.max(values))  # NaN, not an order-dependent max
+
+
+class MetricLoss:
+    """A generalized rate metric (the loss MetricOptimizer minimises) of 0/1 labels and decisions."""
+
+    def __init__(self, metric):
+        from .._metric_optimizer import _as_loss
+        from ..generalized import PRAUC
+
+        self.metric = _as_loss(metric)
+        if isinstance(self.metric, PRAUC):
+            raise ValueError("PR-AUC ranks a score, not decisions: score it with scikit-learn's "
+                             "scoring='average_precision'.")
+        self.__name__ = str(self.metric)
+
+    def __call__(self, y_true, y_pred, *, groups=None, sample_weight=None, baseline=None):
+        from ..generalized._program import program_values
+
+        data = _rate_data(y_true, groups, sample_weight, baseline)
+        try:
+            return program_values(self.metric, [], data, np.asarray(y_pred, dtype=float))["objective"]
+        except UndefinedRateError:
+            return float("nan")
+
+    def __repr__(self):
+        return f"metric {self.metric}"
 
     def __repr__(self):
         return "max violation of " + "; ".join(map(str, self.constraints))
@@ -164,6 +200,51 @@ def make_rate_scorer(spec, *, greater_is_better: bool = True, decisions: str = "
     return RateScorer(RateMetric(spec), 1 if greater_is_better else -1, decisions)
 
 
+def make_metric_scorer(metric, *, decisions: str = "auto") -> RateScorer:
+    """A scorer for a generalized rate metric; scores are the negative of its loss.
+
+    The metric is the loss :class:`~skrate.MetricOptimizer` minimises (``"f1"`` is
+    ``1 - F1``, ``"g_mean"`` ``1 - G-mean``, ``kld(group="sex")`` a sum of KL-divergences), so
+    the scorer returns ``-loss``: higher is better, as for every scikit-learn score, and
+    ``GridSearchCV`` can rank MetricOptimizer's (or any classifier's) candidates by the metric
+    the user trains for.
+
+    Parameters
+    ----------
+    metric : str or Metric
+        As MetricOptimizer's ``metric``: a name (``"f1"``, ``"g_mean"``, ``"h_mean"``,
+        ``"kld"``...), a metric of :mod:`skrate.generalized` or a rate expression. Lone scores
+        (``"accuracy"``) are refused as there, and PR-AUC, which ranks scores rather than
+        decisions, is left to scikit-learn's ``"average_precision"``.
+    decisions : {"auto", "predict", "expected"}, default="auto"
+        As in :func:`skrate.metrics.audit`.
+
+    Returns
+    -------
+    scorer : callable
+        ``scorer(estimator, X, y, groups=None, sample_weight=None, baseline=None)``; it supports
+        ``set_score_request(groups=True)``. A metric undefined on an evaluation set (a slice
+        without rows) raises, naming it.
+
+    References
+    ----------
+    H. Narasimhan, A. Cotter, M. Gupta. Optimizing Generalized Rate Metrics with Three Players.
+    NeurIPS 2019.
+
+    Examples
+    --------
+    >>> from sklearn.linear_model import LogisticRegression
+    >>> from skrate.datasets import load_compas
+    >>> from skrate.metrics import make_metric_scorer
+    >>> data = load_compas()
+    >>> clf = LogisticRegression().fit(data.data, data.target)
+    >>> round(make_metric_scorer("g_mean")(clf, data.data, data.target), 3)  # -(1 - G-mean)
+    -0.33
+    """
+    _check_decisions(decisions)
+    return RateScorer(MetricLoss(metric), -1, decisions)
+
+
 def make_violation_scorer(constraints, *, decisions: str = "auto") -> RateScorer:
     """A scorer for the largest violation of rate constraints; scores are its negative.
 
@@ -175,9 +256,9 @@ def make_violation_scorer(constraints, *, decisions: str = "auto") -> RateScorer
 
     Parameters
     ----------
-    constraints : Constraint, str, or list of them
-        The constraints, e.g. ``"tpr[race] >= tpr - 0.05"``; group columns expand per value
-        on each evaluation set.
+    constraints : Constraint, MetricConstraint, str, or list of them
+        The constraints, e.g. ``"tpr[race] >= tpr - 0.05"`` or ``kld_fairness("race", 0.01)``;
+        group columns expand per value on each evaluation set.
     decisions : {"auto", "predict", "expected"}, default="auto"
         As in :func:`skrate.metrics.audit`.
 
