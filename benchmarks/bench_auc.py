@@ -35,7 +35,7 @@ from _verdict import verdict  # noqa: E402
 
 from skrate import AUCClassifier  # noqa: E402
 from skrate._auc_objective import ClassStatistics, smooth_objective  # noqa: E402
-from skrate._auc_solvers import minibatch_smoothness  # noqa: E402
+from skrate._auc_solvers import column_scale, minibatch_smoothness  # noqa: E402
 from skrate._prox import elastic_net_penalty  # noqa: E402
 
 REPEATS = 3
@@ -230,9 +230,10 @@ def main():
         tr = results[0][1]
         lr_single = [v for k, v in rows.items() if k.startswith("LogisticRegression (")][0]
         y0 = splits[0][1]
-        # condition number of the minibatch steps per example: passes needed per digit
-        kappa_n = minibatch_smoothness(X, y0, ClassStatistics.from_data(X, y0), 16) / (
-            ALPHA * X.shape[0])
+        # condition number of the (preconditioned) minibatch steps per example: passes
+        # needed per digit
+        kappa_n = minibatch_smoothness(X, y0, ClassStatistics.from_data(X, y0), 16,
+                                       column_scale(X)) / (ALPHA * X.shape[0])
         summary.append((name, kappa_n, first_pass_below(tr["vrspam"], TARGET_GAP),
                         first_pass_below(tr["spam"], TARGET_GAP),
                         min(tr["vrspam"][-1][1], 1.0), tr["spam"][-1][1],

@@ -16,7 +16,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._auc_calibration import RowReservoir, fit_platt
 from ._auc_objective import ClassStatistics, smooth_objective
-from ._auc_solvers import minibatch_smoothness, solve_exact, spam, spam_epoch, vrspam
+from ._auc_solvers import (column_scale, minibatch_smoothness, solve_exact, spam, spam_epoch,
+                           vrspam)
 from ._prox import elastic_net_penalty
 from .utils._validation import validate_numeric
 
@@ -53,8 +54,9 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         solve for ``"l2"``, accelerated proximal gradient polished by an exact solve on the
         sign pattern for ``"l1"``/``"elasticnet"``. ``"spam"``: proximal SGD with step
         ``eta0 / sqrt(k)`` in pass ``k``. ``"vrspam"``: one SPAM pass, then proximal SVRG
-        with the constant step ``eta0``. ``"auto"``: ``"exact"`` when ``n_features <= 1000``,
-        else ``"vrspam"``.
+        with the constant step ``eta0``. Both stochastic solvers are preconditioned by the
+        column scales (see ``eta0``), which leaves their minimiser unchanged. ``"auto"``:
+        ``"exact"`` when ``n_features <= 1000``, else ``"vrspam"``.
     max_iter : int, default=30
         Maximum number of passes over the data (stochastic solvers; one pass is ``n``
         example gradients: VRSPAM's full gradient and each inner epoch count one pass each).
@@ -75,17 +77,25 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
     batch_size : int, default=16
         Minibatch size of the stochastic steps.
     eta0 : "auto" or float, default="auto"
-        Base step size. ``"auto"`` is ``1 / L_b`` where ``L_b`` is the expected smoothness of a
-        minibatch gradient, bounded from the norms of the examples (see ``doc/auc.rst``); it
-        needs no tuning on standardised data.
+        Base step size of the preconditioned problem: the stochastic solvers work on the
+        columns ``X / s``, with ``s_j`` the root mean square of the centred column ``j`` (at
+        least a tenth of its largest deviation from its mean; 1 for a constant column), an
+        exact reparametrisation ``w = v / s`` with the penalty kept in the original units, so
+        coordinate ``j`` moves with step ``eta0 / s_j**2``.
+        ``"auto"`` is ``1 / L_b`` where ``L_b`` is the expected smoothness of a minibatch
+        gradient on ``X / s``, bounded from the norms of the examples (see ``doc/auc.rst``);
+        it needs no tuning, whatever the units of the features. ``partial_fit`` keeps the
+        scales of a preceding stochastic ``fit``, or takes those of its first chunk.
     random_state : int, RandomState instance or None, default=None
         Seeds the minibatch order (and the calibration reservoir of ``partial_fit``).
     verbose : int, default=0
         When positive, print the objective and the estimated gap (see ``tol``) after every
         SPAM pass and at every VRSPAM snapshot.
     callback : callable or None, default=None
-        Called as ``callback({"coef": w, "n_iter": passes})`` after every SPAM pass and every
-        VRSPAM outer loop (and once by ``"exact"``); returning True stops the solver.
+        Called as ``callback({"coef": w, "n_iter": passes})`` after every SPAM pass, after
+        VRSPAM's warm-start pass and every outer loop (and once by ``"exact"``). Training
+        stops when it returns the object ``False``; any other value, ``None``, ``0`` and
+        ``numpy.False_`` included, continues.
 
     Attributes
     ----------
@@ -109,8 +119,8 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
     solver_ : str
         The solver used (resolves ``"auto"``).
     step_size_ : float or None
-        Base step size used by the stochastic solvers (None after ``"exact"`` with
-        ``eta0="auto"``).
+        Base step size of the stochastic solvers, in the preconditioned units (see ``eta0``;
+        None after ``"exact"`` with ``eta0="auto"``).
     objective_ : float
         ``P(coef_)`` on the training data (only set by ``fit``).
 
@@ -236,16 +246,19 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         if solver == "auto":
             solver = "exact" if X.shape[1] <= _EXACT_MAX_FEATURES else "vrspam"
         self.solver_ = solver
-        # the step's smoothness bound costs a pass: only the stochastic solvers need it now
+        # the column scales and the step's smoothness bound cost passes: only the stochastic
+        # solvers need them now (after "exact", partial_fit takes the scales of its first chunk)
+        scale = None if solver == "exact" else column_scale(X)
         self._fit_smoothness = (0.0 if solver == "exact" else
-                                minibatch_smoothness(X, y01, stats, self.batch_size))
+                                minibatch_smoothness(X, y01, stats, self.batch_size, scale))
         if self.eta0 != "auto":
             self.step_size_ = float(self.eta0)
         elif solver == "exact":
             self.step_size_ = None
         else:
             self.step_size_ = 1.0 / max(self._fit_smoothness, np.finfo(float).tiny)
-        common = dict(alpha=self.alpha, l1_ratio=l1_ratio, step=self.step_size_,
+        common = dict(alpha=self.alpha, l1_ratio=l1_ratio,
+                      step=None if solver == "exact" else self.step_size_ / scale**2,
                       max_iter=self.max_iter, batch_size=self.batch_size, rng=rng,
                       callback=self.callback, verbose=self.verbose)
         if solver == "exact":
@@ -264,7 +277,7 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         if not np.all(np.isfinite(result.coef)):
             raise FloatingPointError(
                 f"The {solver} solver diverged (non-finite coefficients) with step size "
-                f"{self.step_size_:.3g}; use a smaller eta0 or standardise X.")
+                f"{self.step_size_:.3g}; use a smaller eta0.")
         # a callback that stopped the run early is the user's choice, not a failure
         if solver != "exact" and not result.converged and result.n_passes >= self.max_iter:
             # stochastic passes needed grow with L_b / (alpha n): on small collinear data the
@@ -280,13 +293,17 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
                            + elastic_net_penalty(result.coef, self.alpha, l1_ratio))
         self._calibrate(X, y01)
         # later partial_fit calls continue from here
-        self._init_stream(stats, n_calls=self.n_iter_, smoothness=self._fit_smoothness)
+        self._init_stream(stats, n_calls=self.n_iter_, smoothness=self._fit_smoothness,
+                          scale=scale)
         self._reservoir = RowReservoir.from_sample(_RESERVOIR_SIZE, X, y01, self._rng)
         self.t_ = X.shape[0]
         return self
 
-    def _init_stream(self, stats: ClassStatistics, n_calls: int, smoothness: float) -> None:
+    def _init_stream(self, stats: ClassStatistics, n_calls: int, smoothness: float,
+                     scale: np.ndarray | None) -> None:
         self._stats = stats
+        # None: partial_fit takes those of its first chunk
+        self._scale = scale
         self._reservoir = RowReservoir(_RESERVOIR_SIZE)
         self._rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31))
         self._n_calls = n_calls
@@ -299,8 +316,12 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
 
         Class counts and means are running estimates over everything seen so far; the step
         in call ``k`` is ``eta0 / sqrt(k)`` (``"auto"``: from the largest smoothness bound
-        seen so far). Updates start once both classes have been seen. The calibration is
-        refitted on a uniform reservoir of at most 2000 rows seen so far.
+        seen so far), preconditioned by column scales (see ``eta0``): those of a preceding
+        stochastic ``fit``, else (on a fresh stream or after ``solver="exact"``) those of the
+        first chunk, then kept fixed. That chunk should show the spread of every feature (a
+        feature constant in it keeps scale 1).
+        Updates start once both classes have been seen. The calibration is refitted on a
+        uniform reservoir of at most 2000 rows seen so far.
 
         Parameters
         ----------
@@ -329,13 +350,17 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64, reset=first)
         if first:
             self.classes_ = classes
-            self._init_stream(ClassStatistics.empty(X.shape[1]), n_calls=0, smoothness=0.0)
+            self._init_stream(ClassStatistics.empty(X.shape[1]), n_calls=0, smoothness=0.0,
+                              scale=None)
             self.coef_ = np.zeros((1, X.shape[1]))
             self.solver_ = "spam"
         elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
             raise ValueError(f"classes {np.unique(classes).tolist()} differ from the classes "
                              f"{self.classes_.tolist()} seen before.")
         y01 = self._encode_target(y, classes=self.classes_)
+        if self._scale is None:
+            # then fixed for the whole stream: changing scales would not be a reparametrisation
+            self._scale = column_scale(X)
         stats = self._stats
         stats.update(X, y01)
         self._reservoir.add(X, y01, self._rng)
@@ -343,15 +368,16 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         w = self.coef_.ravel()
         if stats.ready():
             self._n_calls += 1
-            self._smoothness = max(self._smoothness,
-                                   minibatch_smoothness(X, y01, stats, self.batch_size))
+            self._smoothness = max(self._smoothness, minibatch_smoothness(
+                X, y01, stats, self.batch_size, self._scale))
             self.step_size_ = (1.0 / max(self._smoothness, np.finfo(float).tiny)
                                if self.eta0 == "auto" else float(self.eta0))
-            w = spam_epoch(w, X, y01, stats, self.step_size_ / np.sqrt(self._n_calls),
-                           self.alpha, self._l1_ratio(), self.batch_size, self._rng)
+            step = self.step_size_ / np.sqrt(self._n_calls) / self._scale**2
+            w = spam_epoch(w, X, y01, stats, step, self.alpha, self._l1_ratio(),
+                           self.batch_size, self._rng)
             if not np.all(np.isfinite(w)):
                 raise FloatingPointError("SPAM diverged (non-finite coefficients); use a "
-                                         "smaller eta0 or standardise X.")
+                                         "smaller eta0.")
         self.coef_ = w.reshape(1, -1)
         self.n_iter_ = 1
         self._calibrate(self._reservoir.X, self._reservoir.y)

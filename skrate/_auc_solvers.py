@@ -4,6 +4,14 @@ Plain functions over arrays: ``exact`` (one linear solve for the ridge penalty, 
 proximal gradient on the precomputed quadratic otherwise), ``spam`` (proximal SGD on the saddle
 reformulation, Natole et al. 2018) and ``vrspam`` (proximal SVRG on the same objective,
 Dan and Sahoo). ``y`` is coded 1 / 0 throughout.
+
+The stochastic solvers accept a per-coordinate step. With the column scales ``s`` of
+:func:`column_scale`, proximal SGD with step ``eta`` on the exact reparametrisation
+``w = v / s`` (columns ``X / s``, the penalty ``R(v / s)`` kept in the original units) is,
+written in ``w``, proximal SGD with the step ``eta / s**2``: the gradient in ``v`` is the one
+in ``w`` divided by ``s``, and the prox of ``R(v / s)`` is the elastic net's with the step
+``eta / s_j**2`` on coordinate ``j``. The minimiser is unchanged and the iterates stay in the
+original units, while the steps no longer depend on those units.
 """
 
 from __future__ import annotations
@@ -13,13 +21,17 @@ from typing import Callable
 
 import numpy as np
 import scipy.linalg
+import scipy.sparse as sp
 from sklearn.utils.extmath import row_norms
+from sklearn.utils.sparsefuncs import mean_variance_axis
 
 from ._auc_objective import ClassStatistics, gradient_and_loss, minibatch_gradient, quadratic_form
 from ._prox import elastic_net_penalty, prox_elastic_net
 
-__all__ = ["SolverResult", "dual_objective", "minibatch_smoothness", "solve_exact", "spam",
-           "spam_epoch", "vrspam"]
+_MAX_PEAK = 10.0  # largest deviation from the mean of a preconditioned column, in scales
+
+__all__ = ["SolverResult", "column_scale", "dual_objective", "minibatch_smoothness",
+           "solve_exact", "spam", "spam_epoch", "vrspam"]
 
 
 @dataclass
@@ -96,7 +108,36 @@ def _relative_gap(w: np.ndarray, X, y: np.ndarray, stats: ClassStatistics, alpha
     return grad, value, float(gap)
 
 
-def minibatch_smoothness(X, y: np.ndarray, stats: ClassStatistics, batch_size: int) -> float:
+def column_scale(X) -> np.ndarray:
+    """Column scales of the preconditioned stochastic solvers (see the module docstring).
+
+    A step is limited by the largest curvature, which a column in large units sets for all
+    the others: the scale is the root mean square of the centred column, so that every
+    column has unit spread. It is at least a tenth of the column's largest deviation from
+    its mean: otherwise the few extreme rows of a column (a rare category, an outlier) would
+    get large entries, and set through the per-example smoothness ``max(L_i)`` a small step
+    for all the columns. A constant column (no spread to normalise, no gradient) keeps 1.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+
+    Returns
+    -------
+    ndarray of shape (n_features,)
+    """
+    if sp.issparse(X):
+        mean, var = mean_variance_axis(X, axis=0)
+        high, low = (m.toarray().ravel() for m in (X.max(axis=0), X.min(axis=0)))
+    else:
+        mean, var = X.mean(axis=0), X.var(axis=0)
+        high, low = X.max(axis=0), X.min(axis=0)
+    peak = np.maximum(high - mean, mean - low)
+    return np.where(high > low, np.maximum(np.sqrt(var), peak / _MAX_PEAK), 1.0)
+
+
+def minibatch_smoothness(X, y: np.ndarray, stats: ClassStatistics, batch_size: int,
+                         scale: np.ndarray | None = None) -> float:
     """Smoothness bound of a minibatch gradient, from the norms of the (shifted) examples.
 
     Example ``i``'s gradient is ``w -> (x_i - c) (x_i - m_other)' w / p_class + const``, whose
@@ -104,16 +145,34 @@ def minibatch_smoothness(X, y: np.ndarray, stats: ClassStatistics, batch_size: i
     ``b`` out of ``n`` examples drawn without replacement the expected smoothness is
     ``n (b-1) / (b (n-1)) * mean(L_i) + (n-b) / (b (n-1)) * max(L_i)`` (Gower et al., 2019,
     Prop. 3.8, with ``mean(L_i)`` bounding ``||Q||``).
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+    y : ndarray of shape (n_samples,)
+    stats : ClassStatistics
+        Class counts and means (of the unscaled ``X``).
+    batch_size : int
+    scale : ndarray of shape (n_features,), default=None
+        Column scales ``s``: the bound of the preconditioned problem, on the columns
+        ``X / s``. None means no scaling.
+
+    Returns
+    -------
+    float
     """
+    c, mean_pos, mean_neg = stats.shift, stats.mean_pos, stats.mean_neg
+    if scale is not None:
+        # X @ diag(1 / s) keeps sparse input sparse
+        X = X @ sp.diags(1.0 / scale) if sp.issparse(X) else X / scale
+        c, mean_pos, mean_neg = c / scale, mean_pos / scale, mean_neg / scale
     sq = row_norms(X, squared=True)
     pos = y == 1
-    c = stats.shift
     xc = np.asarray(X @ c).ravel()
     dist_c = np.sqrt(np.maximum(sq - 2 * xc + c @ c, 0.0))
     # ||x - m||^2 = ||x||^2 - 2 x.m + ||m||^2, with m the other class's mean
-    xm = np.where(pos, np.asarray(X @ stats.mean_neg).ravel(),
-                  np.asarray(X @ stats.mean_pos).ravel())
-    mm = np.where(pos, stats.mean_neg @ stats.mean_neg, stats.mean_pos @ stats.mean_pos)
+    xm = np.where(pos, np.asarray(X @ mean_neg).ravel(), np.asarray(X @ mean_pos).ravel())
+    mm = np.where(pos, mean_neg @ mean_neg, mean_pos @ mean_pos)
     dist_m = np.sqrt(np.maximum(sq - 2 * xm + mm, 0.0))
     L = dist_c * dist_m / np.where(pos, stats.p, 1.0 - stats.p)
     n, b = len(L), min(batch_size, len(L))
@@ -182,7 +241,8 @@ def solve_exact(X, y: np.ndarray, alpha: float, l1_ratio: float, *, tol: float =
     Ridge (``l1_ratio == 0``): one linear solve of ``(Q + alpha I) w = delta``, the
     minimum-norm least-squares solution when that system is singular (``alpha == 0``).
     Otherwise accelerated proximal gradient (FISTA with restart) on the quadratic, then the
-    sign pattern found is solved exactly and kept when it satisfies the optimality conditions.
+    sign pattern found is solved exactly and kept when it satisfies the optimality conditions
+    (the result is then converged even if FISTA stopped at ``max_steps``).
     """
     Q, delta = quadratic_form(X, y)
     d = len(delta)
@@ -197,8 +257,10 @@ def solve_exact(X, y: np.ndarray, alpha: float, l1_ratio: float, *, tol: float =
         return SolverResult(w, 1.0, True)
     w, converged, _ = _quadratic_prox_gradient(Q, delta, alpha, l1_ratio, np.zeros(d), tol,
                                                max_steps)
-    w = _polish_support(Q, delta, alpha, l1_ratio, w)
-    return SolverResult(w, 1.0, converged)
+    polished = _polish_support(Q, delta, alpha, l1_ratio, w)
+    # a kept polish meets the optimality conditions, however far FISTA got on a badly
+    # conditioned (e.g. unscaled) quadratic
+    return SolverResult(polished, 1.0, converged or polished is not w)
 
 
 # ----------------------------------------------------------------------------- stochastic
@@ -208,12 +270,13 @@ def _batches(n: int, batch_size: int, rng: np.random.Generator):
     return [order[i:i + batch_size] for i in range(0, n, batch_size)]
 
 
-def spam_epoch(w: np.ndarray, X, y: np.ndarray, stats: ClassStatistics, step: float,
-               alpha: float, l1_ratio: float, batch_size: int,
+def spam_epoch(w: np.ndarray, X, y: np.ndarray, stats: ClassStatistics,
+               step: float | np.ndarray, alpha: float, l1_ratio: float, batch_size: int,
                rng: np.random.Generator) -> np.ndarray:
     """One pass of proximal SGD over ``X`` in random minibatches, constant ``step``.
 
-    The update is inherently sequential, so the loop runs over minibatches (not examples).
+    ``step`` may be per coordinate (the preconditioned step of the module docstring). The
+    update is inherently sequential, so the loop runs over minibatches (not examples).
     """
     for idx in _batches(X.shape[0], batch_size, rng):
         g = minibatch_gradient(w, X[idx], y[idx], stats)
@@ -222,10 +285,14 @@ def spam_epoch(w: np.ndarray, X, y: np.ndarray, stats: ClassStatistics, step: fl
 
 
 def spam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: float,
-         step: float, max_iter: int, batch_size: int, rng: np.random.Generator,
+         step: float | np.ndarray, max_iter: int, batch_size: int, rng: np.random.Generator,
          tol: float = 0.0, w0: np.ndarray | None = None, callback: Callable | None = None,
          verbose: int = 0) -> SolverResult:
     """SPAM: proximal SGD, step ``step / sqrt(k)`` in pass ``k``, at most ``max_iter`` passes.
+
+    ``step`` may be per coordinate (the preconditioned step of the module docstring).
+    ``callback({"coef": w, "n_iter": k})`` runs after every pass; returning the object
+    ``False`` stops the run.
 
     After every pass, one full-gradient pass at the iterate gives the same relative objective
     gap estimate as :func:`vrspam`'s stopping test (:func:`_relative_gap`); the run stops once
@@ -245,7 +312,7 @@ def spam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: fl
         _, value, gap = _relative_gap(w, X, y, stats, alpha, l1_ratio, value)
         if verbose:
             print(f"SPAM pass {k}: objective {value:.8g}, estimated gap {gap:.2e}")
-        if callback is not None and callback({"coef": w.copy(), "n_iter": float(k)}):
+        if callback is not None and callback({"coef": w.copy(), "n_iter": float(k)}) is False:
             return SolverResult(w, float(k), gap <= tol, gap)
         if gap <= tol:
             return SolverResult(w, float(k), True, gap)
@@ -253,7 +320,7 @@ def spam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: fl
 
 
 def vrspam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: float,
-           step: float, max_iter: int, inner_iter: int, batch_size: int,
+           step: float | np.ndarray, max_iter: int, inner_iter: int, batch_size: int,
            rng: np.random.Generator, tol: float, w0: np.ndarray | None = None,
            callback: Callable | None = None, verbose: int = 0) -> SolverResult:
     """VRSPAM: one SPAM pass as warm start, then proximal SVRG with a constant step.
@@ -266,6 +333,9 @@ def vrspam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: 
     :func:`_relative_gap` (a duality-gap bound when ``alpha > 0``), is at most ``tol``, or
     after ``max_iter`` passes (a pass is ``n`` example gradients). The returned point is the
     last snapshot or inner iterate; the result's ``gap`` is the estimate at the last snapshot.
+    ``step`` may be per coordinate (the preconditioned step of the module docstring).
+    ``callback({"coef": w, "n_iter": passes})`` runs after the warm start and every outer
+    loop; returning the object ``False`` stops the run.
 
     References
     ----------
@@ -280,7 +350,7 @@ def vrspam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: 
     passes = 1.0
     if verbose:
         print("VRSPAM warm start: 1 SPAM pass")
-    if callback is not None and callback({"coef": w.copy(), "n_iter": passes}):
+    if callback is not None and callback({"coef": w.copy(), "n_iter": passes}) is False:
         return SolverResult(w, passes, False)
     converged, value, gap = False, np.inf, np.nan
     while passes + 1 <= max_iter:
@@ -302,6 +372,6 @@ def vrspam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: 
             v = minibatch_gradient(w - snapshot, X[idx], y[idx], stats, affine=False) + mu
             w = prox_elastic_net(w - step * v, step, alpha, l1_ratio)
         passes += sum(len(idx) for idx in batches) / n
-        if callback is not None and callback({"coef": w.copy(), "n_iter": passes}):
+        if callback is not None and callback({"coef": w.copy(), "n_iter": passes}) is False:
             break
     return SolverResult(w, passes, converged, gap)
