@@ -19,10 +19,27 @@ def evaluate_term(term: Expression | Ratio, data: RateData, decisions: np.ndarra
 
 
 def _sides(constraints: list[Constraint], data: RateData, decisions: np.ndarray):
-    """(constraint, row) per expanded constraint, the row holding its text and both sides' values."""
-    for con in expand_constraints(constraints, data.groups):
-        yield con, {"constraint": str(con), "lhs": evaluate_term(con.lhs, data, decisions),
-                    "rhs": evaluate_term(con.rhs, data, decisions)}
+    """(constraint, row) per expanded constraint, the row holding its text and both sides' values.
+
+    Every side is compiled in one call (a ratio as its numerator and denominator), so a report
+    costs one sparse product, not one per side.
+    """
+    expanded = expand_constraints(constraints, data.groups)
+    sides = [side for con in expanded for side in (con.lhs, con.rhs)]
+    exprs = [e for side in sides for e in ((side.numerator, side.denominator) if isinstance(side, Ratio) else (side,))]
+    if not exprs:
+        return
+    A, b = compile_expressions(exprs, data)
+    values = iter(A @ decisions + b)
+    out = []
+    for side in sides:
+        if isinstance(side, Ratio):
+            num, den = next(values), next(values)
+            out.append(float(num / den) if den > 0 else float("nan"))
+        else:
+            out.append(float(next(values)))
+    for k, con in enumerate(expanded):
+        yield con, {"constraint": str(con), "lhs": out[2 * k], "rhs": out[2 * k + 1]}
 
 
 def constraint_rows(constraints: list[Constraint], data: RateData, decisions: np.ndarray) -> list[dict]:
