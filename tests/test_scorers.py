@@ -202,3 +202,10 @@ def test_metric_scorer_is_minus_the_metric_optimizer_loss():
         search = GridSearchCV(MetricOptimizer("g_mean"), {"solver": ["frank_wolfe", "oracle"]},
                               scoring=make_metric_scorer("g_mean"), cv=3).fit(X, y)
     assert np.isfinite(search.cv_results_["mean_test_score"]).all()
+
+
+def test_scorers_show_what_they_score():
+    from skrate.metrics import make_metric_scorer
+
+    assert "metric 1 - g_mean(tpr, tnr)" in repr(make_metric_scorer("g_mean"))
+    assert "max violation of ppr >= 0.1; tpr >= 0.5" in repr(make_violation_scorer(["ppr >= 0.1", "tpr >= 0.5"]))

@@ -76,6 +76,9 @@ class MaxViolation:
             return float("nan")
         return float(np.max(values))  # NaN, not an order-dependent max
 
+    def __repr__(self):
+        return "max violation of " + "; ".join(map(str, self.constraints))
+
 
 class MetricLoss:
     """A generalized rate metric (the loss MetricOptimizer minimises) of 0/1 labels and decisions."""
@@ -101,9 +104,6 @@ class MetricLoss:
 
     def __repr__(self):
         return f"metric {self.metric}"
-
-    def __repr__(self):
-        return "max violation of " + "; ".join(map(str, self.constraints))
 
 
 def _direct_call(estimator, response_method, X):
