@@ -15,7 +15,7 @@ from .exceptions import InfeasibleConstraintsWarning, UndefinedRateError
 from .models import LinearModel, MLPModel
 from ._holdout import constraint_columns, holdout_split
 from .problem import (compile_problem, confidence_margins, evaluate_term, in_own_units, least_violation, tightened,
-                      violation_rows)
+                      violation_rows, zero_denominator_reason)
 from .rates import Expression, Ratio, as_constraints, as_expression
 from .rates._slice import RESERVED
 from .solutions import SOLUTIONS, best_iterate, shrink
@@ -459,15 +459,17 @@ class ConstrainedClassifier(RateClassifierBase):
         on_held = on.get("held_out", [np.nan] * len(on_train))
         # a ratio's linear form holds trivially when its denominator is 0 (precision of a model
         # that predicts no positives): met in form, undefined in fact
-        undefined = [str(c) for c, v in zip(self.constraints_, on.get("held_out", on_train)) if np.isnan(v)]
+        undefined = [c for c, v in zip(self.constraints_, on.get("held_out", on_train)) if np.isnan(v)]
         if undefined:
             if self.solution == "m_stochastic":
                 self.feasible_ = False
+            ratio = next(t for t in (undefined[0].lhs, undefined[0].rhs) if isinstance(t, Ratio))
             warnings.warn(
-                f"The {self.solution} solution leaves {undefined} undefined on the "
-                f"{'held-out' if held is not None else 'training'} data: the ratio's denominator is 0 (e.g. "
-                "no positive predictions in its slice), so only its linear form holds. No trained model met it "
-                "with positives predicted there: loosen it, or train longer (max_iter) or with a larger model.",
+                f"The {self.solution} solution leaves {[str(c) for c in undefined]} undefined on the "
+                f"{'held-out' if held is not None else 'training'} data, because "
+                f"{zero_denominator_reason(ratio.denominator)}, so only its linear form holds. No trained model "
+                "met it with positives predicted there: loosen it, or train longer (max_iter) or with a larger "
+                "model.",
                 InfeasibleConstraintsWarning, stacklevel=4,
             )
         rows = [{"constraint": str(c), "margin": mg, "train": a, "held_out": b}

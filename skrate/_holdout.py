@@ -6,8 +6,9 @@ import numpy as np
 from sklearn.model_selection import train_test_split
 
 from .problem import RateData
-from .rates import Constraint
-from .rates._slice import RESERVED, group_columns
+from .problem._compile import slice_mask
+from .rates import Constraint, Rate
+from .rates._slice import RESERVED, Slice, group_columns
 
 
 def constraint_columns(constraints: list[Constraint]) -> list[str]:
@@ -26,10 +27,8 @@ def _named_slices(constraints: list[Constraint], data: RateData) -> dict[str, np
     out = {}
     for con in constraints:
         for rate in con.rates:
-            filters = [(k, v) for k, v in rate.slice.filters if k not in RESERVED]
-            rows = np.ones(data.n, dtype=bool)
-            for key, values in filters:
-                rows &= data.groups.mask(key, values)
+            filters = tuple((k, v) for k, v in rate.slice.filters if k not in RESERVED)
+            rows = slice_mask(Rate("ppr", Slice(filters)), data)  # the slice's group filters alone
             for label in (0, 1):
                 name = ", ".join([f"label={label}"] + [f"{k}={'|'.join(v)}" for k, v in filters])
                 out[name] = rows & (data.y == label)

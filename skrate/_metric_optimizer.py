@@ -38,6 +38,7 @@ try:
     from sklearn.frozen import FrozenEstimator
 except ImportError:  # scikit-learn < 1.6 has none
     FrozenEstimator = ()
+from .problem import zero_denominator_reason
 from .rates import Expression, Ratio
 from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
 from .solvers import SURROGATES
@@ -579,8 +580,7 @@ class MetricOptimizer(RateClassifierBase):
         violations = dict(zip(self.constraints_, np.atleast_1d(cons).astype(float)))
         denominators = {}
         if ratio_constraints(constraints):  # at the expected decisions of the selected mixture
-            support = self.weights_ > 0
-            p = (model.scores_many(X, traj.params[support]) > 0) @ self.weights_[support]
+            p = StochasticModel(model, traj.params, self.weights_).proba(X)
             ratios = {k: v for k, v in ratio_violations(constraints, data, p).items() if k in violations}
             violations.update({k: value for k, (value, _) in ratios.items()})
             denominators = {k: den for k, (value, den) in ratios.items() if np.isnan(value)}
@@ -589,7 +589,7 @@ class MetricOptimizer(RateClassifierBase):
             return
         if denominators:
             label, denominator = next(iter(denominators.items()))
-            problem = f"'{label}' is undefined, because {_zero_denominator(denominator)}"
+            problem = f"'{label}' is undefined, because {zero_denominator_reason(denominator)}"
         else:
             label = max(violations, key=violations.get)
             problem = f"the largest violation is {violations[label]:.4g}, on '{label}'"
@@ -649,15 +649,6 @@ def _as_loss(spec) -> Metric:
              f"the score as a constraint, as in '{name} >= 0.8'.") if loss.startswith(("fnr", "fpr")) else ""
     raise ValueError(f"MetricOptimizer minimises its metric, and {name!r} is a score (higher is better): "
                      f"minimising it gives the worst classifier. Pass the loss {loss!r} instead.{alone}")
-
-
-def _zero_denominator(denominator: Expression) -> str:
-    """Why a ratio is undefined, in words: its denominator is 0 (for precision, no positives)."""
-    text = f"the ratio's denominator {denominator} is 0"
-    if len(denominator.terms) != 1 or denominator.terms[0][0].kind != "ppr":
-        return text
-    where = str(denominator.terms[0][0].slice)
-    return "the model predicts no positives" + (f" in the slice {where}" if where else "") + f" ({text})"
 
 
 def _problem_class(program) -> str:

@@ -8,27 +8,13 @@ from ..rates import Constraint, Expression, Ratio
 from ._compile import RateData, compile_expressions, expand_constraints
 
 
-def evaluate_term(term: Expression | Ratio, data: RateData, decisions: np.ndarray) -> float:
-    """Value of an expression or ratio for 0/1 or expected decisions (NaN for a zero denominator)."""
-    if isinstance(term, Ratio):
-        A, b = compile_expressions([term.numerator, term.denominator], data)
-        num, den = A @ decisions + b
-        return float(num / den) if den > 0 else float("nan")
-    A, b = compile_expressions([term], data)
-    return float((A @ decisions + b)[0])
-
-
-def _sides(constraints: list[Constraint], data: RateData, decisions: np.ndarray):
-    """(constraint, row) per expanded constraint, the row holding its text and both sides' values.
-
-    Every side is compiled in one call (a ratio as its numerator and denominator), so a report
-    costs one sparse product, not one per side.
-    """
-    expanded = expand_constraints(constraints, data.groups)
-    sides = [side for con in expanded for side in (con.lhs, con.rhs)]
+def _side_values(sides: list, data: RateData, decisions: np.ndarray) -> list[float]:
+    """Values of expressions and ratios for 0/1 or expected decisions, all compiled in one call
+    (a ratio as its numerator and denominator; NaN for a zero denominator), so a report costs
+    one sparse product, not one per side."""
     exprs = [e for side in sides for e in ((side.numerator, side.denominator) if isinstance(side, Ratio) else (side,))]
     if not exprs:
-        return
+        return []
     A, b = compile_expressions(exprs, data)
     values = iter(A @ decisions + b)
     out = []
@@ -38,8 +24,29 @@ def _sides(constraints: list[Constraint], data: RateData, decisions: np.ndarray)
             out.append(float(num / den) if den > 0 else float("nan"))
         else:
             out.append(float(next(values)))
+    return out
+
+
+def evaluate_term(term: Expression | Ratio, data: RateData, decisions: np.ndarray) -> float:
+    """Value of an expression or ratio for 0/1 or expected decisions (NaN for a zero denominator)."""
+    return _side_values([term], data, decisions)[0]
+
+
+def _sides(constraints: list[Constraint], data: RateData, decisions: np.ndarray):
+    """(constraint, row) per expanded constraint, the row holding its text and both sides' values."""
+    expanded = expand_constraints(constraints, data.groups)
+    values = _side_values([side for con in expanded for side in (con.lhs, con.rhs)], data, decisions)
     for k, con in enumerate(expanded):
-        yield con, {"constraint": str(con), "lhs": out[2 * k], "rhs": out[2 * k + 1]}
+        yield con, {"constraint": str(con), "lhs": values[2 * k], "rhs": values[2 * k + 1]}
+
+
+def zero_denominator_reason(denominator: Expression) -> str:
+    """Why a ratio is undefined, in words: its denominator is 0 (for precision, no positives)."""
+    text = f"the ratio's denominator {denominator} is 0"
+    if len(denominator.terms) != 1 or denominator.terms[0][0].kind != "ppr":
+        return text
+    where = str(denominator.terms[0][0].slice)
+    return "the model predicts no positives" + (f" in the slice {where}" if where else "") + f" ({text})"
 
 
 def constraint_rows(constraints: list[Constraint], data: RateData, decisions: np.ndarray) -> list[dict]:
@@ -50,8 +57,9 @@ def constraint_rows(constraints: list[Constraint], data: RateData, decisions: np
     For a ratio it is the linear rearrangement the solvers and margins work with (e.g.
     ``ppr * (c - precision)``); reports use :func:`violation_rows` instead.
     """
-    return [{**row, "violation": evaluate_term(con.expression, data, decisions)}
-            for con, row in _sides(constraints, data, decisions)]
+    sides = list(_sides(constraints, data, decisions))
+    g = _side_values([con.expression for con, _ in sides], data, decisions)
+    return [{**row, "violation": v} for (_, row), v in zip(sides, g)]
 
 
 def constraint_violation(constraint: Constraint, lhs, rhs):

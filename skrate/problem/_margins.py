@@ -7,6 +7,7 @@ from scipy.stats import norm
 
 from ..rates import Constraint, Ratio
 from ._compile import RateData, compile_expressions
+from ._evaluate import evaluate_term
 
 
 def confidence_margins(constraints: list[Constraint], data: RateData, confidence: float) -> np.ndarray:
@@ -43,8 +44,7 @@ def in_own_units(constraints: list[Constraint], margins: np.ndarray, data: RateD
     for j, con in enumerate(constraints):
         ratio = con.lhs if isinstance(con.lhs, Ratio) else con.rhs if isinstance(con.rhs, Ratio) else None
         if ratio is not None and out[j] != 0:
-            A, b = compile_expressions([ratio.denominator], data)
-            den = float((A @ decisions + b)[0])
+            den = evaluate_term(ratio.denominator, data, decisions)
             out[j] = out[j] / den if den > 0 else np.nan
     return out
 
