@@ -21,4 +21,13 @@ class UndefinedRateError(ValueError):
 
     A ``ValueError``; reports on new data (``constraint_report``) show such a constraint as
     NaN instead of raising.
+
+    Attributes
+    ----------
+    rate : Rate or None
+        The undefined rate.
     """
+
+    def __init__(self, message: str, *, rate=None):
+        super().__init__(message)
+        self.rate = rate

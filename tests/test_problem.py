@@ -4,9 +4,10 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from skrate.problem import GroupTable, RateData, compile_expressions, compile_problem, constraint_rows
+from skrate.problem import (GroupTable, RateData, compile_expressions, compile_problem, constraint_rows,
+                            constraint_violation)
 from skrate.problem._compile import expand_constraints
-from skrate.rates import as_constraints
+from skrate.rates import as_constraints, equal_odds
 from skrate.rates import parse_constraint, parse_expression
 
 
@@ -181,3 +182,43 @@ def test_groups_in_another_row_order_than_X_are_refused():
     np.testing.assert_array_equal(GroupTable.from_input(positional, X, 6).column("g"), list("aabbab"))
     np.testing.assert_array_equal(GroupTable.from_input(np.array(list("aabbab")), X, 6).column("group"),
                                   list("aabbab"))
+
+
+def test_groups_are_matched_as_numbers():
+    table = GroupTable.from_input({"bin": np.array([1.5, 2.0, 2.0]), "mixed": np.array([1, 1.0, 2], dtype=object)},
+                                  None, 3)
+    np.testing.assert_array_equal(table.mask("bin", ("2",)), [False, True, True])  # written as an integer
+    assert table.values("mixed") == ["1", "2"]  # 1 and 1.0 are one group
+    with pytest.raises(ValueError, match="Unknown value '3'"):
+        table.mask("bin", ("3",))
+
+
+def test_an_undefined_rate_names_its_constraint_and_how_to_leave_one_value_out():
+    y = np.array([0, 1, 0, 1, 1, 1])
+    groups = GroupTable.from_input({"g": np.array(list("aabbcc"))}, None, 6)  # c has no negatives
+    rd = RateData(y, np.ones(6), groups)
+    with pytest.raises(ValueError, match=r"fpr\[g=c\] is undefined.*It is in 'fpr\[g=c\] >= fpr - 0.05', which "
+                                         r"'fpr\[g\] >= fpr - 0.05' states for every value of g") as info:
+        compile_problem(parse_expression("error"), equal_odds("g"), rd)
+    assert info.value.rate == parse_expression("fpr[g=c]").rates[0]
+    with pytest.raises(ValueError, match=r"It is in the constraint 'fpr\[g=c\] <= 0.5'"):
+        compile_problem(parse_expression("error"), [parse_constraint("fpr[g=c] <= 0.5")], rd)
+
+
+def test_a_column_named_by_one_of_its_values_points_at_the_filter():
+    table = GroupTable.from_input(np.array(["Black", "White"]), None, 2)
+    with pytest.raises(ValueError, match=r"'Black' is a value of the column 'group'.*'tpr\[group=Black\]'"):
+        table.column("Black")
+
+
+def test_a_positional_groups_frame_is_told_how_to_take_X_index():
+    X = pd.DataFrame({"x": np.arange(4.0)}, index=[2, 0, 3, 1])
+    with pytest.raises(ValueError, match=r"groups\.set_index\(X\.index\)"):
+        GroupTable.from_input(pd.DataFrame({"g": list("abab")}), X, 4)
+
+
+def test_a_constraint_met_with_equality_reports_zero_violation():
+    assert constraint_violation(parse_constraint("ppr <= 0.3"), 0.3 + 5e-15, 0.3) == 0.0
+    assert constraint_violation(parse_constraint("ppr <= 0.3"), 0.3 + 1e-9, 0.3) > 0
+    np.testing.assert_array_equal(constraint_violation(parse_constraint("ppr >= 0.3"), np.array([0.3, np.nan]),
+                                                       np.array([0.3 + 1e-14, 0.3])), [0.0, np.nan])

@@ -268,3 +268,78 @@ def test_column_names_beyond_identifiers_are_quoted_and_round_trip():
     data = RateData(np.array([1, 0, 1, 0]), np.ones(4), GroupTable.from_input(groups, None, 4))
     term = parse_constraint('ppr["marital-status"=Married] >= 0.1').lhs
     assert evaluate_term(term, data, np.array([1.0, 1.0, 0.0, 0.0])) == pytest.approx(0.5)
+
+
+def test_a_chained_comparison_is_refused_not_truncated():
+    with pytest.raises(TypeError, match="chained comparison .* two constraints"):
+        0.8 * ppr() <= ppr(group="race") <= 1.25 * ppr()  # noqa: B015 (the chain is what is tested)
+    with pytest.raises(ValueError, match="one comparison.*two constraints") as info:
+        parse_constraint("0.1 <= ppr <= 0.5")
+    assert "\n    " + " " * 11 + "^" in str(info.value)
+
+
+@pytest.mark.parametrize("helper", [statistical_parity, equal_odds, equal_opportunity])
+@pytest.mark.parametrize("group", [None, [], ""])
+def test_parity_goals_need_a_group_column(helper, group):
+    # without one, ppr[group] is ppr and every constraint would hold trivially
+    with pytest.raises(ValueError, match="needs the group column"):
+        helper(group)
+
+
+def test_a_denominator_of_mixed_sign_is_refused():
+    # c * (tpr - fpr) - ppr <= 0 would read "met" where the ratio is negative
+    for text in ("ppr / (tpr - fpr) >= 2", "ppr / (tpr + fpr - 0.9) >= 1"):
+        with pytest.raises(ValueError, match="can be negative"):
+            parse_constraint(text)
+    assert parse_constraint("ppr / (tpr + fpr) >= 2").expression == parse_constraint("2 * tpr + 2 * fpr - ppr <= 0").expression
+    assert parse_constraint("ppr / (-tpr - fpr) >= 2") == ((-ppr()) / (tpr() + fpr()) >= 2)
+
+
+def test_a_number_divided_by_a_rate_says_how_to_write_it():
+    with pytest.raises(ValueError, match="'ppr <= 0.5' for '1 / ppr >= 2'"):
+        parse_constraint("1/ppr >= 2")
+    with pytest.raises(TypeError, match="Cannot divide the number 0.5"):
+        0.5 / tpr()
+
+
+def test_a_constraint_given_as_an_expression_is_named():
+    with pytest.raises(ValueError, match="a constraint, not an expression"):
+        parse_expression("ppr >= 0.2")
+
+
+def test_unary_plus():
+    assert parse_constraint("ppr >= +0.1") == (ppr() >= 0.1)
+    assert parse_constraint("+tpr - fpr <= 0.2") == (+tpr() - fpr() <= 0.2)
+
+
+def test_array_like_filter_values_mean_any_of():
+    pd = pytest.importorskip("pandas")
+    expected = ppr(g=["a", "b"])
+    for values in (np.array(["b", "a"]), pd.Series(["a", "b"]), pd.Index(["a", "b"])):
+        assert ppr(g=values) == expected
+    assert ppr(g=range(2)) == ppr(g=[0, 1])
+    assert ppr(g=np.str_("a")) == ppr(g="a")
+
+
+@pytest.mark.parametrize("value", ["C:\\data", "a\\", '\\"', 'say "hi"\\'])
+def test_backslashes_round_trip(value):
+    for con in (ppr(path=value) >= 0.1, ppr(where={value: "x"}) >= 0.1):
+        assert parse_constraint(str(con)) == con
+
+
+@pytest.mark.parametrize("text, hint", [
+    ("ppr[marital-status=Married] >= 0.1", 'double quotes: "marital-status"'),
+    ("ppr[native country] >= 0.1", 'double quotes: "native country"'),
+    ("ppr[sex=Female age_cat=x] >= 0.1", "',' between two filters"),
+])
+def test_unquoted_names_and_missing_commas_get_a_hint(text, hint):
+    with pytest.raises(SpecParseError, match=hint):
+        parse_constraint(text)
+    assert parse_constraint('ppr[a="x=y"] >= 0.1') == (ppr(a="x=y") >= 0.1)
+
+
+def test_rounding_noise_cancels_and_negated_ratios_print_plainly():
+    assert (0.1 * tpr() + 0.2 * tpr() - 0.3 * tpr()).terms == ()
+    assert (tpr() + 0.1 + 0.2 - 0.3).constant == 0.0
+    assert str(-precision()) == "-precision"
+    assert parse_expression(str(-precision())) == -precision()

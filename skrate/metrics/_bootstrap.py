@@ -17,9 +17,9 @@ from joblib import Parallel, delayed
 from sklearn.utils import check_random_state
 
 from ..problem import RateData
-from ..problem._compile import _coefficients, slice_mask
+from ..problem._compile import _coefficients, check_rate, slice_mask
 from ..rates import Ratio
-from ..rates._expression import NEEDS_BASELINE, NEEDS_LABELS, Rate
+from ..rates._expression import Rate
 
 # Replicates per joblib task: bounds the (chunk x rows) count matrix held in memory.
 _CHUNK = 100
@@ -37,7 +37,7 @@ class RateParts:
         n = data.n
         rows, cols, num, den = [], [], [], []
         for rate, k in self.rates.items():
-            _check_rate(rate, data)
+            check_rate(rate, data)
             mask = slice_mask(rate, data)
             idx = np.flatnonzero(mask)
             y = None if data.y is None else data.y[idx]
@@ -79,14 +79,6 @@ class RateParts:
 
     def values(self, counts: np.ndarray | None = None) -> np.ndarray:
         return self.term_values(self.rate_values(counts))
-
-
-def _check_rate(rate: Rate, data: RateData) -> None:
-    if rate.kind in NEEDS_LABELS and data.y is None:
-        raise ValueError(f"The rate {rate} needs the true labels y.")
-    if (rate.kind in NEEDS_BASELINE or rate.slice.get("baseline") is not None) and data.baseline is None:
-        raise ValueError(f"The rate {rate} compares with a baseline model: pass baseline=<the baseline "
-                         "model's 0/1 decisions on these rows>.")
 
 
 def _chunk(parts: RateParts, seed: int, size: int, n: int) -> np.ndarray:

@@ -97,22 +97,30 @@ def _describe_empty(rate: Rate, data: RateData, mask: np.ndarray) -> str:
             "weight). Check the group values or leave out the goal that uses it.")
 
 
-def _rate_row(rate: Rate, data: RateData) -> tuple[np.ndarray, np.ndarray, float]:
-    """Column indices, values of the sparse row, and the constant of one basic rate."""
-    if rate.slice.expand:
-        raise ValueError(f"The rate {rate} still expands over {', '.join(rate.slice.expand)}; "
-                         "expand the constraint first.")
+def check_rate(rate: Rate, data: RateData) -> None:
+    """Refuse a rate that ``data`` cannot measure: no labels, or no baseline decisions."""
     if rate.kind in NEEDS_LABELS and data.y is None:
         raise ValueError(f"The rate {rate} needs the true labels y.")
     needs_baseline = rate.kind in NEEDS_BASELINE or rate.slice.get(BASELINE) is not None
     if needs_baseline and data.baseline is None:
         raise ValueError(f"The rate {rate} compares with a baseline model: pass baseline=<the baseline "
-                         "model's 0/1 decisions on these rows> to fit (and to constraint_report).")
+                         "model's 0/1 decisions on these rows> to fit, constraint_report, audit or the "
+                         "scorer. Inside a Pipeline, GridSearchCV or cross_validate it reaches them by "
+                         "metadata routing: sklearn.set_config(enable_metadata_routing=True), "
+                         "estimator.set_fit_request(baseline=True) and scorer.set_score_request(baseline=True).")
+
+
+def _rate_row(rate: Rate, data: RateData) -> tuple[np.ndarray, np.ndarray, float]:
+    """Column indices, values of the sparse row, and the constant of one basic rate."""
+    if rate.slice.expand:
+        raise ValueError(f"The rate {rate} still expands over {', '.join(rate.slice.expand)}; "
+                         "expand the constraint first.")
+    check_rate(rate, data)
     mask = slice_mask(rate, data)
     w = data.sample_weight * mask
     total = w.sum()
     if not total > 0:
-        raise UndefinedRateError(_describe_empty(rate, data, mask))
+        raise UndefinedRateError(_describe_empty(rate, data, mask), rate=rate)
     idx = np.flatnonzero(mask)
     v, c = _coefficients(rate.kind, None if data.y is None else data.y[idx], None if data.baseline is None else data.baseline[idx])
     wi = w[idx] / total
@@ -189,18 +197,33 @@ class RateProblem:
         return out + (self.b if out.ndim == 1 else self.b[:, None])
 
 
+def _expand_one(con: Constraint, groups: GroupTable) -> list[Constraint]:
+    keys = con.expand_keys
+    if not keys:
+        return [con]
+    return [c for combo in groups.combinations(keys) for c in con.expand({k: [v] for k, v in zip(keys, combo)})]
+
+
 def expand_constraints(constraints: list[Constraint], groups: GroupTable) -> list[Constraint]:
     """Replace constraints over bare group columns by one per combination of their values that
     occurs in the data (a cell with no rows has no rates to constrain)."""
-    out: list[Constraint] = []
+    return [c for con in constraints for c in _expand_one(con, groups)]
+
+
+def _in_constraint(exc: UndefinedRateError, constraints: list[Constraint], groups: GroupTable) -> UndefinedRateError:
+    """``exc`` naming the constraint that holds its rate, and for an expanded one how to leave out
+    the value (a bare column constrains every value, so only naming the others drops one)."""
     for con in constraints:
-        keys = con.expand_keys
-        if not keys:
-            out.append(con)
-            continue
-        for combo in groups.combinations(keys):
-            out.extend(con.expand({k: [v] for k, v in zip(keys, combo)}))
-    return out
+        for c in _expand_one(con, groups):
+            if exc.rate in c.rates:
+                if c is con:
+                    where = f" It is in the constraint '{con}'."
+                else:
+                    where = (f" It is in '{c}', which '{con}' states for every value of "
+                             f"{', '.join(con.expand_keys)}; to leave this one out, write the constraint "
+                             "once per value to constrain instead of over the bare column.")
+                return UndefinedRateError(str(exc) + where, rate=exc.rate)
+    return exc
 
 
 def compile_problem(objective: Expression, constraints: list[Constraint], data: RateData) -> RateProblem:
@@ -210,5 +233,8 @@ def compile_problem(objective: Expression, constraints: list[Constraint], data: 
     if objective.rates and any(r.slice.expand for r in objective.rates):
         raise ValueError(f"The objective {objective} cannot expand over a group column; name a value.")
     expanded = expand_constraints(constraints, data.groups)
-    mix, basis, b = compile_factored([objective] + [c.expression for c in expanded], data)
+    try:
+        mix, basis, b = compile_factored([objective] + [c.expression for c in expanded], data)
+    except UndefinedRateError as exc:
+        raise _in_constraint(exc, constraints, data.groups) from None
     return RateProblem(mix, basis, b, objective, expanded)

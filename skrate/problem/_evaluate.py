@@ -75,8 +75,12 @@ def constraint_violation(constraint: Constraint, lhs, rhs):
     -------
     float or ndarray
         ``> 0`` when broken; NaN when a side is undefined (a ratio with a zero denominator).
+        A difference within ``1e-12`` of zero is rounding in the rates' sums (a solution
+        meeting a constraint with equality) and is given as 0.
     """
-    return lhs - rhs if constraint.op == "<=" else rhs - lhs
+    v = np.asarray(lhs - rhs if constraint.op == "<=" else rhs - lhs, dtype=float)
+    v = np.where(np.abs(v) <= 1e-12, 0.0, v)
+    return float(v) if v.ndim == 0 else v
 
 
 def violation_rows(constraints: list[Constraint], data: RateData, decisions: np.ndarray) -> list[dict]:

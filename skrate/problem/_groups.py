@@ -22,6 +22,15 @@ def _missing(col: np.ndarray) -> np.ndarray:
     return np.asarray(pd.isna(col), dtype=bool)
 
 
+def _numbers_only(col: np.ndarray) -> bool:
+    """Whether an object column holds only (non-boolean) numbers."""
+    try:
+        from pandas.api.types import infer_dtype
+    except ImportError:  # without pandas, object columns stay as written
+        return False
+    return infer_dtype(col, skipna=False) in ("integer", "floating", "mixed-integer-float", "decimal")
+
+
 def _column(values, name: str, n: int) -> np.ndarray:
     col = np.asarray(values)
     if col.ndim != 1:
@@ -36,6 +45,8 @@ def _column(values, name: str, n: int) -> np.ndarray:
         raise ValueError(f"Group column {name!r} has a missing value in {int(missing.sum())} rows (first: row "
                          f"{int(np.argmax(missing))}); give every row a group value, e.g. fill them with a "
                          "category of their own.")
+    if col.dtype == object and _numbers_only(col):
+        col = col.astype(float)  # numbers in an object column (1 and 1.0) are named by value
     if col.dtype.kind == "f" and np.isfinite(col).all() and np.all(col == np.round(col)):
         col = col.astype(np.int64)  # a float-coded group (1.0) is named as written in specs (1)
     return col.astype(str)
@@ -91,9 +102,21 @@ class GroupTable:
                 given = (f"known group columns: {', '.join(map(repr, known))}" if known else
                          "no groups were given: pass groups=... as a DataFrame, a dict of "
                          "arrays or a 1-D array (the column 'group')")
-                raise ValueError(f"Unknown group column {key!r}; {given}.{ROUTING_HINT}")
+                raise ValueError(f"Unknown group column {key!r}; {given}.{self._value_hint(key)}{ROUTING_HINT}")
             self._cache[key] = _column(self.raw[key], key, self.n)
         return self._cache[key]
+
+    def _value_hint(self, key: str) -> str:
+        """When ``key`` is a value of a known column (``tpr(group="Black")``), how to filter on it."""
+        for name in sorted(self.raw):
+            try:
+                if self._matches(name, key):
+                    return (f" {key!r} is a value of the column {name!r}: group= names columns to expand "
+                            f"over; filter on a value with tpr(where={{{name!r}: {key!r}}}) or "
+                            f"'tpr[{name}={key}]'.")
+            except ValueError:  # a column that is no group column (missing values)
+                continue
+        return ""
 
     def _codes(self, key: str) -> tuple[list[str], np.ndarray]:
         """Sorted distinct values and each row's index into them, computed once per column."""
@@ -113,32 +136,36 @@ class GroupTable:
         present = np.unique(np.column_stack([codes for _, codes in columns]), axis=0)
         return [tuple(known[i] for (known, _), i in zip(columns, row)) for row in present]
 
+    def _matches(self, key: str, value: str) -> list[int]:
+        """Indices of the values of column ``key`` that ``value`` names: itself, or a value equal
+        as a number (``"1.0"`` names the group ``1``, ``"2"`` the group ``2.0``)."""
+        known = self.values(key)
+        if value in known:
+            return [known.index(value)]
+        number = _number(value)
+        return [] if number is None else [i for i, k in enumerate(known) if _number(k) == number]
+
     def unknown(self, key: str, values: tuple[str, ...]) -> list[str]:
-        """The ``values`` no row of column ``key`` holds (``"1.0"`` names the group ``1`` too)."""
-        index = set(self.values(key))
-        return [v for v in values if v not in index and _integral(v) not in index]
+        """The ``values`` no row of column ``key`` holds."""
+        return [v for v in values if not self._matches(key, v)]
 
     def mask(self, key: str, values: tuple[str, ...]) -> np.ndarray:
         """Rows whose ``key`` is any of ``values``; unknown values list the known ones."""
         known, codes = self._codes(key)
-        index = {v: i for i, v in enumerate(known)}
         unknown = self.unknown(key, values)
-        values = tuple(v if v in index else _integral(v) for v in values)  # 1.0 names the group 1 too
         if unknown:
             raise ValueError(f"Unknown value {unknown[0]!r} for group column {key!r}; "
                              f"known values: {', '.join(map(repr, known))}.")
         hit = np.zeros(len(known), dtype=bool)
-        hit[[index[v] for v in values]] = True
+        hit[[i for v in values for i in self._matches(key, v)]] = True
         return hit[codes]
 
 
-def _integral(value: str) -> str:
-    """``"1"`` for ``"1.0"`` (a float-coded group is named as an integer); other values as given."""
+def _number(value: str) -> float | None:
     try:
-        number = float(value)
+        return float(value)
     except ValueError:
-        return value
-    return str(int(number)) if number.is_integer() else value
+        return None
 
 
 def _check_row_order(groups, X) -> None:
@@ -150,8 +177,9 @@ def _check_row_order(groups, X) -> None:
         return
     if len(gi) == len(xi) and gi.is_unique and xi.is_unique and gi.sort_values().equals(xi.sort_values()):
         raise ValueError("The index of groups holds the labels of X's index in another order, and rows are "
-                         "matched by position; align them first, e.g. groups.loc[X.index], or reset both "
-                         "indexes.")
+                         "matched by position. If groups are labelled like X's rows, align them: "
+                         "groups.loc[X.index]; if they are already in X's row order, give them X's index: "
+                         "groups.set_index(X.index).")
 
 
 def _is_frame(obj) -> bool:

@@ -56,6 +56,12 @@ def _divisor(term, other) -> float:
     return float(other)
 
 
+def _sum(values: list[float]) -> float:
+    """Exact sum, with a cancellation to rounding noise (``0.1 + 0.2 - 0.3``) read as 0."""
+    total = math.fsum(values)
+    return 0.0 if abs(total) <= 1e-12 * max(map(abs, values), default=0.0) else total
+
+
 def _num(x: float) -> str:
     return repr(float(x)) if float(x) != int(x) else str(int(x))
 
@@ -99,6 +105,16 @@ class _Algebra:
     def __rmul__(self, other):
         return self * other
 
+    def __rtruediv__(self, other):
+        if _is_scalar(other):
+            raise TypeError(f"Cannot divide the number {_num(other)} by the rate expression {self}: a "
+                            "constraint on 1 / rate is a constraint on the rate (write 'ppr <= 0.5' for "
+                            "'1 / ppr >= 2').")
+        return NotImplemented
+
+    def __pos__(self):
+        return self
+
 
 @dataclass(frozen=True)
 class Expression(_Algebra):
@@ -113,17 +129,18 @@ class Expression(_Algebra):
 
     @classmethod
     def _combine(cls, pairs, constant: float) -> "Expression":
-        acc: dict[Rate, float] = {}
+        acc: dict[Rate, list[float]] = {}
         for rate, coef in pairs:
-            acc[rate] = acc.get(rate, 0.0) + float(coef)
-        terms = tuple(sorted(((r, c) for r, c in acc.items() if c != 0.0), key=lambda rc: str(rc[0])))
+            acc.setdefault(rate, []).append(float(coef))
+        terms = tuple(sorted(((r, c) for r, c in ((r, _sum(cs)) for r, cs in acc.items()) if c != 0.0),
+                             key=lambda rc: str(rc[0])))
         return cls(terms, float(constant))
 
     def __add__(self, other):
         if _is_scalar(other):
-            return Expression(self.terms, self.constant + float(other))
+            return Expression(self.terms, _sum([self.constant, float(other)]))
         if isinstance(other, Expression):
-            return Expression._combine(self.terms + other.terms, self.constant + other.constant)
+            return Expression._combine(self.terms + other.terms, _sum([self.constant, other.constant]))
         if isinstance(other, Ratio):
             raise TypeError(f"Cannot add the ratio {other} to {self}: ratios only compare with constants.")
         return NotImplemented
@@ -151,10 +168,15 @@ class Expression(_Algebra):
             if not other.terms:
                 return self / other.constant
             # Rates are >= 0, so a denominator without a positive part is <= 0: negate both
-            # sides to keep it non-negative, as Constraint.expression requires.
+            # sides to keep it non-negative, as Constraint.expression requires. One that mixes
+            # signs can change sign, and the rearranged constraint would flip with it.
             if all(c <= 0 for _, c in other.terms) and other.constant <= 0:
                 return Ratio(-self, -other)
-            return Ratio(self, other)
+            if all(c >= 0 for _, c in other.terms) and other.constant >= 0:
+                return Ratio(self, other)
+            raise TypeError(f"Cannot divide by {other}: it can be negative, and a ratio constraint is "
+                            "rearranged as numerator - bound * denominator, which needs a denominator "
+                            "of one sign (a sum of rates). Compare the expressions linearly instead.")
         return NotImplemented
 
     @property
@@ -304,6 +326,12 @@ class Constraint:
             assignment = dict(zip(keys, combo))
             out.append(Constraint(self.lhs.bind(assignment), self.op, self.rhs.bind(assignment)))
         return out
+
+    def __bool__(self):
+        # ``a <= b <= c`` is ``(a <= b) and (b <= c)`` in Python: a truthy constraint would
+        # silently drop all but the last comparison.
+        raise TypeError(f"A constraint ({self}) has no truth value. A chained comparison a <= b <= c "
+                        "is two constraints: pass them as a list, [a <= b, b <= c].")
 
     def __str__(self) -> str:
         return f"{self.lhs} {self.op} {self.rhs}"

@@ -136,5 +136,5 @@ def display_ratio(ratio: Ratio) -> str:
         if name and rn.slice == rd.slice:
             body = str(Rate("ppr", rn.slice)).replace("ppr", name, 1)
             scale = cn / cd
-            return body if scale == 1.0 else f"{Expression((), scale)} * {body}"
+            return body if scale == 1.0 else "-" + body if scale == -1.0 else f"{Expression((), scale)} * {body}"
     return f"({num}) / ({den})"

@@ -52,6 +52,10 @@ def _check_slack(slack: float, multiplicative: bool) -> None:
 
 def _parity(kinds: tuple[str, ...], group: Group, slack: float, multiplicative: bool, two_sided: bool):
     _check_slack(slack, multiplicative)
+    if group is None or (not isinstance(group, str) and not list(group)) or group == "":
+        # without a column, r[group] is the overall rate: every constraint would hold trivially
+        raise ValueError(f"A parity goal needs the group column(s) to compare, got group={group!r}; "
+                         "pass a column name such as group='race', or a list of names.")
     out = []
     for kind in kinds:
         out.append(_lower(kind, group, slack, multiplicative))

@@ -5,7 +5,7 @@ Grammar::
     constraint := expr ("<=" | ">=") expr
     expr       := term (("+" | "-") term)*
     term       := unary (("*" | "/") unary)*
-    unary      := "-" unary | atom
+    unary      := ("-" | "+") unary | atom
     atom       := NUMBER | RATE ["[" filter ("," filter)* "]"] | "(" expr ")"
     filter     := KEY                       # expand over every value of group column KEY
                 | KEY "=" VALUE ("|" VALUE)*  # examples whose KEY is any of the values
@@ -121,6 +121,9 @@ class _Parser:
         value = t[start:self.pos].strip()
         if not value:
             raise SpecParseError(t, start, "a group value")
+        if "=" in value:  # 'sex=Female age_cat=x': most likely a missing comma
+            raise SpecParseError(t, t.index("=", start), "',' between two filters (a value holding '=' goes "
+                                                        "in double quotes)")
         return value
 
     # -- grammar ----------------------------------------------------------------------
@@ -130,12 +133,18 @@ class _Parser:
             if self._eat(op):
                 op_pos = self.pos - len(op)
                 rhs = self.expr()
+                if self._peek("<=") or self._peek(">="):
+                    self._fail(self.pos, "a spec holds one comparison; write a <= b <= c as two "
+                                         "constraints, 'a <= b' and 'b <= c'.")
                 self._end()
                 return self._build(lambda: Constraint.make(lhs, op, rhs), op_pos)
         raise SpecParseError(self.text, self.pos, "'<=' or '>='" + (" or an operator" if self.pos < len(self.text) else ""))
 
     def expression(self):
         out = self.expr()
+        if self._peek("<=") or self._peek(">="):
+            self._fail(self.pos, "this is a constraint, not an expression: constraints go in "
+                                 "constraints=, an objective or metric is an expression such as 'error_rate'.")
         self._end()
         return out
 
@@ -193,6 +202,8 @@ class _Parser:
         if self._eat("-"):
             inner = self.unary()
             return -inner
+        if self._eat("+"):
+            return self.unary()
         return self.atom()
 
     def atom(self):
@@ -221,6 +232,13 @@ class _Parser:
                         raise SpecParseError(self.text, self.pos, 'a group column name (in double quotes when '
                                                                    'it holds other characters than letters, '
                                                                    'digits and _)')
+                    self._skip()
+                    if self.text[key_pos] != '"' and self.pos < len(self.text) and self.text[self.pos] not in "=,]":
+                        rest = self.text[key_pos:]
+                        name = rest[:min([rest.index(ch) for ch in "=,]" if ch in rest] or [len(rest)])].strip()
+                        raise SpecParseError(self.text, self.pos, "'=', ',' or ']' after the column name "
+                                             f"{key!r}; a name with other characters than letters, digits "
+                                             f'and _ goes in double quotes: "{name}"')
                     if key in filters or key in expand:
                         raise SpecParseError(self.text, key_pos, f"each column once (repeated {key!r})")
                     if self._eat("="):

@@ -6,6 +6,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
 # Keys with a meaning of their own; every other key names a group column.
 LABEL = "label"
 BASELINE = "baseline"
@@ -19,7 +21,8 @@ def group_columns(slices: Iterable[Slice]) -> list[str]:
 
 def _as_values(value: Any) -> tuple[str, ...]:
     """A filter value or list of values ("any of"), canonicalised to sorted strings."""
-    if isinstance(value, (list, tuple, set, frozenset)):
+    if isinstance(value, Iterable) and not isinstance(value, (str, bytes)) and np.ndim(value) > 0:
+        # lists, sets, arrays, Series, ranges: "any of"
         values = tuple(sorted({str(v) for v in value}))
     else:
         values = (str(value),)
@@ -98,9 +101,14 @@ class Slice:
 def _quote_key(key: str) -> str:
     """A column name as a spec reads it: in double quotes unless letters, digits and ``_``."""
     plain = key and all(ch.isalnum() or ch == "_" for ch in key)
-    return key if plain else '"' + key.replace('"', '\\"') + '"'
+    return key if plain else _quoted(key)
 
 
 def _quote(value: str) -> str:
     plain = value and all(ch.isalnum() or ch in "_-.+ " for ch in value) and value == value.strip()
-    return value if plain else '"' + value.replace('"', '\\"') + '"'
+    return value if plain else _quoted(value)
+
+
+def _quoted(text: str) -> str:
+    """``text`` in double quotes, escaped as the parser reads it back."""
+    return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
