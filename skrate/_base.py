@@ -5,11 +5,11 @@ from __future__ import annotations
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .problem import GroupTable, RateData
 from .solutions import StochasticModel
-from .utils._validation import check_baseline, validate_numeric
+from .utils._validation import check_baseline, check_sample_weight, validate_numeric
 
 
 class RateClassifierBase(ClassifierMixin, BaseEstimator):
@@ -31,10 +31,7 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
 
     def _rate_data(self, X_raw, X, y, groups, sample_weight, baseline) -> RateData:
         y01 = None if y is None else (np.asarray(y) == self.classes_[1]).astype(int)
-        weights = _check_sample_weight(sample_weight, X)
-        if (weights < 0).any():
-            raise ValueError(f"sample_weight has negative entries (smallest {weights.min():.4g}, row "
-                             f"{int(np.argmin(weights))}); rates weigh examples by it, so it must be >= 0.")
+        weights = check_sample_weight(sample_weight, X.shape[0])
         return RateData(y01, weights, GroupTable.from_input(groups, X_raw, X.shape[0]),
                         check_baseline(baseline, self.classes_, X.shape[0]))
 

@@ -292,6 +292,23 @@ def test_constraint_helpers_expand_per_group():
     np.testing.assert_allclose(sorted(cons[2:6])[-2:], sorted(prec + [-p - 0.1 for p in prec])[-2:])
 
 
+
+def test_reported_values_are_nan_where_a_ratio_is_undefined_but_the_solvers_keep_the_clipped_value():
+    from skrate.generalized._program import program_values
+
+    y, g, yhat, data = _data()
+    only_a = yhat * (g == "a")  # no positive prediction in group b: its precision is undefined
+    spec = [*predictive_parity("g", 0.05), g_mean_at_least(0.1)]
+    values = program_values("error", spec, data, only_a)
+    undefined = [k for k in values if "g=b" in k]
+    assert len(undefined) == 2 and all(np.isnan(values[k]) for k in undefined)
+    assert np.isfinite([v for k, v in values.items() if k not in undefined]).all()
+    never = list(program_values("error", spec, data, 0 * yhat).values())
+    assert np.isnan(never[1:5]).all() and np.isfinite(never[5])  # g_mean has no ratio
+    program = compile_program("error", spec, data)  # what the solvers read: finite
+    assert np.isfinite(program.values(program.rates(only_a))[1]).all()
+
+
 # -- xi-player --------------------------------------------------------------------------------
 @pytest.mark.parametrize("atom, fixed", [
     (KLD(tpr(), tnr()), np.array([0.3, np.nan])), (GMean(tpr(), tnr()), np.full(2, np.nan)),

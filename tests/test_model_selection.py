@@ -48,6 +48,16 @@ def test_rank_refit_skips_failed_settings_and_names_missing_scorers():
         RankRefit(violation="fairness")(_results([0.1], [0.0]))
 
 
+def test_rank_refit_warns_and_ranks_by_the_other_score_when_one_is_nan_everywhere():
+    # a rank over NaN alone ties every setting: the last one won before
+    with pytest.warns(UserWarning, match=r"every 'violation' score is NaN.*not routed.*lowest 'error' alone"):
+        assert RankRefit()(_results([0.10, 0.30, 0.20], [np.nan] * 3)) == 0
+    with pytest.warns(UserWarning, match=r"every 'error' score is NaN.*lowest 'violation' alone"):
+        assert RankRefit()(_results([np.nan] * 3, [0.1, -0.3, -0.2])) == 1
+    with pytest.raises(ValueError, match="every 'error' and every 'violation' score is NaN"):
+        RankRefit()(_results([np.nan] * 2, [np.nan] * 2))
+
+
 def _data(n=1500, seed=0):
     rng = np.random.default_rng(seed)
     race = rng.choice(["a", "b"], n, p=[0.6, 0.4])
@@ -163,3 +173,63 @@ def test_tradeoff_curve_traces_churn_against_a_baseline():
     assert curve["train_violation"].item() == pytest.approx(expected)
     with pytest.raises(ValueError, match=r"baseline must hold one decision per row of X \(600\)"):
         tradeoff_curve(ConstrainedClassifier(), X, labels, constraints="churn <= {slack}", baseline=base[:-1])
+
+
+def test_tradeoff_curve_fits_a_pipeline_and_says_how_to_route_its_groups():
+    from sklearn import config_context
+    from sklearn.pipeline import Pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y, g = _data(400)
+    Xb = pd.DataFrame(X, columns=["x0", "x1", "x2"]).assign(a=(g["race"] == "a").astype(int))
+    pipe = Pipeline([("sc", StandardScaler()), ("clf", ConstrainedClassifier(
+        "ppr[a] >= ppr - {slack}", max_iter=20, random_state=0))]).set_output(transform="pandas")
+    # without groups nothing needs routing: groups=None is not passed to fit
+    curve = tradeoff_curve(pipe, Xb, y, param="clf__constraints", slacks=[0.1], random_state=0)
+    assert np.isfinite(curve[["train_violation", "test_violation"]].to_numpy()).all()
+    pipe.set_params(clf__constraints=TEMPLATE)
+    with pytest.raises(ValueError, match=r"Pipeline.fit passes groups on to its steps only by metadata "
+                                         r"routing.*enable_metadata_routing=True"):
+        tradeoff_curve(pipe, X, y, groups=g, param="clf__constraints", slacks=[0.1])
+    with config_context(enable_metadata_routing=True):
+        pipe.named_steps["clf"].set_fit_request(groups=True)
+        curve = tradeoff_curve(pipe, X, y, groups=g, param="clf__constraints", slacks=[0.1], random_state=0)
+    assert np.isfinite(curve[["train_violation", "test_violation"]].to_numpy()).all()
+
+
+def test_tradeoff_curve_reports_a_group_value_absent_from_the_test_split_as_nan():
+    X, y, g = _data(400)
+    race = g["race"].copy()
+    race[np.flatnonzero(y == 0)[:3]] = "c"  # random_state=2 puts all three in the training split
+    with pytest.warns(UserWarning, match=r"the 120 rows of the held-out test split \(test_size=0.3\) leave "
+                                         r"\['ppr\[race=c\] <= ppr \+ 0.1', 'ppr\[race=c\] <= ppr'\] undefined.*"
+                                         r"test_violation and test_gap are NaN"):
+        curve = tradeoff_curve(ConstrainedClassifier(max_iter=20, random_state=0), X, y, groups={"race": race},
+                               constraints="ppr[race=c] <= ppr + {slack}", slacks=[0.1], random_state=2)
+    assert curve[["test_violation", "test_gap"]].isna().all(axis=None)
+    assert np.isfinite(curve[["test_error", "train_violation", "train_gap"]].to_numpy()).all()
+
+
+def test_tradeoff_curve_refuses_groups_in_another_row_order():
+    X, y, g = _data(200)
+    shuffled = pd.DataFrame(g).sample(frac=1, random_state=0)
+    with pytest.raises(ValueError, match="holds the labels of X's index in another order"):
+        tradeoff_curve(ConstrainedClassifier(max_iter=5), pd.DataFrame(X), y, groups=shuffled,
+                       constraints=TEMPLATE, slacks=[0.1])
+
+
+def test_tradeoff_curve_names_the_template_it_read_and_checks_slacks():
+    X, y, g = _data(300)
+    with pytest.raises(ValueError, match=r"constraints=None takes the template from the parameter 'constraints' "
+                                         r"of ConstrainedClassifier \(param=...\), which is None"):
+        tradeoff_curve(ConstrainedClassifier(), X, y, groups=g)
+    with pytest.raises(ValueError, match=r"which is 'ppr >= 0.1', but it must"):
+        tradeoff_curve(ConstrainedClassifier("ppr >= 0.1"), X, y, groups=g)
+    for bad in (0.1, ["a"], [], [True], [np.inf]):
+        with pytest.raises(ValueError, match=r"slacks must be a non-empty list of finite numbers >= 0.*got"):
+            tradeoff_curve(ConstrainedClassifier(TEMPLATE), X, y, groups=g, slacks=bad)
+    # a fixed constraint next to a template holds as it is at every slack
+    _, models = tradeoff_curve(ConstrainedClassifier(max_iter=5), X, y, groups=g, slacks=[0, 0.1], test_size=None,
+                               constraints=["ppr[race] >= ppr - {slack}", "ppr >= 0.3"], return_estimators=True)
+    assert [m.constraints for m in models] == [["ppr[race] >= ppr - 0.0", "ppr >= 0.3"],
+                                               ["ppr[race] >= ppr - 0.1", "ppr >= 0.3"]]

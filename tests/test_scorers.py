@@ -147,6 +147,42 @@ def test_violation_scorer_reads_ratios_as_ratios():
     assert np.isnan(make_violation_scorer(["precision >= 0.5", "ppr <= 0.5"])(never, X, y))
 
 
+def test_violation_scorer_of_a_metric_constraint_is_nan_where_its_ratio_is_undefined():
+    from sklearn.base import BaseEstimator, ClassifierMixin
+
+    from skrate.generalized import predictive_parity
+
+    class Fixed(ClassifierMixin, BaseEstimator):  # predicts the labels it is given, whatever X
+        def __init__(self, labels=None):
+            self.labels = labels
+
+        def fit(self, X, y):
+            self.classes_ = np.unique(y)
+            return self
+
+        def predict(self, X):
+            return self.labels
+
+    X, y, g = _data(300)
+    parity = make_violation_scorer(predictive_parity("race", 0.05))
+    # the solvers' clipped 0 / eps precision read as "holds" before
+    assert np.isnan(parity(Fixed(np.full(300, "no")).fit(X, y), X, y, groups=g))
+    # positives in group a only: group b's precision is undefined
+    only_a = np.where((g.race == "a").to_numpy() & (X[:, 0] > 0), "yes", "no")
+    assert np.isnan(parity(Fixed(only_a).fit(X, y), X, y, groups=g))
+    assert np.isfinite(parity(Fixed(np.where(X[:, 0] > 0, "yes", "no")).fit(X, y), X, y, groups=g))
+
+
+def test_scorers_refuse_negative_weights_as_fit_and_audit_do():
+    X, y, g = _data(300)
+    clf = LogisticRegression().fit(X, y)
+    w = np.ones(300)
+    w[5] = -1
+    for scorer in (make_violation_scorer("tpr >= 0.9"), make_rate_scorer("tpr")):
+        with pytest.raises(ValueError, match=r"sample_weight has negative entries \(smallest -1, row 5\)"):
+            scorer(clf, X, y, sample_weight=w)
+
+
 def test_scorers_take_baseline_class_labels_as_fit_does():
     X, y, g = _data()
     clf = LogisticRegression().fit(X, y)
@@ -207,5 +243,8 @@ def test_metric_scorer_is_minus_the_metric_optimizer_loss():
 def test_scorers_show_what_they_score():
     from skrate.metrics import make_metric_scorer
 
-    assert "metric 1 - g_mean(tpr, tnr)" in repr(make_metric_scorer("g_mean"))
-    assert "max violation of ppr >= 0.1; tpr >= 0.5" in repr(make_violation_scorer(["ppr >= 0.1", "tpr >= 0.5"]))
+    assert repr(make_metric_scorer("g_mean")) == "make_metric_scorer(metric 1 - g_mean(tpr, tnr), decisions='auto')"
+    assert repr(make_violation_scorer(["ppr >= 0.1", "tpr >= 0.5"], decisions="predict")) == (
+        "make_violation_scorer(max violation of ppr >= 0.1; tpr >= 0.5, decisions='predict')")
+    assert repr(make_rate_scorer("fpr", greater_is_better=False)) == (
+        "make_rate_scorer(rate fpr, greater_is_better=False, decisions='auto')")

@@ -15,7 +15,7 @@ from ..problem import RateData, compile_expressions, expand_constraints, violati
 from ..rates import Constraint, Ratio
 from ..rates._expression import NEEDS_BASELINE
 from ..rates._slice import BASELINE, group_columns
-from ._metrics import LinearRate, MaxOf, MetricConstraint, MetricSum, as_metric
+from ._metrics import LinearRate, MaxOf, MetricConstraint, MetricSum, RatioAtom, as_metric
 
 
 @dataclass
@@ -37,6 +37,12 @@ class CompiledSum:
     @property
     def is_linear(self) -> bool:
         return self.kind == "linear"
+
+    def defined(self, r: np.ndarray) -> bool:
+        """Whether every ratio atom has a positive denominator at the rates ``r``. ``value`` clips a
+        zero denominator, as the solvers need for values and gradients; a report reads the ratio
+        as undefined instead (precision of a slice without a predicted positive)."""
+        return all(r[idx[1]] > 0 for _, atom, idx in self.atoms if isinstance(atom, RatioAtom))
 
 
 @dataclass
@@ -220,12 +226,16 @@ def program_values(objective, constraints, data: RateData, p: np.ndarray) -> dic
     """``{"objective": psi, label: phi_j, ...}`` of the expected decisions ``p`` on ``data``.
 
     ``phi_j <= 0`` is met; a rate constraint with a ratio side reads in the ratio's units (NaN
-    when the ratio is undefined), the others as the solvers see them.
+    when the ratio is undefined), the others as the solvers see them, but NaN where a ratio they
+    hold (``precision`` in ``predictive_parity``) has a zero denominator, which the solvers clip.
+    The objective keeps the solvers' value.
     """
     program = compile_program(objective, constraints, data)
-    obj, cons = program.values(program.rates(p))
+    r = program.rates(p)
+    obj, cons = program.values(r)
     out = {"objective": float(obj)}
-    out.update({c.label: float(v) for c, v in zip(program.constraints, np.atleast_1d(cons))})
+    out.update({c.label: float(v) if c.defined(r) else float("nan")
+                for c, v in zip(program.constraints, np.atleast_1d(cons))})
     out.update({label: value for label, (value, _) in ratio_violations(constraints, data, p).items()
                 if label in out})
     return out

@@ -7,12 +7,12 @@ from typing import Any, Sequence
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
-from sklearn.utils.validation import _check_sample_weight, _num_samples
+from sklearn.utils.validation import _num_samples
 
 from ..problem import GroupTable, RateData, constraint_violation, expand_constraints
 from ..rates import Expression, Ratio, Slice, as_constraints
 from ..rates._expression import Rate
-from ..utils._validation import check_baseline
+from ..utils._validation import check_baseline, check_sample_weight
 from ._bootstrap import RateParts, bootstrap_values, percentile_interval
 from ._decisions import DECISIONS, decisions_of, is_stochastic, positive_labels
 
@@ -98,7 +98,7 @@ def audit(
         Rate constraints to evaluate, e.g. ``"tpr[race] >= 0.95 * tpr"``; group columns
         expand to one constraint per value.
     sample_weight : array-like of shape (n_samples,), default=None
-        Weights of the rows in every rate.
+        Weights of the rows in every rate; negative weights are refused.
     baseline : array-like of shape (n_samples,), default=None
         A baseline model's decisions, for churn, wins and losses constraints: 0/1, or labels
         of the estimator's ``classes_`` (e.g. ``old_model.predict(X)``), as in ``fit``.
@@ -165,9 +165,7 @@ def audit(
     y01 = positive_labels(estimator, y)
     if y01.shape[0] != n:
         raise ValueError(f"y has {y01.shape[0]} entries but X has {n} rows.")
-    weights = _check_sample_weight(sample_weight, np.empty((n, 0)))
-    if not np.all(np.isfinite(weights)) or np.any(weights < 0):
-        raise ValueError("sample_weight must be finite and non-negative.")
+    weights = check_sample_weight(sample_weight, n)
     baseline = check_baseline(baseline, np.asarray(estimator.classes_), n)
     p = decisions_of(estimator, X, decisions)
     if not np.all(np.isfinite(p)):

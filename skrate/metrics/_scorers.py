@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.metrics._scorer import _BaseScorer
-from sklearn.utils.validation import _check_sample_weight, _num_samples
+from sklearn.utils.validation import _num_samples
 
 from ..exceptions import UndefinedRateError
 from ..problem import GroupTable, RateData, evaluate_term, violation_rows
 from ..rates import Constraint, as_expression
-from ..utils._validation import check_baseline
+from ..utils._validation import check_baseline, check_sample_weight
 from ._decisions import DECISIONS, is_stochastic, positive_labels
 
 
@@ -17,13 +17,15 @@ def _rate_data(y_true, groups, sample_weight, baseline, X=None) -> RateData:
     y = np.asarray(y_true)
     n = y.shape[0]
     table = groups if isinstance(groups, GroupTable) else GroupTable.from_input(groups, X, n)
-    weights = _check_sample_weight(sample_weight, np.empty((n, 0)))
+    weights = check_sample_weight(sample_weight, n)  # negative weights refused, as in fit and audit
     # Decisions here are 0/1; a scorer has already mapped label baselines with the estimator's classes_.
     return RateData(y.astype(int), weights, table, check_baseline(baseline, np.array([0, 1]), n))
 
 
 class RateMetric:
     """Value of a rate expression for 0/1 labels and decisions: ``metric(y_true, y_pred, groups=...)``."""
+
+    factory = "make_rate_scorer"  # named in the scorer's repr
 
     def __init__(self, spec):
         self.term = as_expression(spec)
@@ -50,9 +52,11 @@ class MaxViolation:
 
     Violations are ``lhs - rhs`` in each constraint's own units (ratios as ratios), so ratio
     and linear constraints compare; NaN when a ratio is undefined on the data. Metric
-    constraints (``kld_fairness``, ``g_mean_at_least``) read as MetricOptimizer's
-    ``metric_values`` does.
+    constraints (``kld_fairness``, ``predictive_parity``) read as MetricOptimizer's
+    ``metric_values`` does: NaN too where a ratio they hold has a zero denominator.
     """
+
+    factory = "make_violation_scorer"
 
     def __init__(self, constraints):
         from ..generalized._program import as_metric_constraints
@@ -82,6 +86,8 @@ class MaxViolation:
 
 class MetricLoss:
     """A generalized rate metric (the loss MetricOptimizer minimises) of 0/1 labels and decisions."""
+
+    factory = "make_metric_scorer"
 
     def __init__(self, metric):
         from .._metric_optimizer import _as_loss
@@ -115,7 +121,8 @@ class RateScorer(_BaseScorer):
 
     Call it as ``scorer(estimator, X, y, groups=...)``; inside ``cross_validate`` or
     ``GridSearchCV`` request the groups with ``set_score_request(groups=True)`` under
-    ``sklearn.set_config(enable_metadata_routing=True)``.
+    ``sklearn.set_config(enable_metadata_routing=True)``. Negative ``sample_weight`` entries
+    are refused, as in ``fit`` and ``audit``.
     """
 
     def __init__(self, metric, sign: int, decisions: str):
@@ -148,8 +155,9 @@ class RateScorer(_BaseScorer):
         return self._sign * self._score_func(y, p, groups=groups, **kwargs)
 
     def __repr__(self):
-        sign = "" if self._sign > 0 else ", greater_is_better=False"
-        return f"make_rate_scorer({self._score_func!r}{sign}, decisions={self._decisions!r})"
+        # the sign is an argument of make_rate_scorer only: the other factories fix it
+        sign = ", greater_is_better=False" if self._sign < 0 and isinstance(self._score_func, RateMetric) else ""
+        return f"{self._score_func.factory}({self._score_func!r}{sign}, decisions={self._decisions!r})"
 
 
 def _check_decisions(decisions):
@@ -267,7 +275,9 @@ def make_violation_scorer(constraints, *, decisions: str = "auto") -> RateScorer
     scorer : callable
         ``scorer(estimator, X, y, groups=None, sample_weight=None, baseline=None)``, with
         ``baseline`` 0/1 decisions or labels of the estimator's ``classes_`` as in ``fit``; it
-        supports ``set_score_request(groups=True)``. NaN when a ratio is undefined.
+        supports ``set_score_request(groups=True)``. NaN when a ratio is undefined (no positive
+        prediction in a precision's slice), a metric constraint's ratio too
+        (``predictive_parity``).
 
     References
     ----------

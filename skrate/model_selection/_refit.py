@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 
 from ..solutions import best_iterate
@@ -14,6 +16,11 @@ class RankRefit:
     constraint violation (all settings that meet the constraints share the best violation
     rank); the pick minimises the larger of its two ranks, ties going to the lower error.
     The setting picked is never beaten by another setting on both error and violation.
+
+    A NaN score (GridSearchCV averages in the NaN of a fold whose scorer failed, with
+    ``error_score=np.nan``, or whose ratio was undefined) puts its setting last on both ranks.
+    When every violation score is NaN, RankRefit warns and picks the lowest error (and when
+    every error score is NaN, the lowest violation); when both are, it raises.
 
     Parameters
     ----------
@@ -53,6 +60,17 @@ class RankRefit:
         err, vio = (self._column(cv_results, name) for name in (self.error, self.violation))
         # Scores are "higher is better": negate back to error and violation.
         objective, violation = -err, -vio
+        failed = [name for name, v in ((self.error, err), (self.violation, vio)) if not np.isfinite(v).any()]
+        if failed:  # a rank over NaN alone ties everything: rank by the other score, or give up
+            causes = (f"every {' and every '.join(map(repr, failed))} score is NaN: the scorer failed (or a ratio "
+                      "it measures was undefined) in every fold, e.g. groups or baseline not routed to it "
+                      "(scorer.set_score_request(groups=True) under sklearn.set_config(enable_metadata_routing="
+                      "True)); GridSearchCV's warnings name the error")
+            if len(failed) == 2:
+                raise ValueError(f"RankRefit cannot pick a setting: {causes}.")
+            other, values = (self.violation, violation) if failed[0] == self.error else (self.error, objective)
+            warnings.warn(f"RankRefit: {causes}. Picking the lowest {other!r} alone.", UserWarning, stacklevel=2)
+            return int(np.nanargmin(values))
         # Settings whose scores failed (NaN) rank last on both.
         bad = ~(np.isfinite(objective) & np.isfinite(violation))
         objective = np.where(bad, np.inf, objective)

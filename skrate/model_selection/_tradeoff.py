@@ -10,30 +10,69 @@ from typing import Callable, Sequence
 
 import numpy as np
 from joblib import Parallel, delayed
+from sklearn import get_config
 from sklearn.base import clone
 from sklearn.model_selection import train_test_split
 from sklearn.utils import _safe_indexing
-from sklearn.utils.validation import _check_sample_weight, _num_samples
+from sklearn.utils.metadata_routing import MetadataRouter, get_routing_for_object
+from sklearn.utils.validation import _num_samples, has_fit_parameter
 
-from ..exceptions import InfeasibleConstraintsWarning
+from ..exceptions import InfeasibleConstraintsWarning, UndefinedRateError
 from ..metrics._audit import require_pandas
 from ..metrics._decisions import decisions_of, positive_labels
 from ..problem import GroupTable, RateData, evaluate_term, violation_rows
+from ..problem._groups import ROUTING_HINT, _check_row_order
 from ..rates import as_constraints, error_rate
-from ..utils._validation import check_baseline
+from ..rates._slice import RESERVED
+from ..utils._validation import check_baseline, check_sample_weight
 from ._progress import Progress
 
 
+def _is_template(item) -> bool:
+    return isinstance(item, str) and "{slack}" in item
+
+
+def _check_template(constraints, source: str):
+    """``constraints`` as a callable or a list holding at least one ``{slack}`` template; ``source``
+    says where they came from, for the error."""
+    if callable(constraints):
+        return constraints
+    items = [constraints] if isinstance(constraints, str) else constraints
+    if not isinstance(items, (list, tuple)) or not any(map(_is_template, items)):
+        raise ValueError(f"{source} {constraints!r}, but it must be a callable slack -> constraints (e.g. lambda s: "
+                         "equal_opportunity('race', slack=s)) or strings of which at least one holds '{slack}' "
+                         "(e.g. 'tpr[race] >= tpr - {slack}'; fixed ones next to it hold at every slack).")
+    return list(items)
+
+
 def _constraints_at(constraints, slack: float):
-    """The constraints of one slack: a callable's result, or ``{slack}`` filled into the strings."""
+    """The constraints of one slack: a callable's result, or ``{slack}`` filled into the templates,
+    the other constraints kept as they are (strings among them are not formatted)."""
     if callable(constraints):
         return constraints(slack)
-    texts = [constraints] if isinstance(constraints, str) else constraints
-    if not isinstance(texts, (list, tuple)) or not texts or not all(isinstance(t, str) and "{slack}" in t for t in texts):
-        raise ValueError("constraints must be a callable slack -> constraints (e.g. "
-                         "lambda s: equal_opportunity('race', slack=s)) or strings holding '{slack}', "
-                         "e.g. 'tpr[race] >= tpr - {slack}'.")
-    return [t.format(slack=slack) for t in texts]
+    return [c.format(slack=slack) if _is_template(c) else c for c in constraints]
+
+
+def _check_slacks(slacks) -> list[float]:
+    items = list(slacks) if np.iterable(slacks) and not isinstance(slacks, str) else []
+    if not items or not all(isinstance(s, Real) and not isinstance(s, bool) and np.isfinite(s) and s >= 0
+                            for s in items):
+        raise ValueError(f"slacks must be a non-empty list of finite numbers >= 0, e.g. [0, 0.05, 0.1]; "
+                         f"got {slacks!r}.")
+    return [float(s) for s in items]
+
+
+def _check_metadata_reach(estimator, metadata: dict) -> None:
+    """A meta-estimator (Pipeline) passes ``groups``, ``sample_weight`` and ``baseline`` on to its
+    steps only under metadata routing; say how to enable it, before any fit, rather than
+    scikit-learn's "Pipeline.fit does not accept the groups parameter" in every fit."""
+    names = [k for k, v in metadata.items() if v is not None and not has_fit_parameter(estimator, k)]
+    if names and not get_config()["enable_metadata_routing"] and isinstance(
+            get_routing_for_object(estimator), MetadataRouter):
+        others = "" if names == ["groups"] else (
+            f" Request {', '.join(names)} likewise: set_fit_request({', '.join(f'{k}=True' for k in names)}).")
+        raise ValueError(f"{type(estimator).__name__}.fit passes {', '.join(names)} on to its steps only by "
+                         f"metadata routing, which is off.{ROUTING_HINT}{others}")
 
 
 def _take_groups(groups, idx):
@@ -44,26 +83,44 @@ def _take_groups(groups, idx):
     return _safe_indexing(groups, idx)
 
 
-def _score(est, X, y, groups, sample_weight, baseline, cons, strict, decisions) -> tuple[float, float, float]:
-    """Error, largest violation and largest gap of ``est`` on one part, weighted as in its fit."""
+def _largest_violation(cons, data, p) -> tuple[float, list[str]]:
+    """Largest violation of ``cons`` on ``data``, NaN when these rows leave one undefined (a group
+    value it names that no row holds, a slice without the rows a rate needs), as
+    ``ConstrainedClassifier.constraint_report`` reports it; and the undefined constraints."""
+    violations, undefined = [], []
+    for con in cons:
+        # a missing group column stays an error: data.groups.unknown raises for it
+        if any(data.groups.unknown(k, vs) for r in con.rates for k, vs in r.slice.filters if k not in RESERVED):
+            undefined.append(str(con))
+            continue
+        try:
+            violations += [r["violation"] for r in violation_rows([con], data, p)]
+        except UndefinedRateError:
+            undefined.append(str(con))
+    return (np.nan if undefined else float(np.max(violations))), undefined
+
+
+def _score(est, X, y, groups, sample_weight, baseline, cons, strict, decisions) -> tuple[list, list[str]]:
+    """Error, largest violation and largest gap of ``est`` on one part, weighted as in its fit, and
+    the constraints the part leaves undefined."""
     p = decisions_of(est, X, decisions)
     n = p.shape[0]
     weights = np.ones(n) if sample_weight is None else sample_weight
     data = RateData(positive_labels(est, y), weights, GroupTable.from_input(groups, X, n), baseline)
     error = evaluate_term(error_rate(), data, p)
-    violation = np.max([r["violation"] for r in violation_rows(cons, data, p)])
-    gap = np.max([r["violation"] for r in violation_rows(strict, data, p)])
-    return error, float(violation), float(gap)
+    (violation, undefined), (gap, undefined_gap) = (_largest_violation(c, data, p) for c in (cons, strict))
+    return [error, violation, gap], undefined + undefined_gap
 
 
 def _fit_one(estimator, param, slack, spec, strict, train, test, decisions):
     X_tr, y_tr, g_tr, w_tr, b_tr = train
     est = clone(estimator).set_params(**{param: spec})
-    fit_params = {k: v for k, v in (("sample_weight", w_tr), ("baseline", b_tr)) if v is not None}
+    # None is not passed: a Pipeline without metadata routing refuses any metadata, even None
+    fit_params = {k: v for k, v in (("groups", g_tr), ("sample_weight", w_tr), ("baseline", b_tr)) if v is not None}
     start = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", InfeasibleConstraintsWarning)
-        est.fit(X_tr, y_tr, groups=g_tr, **fit_params)
+        est.fit(X_tr, y_tr, **fit_params)
     fit_time = time.perf_counter() - start
     for w in caught:  # pass on every other warning
         if not issubclass(w.category, InfeasibleConstraintsWarning):
@@ -71,12 +128,11 @@ def _fit_one(estimator, param, slack, spec, strict, train, test, decisions):
     cons = as_constraints(spec)
     row = {"slack": slack, "feasible": bool(getattr(est, "feasible_", True)) and not any(
         issubclass(w.category, InfeasibleConstraintsWarning) for w in caught), "fit_time": fit_time}
-    row.update(zip(("train_error", "train_violation", "train_gap"), _score(est, *train, cons, strict, decisions)))
-    if test is not None:
-        row.update(zip(("test_error", "test_violation", "test_gap"), _score(est, *test, cons, strict, decisions)))
-    else:
-        row.update(test_error=np.nan, test_violation=np.nan, test_gap=np.nan)
-    return row, est
+    undefined = {}
+    for name, part in (("train", train), ("test", test)):
+        values, undefined[name] = ([np.nan] * 3, []) if part is None else _score(est, *part, cons, strict, decisions)
+        row.update(zip((f"{name}_error", f"{name}_violation", f"{name}_gap"), values))
+    return row, est, undefined
 
 
 def tradeoff_curve(
@@ -108,18 +164,24 @@ def tradeoff_curve(
     ----------
     estimator : estimator
         An unfitted estimator taking ``groups`` in ``fit``, e.g.
-        :class:`skrate.ConstrainedClassifier`.
+        :class:`skrate.ConstrainedClassifier`, or a Pipeline ending in one: a Pipeline passes
+        ``groups``, ``sample_weight`` and ``baseline`` on only under metadata routing
+        (``sklearn.set_config(enable_metadata_routing=True)`` and
+        ``set_fit_request(groups=True)`` on the step), and refuses them otherwise, with an
+        error saying so before any fit.
     X, y : array-like
         Data; a stratified ``test_size`` share is held out for the test frontier.
     groups : DataFrame, dict of arrays, or array-like, default=None
-        Group columns of ``X``'s rows, as in ``fit``.
-    constraints : callable or str or list of str, default=None
+        Group columns of ``X``'s rows, as in ``fit``: matched by position, so a frame whose
+        index holds ``X``'s labels in another order is refused.
+    constraints : callable or str or list, default=None
         ``constraints(slack)`` returning the constraints at a slack (``lambda s:
         equal_opportunity("race", slack=s)``), or strings with a ``{slack}`` placeholder
-        (``"tpr[race] >= tpr - {slack}"``). None takes the template from the estimator's
+        (``"tpr[race] >= tpr - {slack}"``), next to which fixed constraints (``"ppr >= 0.3"``)
+        hold at every slack as they are. None takes the template from the estimator's
         ``param``: ``ConstrainedClassifier(constraints="tpr[race] >= tpr - {slack}")``.
     slacks : sequence of float, default=(0, 0.025, 0.05, 0.1, 0.2)
-        The grid.
+        The grid: a non-empty sequence of finite numbers ``>= 0``.
     param : str, default="constraints"
         The estimator parameter receiving the constraints (``"classifier__constraints"`` in a
         Pipeline).
@@ -149,7 +211,10 @@ def tradeoff_curve(
         One row per slack: ``slack``, ``train_error``, ``train_violation`` (largest violation
         of the constraints at that slack), ``train_gap`` (largest violation of the
         constraints at slack 0: the distance from the exact goal), the same three for
-        ``test_``, ``feasible`` and ``fit_time`` (seconds).
+        ``test_``, ``feasible`` and ``fit_time`` (seconds). A violation or gap is NaN where a
+        ratio is undefined, and where the split leaves a constraint undefined (a group value it
+        names that no row of the split holds), with a warning naming the split, as
+        ``constraint_report`` does.
     estimators : list
         Only when ``return_estimators``.
 
@@ -165,10 +230,11 @@ def tradeoff_curve(
         if param not in params:
             raise ValueError(f"{type(estimator).__name__} has no parameter {param!r}; name the parameter that "
                              "takes the constraints with param=... (e.g. 'classifier__constraints').")
-        constraints = params[param]
-    slacks = [float(s) for s in slacks]
-    if not slacks or not all(isinstance(s, Real) and np.isfinite(s) and s >= 0 for s in slacks):
-        raise ValueError(f"slacks must be a non-empty list of finite numbers >= 0, got {slacks!r}.")
+        constraints = _check_template(params[param], f"constraints=None takes the template from the parameter "
+                                      f"{param!r} of {type(estimator).__name__} (param=...), which is")
+    else:
+        constraints = _check_template(constraints, "constraints is")
+    slacks = _check_slacks(slacks)
     specs = [_constraints_at(constraints, s) for s in slacks]
     strict = as_constraints(_constraints_at(constraints, 0.0))
     for spec in specs:
@@ -176,10 +242,12 @@ def tradeoff_curve(
     n = _num_samples(X)
     if np.shape(y)[0] != n:
         raise ValueError(f"y has {np.shape(y)[0]} entries but X has {n} rows.")
+    _check_row_order(groups, X)  # as fit does, on the whole data: the split keeps rows by position
     if sample_weight is not None:
-        sample_weight = _check_sample_weight(sample_weight, np.empty((n, 0)))
+        sample_weight = check_sample_weight(sample_weight, n)
     # Labels mapped as fit maps them (classes_ = np.unique(y)); checked before any fit.
     baseline = check_baseline(baseline, np.unique(y), n)
+    _check_metadata_reach(estimator, {"groups": groups, "sample_weight": sample_weight, "baseline": baseline})
     idx = np.arange(n)
     if test_size:
         tr, te = train_test_split(idx, test_size=test_size, stratify=np.asarray(y), random_state=random_state)
@@ -203,7 +271,15 @@ def tradeoff_curve(
         for result in runner(tasks):
             results.append(result)
             bar.update()
+    for name, rows in (("train", tr), ("test", te)):
+        undefined = list(dict.fromkeys(c for *_, u in results for c in u[name]))
+        if undefined:  # the split, not the models: as constraint_report, NaN and a warning
+            split = "training split" if name == "train" else f"held-out test split (test_size={test_size!r})"
+            warnings.warn(f"tradeoff_curve: the {len(rows)} rows of the {split} leave {undefined} undefined (a group "
+                          f"value they name has no row there, or a rate's slice no rows of its class), so "
+                          f"{name}_violation and {name}_gap are NaN. A value this rare needs a larger test_size or "
+                          "another random_state.", UserWarning, stacklevel=2)
     columns = ["slack", "train_error", "train_violation", "train_gap", "test_error", "test_violation",
                "test_gap", "feasible", "fit_time"]
-    curve = pd.DataFrame([r for r, _ in results], columns=columns)
-    return (curve, [e for _, e in results]) if return_estimators else curve
+    curve = pd.DataFrame([r for r, *_ in results], columns=columns)
+    return (curve, [e for _, e, _ in results]) if return_estimators else curve

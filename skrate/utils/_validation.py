@@ -5,7 +5,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 import numpy as np
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import _check_sample_weight, validate_data
 
 
 def _is_numeric(dtype) -> bool:
@@ -50,6 +50,17 @@ def validate_numeric(estimator, X, y="no_validation", *, advice: str = "", **kwa
         raise ValueError(
             f"X has {where}, and {type(estimator).__name__} fits numeric features ({exc}). Encode them "
             f"first, e.g. with OneHotEncoder in a Pipeline before it{advice}.") from exc
+
+
+def check_sample_weight(sample_weight, n: int) -> np.ndarray:
+    """``sample_weight`` as a float array of ``n`` finite entries (ones when None), refusing
+    negative entries: a rate is a weighted share of rows, and a negative weight would make it
+    one no data has (below 0, above 1, or a denominator of 0)."""
+    weights = _check_sample_weight(sample_weight, np.empty((n, 0)))
+    if (weights < 0).any():
+        raise ValueError(f"sample_weight has negative entries (smallest {weights.min():.4g}, row "
+                         f"{int(np.argmin(weights))}); rates weigh examples by it, so it must be >= 0.")
+    return weights
 
 
 def check_baseline(baseline, classes: np.ndarray, n: int) -> np.ndarray | None:
