@@ -222,3 +222,14 @@ def test_a_constraint_met_with_equality_reports_zero_violation():
     assert constraint_violation(parse_constraint("ppr <= 0.3"), 0.3 + 1e-9, 0.3) > 0
     np.testing.assert_array_equal(constraint_violation(parse_constraint("ppr >= 0.3"), np.array([0.3, np.nan]),
                                                        np.array([0.3 + 1e-14, 0.3])), [0.0, np.nan])
+
+
+def test_an_unknown_column_with_X_as_an_array_says_how_to_keep_names():
+    hint = r"X reached the estimator as an array.*set_output\(transform='pandas'\)"
+    with pytest.raises(ValueError, match=hint):
+        GroupTable.from_input(None, np.zeros((3, 2)), 3).column("black")
+    with pytest.raises(ValueError) as info:
+        GroupTable.from_input(None, pd.DataFrame({"x": [1, 2, 3]}), 3).column("black")
+    assert "as an array" not in str(info.value)
+    assert "as an array" in str(pytest.raises(ValueError, GroupTable.from_input(None, np.zeros((3, 2)), 3)
+                                              .take(np.arange(2)).column, "black").value)

@@ -69,6 +69,7 @@ class GroupTable:
 
     raw: dict
     n: int
+    named_x: bool = False  # whether X's columns are among the columns
     _cache: dict = field(default_factory=dict, repr=False)
 
     @classmethod
@@ -88,11 +89,11 @@ class GroupTable:
                 raise ValueError("groups must be a DataFrame, a dict {name: values} or a 1-D array; "
                                  f"got an array of shape {np.shape(groups)} (a 2-D array has no column names).")
             raw[str(getattr(groups, "name", None) or "group")] = groups
-        return cls(raw, n)
+        return cls(raw, n, _is_frame(X))
 
     def take(self, idx: np.ndarray) -> "GroupTable":
         """The rows ``idx`` of every column."""
-        return GroupTable({k: np.asarray(v)[idx] for k, v in self.raw.items()}, len(idx))
+        return GroupTable({k: np.asarray(v)[idx] for k, v in self.raw.items()}, len(idx), self.named_x)
 
     def column(self, key: str) -> np.ndarray:
         """The group column ``key`` as strings; a clear error when it is unknown."""
@@ -102,7 +103,11 @@ class GroupTable:
                 given = (f"known group columns: {', '.join(map(repr, known))}" if known else
                          "no groups were given: pass groups=... as a DataFrame, a dict of "
                          "arrays or a 1-D array (the column 'group')")
-                raise ValueError(f"Unknown group column {key!r}; {given}.{self._value_hint(key)}{ROUTING_HINT}")
+                unnamed = ("" if self.named_x else " X reached the estimator as an array, whose columns have no "
+                           "names: to name a column of X, pass X as a DataFrame (in a Pipeline, the steps before "
+                           "keep names with set_output(transform='pandas')).")
+                raise ValueError(f"Unknown group column {key!r}; {given}.{self._value_hint(key)}{unnamed}"
+                                 f"{ROUTING_HINT}")
             self._cache[key] = _column(self.raw[key], key, self.n)
         return self._cache[key]
 
