@@ -69,7 +69,8 @@ class ConstrainedClassifier(RateClassifierBase):
         models), unless ``solution="T_stochastic"`` at fit time, which keeps all of them.
         Only ``"m_stochastic"`` is guaranteed to meet the constraints on the training data
         when a feasible mixture exists; ``"best"`` is the deterministic iterate ranked best
-        by objective and violation together (Eq. 18) and may leave a small violation.
+        by objective and violation together (Eq. 18) and may leave a small violation, which
+        ``fit`` warns about (``feasible_`` describes ``"m_stochastic"`` either way).
     learning_rate : float, default=0.05
         Adam step size of the model parameters.
     lambda_learning_rate : float or "auto", default="auto"
@@ -94,7 +95,8 @@ class ConstrainedClassifier(RateClassifierBase):
         on rows the model did not train on. It costs training rows: on the benchmark tasks
         (:doc:`/generalization`) ``margin`` carries constraints to new data, the held-out
         split alone does not. ``fit(..., validation_mask=...)`` chooses the held-out rows
-        explicitly.
+        explicitly. Not with ``solver="lagrangian"``, whose multipliers follow surrogate rates of
+        the training rows.
     margin : "auto", float, array-like or None, default=None
         Tighten each constraint. A number (or one per constraint) moves its bound, in the
         constraint's own units: ``lhs <= rhs - margin``, ``lhs >= rhs + margin``
@@ -106,13 +108,19 @@ class ConstrainedClassifier(RateClassifierBase):
     margin_confidence : float, default=0.95
         Per-constraint probability that a constraint met with ``margin="auto"`` holds on new data.
     random_state : int, RandomState instance or None, default=None
-        Seeds minibatches, MLP initialisation and the per-row draws of stochastic predictions.
+        Seeds minibatches, MLP initialisation, the held-out split, the per-row draws of
+        stochastic predictions and the ``estimator``'s ``random_state`` parameters left None
+        (its steps' and sub-estimators' included).
     verbose : int, default=0
         Print progress every tenth of the iterations when > 0.
     callback : callable, default=None
-        ``callback(iteration, params, values)`` after every iteration, ``values`` holding the
-        objective and constraint values on the batch; returning False stops training. With the
-        oracle solvers, ``params`` is the estimator fitted at that iteration.
+        ``callback(iteration, params, values)`` after every iteration: ``params`` are the model
+        parameters the iteration played (before its update; with the oracle solvers, the
+        estimator fitted at that iteration) and ``values`` their objective and constraint values
+        the multipliers were updated with, on the batch (surrogate rates for ``"lagrangian"``).
+        With a held-out set (``validation_fraction``, ``validation_mask``) they are the values on
+        the held-out rows, except the oracle solvers' objective, on the training rows. Returning
+        False stops training.
     estimator : classifier or None, default=None
         For the oracle solvers: a scikit-learn classifier whose ``fit`` accepts
         ``sample_weight`` (e.g. ``HistGradientBoostingClassifier()``), or a ``Pipeline`` whose
@@ -159,7 +167,9 @@ class ConstrainedClassifier(RateClassifierBase):
         Constraint values ``g_j`` (``<= 0`` is met) of each candidate on the training data.
     feasible_ : bool
         Whether the m-stochastic solution meets every constraint (with its margin) on the
-        data the solution is chosen on.
+        data the solution is chosen on, every ratio defined there, whatever ``solution`` is.
+        ``fit`` warns (``InfeasibleConstraintsWarning``) when it does not, and when the
+        selected solution, if another, does not.
     margins_ : ndarray of shape (n_constraints,)
         The margin of each constraint in its own units, as its violation is reported (zeros
         without ``margin``). ``"auto"`` sets a ratio's margin ``m`` on its linear form
@@ -331,8 +341,14 @@ class ConstrainedClassifier(RateClassifierBase):
         rng = check_random_state(self.random_state)
         gen = np.random.default_rng(rng.randint(np.iinfo(np.int32).max))
         train, held = self._split(data, constraints, validation_mask, gen)
+        # where the held-out rows come from, for errors about them (a mask overrides the fraction)
+        source = "validation_mask" if validation_mask is not None else f"validation_fraction={self.validation_fraction}"
+        if held is not None and self.solver == "lagrangian":
+            raise ValueError(f"solver='lagrangian' updates its multipliers on surrogate rates of the training rows, "
+                             f"so it cannot use the held-out rows of {source}; use solver='proxy_lagrangian' or "
+                             "'proxy_lagrangian_ext' with a held-out set.")
         problem = compile_problem(objective, constraints, data.take(train) if held is not None else data)
-        held_problem = None if held is None else self._compile_held_out(objective, constraints, data.take(held))
+        held_problem = None if held is None else self._compile_held_out(objective, constraints, data.take(held), source)
         expanded = problem.constraints
         self.margins_ = self._margins(expanded, data.take(held) if held is not None else data)
         if isinstance(self.margin, str) or self.margin is None:
@@ -342,7 +358,7 @@ class ConstrainedClassifier(RateClassifierBase):
         else:  # the user's margins, in each constraint's own units (a ratio's included)
             tight = [tightened(c, m) for c, m in zip(expanded, self.margins_)]
             problem = compile_problem(objective, tight, data.take(train) if held is not None else data)
-            held_problem = None if held is None else self._compile_held_out(objective, tight, data.take(held))
+            held_problem = None if held is None else self._compile_held_out(objective, tight, data.take(held), source)
         check_oracle_params(self.estimator, self.solver)
         if self.solver in ORACLE_SOLVERS:
             self._model, traj = fit_oracle_game(
@@ -350,6 +366,7 @@ class ConstrainedClassifier(RateClassifierBase):
                 None if held is None else (held_problem, _safe_indexing(X, held)), int(gen.integers(2**31)),
                 float(data.sample_weight[train].sum()))
         else:
+            vars(self).pop("estimators_", None)  # left by an earlier fit with an oracle solver
             self._model = self._make_model(X.shape[1])
             traj = solve_rate_game(
                 problem, self._model, X[train] if held is not None else X, solver=self.solver,
@@ -367,14 +384,14 @@ class ConstrainedClassifier(RateClassifierBase):
         self.multipliers_ = traj.multipliers
         self.n_iter_ = traj.n_iter
         self.random_seed_ = int(gen.integers(2**62))
-        self._set_solutions(traj, problem if held is None else held_problem,
-                            "held-out" if held is not None else "training")
+        lp = self._set_solutions(traj)
         if self.solver in ORACLE_SOLVERS:
             if self.solution != "T_stochastic":
                 # keep the models some solution other than the uniform mixture uses: at most m + 3
                 self._model.keep(np.flatnonzero(sum(w for name, w in self.solutions_.items() if name != "T_stochastic")))
             self.estimators_ = self._model.estimators
-        self.fit_report_ = self._fit_report(X, data, train, held)
+        self.fit_report_ = self._fit_report(X, data, train, held, lp.feasible,
+                                            problem if held is None else held_problem)
         return self
 
     def _takes_raw_X(self) -> bool:
@@ -405,12 +422,10 @@ class ConstrainedClassifier(RateClassifierBase):
         return holdout_split(data, expand_constraints(constraints, data.groups), self.validation_fraction,
                              int(gen.integers(2**31)))
 
-    def _compile_held_out(self, objective, constraints, held):
+    def _compile_held_out(self, objective, constraints, held, source: str):
         try:
             return compile_problem(objective, constraints, held)
         except ValueError as exc:  # say where: the full data may well have what the held-out rows lack
-            source = ("validation_mask" if self.validation_fraction is None
-                      else f"validation_fraction={self.validation_fraction}")
             raise ValueError(f"On the {held.n} held-out rows ({source}): {exc}") from None
 
     def _margins(self, constraints, data) -> np.ndarray:
@@ -420,12 +435,15 @@ class ConstrainedClassifier(RateClassifierBase):
         if isinstance(self.margin, str):
             return confidence_margins(constraints, data, self.margin_confidence)
         margin = np.asarray(self.margin, dtype=float)
-        if margin.ndim == 0:
-            return np.full(m, float(margin))
-        if margin.shape != (m,) or (margin < 0).any():
+        if margin.ndim and (margin.shape != (m,) or (margin < 0).any()):
             raise ValueError(f"margin must be 'auto', a number >= 0 or one number >= 0 per constraint "
                              f"({m} after expanding group columns: {[str(c) for c in constraints]}); got {self.margin!r}.")
-        return margin
+        bad = np.flatnonzero(~np.isfinite(margin.ravel()))
+        if bad.size:  # caught here: the tightened constraint would only say it got a non-finite constant
+            j = int(bad[0])
+            which = f"margin[{j}] (for '{constraints[j]}')" if margin.ndim else "margin"
+            raise ValueError(f"{which} is {margin.flat[j]}; margins must be finite numbers >= 0.")
+        return np.full(m, margin)
 
     def _warn_uncovered(self, data, empty: list[str]) -> None:
         """Say which fitted constraints these rows leave undefined, and which group values of
@@ -446,41 +464,81 @@ class ConstrainedClassifier(RateClassifierBase):
         if notes:
             warnings.warn("constraint_report: " + "; ".join(notes) + ".", UserWarning, stacklevel=3)
 
-    def _fit_report(self, X, data, train, held):
-        """Violations in the constraints' own units on each part; sets ``margins_`` in them too."""
-        sm = self.stochastic_model()
-        parts = {name: (data.take(idx), sm.proba(_safe_indexing(X, idx)))
-                 for name, idx in (("train", train), ("held_out", held)) if idx is not None}
-        if isinstance(self.margin, str):  # "auto" margins were set on the linear forms g
-            self.margins_ = in_own_units(self.constraints_, self.margins_, *parts.get("held_out", parts["train"]))
-        on = {name: [r["violation"] for r in violation_rows(self.constraints_, *part)]
-              for name, part in parts.items()}
-        on_train = on["train"]
-        on_held = on.get("held_out", [np.nan] * len(on_train))
+    def _fit_report(self, X, data, train, held, lp_feasible: bool, problem):
+        """Violations in the constraints' own units on each part, ``margins_`` in them too; then
+        ``feasible_`` and the warnings, on the part the solution is chosen on (``problem``'s)."""
+        parts = {"train": train} if held is None else {"train": train, "held_out": held}
+        chosen_on = "held_out" if held is not None else "train"
+        linear = self.margins_ if isinstance(self.margin, str) else None  # "auto" sets them on the linear forms g
+
+        def measure(solution, part):
+            """``solution``'s violation of each constraint on ``part``, and the margins, in own units."""
+            rows, p = data.take(parts[part]), self.stochastic_model(solution).proba(_safe_indexing(X, parts[part]))
+            violation = np.array([r["violation"] for r in violation_rows(self.constraints_, rows, p)])
+            return violation, self.margins_ if linear is None else in_own_units(self.constraints_, linear, rows, p)
+
+        on = {part: measure(self.solution, part) for part in parts}
+        mixture = on[chosen_on] if self.solution == "m_stochastic" else measure("m_stochastic", chosen_on)
+        self.margins_ = on[chosen_on][1]
         # a ratio's linear form holds trivially when its denominator is 0 (precision of a model
         # that predicts no positives): met in form, undefined in fact
-        undefined = [c for c, v in zip(self.constraints_, on.get("held_out", on_train)) if np.isnan(v)]
-        if undefined:
-            if self.solution == "m_stochastic":
-                self.feasible_ = False
-            ratio = next(t for t in (undefined[0].lhs, undefined[0].rhs) if isinstance(t, Ratio))
-            warnings.warn(
-                f"The {self.solution} solution leaves {[str(c) for c in undefined]} undefined on the "
-                f"{'held-out' if held is not None else 'training'} data, because "
-                f"{zero_denominator_reason(ratio.denominator)}, so only its linear form holds. No trained model "
-                "met it with positives predicted there: loosen it, or train longer (max_iter) or with a larger "
-                "model.",
-                InfeasibleConstraintsWarning, stacklevel=4,
-            )
+        self.feasible_ = bool(lp_feasible) and not np.isnan(mixture[0]).any()
+        where = "held-out" if held is not None else "training"
+        if not self.feasible_:
+            self._warn_shortfall("m_stochastic", np.add(*mixture), where, problem)
+        chosen = np.add(*on[chosen_on])
+        # the candidates' linear forms (margins included) are the LP's test of the mixture
+        if self.solution != "m_stochastic" and (np.isnan(chosen).any()
+                                                 or (self.train_constraints_ @ self.weights_ > 1e-9).any()):
+            self._warn_shortfall(self.solution, chosen, where, problem)
+        on_held = on["held_out"][0] if held is not None else np.full(len(self.constraints_), np.nan)
         rows = [{"constraint": str(c), "margin": mg, "train": a, "held_out": b}
-                for c, mg, a, b in zip(self.constraints_, self.margins_, on_train, on_held)]
+                for c, mg, a, b in zip(self.constraints_, self.margins_, on["train"][0], on_held)]
         try:
             import pandas as pd
         except ImportError:
             return rows
         return pd.DataFrame(rows, columns=["constraint", "margin", "train", "held_out"])
 
-    def _set_solutions(self, traj, problem, selected_on: str) -> None:
+    def _warn_shortfall(self, solution: str, excess: np.ndarray, where: str, problem) -> None:
+        """Warn that ``solution`` does not meet every constraint on the data it is chosen on;
+        ``excess`` is each constraint's violation plus its margin, in its own units (NaN: undefined)."""
+        defined = np.where(np.isnan(excess), -np.inf, excess)
+        worst = int(np.argmax(defined)) if defined.size else 0
+        broken = bool(defined.size) and defined[worst] > 0
+        named = f"{solution} solution{', which predict uses,' if solution == self.solution else ''}"
+        every = f"every constraint{', margins included,' if self.margins_.any() else ''} on the {where} data"
+        if solution == "m_stochastic" and broken:
+            text = f"No mixture of the trained models meets {every}: the {named} minimises the violation"
+        else:
+            note = "" if solution == "m_stochastic" else (
+                " (the m_stochastic solution does)" if self.feasible_ else " (nor does the m_stochastic solution)")
+            text = f"The {named} does not meet {every}{note}"
+        if broken:
+            text += (f"; its largest violation is {defined[worst]:.4g}, on '{self.constraints_[worst]}', in the "
+                     "constraint's own units (fit_report_ lists each constraint on each part)")
+        undefined = [c for c, e in zip(self.constraints_, excess) if np.isnan(e)]
+        if undefined:
+            ratio = next(t for t in (undefined[0].lhs, undefined[0].rhs) if isinstance(t, Ratio))
+            text += (f"; it leaves {[str(c) for c in undefined]} undefined, because "
+                     f"{zero_denominator_reason(ratio.denominator)}, so only the linear form holds")
+        if solution != "m_stochastic":
+            advice = " Set solution='m_stochastic' to meet them." if self.feasible_ else ""
+        else:
+            # tell an impossible problem from a model that fell short: the advice differs
+            least, hardest = least_violation(problem) if broken else (0.0, 0)
+            if least > 1e-9:
+                advice = (f" No classifier at all can meet them together on these rows, even one choosing each "
+                          f"row's decision freely: the least possible largest violation is {least:.4g}, on "
+                          f"'{self.constraints_[hardest]}' (of the constraints' linear forms g <= 0). Loosen or "
+                          "drop the constraints that conflict (a bound outside a rate's range, bounds that "
+                          "contradict each other).")
+            else:
+                advice = " Loosen the constraints, or train longer (max_iter) or with a larger model."
+        warnings.warn(f"{text}.{advice}", InfeasibleConstraintsWarning, stacklevel=5)
+
+    def _set_solutions(self, traj):
+        """Set ``solutions_`` and return the LP shrink of the candidates (the m-stochastic one)."""
         k = traj.params.shape[0]
         one_hot = np.eye(k)
         lp = shrink(traj.objective, traj.constraints)
@@ -490,27 +548,7 @@ class ConstrainedClassifier(RateClassifierBase):
             "last": one_hot[-1],
             "T_stochastic": np.full(k, 1.0 / k),
         }
-        self.feasible_ = lp.feasible
-        if not lp.feasible:
-            values = traj.constraints @ lp.weights
-            worst = int(np.argmax(values))
-            margins = " (margins included)" if self.margins_.any() else ""
-            # tell an impossible problem from a model that fell short: the advice differs
-            least, hardest = least_violation(problem)
-            if least > 1e-9:
-                advice = (f"No classifier at all can meet them together on these rows, even one choosing "
-                          f"each row's decision freely: the least possible largest violation is {least:.4g}, "
-                          f"on '{self.constraints_[hardest]}'. Loosen or drop the constraints that conflict "
-                          "(a bound outside a rate's range, bounds that contradict each other).")
-            else:
-                advice = "Loosen the constraints, or train longer (max_iter) or with a larger model."
-            warnings.warn(
-                f"No mixture of the trained models meets every constraint on the {selected_on} data"
-                f"{margins}; the smallest maximum violation reached is {lp.max_violation:.4g}, on "
-                f"'{self.constraints_[worst]}' (fit_report_ lists each constraint on each part). The "
-                f"returned model minimises the violation. {advice}",
-                InfeasibleConstraintsWarning, stacklevel=4,
-            )
+        return lp
 
     def constraint_report(self, X, y, *, groups=None, sample_weight=None, baseline=None, solution=None):
         """Value of each constraint's two sides and its violation on ``X, y``, in expectation.

@@ -32,7 +32,7 @@ from .generalized._program import (
 from .generalized._ratio import RatioProgram, solve_ratio_game
 from .generalized._three_player import CONFIGURATIONS, solve_three_player
 from .models import LinearModel, MLPModel, ProbabilityScoreModel, log_odds
-from .models._oracle import fit_weighted, sample_weight_key
+from .models._oracle import fit_weighted, sample_weight_key, seeded
 
 try:
     from sklearn.frozen import FrozenEstimator
@@ -143,7 +143,9 @@ class MetricOptimizer(RateClassifierBase):
         its column names and dtypes, category and text columns included, for a ``Pipeline``
         that encodes them or ``HistGradientBoostingClassifier(categorical_features="from_dtype")``;
         ``predict`` takes the same DataFrame), with ``sample_weight`` when its ``fit`` takes it or a
-        ``Pipeline``'s final step does. A model fitted elsewhere is used as it is when wrapped in
+        ``Pipeline``'s final step does; its ``random_state`` parameters left None, its steps'
+        included, are drawn from ``random_state``, so fits are reproducible. A model fitted
+        elsewhere is used as it is when wrapped in
         ``sklearn.frozen.FrozenEstimator``. The candidates threshold ``logit eta(x)`` per group
         cell, decoded from the numeric columns of ``X`` and its category and text columns one-hot
         encoded; ``"auto"`` picks ``"frank_wolfe"`` or ``"oracle"`` as above, and the other solvers
@@ -409,12 +411,14 @@ class MetricOptimizer(RateClassifierBase):
     def _takes_raw_X(self) -> bool:
         return self.estimator is not None
 
-    def _plugin_scores(self, X_in, data) -> tuple[np.ndarray, np.ndarray]:
+    def _plugin_scores(self, X_in, data, seed: int) -> tuple[np.ndarray, np.ndarray]:
         """``[x, logit eta(x)]`` of the training rows and the oracle's base parameters (weight 1
         on the last column), with ``eta`` a clone of ``estimator`` fitted on the rows ``X_in`` (the
         user's DataFrame as given, column names and dtypes, or the validated array); ``x`` is
-        numeric, category and text columns one-hot encoded."""
-        est = clone(self.estimator)
+        numeric, category and text columns one-hot encoded. ``random_state`` parameters left None
+        are drawn from ``seed``."""
+        base = seeded(self.estimator, seed)
+        est = clone(base)
         frozen = isinstance(est, FrozenEstimator)  # fit is a no-op; it keeps the labels it was fitted on
         weighted = sample_weight_key(est) is not None
         if not (weighted or np.ptp(data.sample_weight) == 0 or frozen):
@@ -443,7 +447,7 @@ class MetricOptimizer(RateClassifierBase):
         # out-of-fold log-odds: what the thresholds meet on new rows, not the fit's own optimism
         z = np.empty(data.n)
         for train, test in self._folds(X_in, data.y):
-            z[test] = log_odds(fit(clone(self.estimator), train), _safe_indexing(X_in, test))
+            z[test] = log_odds(fit(clone(base), train), _safe_indexing(X_in, test))
         return self._model.augment(X_in, z), theta
 
     def _folds(self, X, y01: np.ndarray) -> list:
@@ -522,7 +526,9 @@ class MetricOptimizer(RateClassifierBase):
                                       else AUTO_PATIENCE.get(solver, 100))
         theta_eta = None
         if self.estimator is not None:  # the game plays on [x, logit eta(x)]
-            X_fit, theta_eta = self._plugin_scores(X_raw if hasattr(X_raw, "iloc") else X, data)
+            # the seed comes from rng, not gen, so the game's draws do not depend on the estimator
+            X_fit, theta_eta = self._plugin_scores(X_raw if hasattr(X_raw, "iloc") else X, data,
+                                                   rng.randint(np.iinfo(np.int32).max))
         elif uses_oracle or (self.init == "logistic" and isinstance(self._model, LinearModel)):
             theta_eta = fit_logistic(X, data.y, data.sample_weight, self.alpha)
         init_params = theta_eta if isinstance(self._model, LinearModel) and self.init == "logistic" else None
@@ -615,8 +621,10 @@ class MetricOptimizer(RateClassifierBase):
             ``{"objective": psi, label: phi_j, ...}`` with ``phi_j <= 0`` meaning met; the
             labels are those of ``constraints_``. A rate constraint with a ratio side reads in
             the ratio's units (``0.8 - precision`` for ``precision >= 0.8``; NaN when the ratio
-            is undefined), as ``ConstrainedClassifier.constraint_report`` does;
-            ``train_constraints_`` keep the linear form the solvers work with.
+            is undefined), as ``ConstrainedClassifier.constraint_report`` does, and a metric
+            constraint holding a ratio with a zero denominator (``predictive_parity`` for a group
+            without positive predictions) is NaN; ``train_constraints_`` keep the linear form
+            the solvers work with.
 
         Raises
         ------

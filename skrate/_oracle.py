@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from sklearn.base import clone, is_classifier
+from sklearn.base import is_classifier
 
 from .models._fitted import FittedEstimators
-from .models._oracle import CostSensitiveOracle
+from .models._oracle import CostSensitiveOracle, seeded
 from .solvers._oracle_game import ORACLE_SOLVERS, OracleTrajectory, solve_oracle_game
 
 
@@ -29,15 +29,13 @@ def fit_oracle_game(clf, problem, X, held_out, seed: int,
     """Play the oracle game for the parameters of ``clf``; return the score model and trajectory.
 
     ``total_weight`` is the sum of the user's sample weights on ``X``: the reduction's weights
-    sum to it, so weighting a row by 2 fits the same models as repeating it. Estimators whose
-    ``random_state`` is None get ``seed`` (every fit reproducible). One
+    sum to it, so weighting a row by 2 fits the same models as repeating it. The estimator's
+    ``random_state`` parameters left None, its steps' included, are drawn from ``seed``
+    (:func:`~skrate.models._oracle.seeded`), so every fit is reproducible. One
     model is fitted per iteration and every one is a candidate, so there are at most
     ``min(max_iter, n_candidates)`` iterations.
     """
-    estimator = clf.estimator
-    if estimator.get_params(deep=False).get("random_state", 0) is None:
-        estimator = clone(estimator).set_params(random_state=seed)
-    oracle = CostSensitiveOracle(estimator)
+    oracle = CostSensitiveOracle(seeded(clf.estimator, seed))
     traj = solve_oracle_game(
         problem, oracle, X, solver=clf.solver, lambda_learning_rate=clf._lambda_step(),
         max_iter=min(clf.max_iter, clf.n_candidates), tol=clf.tol, total_weight=total_weight, held_out=held_out,

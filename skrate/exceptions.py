@@ -4,14 +4,15 @@
 class InfeasibleConstraintsWarning(UserWarning):
     """The fitted classifier does not meet every constraint on the data its solution is chosen on.
 
-    ``ConstrainedClassifier`` warns when no mixture of its trained candidates meets every
+    ``ConstrainedClassifier`` warns when its ``"m_stochastic"`` solution does not meet every
     constraint, margins included, on the training data, or on the held-out rows when
-    ``validation_fraction`` or ``validation_mask`` splits them off; the ``"m_stochastic"``
-    solution is then the mixture with the smallest maximum violation. ``MetricOptimizer``
-    warns when the selected solution (``solution=``, e.g. ``"best"``) breaks a constraint on
-    the training data, even if another solution meets them all. The message gives the
-    largest violation and the constraint attaining it; ``ConstrainedClassifier``'s also says
-    whether any classifier at all could meet the constraints on those rows.
+    ``validation_fraction`` or ``validation_mask`` splits them off (no mixture of its trained
+    candidates does, or a ratio is left undefined), and when the selected solution
+    (``solution=``), if another, does not. ``MetricOptimizer`` warns when the selected
+    solution (``solution=``, e.g. ``"best"``) breaks a constraint on the training data, even
+    if another solution meets them all. The message gives the largest violation, in the
+    constraint's own units, and the constraint attaining it; ``ConstrainedClassifier``'s also
+    says whether any classifier at all could meet the constraints on those rows.
     """
 
 

@@ -131,9 +131,10 @@ def test_precision_and_churn_constraints():
         clf.constraint_report(X, y, groups=g)
 
 
-def test_infeasible_problem_warns_with_smallest_violation():
+def test_infeasible_problem_warns_with_largest_violation():
     X, y, g = _fair_data(n=800)
-    with pytest.warns(InfeasibleConstraintsWarning, match="smallest maximum violation reached is") as caught:
+    with pytest.warns(InfeasibleConstraintsWarning, match="No mixture of the trained models meets every constraint "
+                                                          ".*; its largest violation is") as caught:
         clf = ConstrainedClassifier(["ppr >= 0.9", "ppr <= 0.1"], max_iter=200, random_state=0).fit(X, y, groups=g)
     assert not clf.feasible_
     # contradictory bounds: no classifier can do better than violating both by 0.4
@@ -154,6 +155,37 @@ def test_a_ratio_met_only_by_predicting_no_positives_is_reported_undefined():
         clf = ConstrainedClassifier("precision >= 0.9", max_iter=200, random_state=0).fit(X, y)
     assert clf.predict_proba(X)[:, 1].sum() == 0 and not clf.feasible_
     assert np.isnan(clf.fit_report_["train"].iloc[0])
+
+
+def test_feasible_describes_the_mixture_and_the_selected_solution_is_warned_about():
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(1000, 2)), (rng.random(1000) < 0.3).astype(int)  # labels the features cannot tell
+    fits = {}
+    for solution in ("m_stochastic", "best"):
+        with pytest.warns(InfeasibleConstraintsWarning) as caught:
+            fits[solution] = ConstrainedClassifier("precision >= 0.9", solution=solution, max_iter=200,
+                                                   random_state=0).fit(X, y)
+        assert not fits[solution].feasible_  # the mixture predicts no positives, whatever predict uses
+        assert str(caught[0].message).startswith("The m_stochastic solution")
+    mixtures = [fit.solutions_["m_stochastic"] for fit in fits.values()]
+    np.testing.assert_array_equal(*mixtures)
+    assert len(caught) == 2 and "The best solution, which predict uses," in str(caught[1].message)
+    # a feasible mixture, and a selected iterate that breaks the constraint by itself
+    X, y, _ = _fair_data(n=800)
+    with pytest.warns(InfeasibleConstraintsWarning, match=r"The last solution, which predict uses, does not meet "
+                                                          r"every constraint .*\(the m_stochastic solution does\)"):
+        clf = ConstrainedClassifier("ppr <= 0.3", solution="last", max_iter=100, random_state=0).fit(X, y)
+    assert clf.feasible_ and clf.fit_report_["train"].iloc[0] > 0
+
+
+def test_infeasibility_warning_gives_ratios_in_their_own_units():
+    X, y, _ = _fair_data(n=800)
+    with pytest.warns(InfeasibleConstraintsWarning) as caught:
+        clf = ConstrainedClassifier(["ppr >= 0.4", "precision >= 0.95"], max_iter=100, random_state=0).fit(X, y)
+    message = str(caught[0].message)
+    worst = clf.fit_report_["train"].idxmax()
+    assert clf.fit_report_["constraint"][worst] == "precision >= 0.95"  # larger in its own units than as c D - N
+    assert f"its largest violation is {clf.fit_report_['train'][worst]:.4g}, on 'precision >= 0.95'" in message
 
 
 def test_groups_from_dataframe_columns_and_dict_agree():
@@ -258,6 +290,17 @@ def test_callback_can_stop_training():
         ConstrainedClassifier(max_iter=50, verbose=1).fit(X, y)
 
 
+def test_callback_gets_the_params_its_values_were_measured_on():
+    X, y, _ = _fair_data(n=300)
+    seen = []
+    clf = ConstrainedClassifier("ppr >= 0.6", max_iter=5,
+                                callback=lambda t, theta, values: seen.append((theta.copy(), values.copy())))
+    clf.fit(X, y)
+    theta, values = seen[0]  # full batch, a snapshot at iteration 0: the values are the candidate's rates
+    np.testing.assert_array_equal(theta, clf.candidates_[0])
+    np.testing.assert_allclose(values, np.r_[clf.train_objective_[0], clf.train_constraints_[:, 0]])
+
+
 def test_constraint_report_reads_a_ratio_in_its_own_units():
     from sklearn.metrics import precision_score
 
@@ -265,7 +308,9 @@ def test_constraint_report_reads_a_ratio_in_its_own_units():
     X = rng.normal(size=(400, 2))
     y = (X[:, 0] + rng.normal(size=400) > 0).astype(int)
     clf = ConstrainedClassifier("precision >= 0.95", solution="best", max_iter=100, random_state=0)
-    clf.fit(X, y)
+    with pytest.warns(InfeasibleConstraintsWarning) as caught:
+        clf.fit(X, y)
+    assert any("The best solution, which predict uses" in str(w.message) for w in caught)
     row = clf.constraint_report(X, y).iloc[0]
     precision = precision_score(y, clf.predict(X))
     assert row["lhs"] == pytest.approx(precision)

@@ -69,6 +69,10 @@ def test_explicit_margins_tighten_the_training_constraints():
     assert report["margin"].iloc[0] == 0.03
     with pytest.raises(ValueError, match="one number >= 0 per constraint"):
         ConstrainedClassifier("ppr[group] >= 0.1", margin=[0.1, 0.2, 0.3]).fit(X, y, groups=g)
+    with pytest.raises(ValueError, match=r"margin\[1\] \(for 'ppr\[group=b\] >= 0.1'\) is nan; margins must be finite"):
+        ConstrainedClassifier("ppr[group] >= 0.1", margin=[0.1, np.nan]).fit(X, y, groups=g)
+    with pytest.raises(ValueError, match=r"margin\[0\] .* is inf"):
+        ConstrainedClassifier("ppr[group] >= 0.1", margin=np.array([np.inf, 0.1])).fit(X, y, groups=g)
 
 
 def test_held_out_split_is_stratified_by_label_and_group():
@@ -176,18 +180,31 @@ def test_errors_on_the_held_out_rows_say_so():
     held_b = mask & (g == "b")
     y = y.copy()
     y[held_b] = 0  # the held-out rows of group b have no positives; the training rows do
-    with pytest.raises(ValueError, match=r"On the 100 held-out rows \(validation_mask\): .*tpr\[group=b\]"):
-        ConstrainedClassifier("tpr[group=b] >= 0.5").fit(X, y, groups=g, validation_mask=mask)
+    for fraction in (None, 0.3):  # the mask overrides validation_fraction, and the message names the mask
+        with pytest.raises(ValueError, match=r"On the 100 held-out rows \(validation_mask\): .*tpr\[group=b\]"):
+            ConstrainedClassifier("tpr[group=b] >= 0.5", validation_fraction=fraction).fit(
+                X, y, groups=g, validation_mask=mask)
+
+
+def test_the_lagrangian_refuses_a_held_out_set_naming_it():
+    X, y, g = _population(400, np.random.default_rng(6))
+    clf = ConstrainedClassifier("ppr >= 0.3", solver="lagrangian", validation_fraction=0.3, max_iter=5)
+    with pytest.raises(ValueError, match=r"solver='lagrangian' .* held-out rows of validation_fraction=0.3"):
+        clf.fit(X, y)
+    with pytest.raises(ValueError, match=r"solver='lagrangian' .* held-out rows of validation_mask"):
+        clf.fit(X, y, validation_mask=np.arange(400) % 4 == 0)
 
 
 def test_infeasibility_names_the_data_the_solution_was_chosen_on():
     from skrate.exceptions import InfeasibleConstraintsWarning
 
     X, y, g = _population(600, np.random.default_rng(5))
-    with pytest.warns(InfeasibleConstraintsWarning, match=r"on the held-out data \(margins included\); the smallest"):
+    with pytest.warns(InfeasibleConstraintsWarning, match=r"No mixture of the trained models meets every constraint, "
+                                                          r"margins included, on the held-out data: the"):
         ConstrainedClassifier("ppr[group=b] >= ppr + 0.9", validation_fraction=0.3, margin="auto", max_iter=50,
                               random_state=0).fit(X, y, groups=g)
-    with pytest.warns(InfeasibleConstraintsWarning, match=r"on the training data; the smallest"):
+    with pytest.warns(InfeasibleConstraintsWarning, match=r"No mixture of the trained models meets every constraint "
+                                                          r"on the training data: the"):
         ConstrainedClassifier("ppr[group=b] >= ppr + 0.9", max_iter=50, random_state=0).fit(X, y, groups=g)
 
 

@@ -629,6 +629,18 @@ def test_plugin_pipeline_gets_the_weights_in_its_final_step():
     np.testing.assert_allclose(log_odds(routed._model.estimator, X), log_odds(ref, X))
 
 
+def test_plugin_pipeline_steps_without_a_random_state_are_seeded():
+    from sklearn.ensemble import RandomForestClassifier
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, y, _ = _eta_data()
+    est = make_pipeline(StandardScaler(), RandomForestClassifier(n_estimators=3, max_depth=3))
+    fit = lambda: MetricOptimizer(metric="g_mean", estimator=est, cv=2, max_iter=5,
+                                  random_state=0).fit(X, y).predict_proba(X)
+    np.testing.assert_array_equal(fit(), fit())
+
+
 def test_plugin_estimator_fitted_elsewhere():
     frozen = pytest.importorskip("sklearn.frozen")
     X, y, _ = _eta_data()

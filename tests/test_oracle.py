@@ -242,6 +242,31 @@ def test_only_the_estimators_of_the_solutions_are_kept():
         small.predict(X, solution="T_stochastic")
 
 
+def test_unset_random_states_of_pipeline_steps_are_seeded():
+    from sklearn.ensemble import RandomForestClassifier
+
+    from skrate.models._oracle import seeded
+
+    X, y, g = _fair(300)
+    est = make_pipeline(StandardScaler(), RandomForestClassifier(n_estimators=3, max_depth=3))
+    kw = dict(estimator=est, solver="oracle_proxy_lagrangian", random_state=0, max_iter=3)
+    fit = lambda: ConstrainedClassifier(PARITY, **kw).fit(X, y, groups=g).predict_proba(X)
+    np.testing.assert_array_equal(fit(), fit())  # the forest's bootstrap follows random_state
+    forest = seeded(est, 0).get_params()["randomforestclassifier__random_state"]
+    assert isinstance(forest, int) and est[-1].random_state is None  # the user's estimator is untouched
+    fixed = make_pipeline(StandardScaler(), RandomForestClassifier(random_state=7))
+    assert seeded(fixed, 0) is fixed  # nothing left None: nothing to seed
+
+
+def test_a_built_in_refit_drops_the_oracle_estimators():
+    X, y, g = _fair(300)
+    clf = ConstrainedClassifier("ppr <= 0.3", estimator=LogisticRegression(), solver="oracle_proxy_lagrangian",
+                                max_iter=3, random_state=0).fit(X, y)
+    assert hasattr(clf, "estimators_")
+    clf.set_params(estimator=None, solver="proxy_lagrangian", max_iter=5).fit(X, y)
+    assert not hasattr(clf, "estimators_")
+
+
 def test_n_jobs_gives_the_same_predictions():
     X, y, g = _fair(600)
     kw = dict(constraints="ppr[group] >= ppr - 0.03", estimator=LogisticRegression(),
@@ -466,7 +491,7 @@ def test_a_pipeline_gets_its_weights_under_metadata_routing():
 
 def test_infeasible_problem_is_reported():
     X, y, g = _fair(300)
-    with pytest.warns(InfeasibleConstraintsWarning, match="smallest maximum violation"):
+    with pytest.warns(InfeasibleConstraintsWarning, match="its largest violation is 0.3, on"):
         clf = ConstrainedClassifier(["ppr >= 0.8", "ppr <= 0.2"], estimator=LogisticRegression(),
                                     solver="oracle_proxy_lagrangian", random_state=0).fit(X, y, groups=g)
     assert not clf.feasible_

@@ -41,6 +41,19 @@ def sample_weight_key(estimator) -> str | None:
     return "sample_weight" if has_fit_parameter(estimator, "sample_weight") else None
 
 
+def seeded(estimator, seed: int):
+    """``estimator``, or a clone whose ``random_state`` parameters left None are set from ``seed``:
+    its own and those of its steps and sub-estimators at any depth (``get_params(deep=True)``), so
+    that a Pipeline's random step refits the same way too. Each gets its own seed drawn from
+    ``seed``, as scikit-learn's ensembles seed their members."""
+    unset = [key for key, value in estimator.get_params(deep=True).items()
+             if value is None and (key == "random_state" or key.endswith("__random_state"))]
+    if not unset:
+        return estimator
+    seeds = np.random.default_rng(seed).integers(np.iinfo(np.int32).max, size=len(unset))
+    return clone(estimator).set_params(**{key: int(s) for key, s in zip(unset, seeds)})
+
+
 def fit_weighted(model, X, y, sample_weight: np.ndarray):
     """``model.fit`` with the example weights under its :func:`sample_weight_key` (which must
     exist). The keyword names their target, a Pipeline's final step included, so the call is made

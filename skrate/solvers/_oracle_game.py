@@ -173,7 +173,9 @@ def solve_oracle_game(
         The multipliers and the candidates' constraint values use the rates on this sample
         (Cotter et al., ICML 2019); the oracle trains on ``X``.
     callback : callable, optional
-        ``callback(iteration, model, values)`` after every move of the game; False stops it.
+        ``callback(iteration, model, values)`` after every move of the game, ``values`` the
+        rates of ``model`` (objective first; the constraints on ``held_out`` when given); False
+        stops it.
         (The certificate's oracle calls are candidates too, so ``iteration`` counts candidates.)
 
     Returns

@@ -95,8 +95,10 @@ def solve_rate_game(
         candidates' constraint values, use the true rates on this second sample, while the
         model trains on ``X``. Not with ``solver="lagrangian"``.
     callback : callable, default=None
-        ``callback(t, params, values)`` after iteration ``t``, with the rates the multipliers
-        were updated with (objective first); returning False stops the game.
+        ``callback(t, params, values)`` after iteration ``t``: ``params`` the iterate ``t`` played
+        (before its step) and ``values`` its rates that the multipliers were updated with,
+        objective first, on the batch, or on the held-out sample when there is one (the
+        surrogate rates for the Lagrangian); returning False stops the game.
     verbose : int, default=0
         When positive, print the objective and the largest violation about ten times over
         the run.
@@ -133,8 +135,8 @@ def solve_rate_game(
     basisT = basis.T.tocsr() if full else None  # the full-batch transpose, built once
     if player.needs_surrogate:
         if held_out is not None:
-            raise ValueError("The Lagrangian's multipliers follow surrogate rates on the training sample; "
-                             "use a proxy-Lagrangian solver with a held-out sample.")
+            raise ValueError("solver='lagrangian' updates its multipliers on surrogate rates of the training "
+                             "sample, so it cannot use held_out; use a proxy-Lagrangian solver with a held-out sample.")
         A = problem.A
         A_pos, A_neg = A.maximum(0).tocsr(), A.minimum(0).tocsr()
 
@@ -165,12 +167,13 @@ def solve_rate_game(
         if t % every == 0 or t == max_iter - 1:
             snaps.append(theta.copy())
             lams.append(np.asarray(weights, dtype=float).copy())
-        theta = optimizer.step(theta, grad)
+        # the callback gets the params the values were measured on, not the step they lead to
+        theta, measured = optimizer.step(theta, grad), theta
         player.update(values[1:])
         if verbose and (t % max(1, max_iter // 10) == 0 or t == max_iter - 1):
             worst = values[1:].max() if m else 0.0
             print(f"[{solver}] iter {t + 1}/{max_iter} objective {values[0]:.4f} max violation {worst:+.4f}")
-        if callback is not None and callback(t, theta, values) is False:
+        if callback is not None and callback(t, measured, values) is False:
             break
     snaps.append(theta.copy())
     lams.append(np.asarray(player.weights(), dtype=float).copy())
