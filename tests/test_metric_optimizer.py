@@ -828,7 +828,7 @@ def test_max_of_over_a_group_column_is_the_worst_group():
 
 @pytest.mark.parametrize("metric, loss", [
     ("accuracy", "error_rate"), ("recall", "fnr"), ("tpr", "fnr"), ("tnr", "fpr"), (tnr(g="a"), "fpr[g=a]"),
-    ("accuracy[g=a]", "error_rate[g=a]"), ("precision[g=a]", "-precision[g=a]"),
+    ("accuracy[g=a]", "error_rate[g=a]"), ("precision[g=a]", "-precision[g=a]"), ("tpr / fpr", "-(tpr) / (fpr)"),
 ])
 def test_a_score_as_the_metric_is_refused_naming_its_loss(metric, loss):
     X, y, g = _two_groups(100)
@@ -838,7 +838,7 @@ def test_a_score_as_the_metric_is_refused_naming_its_loss(metric, loss):
 
 def test_losses_and_rate_expressions_are_minimised_as_written():
     X, y = _one_d(200, seed=4)
-    for metric in ("error_rate", "1 - accuracy", "-tpr", "fpr + fnr", "precision"):
+    for metric in ("error_rate", "1 - accuracy", "-tpr", "fpr + fnr", "precision", "fpr / tpr"):
         MetricOptimizer(metric=metric, max_iter=5).fit(X, y)
     fit = lambda metric: MetricOptimizer(metric=metric, max_iter=30, random_state=0).fit(X, y)
     np.testing.assert_array_equal(fit("1 - accuracy").candidates_, fit("error_rate").candidates_)

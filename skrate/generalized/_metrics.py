@@ -1070,9 +1070,10 @@ def score_loss(metric: Metric) -> str | None:
     """The loss to minimise instead of ``metric`` when it is a lone score, else None.
 
     A score is better when higher: one rate such as ``accuracy`` or ``tpr[g=a]`` (its
-    complement, ``error_rate`` or ``fnr[g=a]``) or one named ratio such as ``precision[g=a]``
-    (its negative), with a positive coefficient. Minimising it gives the worst classifier.
-    Sums such as ``"fpr + fnr"`` are read as written.
+    complement, ``error_rate`` or ``fnr[g=a]``), one named ratio such as ``precision[g=a]``
+    or a ratio of a score to a rate such as ``tpr / fpr`` (their negative), with a positive
+    coefficient. Minimising it gives the worst classifier. Sums such as ``"fpr + fnr"`` and
+    ratios of losses (``fpr / tpr``) are read as written.
     """
     terms = metric.terms if isinstance(metric, MetricSum) else ()
     if len(terms) != 1 or terms[0][0] <= 0:
@@ -1084,7 +1085,7 @@ def score_loss(metric: Metric) -> str | None:
             return str(Rate(SCORE_LOSSES[rate.kind], rate.slice))
     if isinstance(atom, RatioAtom) and len(atom.numerator.terms) == len(atom.denominator.terms) == 1:
         (num, a), (den, b) = atom.numerator.terms[0], atom.denominator.terms[0]
-        if a * b > 0 and (num.kind, den.kind) in RATIO_NAMES:
+        if a * b > 0 and ((num.kind, den.kind) in RATIO_NAMES or num.kind in SCORE_LOSSES):
             return f"-{atom}"
     return None
 
