@@ -11,13 +11,12 @@ from sklearn.utils import _safe_indexing, check_random_state, get_tags
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._base import RateClassifierBase
-from .exceptions import InfeasibleConstraintsWarning, UndefinedRateError
+from .exceptions import InfeasibleConstraintsWarning
 from .models import LinearModel, MLPModel
 from ._holdout import constraint_columns, holdout_split
-from .problem import (compile_problem, confidence_margins, evaluate_term, in_own_units, least_violation, tightened,
-                      violation_rows, zero_denominator_reason)
+from .problem import (compile_problem, confidence_margins, evaluate_term, in_own_units, least_violation,
+                      report_rows, tightened, violation_rows, zero_denominator_reason)
 from .rates import Expression, Ratio, as_constraints, as_expression
-from .rates._slice import RESERVED
 from .solutions import SOLUTIONS, best_iterate, shrink
 from .solvers import GAME_SOLVERS, SURROGATES, solve_rate_game
 from .solvers._oracle_game import ORACLE_SOLVERS
@@ -576,20 +575,8 @@ class ConstrainedClassifier(RateClassifierBase):
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
         for key in constraint_columns(self.constraints_):
             data.groups.column(key)  # a missing column is an error, not an undefined constraint
-        rows, empty = [], []
-        for con, margin in zip(self.constraints_, self.margins_):
-            row = None
-            # a group value of the fit that these rows do not hold leaves the constraint undefined
-            if not any(data.groups.unknown(k, vs) for r in con.rates for k, vs in r.slice.filters
-                       if k not in RESERVED):
-                try:
-                    row = violation_rows([con], data, p)[0]
-                except UndefinedRateError:  # e.g. no positives in a tpr slice
-                    pass
-            if row is None:
-                row = {"constraint": str(con), "lhs": np.nan, "rhs": np.nan, "violation": np.nan}
-                empty.append(str(con))
-            rows.append({**row, "margin": margin})
+        rows, empty = report_rows(self.constraints_, data, p)
+        rows = [{**row, "margin": margin} for row, margin in zip(rows, self.margins_)]
         self._warn_uncovered(data, empty)
         rows.append({"constraint": f"objective: {self.objective_}", "lhs": evaluate_term(self.objective_, data, p),
                      "rhs": np.nan, "violation": np.nan, "margin": np.nan})

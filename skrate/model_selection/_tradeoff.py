@@ -17,13 +17,12 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.metadata_routing import MetadataRouter, get_routing_for_object
 from sklearn.utils.validation import _num_samples, has_fit_parameter
 
-from ..exceptions import InfeasibleConstraintsWarning, UndefinedRateError
+from ..exceptions import InfeasibleConstraintsWarning
 from ..metrics._audit import require_pandas
 from ..metrics._decisions import decisions_of, positive_labels
-from ..problem import GroupTable, RateData, evaluate_term, violation_rows
+from ..problem import GroupTable, RateData, evaluate_term, report_rows
 from ..problem._groups import ROUTING_HINT, _check_row_order
 from ..rates import as_constraints, error_rate
-from ..rates._slice import RESERVED
 from ..utils._validation import check_baseline, check_sample_weight
 from ._progress import Progress
 
@@ -84,20 +83,10 @@ def _take_groups(groups, idx):
 
 
 def _largest_violation(cons, data, p) -> tuple[float, list[str]]:
-    """Largest violation of ``cons`` on ``data``, NaN when these rows leave one undefined (a group
-    value it names that no row holds, a slice without the rows a rate needs), as
+    """Largest violation of ``cons`` on ``data``, NaN when these rows leave one undefined, as
     ``ConstrainedClassifier.constraint_report`` reports it; and the undefined constraints."""
-    violations, undefined = [], []
-    for con in cons:
-        # a missing group column stays an error: data.groups.unknown raises for it
-        if any(data.groups.unknown(k, vs) for r in con.rates for k, vs in r.slice.filters if k not in RESERVED):
-            undefined.append(str(con))
-            continue
-        try:
-            violations += [r["violation"] for r in violation_rows([con], data, p)]
-        except UndefinedRateError:
-            undefined.append(str(con))
-    return (np.nan if undefined else float(np.max(violations))), undefined
+    rows, undefined = report_rows(cons, data, p)
+    return (np.nan if undefined else float(np.max([r["violation"] for r in rows]))), undefined
 
 
 def _score(est, X, y, groups, sample_weight, baseline, cons, strict, decisions) -> tuple[list, list[str]]:

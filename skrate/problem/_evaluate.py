@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..exceptions import UndefinedRateError
 from ..rates import Constraint, Expression, Ratio
+from ..rates._slice import RESERVED
 from ._compile import RateData, compile_expressions, expand_constraints
 
 
@@ -92,3 +94,21 @@ def violation_rows(constraints: list[Constraint], data: RateData, decisions: np.
     """
     return [{**row, "violation": constraint_violation(con, row["lhs"], row["rhs"])}
             for con, row in _sides(constraints, data, decisions)]
+
+
+def report_rows(constraints: list[Constraint], data: RateData, decisions: np.ndarray) -> tuple[list[dict], list[str]]:
+    """As :func:`violation_rows`, for reports on new rows: a constraint these rows leave undefined
+    (a group value it names that no row holds, a slice without the rows its rate needs) gets a
+    row of NaN instead of an error; also returns those constraints' texts. A group column
+    missing altogether is still an error."""
+    rows, undefined = [], []
+    for con in constraints:
+        if not any(data.groups.unknown(k, vs) for r in con.rates for k, vs in r.slice.filters if k not in RESERVED):
+            try:
+                rows += violation_rows([con], data, decisions)
+                continue
+            except UndefinedRateError:  # e.g. no positives in a tpr slice
+                pass
+        rows.append({"constraint": str(con), "lhs": np.nan, "rhs": np.nan, "violation": np.nan})
+        undefined.append(str(con))
+    return rows, undefined
