@@ -1,22 +1,30 @@
 """The ``skrate`` command: demo, fit, audit and predict on CSV files.
 
 Exit codes: 0 success; 2 a wrong command line (including an unparseable ``--constraint``,
-``--objective`` or ``--metric``);
-65 the input data is unusable (missing column, non-binary target, empty values, constraints
-that do not fit the data); 66 an input file is missing or unreadable.
+``--objective`` or ``--metric``, a rate that needs a baseline model, and an output path that
+cannot be written); 65 the input data is unusable (missing column, non-binary target, empty
+values, a word in a numeric column, constraints that do not fit the data); 66 an input file is
+missing or unreadable; 73 an output file could not be written after all.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import os
+import re
 import sys
 import warnings
 from pathlib import Path
 
 import numpy as np
 
-EXIT_USAGE, EXIT_DATA, EXIT_NOINPUT = 2, 65, 66
-MODEL_FORMAT = "skrate-model/1"
+EXIT_USAGE, EXIT_DATA, EXIT_NOINPUT, EXIT_CANTCREAT = 2, 65, 66, 73
+# /2: the model is trained on y as 0/1, "classes" is [negative, positive] and "categorical" lists the
+# one-hot encoded features; /1 files (trained on the labels themselves) still load
+MODEL_FORMAT, OLD_FORMATS = "skrate-model/2", ("skrate-model/1",)
+# a text column is read as numbers with a few stray words above this share of numeric cells
+NUMERIC_SHARE = 0.9
 
 
 class CLIError(Exception):
@@ -27,13 +35,115 @@ class CLIError(Exception):
         self.code = code
 
 
+class _ReaderMayLeave:
+    """A standard stream whose reader may go away (``skrate fit ... 2>&1 | head -1``): after a
+    broken pipe the rest of its output is dropped, so the command still finishes its work (a
+    model nobody watches being trained must still be written)."""
+
+    def __init__(self, stream):
+        self._stream, self._gone = stream, False
+
+    def __getattr__(self, name):
+        return getattr(self._stream, name)
+
+    def _guard(self, method, *args) -> None:
+        if self._gone:
+            return
+        try:
+            method(*args)
+        except BrokenPipeError:
+            self._gone = True
+            # what Python still holds buffered goes to /dev/null at exit instead of failing again
+            with contextlib.suppress(OSError, ValueError):  # a stream without a file descriptor
+                null = os.open(os.devnull, os.O_WRONLY)
+                os.dup2(null, self._stream.fileno())
+                os.close(null)
+
+    def write(self, text: str) -> int:
+        self._guard(self._stream.write, text)
+        return len(text)
+
+    def flush(self) -> None:
+        self._guard(self._stream.flush)
+
+
+@contextlib.contextmanager
+def _streams_may_close():
+    saved = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = _ReaderMayLeave(sys.stdout), _ReaderMayLeave(sys.stderr)
+    try:
+        yield
+    finally:
+        sys.stdout.flush()  # a buffered write to a closed pipe fails here, not at exit
+        sys.stderr.flush()
+        sys.stdout, sys.stderr = saved
+
+
 def _say(args, message: str) -> None:
     if not getattr(args, "quiet", False):
         print(message, file=sys.stderr)
 
 
-def _columns(text: str | None) -> list[str]:
-    return [c.strip() for c in text.split(",") if c.strip()] if text else []
+# Library messages give Python API advice; on the command line the same advice reads differently.
+_CLI_WORDS = [
+    (r"no groups were given: pass groups=\.\.\. as a DataFrame, a dict of arrays or a 1-D array \(the column "
+     r"'group'\)", "no --groups were given: list the group columns the constraints name in --groups"),
+    (r" X reached the estimator as an array, whose columns have no names:.*?\)\)\.", ""),  # here it always does
+    (r"filter on a value with \w+\(where=\{[^}]*\}\) or ", "filter on a value with "),
+    (r" \(fit_report_ lists each constraint on each part\)", " ('skrate audit' lists each constraint)"),
+    (r", train longer \(max_iter\), or choose another solution", " or train longer (--max-iter)"),
+    (r"\(max_iter\)", "(--max-iter)"),
+    (r", a metric such as skrate\.generalized\.f_measure\(beta=2\),", " (f2: the F-measure with beta 2),"),
+    (r"build it with skrate\.generalized\.(\w+)\(.*?\) \(any rate expressions\) and pass that as the metric",
+     r"the skrate command cannot build it; use \1 of the Python API"),
+]
+
+
+def _cli_text(exc) -> str:
+    """A library error or warning in command-line words."""
+    from .problem._groups import ROUTING_HINT
+
+    text = str(exc).replace(ROUTING_HINT, "")  # no Pipeline routes the groups here
+    for python, cli in _CLI_WORDS:
+        text = re.sub(python, cli, text)
+    if "Unknown group column" in text and "--groups" not in text:
+        text += " (list the group columns the constraints name in --groups)"
+    return text
+
+
+@contextlib.contextmanager
+def _warnings_to_stderr():
+    """Library warnings as ``warning:`` lines, once each and even with -q: a script must hear that
+    a model breaks its constraints."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            yield
+        finally:
+            for text in dict.fromkeys(_cli_text(w.message) for w in caught):
+                print(f"warning: {text}", file=sys.stderr)
+
+
+def _int_in(low: int, high: int | None = None):
+    """An argparse type: an integer from ``low`` to ``high``, else the subcommand's usage error."""
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected an integer, got {text!r}") from None
+        if value < low or (high is not None and value > high):
+            span = f">= {low}" if high is None else f"from {low} to {high}"
+            raise argparse.ArgumentTypeError(f"must be an integer {span}, got {value}")
+        return value
+    return parse
+
+
+def _columns(text: str | None, option: str) -> list[str]:
+    names = [c.strip() for c in text.split(",") if c.strip()] if text else []
+    twice = sorted({c for c in names if names.count(c) > 1})
+    if twice:
+        raise CLIError(f"{option} names {', '.join(map(repr, twice))} more than once", EXIT_USAGE)
+    return names
 
 
 def _pandas(purpose: str = "reading CSV files"):
@@ -44,14 +154,48 @@ def _pandas(purpose: str = "reading CSV files"):
     return pd
 
 
+def _input(path: str) -> Path:
+    """``path`` when it exists: a file or a pipe, as bash's ``<(...)`` gives, which is no regular file."""
+    p = Path(path)
+    if not p.exists():
+        raise CLIError(f"{path}: no such file", EXIT_NOINPUT)
+    if p.is_dir():
+        raise CLIError(f"{path}: a directory, not a file", EXIT_NOINPUT)
+    return p
+
+
+def _check_writable(path: str, option: str) -> None:
+    """Refuse an output path that cannot be written before any work is done, not after training."""
+    p = Path(path)
+    folder = p.parent  # Path("m.joblib").parent is Path(".")
+    if p.is_dir():
+        problem = "is a directory"
+    elif not folder.is_dir():
+        problem = f"the folder {str(folder)!r} does not exist"
+    elif not os.access(p if p.exists() else folder, os.W_OK):
+        problem = "is not writable" if p.exists() else f"the folder {str(folder)!r} is not writable"
+    else:
+        return
+    raise CLIError(f"{option} {path}: {problem}", EXIT_USAGE)
+
+
+@contextlib.contextmanager
+def _writing(path: str):
+    try:
+        yield
+    except OSError as exc:  # checked writable up front: a full disk, a folder removed meanwhile
+        raise CLIError(f"{path}: cannot write the file ({exc})", EXIT_CANTCREAT) from None
+
+
 def _read_csv(path: str):
     pd = _pandas()
-    p = Path(path)
-    if not p.is_file():
-        raise CLIError(f"{path}: no such file", EXIT_NOINPUT)
-    try:
-        frame = pd.read_csv(p, skipinitialspace=True)
-    except (OSError, UnicodeDecodeError) as exc:
+    p = _input(path)
+    try:  # utf-8-sig: a byte-order mark (Excel) must not end up in the first column's name
+        frame = pd.read_csv(p, skipinitialspace=True, encoding="utf-8-sig")
+    except UnicodeDecodeError as exc:
+        raise CLIError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8, e.g. "
+                       f"iconv -f latin1 -t utf-8 {path} > utf8.csv") from None
+    except OSError as exc:
         raise CLIError(f"{path}: cannot read the file ({exc})", EXIT_NOINPUT) from None
     except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
         raise CLIError(f"{path}: not a readable CSV file ({str(exc).strip()})") from None
@@ -67,38 +211,106 @@ def _need_columns(frame, columns: list[str], path: str, role: str) -> None:
                        f"{', '.join(map(str, frame.columns))}")
 
 
+def _line(index: int) -> int:
+    return index + 2  # 1-based, after the header
+
+
 def _no_empty(frame, columns: list[str], path: str) -> None:
     for col in columns:
         empty = frame[col].isna().to_numpy()
         if empty.any():
-            line = int(np.flatnonzero(empty)[0]) + 2  # 1-based, after the header
             raise CLIError(f"{path}: column {col!r} has {int(empty.sum())} empty value(s), the first on line "
-                           f"{line}; fill or drop those rows")
+                           f"{_line(int(np.flatnonzero(empty)[0]))}; fill or drop those rows")
 
 
-def _target(frame, name: str, path: str, classes=None) -> np.ndarray:
-    y = frame[name]
-    _no_empty(frame, [name], path)
-    values = sorted(y.unique().tolist(), key=str)
-    if classes is None and len(values) != 2:
+def _as_text(values) -> np.ndarray:
+    """Cells as text, whole numbers written one way (3, 3.0 and '3.0' all read '3'): the CSV reader
+    guesses a column's type per file, and a category must read the same in every file."""
+    pd = _pandas()
+    text = pd.Series(np.asarray(values, dtype=object)).astype(str)
+    number = pd.to_numeric(text, errors="coerce")
+    whole = (number.abs() < 2 ** 53) & (number == np.floor(number))
+    text[whole] = number[whole].astype(np.int64).astype(str)
+    return text.to_numpy()
+
+
+def _classes(frame, name: str, path: str, positive: str | None = None) -> list:
+    """The target's two values as [negative, positive]: ``positive`` when given, else the larger."""
+    values = sorted(frame[name].unique().tolist())
+    if len(values) != 2:
         shown = ", ".join(map(repr, values[:6])) + (", ..." if len(values) > 6 else "")
         raise CLIError(f"{path}: the target column {name!r} has {len(values)} distinct value(s) ({shown}); "
                        "skrate trains binary classifiers and needs exactly two")
-    if classes is not None:
-        unknown = [v for v in values if v not in classes]
-        if unknown:
-            raise CLIError(f"{path}: the target column {name!r} holds {unknown[:3]} that the model never saw "
-                           f"(its classes: {classes})")
-    return y.to_numpy()
+    if positive is not None:
+        wanted = _as_text([positive])[0]
+        if wanted not in _as_text(values):
+            raise CLIError(f"--positive-class {positive!r} is not a value of the target column {name!r} (its "
+                           f"values: {values[0]!r}, {values[1]!r})")
+        values.sort(key=lambda v: _as_text([v])[0] == wanted)  # stable: the positive class last
+    return values
+
+
+def _target(frame, name: str, path: str, classes: list) -> np.ndarray:
+    """The target column as 0/1, 1 for ``classes[1]``; a value that is neither class is refused."""
+    text, known = _as_text(frame[name]), _as_text(classes)
+    unknown = sorted(frame[name][~np.isin(text, known)].unique().tolist())
+    if unknown:
+        raise CLIError(f"{path}: the target column {name!r} holds {unknown[:3]} that the model never saw "
+                       f"(its classes: {classes})")
+    return (text == known[1]).astype(int)
+
+
+def _textual(frame, features: list[str], declared: list[str]) -> list[str]:
+    """The features to one-hot encode: those declared, and text columns that are not mostly numbers.
+    A numeric column with a stray word stays numeric, so that _model_input points at the word
+    instead of silently one-hot encoding every number."""
+    pd = _pandas()
+
+    def textual(col):
+        cells = frame[col]
+        return cells.dtype.kind not in "biuf" and pd.to_numeric(cells, errors="coerce").notna().mean() <= NUMERIC_SHARE
+
+    return [c for c in features if c in declared or textual(c)]
+
+
+def _model_input(frame, features: list[str], categorical: list[str], path: str, advice: str):
+    """The features as the model reads them, whatever types the CSV reader guessed for this file:
+    categorical columns as text, the others as finite numbers; any other cell is refused by line."""
+    pd = _pandas()
+    columns = {}
+    for col in features:
+        if col in categorical:
+            columns[col] = _as_text(frame[col])
+            continue
+        number = pd.to_numeric(frame[col], errors="coerce").astype(float).to_numpy()
+        bad = np.flatnonzero(~np.isfinite(number))
+        if bad.size:
+            more = f" ({bad.size} cells are not finite numbers)" if bad.size > 1 else ""
+            raise CLIError(f"{path}: column {col!r} is numeric, but line {_line(int(bad[0]))} holds "
+                           f"{str(frame[col].iloc[bad[0]])!r}{more}; {advice.format(col=col)}")
+        columns[col] = number
+    return pd.DataFrame(columns, index=frame.index)
 
 
 def _parse_constraints(texts: list[str]):
     from .rates import SpecParseError, as_constraints
 
     try:
-        return as_constraints(list(texts))
+        constraints = as_constraints(list(texts))
     except SpecParseError as exc:
         raise CLIError(f"invalid --constraint: {exc}", EXIT_USAGE) from None
+    _refuse_baseline([r for c in constraints for r in c.rates], "--constraint")
+    return constraints
+
+
+def _refuse_baseline(rates, option: str) -> None:
+    """The command line has no input for a baseline model's decisions: refuse the rates that need
+    them before the data is read, rather than let the library ask for baseline=."""
+    for rate in rates:
+        if rate.needs_baseline:
+            raise CLIError(f"invalid {option}: the rate {rate} compares the model with a baseline model's "
+                           "decisions, which the skrate command has no input for; use the Python API "
+                           "(fit(..., baseline=...))", EXIT_USAGE)
 
 
 def _groups(frame, names: list[str]):
@@ -107,15 +319,13 @@ def _groups(frame, names: list[str]):
 
 
 # -- fit ------------------------------------------------------------------------------------------
-def _pipeline(frame, features: list[str], estimator):
+def _pipeline(features: list[str], categorical: list[str], estimator):
     from sklearn.compose import ColumnTransformer
     from sklearn.pipeline import Pipeline
     from sklearn.preprocessing import OneHotEncoder, StandardScaler
 
-    numeric = [c for c in features if frame[c].dtype.kind in "biuf"]
-    categorical = [c for c in features if c not in numeric]
     prep = ColumnTransformer([
-        ("numeric", StandardScaler(), numeric),
+        ("numeric", StandardScaler(), [c for c in features if c not in categorical]),
         ("categorical", OneHotEncoder(handle_unknown="ignore", sparse_output=False), categorical),
     ])
     return Pipeline([("prepare", prep), ("classifier", estimator)])
@@ -137,9 +347,10 @@ def _estimator(args, constraints):
         if args.objective is not None:
             raise CLIError("give either --metric or --objective, not both", EXIT_USAGE)
         try:
-            _as_loss(args.metric)
+            metric = _as_loss(args.metric)
         except ValueError as exc:  # its message lists the metric names, or names the loss of a score
-            raise CLIError(f"invalid --metric: {exc}", EXIT_USAGE) from None
+            raise CLIError(f"invalid --metric: {_cli_text(exc)}", EXIT_USAGE) from None
+        _refuse_baseline([r for _, atom in metric.as_sum().terms for e in atom.exprs for r in e.rates], "--metric")
         return optimizer(metric=args.metric, constraints=constraints or None, max_iter=args.max_iter,
                          random_state=args.random_state)
     objective = args.objective or "error"
@@ -148,9 +359,11 @@ def _estimator(args, constraints):
     except SpecParseError as exc:  # its message lists the rate names
         raise CLIError(f"invalid --objective: {exc}", EXIT_USAGE) from None
     if isinstance(parsed, Ratio):
-        raise CLIError(f"invalid --objective: {objective!r} is a ratio of rates, which --objective does not "
-                       "minimise (it takes rates and their linear combinations, e.g. fpr + fnr); optimise "
-                       "ratios with --metric", EXIT_USAGE)
+        raise CLIError(f"invalid --objective: {objective!r} is a ratio of rates; --objective takes rates and "
+                       "their linear combinations, e.g. fpr + fnr. --metric takes ratios but also minimises "
+                       "them: give it a loss, a ratio that is lower when better (e.g. 'fpr / tpr'), or a "
+                       "metric name such as f1 or precision, which stand for their losses", EXIT_USAGE)
+    _refuse_baseline(parsed.rates, "--objective")
     return skrate.ConstrainedClassifier(constraints=constraints or None, objective=objective,
                                         max_iter=args.max_iter, random_state=args.random_state)
 
@@ -159,52 +372,55 @@ def cmd_fit(args) -> int:
     import joblib
 
     from .model_selection._progress import Progress
-    from .problem._groups import ROUTING_HINT
 
     constraints = _parse_constraints(args.constraint)
     estimator = _estimator(args, constraints)
+    groups = _columns(args.groups, "--groups")
+    excluded = _columns(args.exclude, "--exclude")
+    declared = _columns(args.categorical, "--categorical")
+    _check_writable(args.out, "--out")
     frame = _read_csv(args.data)
-    groups = _columns(args.groups)
-    excluded = _columns(args.exclude)
     _need_columns(frame, [args.target], args.data, "--target")
-    _need_columns(frame, groups, args.data, "--groups")
-    _need_columns(frame, excluded, args.data, "--exclude")
+    for names, option in ((groups, "--groups"), (excluded, "--exclude"), (declared, "--categorical")):
+        _need_columns(frame, names, args.data, option)
     features = [c for c in frame.columns if c != args.target and c not in excluded]
     if not features:
         raise CLIError(f"{args.data}: no feature column is left besides the target {args.target!r}")
-    y = _target(frame, args.target, args.data)
-    _no_empty(frame, features + groups, args.data)
-    _say(args, f"skrate fit: {frame.shape[0]} rows, {len(features)} feature columns, "
-               f"{len(constraints)} constraint(s), target {args.target!r}")
+    _no_empty(frame, [args.target] + features + groups, args.data)
+    classes = _classes(frame, args.target, args.data, args.positive_class)
+    y = _target(frame, args.target, args.data, classes)
+    categorical = _textual(frame, features, declared)
+    X = _model_input(frame, features, categorical, args.data,
+                     "fix or drop those rows, or pass --categorical {col} if the column holds categories")
+    _say(args, f"skrate fit: {frame.shape[0]} rows, {len(features)} feature columns ({len(categorical)} "
+               f"one-hot encoded), {len(constraints)} constraint(s), target {args.target!r} with positive "
+               f"class {classes[1]!r}")
     bar = Progress(args.max_iter, "fit", enabled=not args.quiet)
-    step = max(1, args.max_iter // 50)
+    step, played = max(1, args.max_iter // 50), [0]
 
     def callback(t, params, values):
-        if (t + 1) % step == 0:
-            bar.update(step)
+        played[0] = t + 1
+        if played[0] % step == 0:
+            bar.update(played[0] - bar.done)
 
     if "callback" in estimator.get_params():
         estimator.set_params(callback=callback)
-    model = _pipeline(frame, features, estimator)
+    model = _pipeline(features, categorical, estimator)
     try:
-        with bar, warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            model.fit(frame[features], y, classifier__groups=_groups(frame, groups))
+        with _warnings_to_stderr(), bar:  # the bar ends its line before the warnings print
+            model.fit(X, y, classifier__groups=_groups(frame, groups))
+            bar.update(played[0] - bar.done)  # a solver that converges early stops short of --max-iter
     except ValueError as exc:
-        message = str(exc).replace(ROUTING_HINT, "")  # no Pipeline to route through here
-        hint = " (list the group columns the constraints name in --groups)" if "Unknown group column" in message else ""
-        raise CLIError(f"{args.data}: cannot fit: {message}{hint}") from None
-    for w in caught:  # even with -q: a script must hear that the model breaks its constraints
-        print(f"warning: {w.message}", file=sys.stderr)
+        raise CLIError(f"{args.data}: cannot fit: {_cli_text(exc)}") from None
+    if 0 < played[0] < args.max_iter:
+        _say(args, f"converged after {played[0]} of {args.max_iter} iterations")
     if "callback" in model[-1].get_params():
         model[-1].set_params(callback=None)  # a closure over the terminal; not part of the model
     payload = {"format": MODEL_FORMAT, "model": model, "target": args.target, "groups": groups,
-               "features": features, "constraints": [str(c) for c in constraints],
-               "classes": model.classes_.tolist()}
-    try:
+               "features": features, "categorical": categorical, "constraints": [str(c) for c in constraints],
+               "classes": classes}
+    with _writing(args.out):
         joblib.dump(payload, args.out)
-    except OSError as exc:
-        raise CLIError(f"{args.out}: cannot write the model ({exc})", EXIT_NOINPUT) from None
     _say(args, f"wrote {args.out}")
     return 0
 
@@ -213,57 +429,80 @@ def cmd_fit(args) -> int:
 def _load(path: str) -> dict:
     import joblib
 
-    if not Path(path).is_file():
-        raise CLIError(f"{path}: no such file", EXIT_NOINPUT)
+    _input(path)
     try:
         payload = joblib.load(path)
     except Exception as exc:  # joblib raises many kinds on foreign files
         raise CLIError(f"{path}: not a model file written by 'skrate fit' ({type(exc).__name__}: {exc})") from None
-    if not isinstance(payload, dict) or payload.get("format") != MODEL_FORMAT:
+    if not isinstance(payload, dict) or payload.get("format") not in (MODEL_FORMAT, *OLD_FORMATS):
         raise CLIError(f"{path}: not a model file written by 'skrate fit'")
+    if "categorical" not in payload:  # /1 kept the split only in the pipeline
+        split = {name: columns for name, _, columns in payload["model"].named_steps["prepare"].transformers_}
+        payload["categorical"] = split["categorical"]
     return payload
+
+
+def _data_for(payload: dict, data: str, needed: dict[str, list[str]]):
+    """The CSV file ``data`` and the model's input from it; the columns of ``needed`` (by role) must be
+    there and filled, as the features must."""
+    frame = _read_csv(data)
+    features = payload["features"]
+    for role, columns in {"a feature of the model": features, **needed}.items():
+        _need_columns(frame, columns, data, role)
+    _no_empty(frame, [c for columns in needed.values() for c in columns] + features, data)
+    X = _model_input(frame, features, payload["categorical"], data,
+                     "the model was trained on numbers in this column; fix or drop those rows")
+    return frame, X
 
 
 def cmd_audit(args) -> int:
     from .metrics import audit
     from .metrics._report import format_audit
 
-    payload = _load(args.model)
-    frame = _read_csv(args.data)
-    target = args.target or payload["target"]
-    groups = _columns(args.groups) if args.groups is not None else payload["groups"]
-    constraints = _parse_constraints(args.constraint) if args.constraint else payload["constraints"]
-    _need_columns(frame, payload["features"], args.data, "a feature of the model")
-    _need_columns(frame, [target], args.data, "the target")
-    _need_columns(frame, groups, args.data, "--groups")
-    y = _target(frame, target, args.data, payload["classes"])
-    _no_empty(frame, payload["features"] + groups, args.data)
-    try:
-        report = audit(payload["model"], frame[payload["features"]], y, groups=_groups(frame, groups),
-                       constraints=constraints or None, n_bootstrap=args.n_bootstrap,
-                       random_state=args.random_state)
-    except ValueError as exc:
-        raise CLIError(f"{args.data}: cannot audit: {exc}") from None
-    print(format_audit(report))
+    constraints = _parse_constraints(args.constraint)  # a wrong command line before any file is read
+    groups = _columns(args.groups, "--groups") if args.groups is not None else None
     if args.out:
-        import pandas as pd
-
-        pd.DataFrame(report).to_csv(args.out, index=False)
+        _check_writable(args.out, "--out")
+    payload = _load(args.model)
+    target = args.target or payload["target"]
+    groups = payload["groups"] if groups is None else groups
+    frame, X = _data_for(payload, args.data, {"the target": [target], "--groups": groups})
+    model = payload["model"]
+    y = np.asarray(model.classes_)[_target(frame, target, args.data, payload["classes"])]  # 0/1 for /2 models
+    try:
+        with _warnings_to_stderr():
+            report = audit(model, X, y, groups=_groups(frame, groups),
+                           constraints=constraints or payload["constraints"] or None,
+                           n_bootstrap=args.n_bootstrap, random_state=args.random_state)
+    except ValueError as exc:
+        raise CLIError(f"{args.data}: cannot audit: {_cli_text(exc)}") from None
+    if args.out:  # before the report: a reader of the report that goes away must not cost the file
+        with _writing(args.out):
+            _pandas().DataFrame(report).to_csv(args.out, index=False)
         _say(args, f"wrote {args.out}")
+    print(f"Positive class: {target} = {payload['classes'][1]!r}")
+    print(format_audit(report))
     return 0
 
 
 def cmd_predict(args) -> int:
-    payload = _load(args.model)
-    frame = _read_csv(args.data)
-    _need_columns(frame, payload["features"], args.data, "a feature of the model")
-    _no_empty(frame, payload["features"], args.data)
-    model = payload["model"]
-    out = _pandas().DataFrame({"prediction": model.predict(frame[payload["features"]])})
-    if args.proba:
-        out["probability"] = model.predict_proba(frame[payload["features"]])[:, 1]
     if args.out:
-        out.to_csv(args.out, index=False)
+        _check_writable(args.out, "--out")
+    payload = _load(args.model)
+    frame, X = _data_for(payload, args.data, {})
+    if args.id:  # copied as it is: it may have empty cells
+        _need_columns(frame, [args.id], args.data, "--id")
+    model, (negative, positive) = payload["model"], payload["classes"]
+    out = _pandas().DataFrame({args.id: frame[args.id]} if args.id else {})
+    try:
+        out["prediction"] = np.where(model.predict(X) == model.classes_[1], positive, negative)
+        if args.proba:
+            out[f"probability_{positive}"] = model.predict_proba(X)[:, 1]
+    except ValueError as exc:
+        raise CLIError(f"{args.data}: cannot predict: {_cli_text(exc)}") from None
+    if args.out:
+        with _writing(args.out):
+            out.to_csv(args.out, index=False)
         _say(args, f"wrote {args.out} ({out.shape[0]} rows)")
     else:
         out.to_csv(sys.stdout, index=False)
@@ -271,10 +510,17 @@ def cmd_predict(args) -> int:
 
 
 def cmd_demo(args) -> int:
-    from ._demo import run_demo
+    from ._demo import figure_file, run_demo
 
     _pandas("the demo prints its audits as pandas DataFrames; it")  # before minutes of training, not after
-    run_demo(figure=None if args.no_figure else args.figure, n_bootstrap=args.n_bootstrap)
+    figure = None if args.no_figure else args.figure
+    if figure is not None:
+        try:
+            figure = figure_file(figure)
+        except ValueError as exc:
+            raise CLIError(f"--figure {args.figure}: {exc}", EXIT_USAGE) from None
+        _check_writable(figure, "--figure")
+    run_demo(figure=figure, n_bootstrap=args.n_bootstrap)
     return 0
 
 
@@ -284,32 +530,44 @@ def build_parser() -> argparse.ArgumentParser:
 
     parser = argparse.ArgumentParser(
         prog="skrate", description="Train, audit and apply classifiers whose goals are rates.",
-        epilog="Exit codes: 0 success, 2 wrong command line, 65 unusable input data, 66 missing input file.")
+        epilog="Exit codes: 0 success, 2 wrong command line, 65 unusable input data, 66 missing input file, "
+               "73 an output file could not be written.")
     parser.add_argument("--version", action="version", version=f"skrate {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    seed = {"type": _int_in(0, 2 ** 32 - 1), "default": 0, "help": "seed of the randomness (default: %(default)s)"}
 
     demo = sub.add_parser("demo", help="train and audit models on the bundled COMPAS data (the default)")
     demo.add_argument("--figure", default="skrate-demo-tradeoff.png",
-                      help="where to write the trade-off figure (needs matplotlib; default: %(default)s)")
+                      help="where to write the trade-off figure (needs matplotlib; the extension names the "
+                           "format, .png when there is none; default: %(default)s)")
     demo.add_argument("--no-figure", action="store_true", help="do not write the figure")
-    demo.add_argument("--n-bootstrap", type=int, default=200, help="bootstrap resamples of the audits")
+    demo.add_argument("--n-bootstrap", type=_int_in(0), default=200,
+                      help="bootstrap resamples of the audits (default: %(default)s)")
     demo.set_defaults(func=cmd_demo)
 
     fit = sub.add_parser("fit", help="train a constrained classifier on a CSV file")
-    fit.add_argument("data", help="CSV file with a header row")
-    fit.add_argument("--target", required=True,
-                     help="the binary label column; the positive class is the larger of its two values")
+    fit.add_argument("data", help="CSV file (UTF-8) with a header row")
+    fit.add_argument("--target", required=True, help="the binary label column")
+    fit.add_argument("--positive-class", metavar="VALUE",
+                     help="the target value that rates count as positive (tpr, ppr, ...) and --proba gives "
+                          "the probability of; default: the larger of the two values: 1 of 0/1, yes of no/yes, "
+                          "but no of Yes/no (upper case sorts first)")
     fit.add_argument("--groups", help="comma-separated group columns the constraints name, e.g. race,sex")
     fit.add_argument("--constraint", action="append", default=[],
                      help='a rate constraint, e.g. "tpr[race] >= 0.95 * tpr" (repeatable)')
     fit.add_argument("--objective", help="the rate, or linear combination of rates, to minimise, e.g. "
                                           "'fpr + fnr' (default: error)")
-    fit.add_argument("--metric", help="a generalized rate metric to optimise with MetricOptimizer instead, "
-                                       "e.g. f1, g_mean, h_mean, q_mean, kld")
+    fit.add_argument("--metric", help="a loss to minimise with MetricOptimizer instead: a metric name (f1, "
+                                       "f<beta> such as f2, g_mean, h_mean, q_mean, kld, precision, pr_auc; each "
+                                       "stands for its loss, so f1 trains for a high F1) or a rate expression, "
+                                       "minimised as written, e.g. 'fpr / tpr'")
     fit.add_argument("--exclude", help="comma-separated columns that are not features (e.g. an id); "
                                         "every other column, group columns included, is a feature")
-    fit.add_argument("--max-iter", type=int, default=1000, help="training iterations (default: %(default)s)")
-    fit.add_argument("--random-state", type=int, default=0)
+    fit.add_argument("--categorical", help="comma-separated feature columns to one-hot encode although they "
+                                            "hold numbers (e.g. a zip code); text columns always are, numeric "
+                                            "ones are standardized")
+    fit.add_argument("--max-iter", type=_int_in(1), default=1000, help="training iterations (default: %(default)s)")
+    fit.add_argument("--random-state", **seed)
     fit.add_argument("--out", required=True, help="where to write the model (joblib)")
     fit.add_argument("-q", "--quiet", action="store_true",
                      help="no progress output; warnings (e.g. constraints the model does not meet) are still printed")
@@ -322,8 +580,9 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("--groups", help="comma-separated group columns (default: the model's)")
     aud.add_argument("--constraint", action="append", default=[],
                      help="a constraint to evaluate (repeatable; default: the model's)")
-    aud.add_argument("--n-bootstrap", type=int, default=1000, help="bootstrap resamples (0: no intervals)")
-    aud.add_argument("--random-state", type=int, default=0)
+    aud.add_argument("--n-bootstrap", type=_int_in(0), default=1000,
+                     help="bootstrap resamples (0: no intervals; default: %(default)s)")
+    aud.add_argument("--random-state", **seed)
     aud.add_argument("--out", help="also write the tidy audit table to this CSV file")
     aud.add_argument("-q", "--quiet", action="store_true")
     aud.set_defaults(func=cmd_audit)
@@ -331,7 +590,10 @@ def build_parser() -> argparse.ArgumentParser:
     pred = sub.add_parser("predict", help="predict labels for a CSV file")
     pred.add_argument("model", help="a model written by 'skrate fit'")
     pred.add_argument("data", help="CSV file with the model's features")
-    pred.add_argument("--proba", action="store_true", help="also write the probability of predicting the positive class")
+    pred.add_argument("--proba", action="store_true",
+                      help="also write the probability of predicting the positive class, in the column "
+                           "probability_<positive class>")
+    pred.add_argument("--id", metavar="COLUMN", help="copy this column (e.g. a row id) into the predictions")
     pred.add_argument("--out", help="CSV file to write (default: standard output)")
     pred.add_argument("-q", "--quiet", action="store_true")
     pred.set_defaults(func=cmd_predict)
@@ -341,21 +603,14 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     """Run the ``skrate`` command; returns its exit code. No arguments runs the demo."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser()
-    args = parser.parse_args(argv or ["demo"])
-    if args.command is None:
-        parser.print_help(sys.stderr)
-        return EXIT_USAGE
-    for name in ("max_iter", "n_bootstrap"):
-        if getattr(args, name, 1) < (1 if name == "max_iter" else 0):
-            parser.error(f"--{name.replace('_', '-')} must be {'positive' if name == 'max_iter' else '>= 0'}")
-    try:
-        return args.func(args)
-    except CLIError as exc:
-        print(f"skrate {args.command}: error: {exc}", file=sys.stderr)
-        return exc.code
-    except BrokenPipeError:  # the reader of our output went away (e.g. `| head`): not an error
-        import os
-
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 0
+    with _streams_may_close():  # a closed output stream costs its output, never the work
+        parser = build_parser()
+        args = parser.parse_args(argv or ["demo"])
+        if args.command is None:
+            parser.print_help(sys.stderr)
+            return EXIT_USAGE
+        try:
+            return args.func(args)
+        except CLIError as exc:
+            print(f"skrate {args.command}: error: {exc}", file=sys.stderr)
+            return exc.code

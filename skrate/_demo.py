@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
 from sklearn.model_selection import train_test_split
@@ -26,18 +27,39 @@ def _matplotlib():
         return None
 
 
+def figure_file(figure: str) -> str:
+    """The file matplotlib writes for ``figure``: it appends its default format to a name without
+    an extension. Raises ValueError for an extension it cannot write (without matplotlib, no check:
+    the demo draws no figure)."""
+    matplotlib = _matplotlib()
+    if matplotlib is None:
+        return figure
+    from matplotlib.backend_bases import FigureCanvasBase
+
+    kinds = FigureCanvasBase.get_supported_filetypes()
+    suffix = Path(figure).suffix[1:].lower()
+    if not suffix:
+        return f"{figure}.{matplotlib.rcParams['savefig.format']}"
+    if suffix not in kinds:
+        raise ValueError(f"matplotlib cannot write .{suffix} files; end the name with one of "
+                         f"{', '.join('.' + k for k in sorted(kinds))}")
+    return figure
+
+
 def run_demo(print_fn=print, random_state: int = 0, figure: str | None = None, n_bootstrap: int = 200) -> dict:
     """Fit an unconstrained and an equalized-odds ConstrainedClassifier on COMPAS; print their audits.
 
     Audits are on a held-out 30% split, in expectation over the randomised predictions, with
     bootstrap intervals. When ``figure`` is a path and matplotlib is installed, the error /
-    violation trade-off over several slacks is plotted there. Returns the fitted models under
+    violation trade-off over several slacks is plotted there (see :func:`figure_file`; a wrong
+    extension is refused before training). Returns the fitted models under
     ``"unconstrained"`` and ``"constrained"`` (and the trade-off curve under ``"tradeoff"``
     when computed).
     """
     from ._constrained import ConstrainedClassifier
     from .metrics import audit
 
+    figure = None if figure is None else figure_file(figure)
     data = load_compas()
     X, y = data.data, data.target
     tr, te = train_test_split(np.arange(len(y)), test_size=0.3, stratify=y, random_state=random_state)

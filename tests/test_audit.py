@@ -173,6 +173,8 @@ def test_undefined_ratio_constraint_has_nan_violation():
     report = audit(Fixed().fit(never, y), never, y, constraints="precision >= 0.8", n_bootstrap=20, random_state=0)
     row = report[report.attribute == "constraint"]
     assert np.isnan(row["violation"].item()) and np.isnan(row["violation_high"].item())
+    line = next(t for t in str(report).splitlines() if t.lstrip().startswith("precision >= 0.8"))
+    assert "nan" not in line and line.split()[-3:] == ["-", "0.800", "-"]  # undefined reads "-", as rates do
 
 
 def test_baseline_as_class_labels_as_in_fit():

@@ -1,5 +1,6 @@
 """The skrate command end to end, through subprocesses, including bad input files."""
 
+import io
 import os
 import subprocess
 import sys
@@ -16,9 +17,9 @@ ENV = {**os.environ, "OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MPLBA
 TARGET = "two_year_recid"
 
 
-def run(*args, cwd):
+def run(*args, cwd, **kw):
     return subprocess.run([sys.executable, "-m", "skrate", *map(str, args)], capture_output=True, text=True,
-                          cwd=cwd, env=ENV, timeout=300)
+                          cwd=cwd, env=ENV, timeout=300, **kw)
 
 
 @pytest.fixture(scope="module")
@@ -80,7 +81,7 @@ def test_predict_writes_one_row_per_input_row(files, fitted):
     res = run("predict", "model.joblib", "data.csv", "--proba", cwd=files)
     assert res.returncode == 0, res.stderr
     lines = res.stdout.strip().splitlines()
-    assert lines[0] == "prediction,probability" and len(lines) == 1201
+    assert lines[0] == "prediction,probability_1" and len(lines) == 1201
     ok = run("predict", "model.joblib", "data.csv", "--out", "pred.csv", "-q", cwd=files)
     assert ok.returncode == 0 and ok.stderr == ""
     pred = pd.read_csv(files / "pred.csv")
@@ -106,7 +107,14 @@ BAD = [
     (["audit", "data.csv", "data.csv"], 65, "data.csv: not a model file written by 'skrate fit'"),
     (["audit", "model.joblib", "multi.csv"], 65, "holds [2] that the model never saw"),
     (["fit", "data.csv", "--out", "m.joblib"], 2, "the following arguments are required: --target"),
-    (["fit", "data.csv", "--target", TARGET, "--max-iter", "0", "--out", "m.joblib"], 2, "--max-iter must be positive"),
+    (["fit", "data.csv", "--target", TARGET, "--max-iter", "0", "--out", "m.joblib"], 2,
+     "skrate fit: error: argument --max-iter: must be an integer >= 1, got 0"),
+    (["fit", "missing.csv", "--target", TARGET, "--random-state", "-1", "--out", "m.joblib"], 2,
+     "skrate fit: error: argument --random-state: must be an integer from 0 to 4294967295, got -1"),
+    (["audit", "model.joblib", "data.csv", "--n-bootstrap", "-1"], 2,
+     "skrate audit: error: argument --n-bootstrap: must be an integer >= 0, got -1"),
+    (["fit", "missing.csv", "--target", TARGET, "--groups", "race,sex,race", "--out", "m.joblib"], 2,
+     "--groups names 'race' more than once"),
     (["frobnicate"], 2, "invalid choice: 'frobnicate'"),
     (["predict", "model.joblib", "norace.csv"], 65, "norace.csv: no column 'race' (a feature of the model)"),
     # a wrong --objective or --metric is refused before the file is read (missing.csv would exit 66)
@@ -118,6 +126,27 @@ BAD = [
      "invalid --metric: Unknown metric 'foo': give a name among ['error', 'f1',"),
     (["fit", "missing.csv", "--target", TARGET, "--metric", "f1", "--objective", "error", "--out", "m.joblib"], 2,
      "give either --metric or --objective, not both"),
+    (["fit", "missing.csv", "--target", TARGET, "--metric", "tpr / fpr", "--out", "m.joblib"], 2,
+     "invalid --metric: MetricOptimizer minimises its metric, and 'tpr / fpr' is a score"),
+    # the command line has no input for a baseline model's decisions
+    (["fit", "missing.csv", "--target", TARGET, "--objective", "churn", "--out", "m.joblib"], 2,
+     "invalid --objective: the rate churn compares the model with a baseline model's decisions, which the "
+     "skrate command has no input for"),
+    (["fit", "missing.csv", "--target", TARGET, "--metric", "win_loss_ratio", "--out", "m.joblib"], 2,
+     "invalid --metric: the rate wins compares the model with a baseline"),
+    (["audit", "missing.joblib", "missing.csv", "--constraint", "ppr[baseline=1] <= 0.5"], 2,
+     "invalid --constraint: the rate ppr[baseline=1] compares"),
+    # audit too parses its specs before reading its files
+    (["audit", "missing.joblib", "missing.csv", "--constraint", "tpr >"], 2,
+     "invalid --constraint: Cannot parse 'tpr >'"),
+    # output paths are checked before any work
+    (["fit", "missing.csv", "--target", TARGET, "--out", "nowhere/m.joblib"], 2,
+     "--out nowhere/m.joblib: the folder 'nowhere' does not exist"),
+    (["audit", "missing.joblib", "missing.csv", "--out", "nowhere/a.csv"], 2,
+     "--out nowhere/a.csv: the folder 'nowhere' does not exist"),
+    (["predict", "missing.joblib", "missing.csv", "--out", "nowhere/p.csv"], 2,
+     "--out nowhere/p.csv: the folder 'nowhere' does not exist"),
+    (["predict", "missing.joblib", "missing.csv", "--out", "."], 2, "--out .: is a directory"),
 ]
 # Each kind of failure once through a real process; all of them in-process (same code path, faster).
 THROUGH_PROCESS = [0, 2, 5, 6]
@@ -234,3 +263,204 @@ def test_no_arguments_runs_the_demo(monkeypatch):
     assert calls == [{"figure": "skrate-demo-tradeoff.png", "n_bootstrap": 200}]
     assert _cli.main(["demo", "--no-figure", "--n-bootstrap", "5"]) == 0
     assert calls[-1] == {"figure": None, "n_bootstrap": 5}
+
+
+# -- small synthetic files --------------------------------------------------------------------------
+def _synthetic(n=300, seed=0):
+    rng = np.random.default_rng(seed)
+    x1, x2 = rng.normal(size=n), rng.normal(size=n)
+    y = (x1 + 0.5 * rng.normal(size=n) > 0).astype(int)
+    return pd.DataFrame({"id": np.arange(n), "x1": x1, "x2": x2, "grp": rng.choice(["a", "b", "c"], n),
+                         "code": rng.choice(["x", "1", "2", "3"], n), "y": y,
+                         "label": np.where(y == 1, "Yes", "no")})
+
+
+@pytest.fixture(scope="module")
+def syn(tmp_path_factory):
+    """A folder with syn.csv and a model fitted on it (no constraint, a few iterations)."""
+    folder = tmp_path_factory.mktemp("syn")
+    _synthetic().to_csv(folder / "syn.csv", index=False)
+    res = run("fit", "syn.csv", "--target", "y", "--exclude", "id,label", "--max-iter", 30, "--out", "syn.joblib",
+              "-q", cwd=folder)
+    assert res.returncode == 0, res.stderr
+    return folder
+
+
+def _main(args, folder, monkeypatch, capsys):
+    from skrate._cli import main
+
+    monkeypatch.chdir(folder)
+    try:
+        code = main(list(map(str, args)))
+    except SystemExit as exc:  # argparse exits on a wrong command line
+        code = exc.code
+    out, err = capsys.readouterr()
+    assert "Traceback" not in err
+    return code, out, err
+
+
+def test_a_closed_pipe_costs_the_output_not_the_work(syn):
+    # `skrate fit ... 2>&1 | head -1`: the reader goes away before the progress lines, the work goes on
+    def closed(*args, stream):
+        stderr = subprocess.STDOUT if stream == "both" else subprocess.DEVNULL
+        proc = subprocess.Popen([sys.executable, "-m", "skrate", *map(str, args)], cwd=syn, env=ENV,
+                                stdout=subprocess.PIPE, stderr=stderr)
+        proc.stdout.close()
+        return proc.wait(timeout=300)
+
+    assert closed("fit", "syn.csv", "--target", "y", "--max-iter", 20, "--out", "piped.joblib", stream="both") == 0
+    assert (syn / "piped.joblib").exists()
+    # a report too long for the pipe's buffer (one group per row): the file is written first
+    assert closed("audit", "syn.joblib", "syn.csv", "--n-bootstrap", 0, "--groups", "id", "--out", "big.csv",
+                  stream="stdout") == 0
+    assert len(pd.read_csv(syn / "big.csv")) > 300
+
+
+def test_a_word_in_a_numeric_column_is_refused_by_line(syn, tmp_path, monkeypatch, capsys):
+    frame = _synthetic()
+    frame["x1"] = frame["x1"].astype(object)
+    frame.loc[5, "x1"] = "abc"
+    frame.to_csv(tmp_path / "word.csv", index=False)
+    fit = ["fit", "word.csv", "--target", "y", "--exclude", "id,label", "--max-iter", 10, "-q", "--out", "w.joblib"]
+    code, _, err = _main(fit, tmp_path, monkeypatch, capsys)
+    assert code == 65 and not (tmp_path / "w.joblib").exists()
+    assert "word.csv: column 'x1' is numeric, but line 7 holds 'abc'" in err and "--categorical x1" in err
+    # declared categorical, it is one-hot encoded on purpose
+    assert _main([*fit, "--categorical", "x1"], tmp_path, monkeypatch, capsys)[0] == 0
+    assert "x1" in joblib.load(tmp_path / "w.joblib")["categorical"]
+    # predict and audit name the cell too, also for an infinite number
+    for cell in ("abc", "inf"):
+        frame.loc[5, "x1"] = cell
+        frame.to_csv(tmp_path / "word.csv", index=False)
+        for command in (["predict"], ["audit", "--n-bootstrap", 0]):
+            code, _, err = _main([command[0], syn / "syn.joblib", "word.csv", *command[1:]], tmp_path, monkeypatch,
+                                 capsys)
+            assert code == 65
+            assert f"column 'x1' is numeric, but line 7 holds '{cell}'; the model was trained on numbers" in err
+
+
+def test_metric_help_and_ratio_objective_say_that_metric_minimises(capsys):
+    from skrate._cli import main
+
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    helped = " ".join(capsys.readouterr().out.split())
+    assert "--metric METRIC a loss to minimise" in helped and "minimised as written" in helped
+    assert "default: 1000" in helped
+    assert main(["fit", "missing.csv", "--target", "y", "--objective", "tpr / fpr", "--out", "m.joblib"]) == 2
+    err = capsys.readouterr().err
+    assert "optimise ratios with --metric" not in err and "also minimises them" in err and "'fpr / tpr'" in err
+    with pytest.raises(SystemExit):
+        main(["audit", "--help"])
+    assert "default: 1000" in capsys.readouterr().out
+
+
+def test_the_positive_class_is_shown_and_can_be_chosen(syn, tmp_path, monkeypatch, capsys):
+    _synthetic().drop(columns="y").rename(columns={"label": "y"}).to_csv(tmp_path / "yesno.csv", index=False)
+    fit = ["fit", "yesno.csv", "--target", "y", "--exclude", "id", "--max-iter", 30]
+    code, _, err = _main([*fit, "--out", "default.joblib"], tmp_path, monkeypatch, capsys)
+    assert code == 0 and "target 'y' with positive class 'no'" in err  # 'Yes' < 'no': upper case sorts first
+    code, _, err = _main([*fit, "--positive-class", "Yes", "--out", "yes.joblib"], tmp_path, monkeypatch, capsys)
+    assert code == 0 and "target 'y' with positive class 'Yes'" in err
+    assert joblib.load(tmp_path / "yes.joblib")["classes"] == ["no", "Yes"]
+    code, out, _ = _main(["predict", "yes.joblib", "yesno.csv", "--proba", "--id", "id"], tmp_path, monkeypatch,
+                         capsys)
+    pred = pd.read_csv(io.StringIO(out))
+    assert code == 0 and list(pred.columns) == ["id", "prediction", "probability_Yes"]
+    assert set(pred["prediction"]) <= {"Yes", "no"} and (pred["id"] == np.arange(300)).all()
+    truth = _synthetic()["label"]
+    assert pred["probability_Yes"][truth == "Yes"].mean() > pred["probability_Yes"][truth == "no"].mean() + 0.3
+    code, out, _ = _main(["audit", "yes.joblib", "yesno.csv", "--n-bootstrap", 0], tmp_path, monkeypatch, capsys)
+    assert code == 0 and "Positive class: y = 'Yes'" in out
+    code, _, err = _main([*fit, "--positive-class", "yes", "--out", "bad.joblib"], tmp_path, monkeypatch, capsys)
+    assert code == 65
+    assert "--positive-class 'yes' is not a value of the target column 'y' (its values: 'Yes', 'no')" in err
+
+
+def test_a_column_read_with_another_type_than_in_training(syn, tmp_path, monkeypatch, capsys):
+    # 'code' holds x, 1, 2, 3 in training (text); a batch without x is read as integers
+    batch = _synthetic(seed=1).query("code != 'x'")
+    batch.to_csv(tmp_path / "batch.csv", index=False)
+    assert pd.read_csv(tmp_path / "batch.csv")["code"].dtype.kind == "i"
+    code, out, err = _main(["predict", syn / "syn.joblib", "batch.csv"], tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+    payload = joblib.load(syn / "syn.joblib")
+    assert payload["format"] == "skrate-model/2" and payload["categorical"] == ["grp", "code"]
+    expected = payload["model"].predict(batch[payload["features"]].astype({"code": str}))
+    np.testing.assert_array_equal(pd.read_csv(io.StringIO(out))["prediction"], expected)
+    assert _main(["audit", syn / "syn.joblib", "batch.csv", "--n-bootstrap", 0], tmp_path, monkeypatch, capsys)[0] == 0
+
+
+def test_model_files_of_the_first_format_still_load(tmp_path, monkeypatch, capsys):
+    from sklearn.linear_model import LogisticRegression
+
+    from skrate._cli import _pipeline
+
+    frame = _synthetic()
+    features = ["x1", "x2", "grp"]
+    model = _pipeline(features, ["grp"], LogisticRegression()).fit(frame[features], frame["label"])  # on labels
+    joblib.dump({"format": "skrate-model/1", "model": model, "target": "label", "groups": ["grp"],
+                 "features": features, "constraints": [], "classes": model.classes_.tolist()}, tmp_path / "v1.joblib")
+    frame.to_csv(tmp_path / "syn.csv", index=False)
+    code, out, err = _main(["predict", "v1.joblib", "syn.csv", "--proba"], tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+    pred = pd.read_csv(io.StringIO(out))
+    np.testing.assert_array_equal(pred["prediction"], model.predict(frame[features]))
+    np.testing.assert_allclose(pred["probability_no"], model.predict_proba(frame[features])[:, 1], atol=1e-12)
+    code, out, err = _main(["audit", "v1.joblib", "syn.csv", "--n-bootstrap", 0], tmp_path, monkeypatch, capsys)
+    assert code == 0 and "Positive class: label = 'no'" in out and "grp=a" in out, err
+
+
+def test_demo_checks_its_figure_path_before_training(tmp_path, monkeypatch, capsys):
+    pytest.importorskip("matplotlib")
+    from skrate import _demo
+
+    calls = []
+    monkeypatch.setattr(_demo, "run_demo", lambda **kw: calls.append(kw))
+    for figure, message in (("nowhere/x.png", "--figure nowhere/x.png: the folder 'nowhere' does not exist"),
+                            ("fig.xyz", "--figure fig.xyz: matplotlib cannot write .xyz files; end the name with "
+                                        "one of")):
+        code, _, err = _main(["demo", "--figure", figure], tmp_path, monkeypatch, capsys)
+        assert code == 2 and message in err and calls == []
+    # matplotlib appends .png to a name without an extension: the demo names the file it writes
+    assert _main(["demo", "--figure", "fig"], tmp_path, monkeypatch, capsys)[0] == 0
+    assert calls == [{"figure": "fig.png", "n_bootstrap": 200}]
+    assert _demo.figure_file("a.svg") == "a.svg"
+
+
+def test_library_errors_and_warnings_speak_the_command_line(syn, monkeypatch, capsys):
+    python_words = ("groups=...", "set_fit_request", "set_config", "fit_report_", "max_iter", "skrate.generalized",
+                    "as an array")
+    fit = ["fit", "syn.csv", "--target", "y", "--exclude", "id,label", "--max-iter", 20, "-q", "--out", "c.joblib"]
+    cases = [  # (arguments, exit code, what the message says instead)
+        ([*fit, "--constraint", "tpr[grp] >= tpr - 0.1"], 65, "no --groups were given: list the group columns"),
+        ([*fit, "--groups", "grp", "--constraint", "tpr >= 1.5"], 0, "('skrate audit' lists each constraint)"),
+        ([*fit, "--metric", "f1", "--constraint", "tpr >= 1.5"], 0, "train longer (--max-iter)"),
+        ([*fit, "--metric", "fx"], 2, "(f2: the F-measure with beta 2)"),
+        ([*fit, "--metric", "max"], 2, "the skrate command cannot build it; use max_of of the Python API"),
+        (["audit", "syn.joblib", "syn.csv", "--groups", "", "--constraint", "tpr[zzz] >= tpr", "--n-bootstrap", 0],
+         65, "Unknown group column 'zzz'"),
+    ]
+    for args, code, says in cases:
+        result, _, err = _main(args, syn, monkeypatch, capsys)
+        assert result == code and says in err, err
+        assert not [w for w in python_words if w in err], err
+
+
+def test_inputs_that_are_pipes_or_not_utf8(syn, tmp_path, monkeypatch, capsys):
+    # bash's <(...) and /dev/stdin are pipes, not regular files
+    res = run("fit", "/dev/stdin", "--target", "y", "--exclude", "id,label", "--max-iter", 10, "-q", "--out",
+              "stdin.joblib", cwd=tmp_path, input=(syn / "syn.csv").read_text())
+    assert res.returncode == 0, res.stderr
+    assert (tmp_path / "stdin.joblib").exists()
+    (tmp_path / "latin1.csv").write_bytes("x,grp,y\n1,caf\xe9,0\n2,th\xe9,1\n".encode("latin-1"))
+    code, _, err = _main(["fit", "latin1.csv", "--target", "y", "--out", "l.joblib"], tmp_path, monkeypatch, capsys)
+    assert code == 65 and "latin1.csv: not UTF-8 text" in err and "save it as UTF-8" in err
+
+
+def test_progress_ends_where_the_solver_stopped(syn, monkeypatch, capsys):
+    code, _, err = _main(["fit", "syn.csv", "--target", "y", "--exclude", "id,label", "--metric", "f1", "--max-iter",
+                          400, "--out", "f1.joblib"], syn, monkeypatch, capsys)
+    n_iter = joblib.load(syn / "f1.joblib")["model"][-1].n_iter_
+    assert code == 0
+    assert f"converged after {n_iter} of 400 iterations" in err if n_iter < 400 else "400/400" in err

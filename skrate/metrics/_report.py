@@ -40,7 +40,9 @@ def audit_tables(frame: pd.DataFrame) -> list[tuple[str, list[str], list[list[st
             tables.append((title, ["group", "rows"] + metrics, body))
     cons = frame[frame["attribute"] == "constraint"]
     if len(cons):
-        body = [[r.group, f"{r.value:.3f}", f"{r.bound:.3f}", _cell(r.violation, r.violation_low, r.violation_high, True)]
+        nan = float("nan")
+        body = [[r.group, _cell(r.value, nan, nan), _cell(r.bound, nan, nan),
+                 _cell(r.violation, r.violation_low, r.violation_high, True)]
                 for r in cons.itertuples(index=False)]
         tables.append(("constraints (violation > 0: broken)", ["constraint", "lhs", "rhs", "violation"], body))
     return tables

@@ -16,7 +16,7 @@ import scipy.sparse as sp
 
 from ..exceptions import UndefinedRateError
 from ..rates import Constraint, Expression
-from ..rates._expression import NEEDS_BASELINE, NEEDS_LABELS, RATE_KINDS, Rate
+from ..rates._expression import NEEDS_LABELS, RATE_KINDS, Rate
 from ..rates._slice import BASELINE, LABEL
 from ._groups import GroupTable
 
@@ -101,8 +101,7 @@ def check_rate(rate: Rate, data: RateData) -> None:
     """Refuse a rate that ``data`` cannot measure: no labels, or no baseline decisions."""
     if rate.kind in NEEDS_LABELS and data.y is None:
         raise ValueError(f"The rate {rate} needs the true labels y.")
-    needs_baseline = rate.kind in NEEDS_BASELINE or rate.slice.get(BASELINE) is not None
-    if needs_baseline and data.baseline is None:
+    if rate.needs_baseline and data.baseline is None:
         raise ValueError(f"The rate {rate} compares with a baseline model: pass baseline=<the baseline "
                          "model's 0/1 decisions on these rows> to fit, constraint_report, audit or the "
                          "scorer. Inside a Pipeline, GridSearchCV or cross_validate it reaches them by "

@@ -77,6 +77,11 @@ class Rate:
         if self.kind not in RATE_KINDS:
             raise ValueError(f"Unknown rate {self.kind!r}; known rates: {', '.join(RATE_KINDS)}.")
 
+    @property
+    def needs_baseline(self) -> bool:
+        """Whether measuring it takes a baseline model's decisions (churn, or a baseline slice)."""
+        return self.kind in NEEDS_BASELINE or self.slice.get("baseline") is not None
+
     def __str__(self) -> str:
         s = str(self.slice)
         return f"{self.kind}[{s}]" if s else self.kind
