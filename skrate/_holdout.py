@@ -16,12 +16,6 @@ def constraint_columns(constraints: list[Constraint]) -> list[str]:
     return group_columns(r.slice for c in constraints for r in c.rates)
 
 
-def _cells(parts: list[np.ndarray]) -> np.ndarray:
-    """A cell id per row for the combinations of values in ``parts``."""
-    codes = [np.unique(np.asarray(p).astype(str), return_inverse=True)[1] for p in parts]
-    return np.ravel_multi_index(codes, [int(c.max()) + 1 for c in codes])
-
-
 def _named_slices(constraints: list[Constraint], data: RateData) -> dict[str, np.ndarray]:
     """Each slice the constraints measure a rate on, split by label: description -> rows."""
     out = {}
@@ -47,7 +41,8 @@ def holdout_split(data: RateData, constraints: list[Constraint], fraction: float
     that are constrained separately) need not split.
     """
     columns = constraint_columns(constraints)
-    cells = _cells([data.y] + [data.groups.column(k) for k in columns])
+    groups, _ = data.groups.cells(columns)
+    cells = 2 * groups + data.y  # label x groups
     values, counts = np.unique(cells, return_counts=True)
     strata = np.where(np.isin(cells, values[counts < 2]), -1, cells)  # pool single-row cells
     if (strata == -1).sum() == 1:

@@ -233,3 +233,16 @@ def test_an_unknown_column_with_X_as_an_array_says_how_to_keep_names():
     assert "as an array" not in str(info.value)
     assert "as an array" in str(pytest.raises(ValueError, GroupTable.from_input(None, np.zeros((3, 2)), 3)
                                               .take(np.arange(2)).column, "black").value)
+
+
+def test_taking_rows_keeps_the_coded_columns_consistent():
+    table = GroupTable.from_input({"g": np.array(list("abcab")), "h": np.array([1, 2, 1, 2, 1])}, None, 5)
+    table.combinations(("g", "h"))  # codes both columns
+    idx = np.array([4, 0, 3])
+    taken, fresh = table.take(idx), GroupTable.from_input({"g": np.array(list("abcab"))[idx],
+                                                           "h": np.array([1, 2, 1, 2, 1])[idx]}, None, 3)
+    for key in ("g", "h"):
+        assert taken.values(key) == fresh.values(key)
+        np.testing.assert_array_equal(taken.mask(key, (taken.values(key)[0],)), fresh.mask(key, (fresh.values(key)[0],)))
+    assert taken.values("g") == ["a", "b"]  # c is not among the rows
+    assert taken.combinations(("g", "h")) == fresh.combinations(("g", "h"))

@@ -92,8 +92,17 @@ class GroupTable:
         return cls(raw, n, _is_frame(X))
 
     def take(self, idx: np.ndarray) -> "GroupTable":
-        """The rows ``idx`` of every column."""
-        return GroupTable({k: np.asarray(v)[idx] for k, v in self.raw.items()}, len(idx), self.named_x)
+        """The rows ``idx`` of every column; columns already validated and coded carry over."""
+        table = GroupTable({k: np.asarray(v)[idx] for k, v in self.raw.items()}, len(idx), self.named_x)
+        for key, value in self._cache.items():
+            if isinstance(key, str):
+                table._cache[key] = value[idx]
+            else:  # ("codes", column): keep the values the rows hold, renumbered in order
+                known, codes = value
+                sub = codes[idx]
+                held = np.bincount(sub, minlength=len(known)) > 0
+                table._cache[key] = ([v for v, h in zip(known, held) if h], (np.cumsum(held) - 1)[sub])
+        return table
 
     def column(self, key: str) -> np.ndarray:
         """The group column ``key`` as strings; a clear error when it is unknown."""
@@ -135,11 +144,21 @@ class GroupTable:
         """The sorted distinct values of a group column."""
         return list(self._codes(key)[0])
 
+    def cells(self, keys) -> tuple[np.ndarray, tuple[int, ...]]:
+        """Each row's combination of values of the columns ``keys``, as one integer (the
+        mixed-radix number of its values' indices), and the radices."""
+        columns = [self._codes(k)[1] for k in keys]
+        dims = tuple(len(self._codes(k)[0]) for k in keys)
+        return (np.ravel_multi_index(columns, dims) if keys else np.zeros(self.n, dtype=np.intp)), dims
+
     def combinations(self, keys: tuple[str, ...]) -> list[tuple[str, ...]]:
         """The combinations of values of the columns ``keys`` that occur in some row, sorted."""
-        columns = [self._codes(k) for k in keys]
-        present = np.unique(np.column_stack([codes for _, codes in columns]), axis=0)
-        return [tuple(known[i] for (known, _), i in zip(columns, row)) for row in present]
+        code, dims = self.cells(keys)
+        # counting integer codes is linear; sorting the rows of a table was not
+        present = (np.flatnonzero(np.bincount(code)) if np.prod(dims) <= 4 * self.n + 64 else np.unique(code))
+        index = np.unravel_index(present, dims)
+        known = [self.values(k) for k in keys]
+        return [tuple(values[i] for values, i in zip(known, row)) for row in zip(*(ix.tolist() for ix in index))]
 
     def _matches(self, key: str, value: str) -> list[int]:
         """Indices of the values of column ``key`` that ``value`` names: itself, or a value equal
