@@ -65,6 +65,7 @@ def _standardise(A, q: np.ndarray, centre: bool):
         mean = q @ A if centre else np.zeros(A.shape[1])
         centred = A - mean if centre else A
         var = np.einsum("i,ij,ij->j", q, centred, centred)
+        del centred  # before A / scale below: one copy of A at a time
     scale = np.sqrt(np.maximum(var, 0.0))  # rounding can leave a tiny negative variance
     scale[scale <= A.shape[0] * np.finfo(float).eps * np.abs(mean)] = 1.0
     scaled = (A @ sp.diags(1.0 / scale)).tocsr() if sp.issparse(A) else A / scale

@@ -316,3 +316,91 @@ def test_plots(tmp_path):
     np.testing.assert_allclose(line.get_xdata(), report.query("metric == 'tpr'")["value"])
     with pytest.raises(ValueError, match="no metric 'f1'"):
         plot_audit(report, ["f1"])
+
+
+def _rich_data(n=3000, seed=4):
+    rng = np.random.default_rng(seed)
+    g = pd.DataFrame({"race": rng.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2]), "sex": rng.choice(["F", "M"], n),
+                      "zip": rng.integers(0, 40, n).astype(str)})
+    y = (rng.random(n) < 0.4).astype(int)
+    base = (rng.random(n) < 0.5).astype(int)
+    w = rng.uniform(0.2, 3.0, n)
+    w[:50] = 0.0
+    p = rng.random(n)
+    return y, base, w, p, g
+
+
+def _evaluate_or_nan(term, data, p):
+    from skrate.exceptions import UndefinedRateError
+
+    try:
+        return evaluate_term(term, data, p)
+    except UndefinedRateError:  # a slice without weight: NaN in audits
+        return np.nan
+
+
+def test_cell_sums_give_the_rates_of_the_resampled_rows():
+    from skrate.metrics._bootstrap import resample_counts
+    from skrate.rates import Expression, Ratio
+    from skrate.rates._expression import RATE_KINDS, Rate
+
+    y, base, w, p, g = _rich_data()
+    n = len(y)
+    slices = [Slice(), Slice.make({"race": "b"}), Slice.make({"race": ["a", "c"], "sex": "F"}),
+              Slice.make({"label": 1}), Slice.make({"baseline": 0, "sex": "M"}), Slice.make({"zip": "17"})]
+    terms = [Expression.of(Rate(kind, s)) for s in slices for kind in RATE_KINDS]
+    terms += [metric_term("precision", s) for s in slices]
+    terms += [Ratio(Expression.of(Rate("tpr", slices[1])), Expression.of(Rate("tpr")))]
+    data = RateData(y, w, GroupTable.from_input(g, None, n), base)
+    parts = RateParts(terms, data, p)
+    assert parts.n_cells <= 3 * 2 * 40 * 2 * 2  # the cells of the filtered columns, label and baseline
+    rng = np.random.default_rng(0)
+    counts = np.vstack([np.ones(n), 2 * np.ones(n)] + [resample_counts(rng, n) for _ in range(3)])
+    assert (counts[2:].sum(axis=1) == n).all()
+    got = parts.values(counts)
+    assert np.isnan(got).any() and not np.isnan(got).all()  # fpr[label=1] has no rows
+    for b, k in enumerate(counts):
+        resampled = RateData(y, w * k, data.groups, base)
+        expected = [_evaluate_or_nan(t, resampled, p) for t in terms]
+        np.testing.assert_allclose(got[:, b], expected, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(parts.values()[:, 0], got[:, 0], rtol=1e-14, atol=1e-15)
+
+
+def test_cells_of_columns_with_many_values():
+    from skrate.metrics._bootstrap import _cell_index
+
+    rng = np.random.default_rng(1)
+    n = 2000
+    cols = [rng.integers(0, 700, n), rng.integers(0, 900, n), rng.integers(0, 2, n)]
+    cell = _cell_index([(c, c.max() + 1) for c in cols], n)  # 1.26M combinations: compressed on the way
+    rows = np.column_stack(cols)
+    _, inverse = np.unique(rows, axis=0, return_inverse=True)
+    assert cell.max() + 1 == inverse.max() + 1 == np.unique(cell).size
+    # the same cells as the distinct rows, up to their numbering
+    assert np.unique(np.column_stack([cell, inverse.ravel()]), axis=0).shape[0] == np.unique(cell).size
+    # a group column with a value per row
+    y, base, w, p, g = _rich_data(n)
+    g["id"] = np.arange(n).astype(str)
+    data = RateData(y, w, GroupTable.from_input(g, None, n), base)
+    terms = [metric_term(k, Slice.make({"id": str(i)})) for i in (63, 600, 1999) for k in ("ppr", "accuracy")]
+    terms += [metric_term("tpr", Slice.make({"zip": ["3", "5"]})), metric_term("precision", Slice())]
+    parts = RateParts(terms, data, p)
+    np.testing.assert_allclose(parts.values()[:, 0], [evaluate_term(t, data, p) for t in terms], rtol=1e-12)
+    # a few filters split a column of many values into few cells: ids 63, 600, 1999 and the rest
+    assert parts.n_cells <= 4 * 2 * 2 * 2
+    # every value filtered (audited groups): a cell per id and label and baseline, compressed
+    every = [metric_term("ppr", Slice.make({"id": str(i)})) for i in range(n)] + terms
+    values = RateParts(every, data, p).values()[:, 0]
+    np.testing.assert_allclose(values[n:], parts.values()[:, 0], rtol=1e-12)
+    np.testing.assert_allclose(values[50:n], p[50:], rtol=1e-15)  # an id's ppr is its decision
+    assert np.isnan(values[:50]).all()  # ids of weight 0
+
+
+def test_bootstrap_is_the_same_in_worker_processes():
+    X, y, g = _data(500)
+    clf = LogisticRegression().fit(X, y)
+    spec = "tpr[race] >= tpr - 0.05"
+    one = audit(clf, X, y, groups=g, constraints=spec, n_bootstrap=130, random_state=3)  # chunks of 100 and 30
+    two = audit(clf, X, y, groups=g, constraints=spec, n_bootstrap=130, random_state=3, n_jobs=2)
+    pd.testing.assert_frame_equal(pd.DataFrame(one), pd.DataFrame(two))
+    assert not pd.DataFrame(one).query("attribute != 'constraint'")["value_low"].isna().any()

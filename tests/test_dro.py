@@ -861,3 +861,30 @@ def test_sparse_input_gives_the_dense_solution(solver):
     np.testing.assert_allclose(sparse.coef_, dense.coef_, atol=1e-6)
     np.testing.assert_allclose(sparse.predict_proba(sp.csr_matrix(X)), dense.predict_proba(X),
                                atol=1e-6)
+
+
+def test_standardise_holds_one_copy_of_x_and_keeps_its_values():
+    import tracemalloc
+
+    from skrate._dro import _standardise
+
+    rng = np.random.default_rng(13)
+    X = rng.normal(loc=3.0, size=(20_000, 50)) * rng.uniform(0.5, 4.0, 50)
+    X[:, 7] = 2.5  # a constant column keeps scale 1
+    q = rng.uniform(size=20_000)
+    q /= q.sum()
+    tracemalloc.start()
+    try:
+        scaled, offset, scale = _standardise(X, q, True)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    # one X-sized array alive at a time: the centred copy is freed before the result is made
+    assert peak < 1.5 * X.nbytes
+    mean = q @ X
+    var = np.einsum("i,ij,ij->j", q, X - mean, X - mean)
+    expected = np.where(np.sqrt(var) <= X.shape[0] * np.finfo(float).eps * np.abs(mean), 1.0, np.sqrt(var))
+    assert scale[7] == 1.0
+    np.testing.assert_array_equal(scale, expected)
+    np.testing.assert_array_equal(offset, mean / expected)
+    np.testing.assert_array_equal(scaled, X / expected)

@@ -171,3 +171,63 @@ def test_stochastic_model_probabilities_and_predictions():
     single = StochasticModel(LinearModel(2), params, np.array([0.0, 1.0, 0.0]))
     assert single.is_deterministic
     np.testing.assert_array_equal(single.predict(X), (X[:, 1] > 0).astype(int))
+
+
+def _digest(a):
+    import hashlib
+
+    return hashlib.sha256(np.ascontiguousarray(a).tobytes()).hexdigest()[:16]
+
+
+def test_row_uniforms_and_predictions_are_those_of_earlier_versions():
+    # Draws are reproducible per row across versions: these references were computed before
+    # the hash read X in blocks of rows (by an implementation hashing a full copy of X).
+    rng = np.random.default_rng(11)
+    X = rng.normal(size=(150_000, 7))  # more rows than one block
+    X[:5000] = np.round(X[:5000])  # repeated rows
+    X[5000:5100, 0] = -0.0
+    assert _digest(row_uniforms(X, seed=3)) == "3b3011b45e13b4a7"
+    assert _digest(row_uniforms(np.asfortranarray(X), seed=3)) == "3b3011b45e13b4a7"
+    assert _digest(row_uniforms(X.astype(np.float32), seed=3)) == "c5341dab525bdf67"
+    assert _digest(row_uniforms(rng.integers(-5, 5, size=(70_000, 3)), seed=0)) == "55d447dba385569e"
+    assert _digest(row_uniforms(rng.random(50_000) < 0.5, seed=2)) == "ec2fb58855e0f478"
+    M = np.column_stack([rng.choice(["u", "vv", "a longer value"], 60_000), rng.integers(0, 3, 60_000)]).astype(object)
+    M[::7, 1] = 2.5
+    assert _digest(row_uniforms(M, seed=1)) == "0aeb979a1bf80e35"
+    assert _digest(row_uniforms(M.astype(str), seed=1)) == "3740e6628f55884b"
+    small = np.array([[1.0, -0.0, 3.0], [1.0, 0.0, 3.0], [2.5, 1e300, -7.0], [1.0, 0.0, 3.0]])
+    assert row_uniforms(small, seed=5).tolist() == [0.8602102320562623, 0.47824422080615725,
+                                                     0.41825387964515015, 0.09627820955605237]
+    Z = rng.normal(size=(120_000, 2))
+    params = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, -1.0]])
+    model = StochasticModel(LinearModel(2), params, np.array([0.5, 0.3, 0.2]), seed=4)
+    pred = model.predict(Z)
+    assert pred[:20].tolist() == [0, 1, 1, 0, 1, 0, 1, 1, 0, 1, 0, 0, 1, 1, 1, 0, 0, 1, 0, 0]
+    assert _digest(pred.astype(np.int64)) == "ce2cc500beb6d2f5"
+
+
+def test_row_uniforms_do_not_depend_on_the_blocks_and_copy_no_full_x(monkeypatch):
+    import tracemalloc
+
+    import skrate.solutions._stochastic_model as sm
+
+    rng = np.random.default_rng(12)
+    X = rng.normal(size=(100_000, 60))
+    X[2::3] = X[1::3]  # repeated rows, in every block
+    tracemalloc.start()
+    try:
+        u = row_uniforms(X, seed=3)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 0.7 * X.nbytes  # no copy of all of X: blocks of rows and per-row words
+    small = X[:400]
+    M = np.column_stack([rng.choice(["u", "vv", "a longer value"], 400), rng.integers(0, 3, 400)]).astype(object)
+    M[::7, 1] = 2.5
+    expected = row_uniforms(small, seed=3), row_uniforms(M, seed=1)
+    monkeypatch.setattr(sm, "_BLOCK", 2**16)  # 1092 rows a block
+    np.testing.assert_array_equal(row_uniforms(X, seed=3), u)
+    for block in (1, 7, 1000):
+        monkeypatch.setattr(sm, "_BLOCK", block)
+        np.testing.assert_array_equal(row_uniforms(small, seed=3), expected[0])
+        np.testing.assert_array_equal(row_uniforms(M, seed=1), expected[1])

@@ -40,12 +40,13 @@ def metric_term(kind: str, where: Slice):
     return Expression.of(Rate(kind, where))
 
 
-def _cells(table: GroupTable, group_columns: list[str]) -> list[tuple[str, str, Slice, np.ndarray]]:
-    cells = [(ALL, ALL, Slice(), np.ones(table.n, dtype=bool))]
+def _cells(table: GroupTable, group_columns: list[str]) -> list[tuple[str, str, Slice, int]]:
+    """``(attribute, group, slice, rows in the group)`` of the overall row and every group."""
+    cells = [(ALL, ALL, Slice(), table.n)]
     for key in group_columns:
-        col = table.column(key)
-        for value in table.values(key):
-            cells.append((key, value, Slice.make({key: value}), col == value))
+        values, codes = table._codes(key)
+        counts = np.bincount(codes, minlength=len(values))
+        cells += [(key, value, Slice.make({key: value}), int(c)) for value, c in zip(values, counts)]
     return cells
 
 
@@ -196,11 +197,11 @@ def audit(
         ratio_s = np.where(overall_samples != 0, rate_samples / np.where(overall_samples != 0, overall_samples, 1), np.nan)
     bounds = {name: interval(s.reshape(n_rates, -1)) for name, s in
               (("value", rate_samples), ("difference", diff_s), ("ratio", ratio_s))}
-    for c, (attr, value, _, mask) in enumerate(cells):
+    for c, (attr, value, _, count) in enumerate(cells):
         for j, kind in enumerate(metrics):
             i = c * k + j
             records.append({
-                "attribute": attr, "group": value, "metric": kind, "count": int(mask.sum()),
+                "attribute": attr, "group": value, "metric": kind, "count": count,
                 "value": rates[c, j], "value_low": bounds["value"][0][i], "value_high": bounds["value"][1][i],
                 "difference": diff[c, j], "difference_low": bounds["difference"][0][i],
                 "difference_high": bounds["difference"][1][i],

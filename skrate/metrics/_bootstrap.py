@@ -1,10 +1,13 @@
-"""Rates of many bootstrap resamples at once.
+"""Rates of many bootstrap resamples at once, through per-cell sums.
 
 A basic rate on slice S with weights w is ``sum_{i in S} w_i (v_i yhat_i + c_i) / sum_{i in S} w_i``
-(the per-example coefficients ``v, c`` of :mod:`skrate.problem`). Resampling rows with
-replacement multiplies every weight by the row's draw count ``k_i``, so with the numerator and
-denominator contributions as two sparse matrices (rates x rows) the rates of B resamples are
-``(N @ K.T) / (D @ K.T)`` for the (B x rows) count matrix ``K``: no loop over resamples or rows.
+(the per-example coefficients ``v, c`` of :mod:`skrate.problem`). Whether a row is in ``S`` and
+its ``v, c`` depend only on its *cell*: which of the rates' group filters it passes, its label
+and its baseline decision. So every rate's numerator and denominator are combinations of
+two sums per cell, ``sum w_i`` and ``sum w_i yhat_i``: ``num = V @ S_wp + C @ S_w`` and
+``den = M @ S_w`` for small (rates x cells) matrices. Resampling rows with replacement
+multiplies every weight by the row's draw count ``k_i``, which only changes the cell sums (one
+``bincount`` each per resample): no (resamples x rows) matrix, and O(rows) memory.
 """
 
 from __future__ import annotations
@@ -16,17 +19,64 @@ import scipy.sparse as sp
 from joblib import Parallel, delayed
 from sklearn.utils import check_random_state
 
-from ..problem import RateData
+from ..problem import GroupTable, RateData
 from ..problem._compile import _coefficients, check_rate, slice_mask
 from ..rates import Ratio
 from ..rates._expression import Rate
+from ..rates._slice import BASELINE, LABEL
 
-# Replicates per joblib task: bounds the (chunk x rows) count matrix held in memory.
+# Replicates per joblib task: the seeds are drawn per chunk, so the resamples (and the results)
+# do not depend on n_jobs.
 _CHUNK = 100
 
 
+def _codes(values: np.ndarray) -> tuple[np.ndarray, int]:
+    """Each entry's index into the distinct values, and their number (0/1 arrays as they are)."""
+    values = np.asarray(values)
+    if values.dtype == bool or (values.dtype.kind in "iu" and values.size and values.min() >= 0
+                                and values.max() <= 1):
+        return values.astype(np.intp), 2
+    uniques, inverse = np.unique(values, return_inverse=True)
+    return inverse.astype(np.intp).ravel(), max(len(uniques), 1)
+
+
+def _cell_index(columns: list[tuple[np.ndarray, int]], n: int) -> np.ndarray:
+    """Dense 0..C-1 index of each row's combination of ``columns`` (codes, number of codes)."""
+    cell, size = np.zeros(n, dtype=np.intp), 1
+    for codes, card in columns:
+        cell, size = cell * card + codes, size * card
+        if size > 4 * max(n, 1):  # keep the combined codes small (and far from overflow)
+            cell, size = _codes(cell)
+    present = np.bincount(cell, minlength=size) > 0
+    return (np.cumsum(present) - 1)[cell]
+
+
+def _value_classes(key: str, known: list, codes: np.ndarray, filters: list) -> tuple[np.ndarray, int]:
+    """Each row's class of the group column ``key`` and their number: values that every filter
+    on the column takes or leaves together share a class (one filter ``zip=10`` splits a column
+    of many values in two). The values themselves when each has its filter (audited groups)."""
+    size = len(known)
+    if not len(filters) < size - 1 or len(filters) * size > 2**24:
+        return codes.astype(np.intp, copy=False), size
+    values = GroupTable({key: np.asarray(known)}, size)  # one row per value: its masks, by value
+    classes, card = np.zeros(size, dtype=np.intp), 1
+    for spec in filters:
+        classes, card = 2 * classes + values.mask(key, spec), 2 * card
+        if card > 2 * size:
+            classes, card = _codes(classes)
+    classes, card = _codes(classes)
+    return classes[codes], card
+
+
 class RateParts:
-    """Numerator and denominator contributions of basic rates, and the terms built from them."""
+    """Numerator and denominator of basic rates as combinations of per-cell sums, and the terms
+    built from the rates.
+
+    Attributes: ``cell`` (each row's cell), ``w`` and ``wp`` (its weight and weight times
+    decision), and the CSR (rates x cells) matrices ``V``, ``C``, ``M``: for cell sums
+    ``S_w = sum w`` and ``S_wp = sum w p``, a rate's numerator is ``V @ S_wp + C @ S_w`` and its
+    denominator ``M @ S_w``.
+    """
 
     def __init__(self, terms: list, data: RateData, decisions: np.ndarray):
         self.rates: dict[Rate, int] = {}
@@ -34,34 +84,86 @@ class RateParts:
             for rate in term.rates:
                 self.rates.setdefault(rate, len(self.rates))
         self.terms = list(terms)
-        n = data.n
-        rows, cols, num, den = [], [], [], []
-        for rate, k in self.rates.items():
+        self.n = n = data.n
+        # Validate every rate as slice_mask would, in the order of the rates, so errors are those
+        # of the problem layer: the rate's data, then each group filter's column and values.
+        filters: dict[tuple, None] = {}  # each group filter, checked once (an ordered set)
+        for rate in self.rates:
             check_rate(rate, data)
-            mask = slice_mask(rate, data)
-            idx = np.flatnonzero(mask)
-            y = None if data.y is None else data.y[idx]
-            b = None if data.baseline is None else data.baseline[idx]
-            v, c = _coefficients(rate.kind, y, b)
-            w = data.sample_weight[idx]
-            rows.append(np.full(idx.shape[0], k))
-            cols.append(idx)
-            num.append(w * (v * decisions[idx] + c))
-            den.append(w)
-        shape = (len(self.rates), n)
-        cat = (lambda parts: np.concatenate(parts) if parts else np.zeros(0))
-        r, c = cat(rows).astype(int), cat(cols).astype(int)
-        self.N = sp.csr_matrix((cat(num), (r, c)), shape=shape)
-        self.D = sp.csr_matrix((cat(den), (r, c)), shape=shape)
+            for key, values in rate.slice.filters:
+                if key not in (LABEL, BASELINE) and (key, values) not in filters:
+                    data.groups.column(key)
+                    if data.groups.unknown(key, values):
+                        data.groups.mask(key, values)  # raises, naming the known values
+                    filters[key, values] = None
+        keys = dict.fromkeys(key for key, _ in filters)
+        codes = {key: data.groups._codes(key) for key in keys}
+        columns = [_value_classes(key, known, c, [v for k, v in filters if k == key])
+                   for key, (known, c) in codes.items()]
+        columns += [_codes(a) for a in (data.y, data.baseline) if a is not None]
+        self.cell = _cell_index(columns, n)
+        n_cells = int(self.cell.max()) + 1 if n else 0
+        rep = np.zeros(n_cells, dtype=np.intp)
+        rep[self.cell] = np.arange(n)  # a row of each cell: all its rows are alike
+        y = None if data.y is None else data.y[rep]
+        b = None if data.baseline is None else data.baseline[rep]
+        # The group values of the cells, as a table of one row per cell: its masks are those of
+        # the rows, at the cost of the cells.
+        cells = GroupTable({key: np.asarray(known)[c[rep]] for key, (known, c) in codes.items()}, n_cells)
+        cell_data = RateData(y, np.ones(n_cells), cells, b)
+        indptr, indices, vs, cs = [0], [], [], []
+        for rate in self.rates:
+            member = slice_mask(rate, cell_data)
+            idx = np.flatnonzero(member)
+            v, c = _coefficients(rate.kind, None if y is None else y[idx], None if b is None else b[idx])
+            indices.append(idx)
+            vs.append(np.broadcast_to(v, idx.shape))
+            cs.append(np.broadcast_to(c, idx.shape))
+            indptr.append(indptr[-1] + idx.shape[0])
+        cat = (lambda parts, dtype: np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype))
+        index = np.int32 if max(n_cells, indptr[-1]) < np.iinfo(np.int32).max else np.int64
+        indices, indptr = cat(indices, index), np.asarray(indptr, dtype=index)
+        shape = (len(self.rates), n_cells)
+        self.V = sp.csr_matrix((cat(vs, float), indices, indptr), shape=shape)
+        self.C = sp.csr_matrix((cat(cs, float), indices, indptr), shape=shape)
+        self.M = sp.csr_matrix((np.ones(indices.shape[0]), indices, indptr), shape=shape)
+        self.w = np.asarray(data.sample_weight, dtype=float)
+        self.wp = self.w * np.asarray(decisions, dtype=float)
+
+    @property
+    def n_cells(self) -> int:
+        return self.V.shape[1]
+
+    def cell_sums(self, counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(S_w, S_wp)`` (cells x B) for row counts ``counts`` (B x rows); None is the sample."""
+        if counts is None:
+            counts = np.ones((1, self.n))
+        counts = np.atleast_2d(counts)
+        s_w = np.empty((self.n_cells, counts.shape[0]))
+        s_wp = np.empty_like(s_w)
+        for j, k in enumerate(counts):
+            s_w[:, j], s_wp[:, j] = self._sums(k)
+        return s_w, s_wp
+
+    def _sums(self, k: np.ndarray | None) -> tuple[np.ndarray, np.ndarray]:
+        """Cell sums of ``k * w`` and ``k * w * p`` for one vector of row counts (None: all 1)."""
+        w, wp = (self.w, self.wp) if k is None else (k * self.w, k * self.wp)
+        m = self.n_cells
+        return np.bincount(self.cell, weights=w, minlength=m), np.bincount(self.cell, weights=wp, minlength=m)
+
+    def rates_from_sums(self, s_w: np.ndarray, s_wp: np.ndarray) -> np.ndarray:
+        """Basic rates (rates x B) from cell sums (cells x B); NaN where a slice has no weight."""
+        num = self.V @ s_wp + self.C @ s_w
+        den = self.M @ s_w
+        with np.errstate(invalid="ignore", divide="ignore"):
+            return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
 
     def rate_values(self, counts: np.ndarray | None = None) -> np.ndarray:
         """Basic rates (rates x B) for row counts ``counts`` (B x rows); None is the sample itself."""
         if counts is None:
-            num, den = self.N.sum(axis=1).A, self.D.sum(axis=1).A
-        else:
-            num, den = self.N @ counts.T, self.D @ counts.T
-        with np.errstate(invalid="ignore", divide="ignore"):
-            return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+            s_w, s_wp = self._sums(None)
+            return self.rates_from_sums(s_w[:, None], s_wp[:, None])
+        return self.rates_from_sums(*self.cell_sums(counts))
 
     def term_values(self, rates: np.ndarray) -> np.ndarray:
         """Values (terms x B) of the terms from basic rate values (rates x B); NaN where undefined."""
@@ -81,21 +183,30 @@ class RateParts:
         return self.term_values(self.rate_values(counts))
 
 
-def _chunk(parts: RateParts, seed: int, size: int, n: int) -> np.ndarray:
+def resample_counts(rng: np.random.Generator, n: int) -> np.ndarray:
+    """How often each of ``n`` rows is drawn in a resample of ``n`` rows with replacement
+    (multinomial with equal probabilities)."""
+    return np.bincount(rng.integers(n, size=n), minlength=n)
+
+
+def _chunk(parts: RateParts, seed: int, size: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
-    counts = rng.multinomial(n, np.full(n, 1.0 / n), size=size).astype(float)
-    return parts.values(counts)
+    rates = np.empty((len(parts.rates), size))
+    for j in range(size):  # one resample at a time: O(rows + cells) memory
+        s_w, s_wp = parts._sums(resample_counts(rng, parts.n))
+        rates[:, j] = parts.rates_from_sums(s_w[:, None], s_wp[:, None])[:, 0]
+    return parts.term_values(rates)
 
 
 def bootstrap_values(parts: RateParts, n_bootstrap: int, random_state=None, n_jobs=None) -> np.ndarray:
     """Term values (terms x n_bootstrap) on resamples of the rows drawn with replacement.
 
-    The draws depend only on ``random_state``, not on ``n_jobs``.
+    The draws depend only on ``random_state``, not on ``n_jobs``: each chunk of ``_CHUNK``
+    resamples has its own seed, drawn from ``random_state`` in order.
     """
-    n = parts.N.shape[1]
     sizes = [_CHUNK] * (n_bootstrap // _CHUNK) + ([n_bootstrap % _CHUNK] if n_bootstrap % _CHUNK else [])
     seeds = check_random_state(random_state).randint(np.iinfo(np.int32).max, size=len(sizes))
-    chunks = Parallel(n_jobs=n_jobs)(delayed(_chunk)(parts, int(s), k, n) for s, k in zip(seeds, sizes))
+    chunks = Parallel(n_jobs=n_jobs)(delayed(_chunk)(parts, int(s), k) for s, k in zip(seeds, sizes))
     return np.hstack(chunks) if chunks else np.zeros((len(parts.terms), 0))
 
 

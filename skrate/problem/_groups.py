@@ -97,7 +97,7 @@ class GroupTable:
         for key, value in self._cache.items():
             if isinstance(key, str):
                 table._cache[key] = value[idx]
-            else:  # ("codes", column): keep the values the rows hold, renumbered in order
+            elif key[0] == "codes":  # keep the values the rows hold, renumbered in order
                 known, codes = value
                 sub = codes[idx]
                 held = np.bincount(sub, minlength=len(known)) > 0
@@ -140,6 +140,13 @@ class GroupTable:
             self._cache[cache_key] = (uniques.tolist(), codes)
         return self._cache[cache_key]
 
+    def _index(self, key: str) -> dict[str, int]:
+        """Value -> its index among the sorted distinct values of column ``key``."""
+        cache_key = ("index", key)
+        if cache_key not in self._cache:
+            self._cache[cache_key] = {v: i for i, v in enumerate(self.values(key))}
+        return self._cache[cache_key]
+
     def values(self, key: str) -> list[str]:
         """The sorted distinct values of a group column."""
         return list(self._codes(key)[0])
@@ -163,9 +170,10 @@ class GroupTable:
     def _matches(self, key: str, value: str) -> list[int]:
         """Indices of the values of column ``key`` that ``value`` names: itself, or a value equal
         as a number (``"1.0"`` names the group ``1``, ``"2"`` the group ``2.0``)."""
+        index = self._index(key)
+        if value in index:
+            return [index[value]]
         known = self.values(key)
-        if value in known:
-            return [known.index(value)]
         number = _number(value)
         return [] if number is None else [i for i, k in enumerate(known) if _number(k) == number]
 

@@ -56,7 +56,8 @@ def row_uniforms(X, seed: int = 0) -> np.ndarray:
 
     The same row gets the same number in every call and every process; distinct rows get
     (pseudo-)independent numbers. Numbers are hashed by their float64 bytes, whatever their
-    dtype; other entries (text, categories) by their text. Loops over columns, never over rows.
+    dtype; other entries (text, categories) by their text. Loops over columns and blocks of rows,
+    never over single rows, and holds no copy of all of ``X``.
 
     A row repeated within ``X`` (discrete features) would otherwise draw the same number every
     time, so all its copies would get the same decision. Its ``k``-th repeat takes the ``k``-th
@@ -67,19 +68,37 @@ def row_uniforms(X, seed: int = 0) -> np.ndarray:
     X = np.asarray(X)
     if X.ndim == 1:
         X = X[:, None]
-    if X.dtype.kind in "biuf":
-        columns = list(_number_words(X).reshape(X.shape[0], -1).T)
-    else:
-        columns = [_column_words(X[:, j]) for j in range(X.shape[1])]
-    with np.errstate(over="ignore"):  # 64-bit wrap-around is the point of the hash
-        h = np.full(X.shape[0], _mix(np.array([seed], dtype=np.uint64) + _GOLDEN)[0], dtype=np.uint64)
-        for j, words in enumerate(columns):
-            h = _mix(h ^ (words + _GOLDEN * np.uint64(j + 1)))
+    h = _row_hashes(X, seed)
     u = (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
     return np.mod(u + _repeat_index(h) * _PHI, 1.0)
 
 
 _PHI = (np.sqrt(5.0) - 1.0) / 2.0
+
+# Entries of X hashed at a time: row blocks of about 8 MB of words, never a copy of all of X.
+_BLOCK = 2**20
+
+
+def _row_hashes(X: np.ndarray, seed: int) -> np.ndarray:
+    """The 64-bit hash of each row of a 2-D ``X``, computed in blocks of rows (a row's hash
+    reads only its own entries, so the blocks do not change it)."""
+    n = X.shape[0]
+    numeric = X.dtype.kind in "biuf"
+    step = max(1, _BLOCK // max(int(np.prod(X.shape[1:])), 1))
+    h = np.empty(n, dtype=np.uint64)
+    with np.errstate(over="ignore"):  # 64-bit wrap-around is the point of the hash
+        start = _mix(np.array([seed], dtype=np.uint64) + _GOLDEN)[0]
+        for lo in range(0, n, step):
+            block = X[lo:lo + step]
+            if numeric:
+                columns = list(_number_words(block).reshape(block.shape[0], -1).T)
+            else:
+                columns = [_column_words(block[:, j]) for j in range(block.shape[1])]
+            hb = np.full(block.shape[0], start, dtype=np.uint64)
+            for j, words in enumerate(columns):
+                hb = _mix(hb ^ (words + _GOLDEN * np.uint64(j + 1)))
+            h[lo:lo + step] = hb
+    return h
 
 
 def _repeat_index(h: np.ndarray) -> np.ndarray:
