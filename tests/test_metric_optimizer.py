@@ -470,6 +470,29 @@ def test_named_special_cases_play_the_same_loop():
         assert traj.objective.min() <= best + 0.03
 
 
+
+@pytest.mark.parametrize("model", ["linear", "mlp"])
+def test_snapshot_rates_in_row_blocks_equal_the_dense_evaluation(model, monkeypatch):
+    from skrate.generalized._three_player import solve_three_player
+    from skrate.models import LinearModel, MLPModel
+    from skrate.solvers import _rate_game
+
+    X, y, g = _two_groups(300, seed=12)
+    data = RateData(y, np.ones(len(y)), GroupTable.from_input(g, None, len(y)))
+    program = compile_program("g_mean", ["tpr[group] >= tpr - 0.05"], data)
+    score_model = LinearModel(3) if model == "linear" else MLPModel(3, (4,))
+    run = lambda: solve_three_player(program, score_model, X, max_iter=60, rng=np.random.default_rng(0))
+    whole = run()
+    monkeypatch.setitem(_rate_game.decision_rates.__kwdefaults__, "chunk_rows", 64)  # 5 blocks, the last short
+    blocks = run()
+    np.testing.assert_array_equal(blocks.params, whole.params)
+    dense = program.rates((score_model.scores_many(X, whole.params) > 0).astype(float))
+    np.testing.assert_array_equal(whole.rates, dense)
+    np.testing.assert_allclose(blocks.rates, dense, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(blocks.objective, whole.objective, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(blocks.constraints, whole.constraints, rtol=0, atol=1e-12)
+
+
 # -- defaults: solver choice and early stopping ---------------------------------------------------
 def test_auto_solver_follows_metric_class_and_model():
     X, y, g = _two_groups(200, seed=11)

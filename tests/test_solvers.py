@@ -98,3 +98,54 @@ def test_external_regret_and_lagrange_players():
     np.testing.assert_allclose(lag.weights(), [1.0, 0.5, 0.0])
     lag.update(np.array([1.0, -1.0]))
     np.testing.assert_allclose(lag.weights(), [1.0, 0.7, 0.0])  # clipped at the radius
+
+
+def _rate_problem(n, seed):
+    from skrate.problem import GroupTable, RateData, compile_problem
+    from skrate.rates import as_constraints, as_expression
+
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, size=n)
+    g = {"race": rng.choice(np.array(["a", "b", "c"]), size=n), "sex": rng.choice(np.array(["f", "m"]), size=n)}
+    data = RateData(y, rng.uniform(0.5, 2.0, size=n), GroupTable.from_input(g, None, n))
+    return compile_problem(as_expression("error_rate + 0.5 * fpr"),
+                           as_constraints(["tpr[race] >= tpr - 0.05", "ppr[sex] <= ppr + 0.05"]), data)
+
+
+@pytest.mark.parametrize("model", [LinearModel(6), MLPModel(6, (5,))])
+@pytest.mark.parametrize("sparse", [False, True])
+def test_chunked_candidate_rates_equal_the_dense_evaluation(model, sparse):
+    from skrate.solvers._rate_game import candidate_values, decision_rates
+
+    n = 1000
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(n, 6))
+    if sparse:
+        X[rng.uniform(size=X.shape) < 0.6] = 0.0
+        X = sp.csr_matrix(X)
+    problem = _rate_problem(n, seed=5)
+    params = np.vstack([model.init_params(rng) + rng.normal(size=model.n_params) for _ in range(7)])
+    dense = problem.values((model.scores_many(X, params) > 0).astype(float))
+    # one block is the plain product; 128 rows a block (8 blocks, the last short) sums the blocks'
+    for chunk in (n, 128, 999):
+        np.testing.assert_allclose(decision_rates(model, X, params, problem.basis, chunk_rows=chunk),
+                                   problem.basis @ (model.scores_many(X, params) > 0), rtol=0, atol=1e-12)
+        np.testing.assert_allclose(candidate_values(problem, model, X, params, chunk_rows=chunk), dense,
+                                   rtol=0, atol=1e-12)
+        # a subset of the rows measures only the basic rates it uses, to the same values
+        np.testing.assert_allclose(candidate_values(problem, model, X, params, [0], chunk_rows=chunk), dense[:1],
+                                   rtol=0, atol=1e-12)
+        np.testing.assert_allclose(candidate_values(problem, model, X, params, slice(1, None), chunk_rows=chunk),
+                                   dense[1:], rtol=0, atol=1e-12)
+    np.testing.assert_array_equal(candidate_values(problem, model, X, params, chunk_rows=n), dense)
+
+
+def test_forward_cache_gives_the_backward_of_a_fresh_forward_pass():
+    rng = np.random.default_rng(6)
+    X = rng.normal(size=(50, 4))
+    for model in (LinearModel(4), MLPModel(4, (3, 2))):
+        theta = model.init_params(rng) + rng.normal(size=model.n_params) * 0.3
+        scores, cache = model.forward(X, theta)
+        np.testing.assert_array_equal(scores, model.scores(X, theta))
+        upstream = rng.normal(size=50)
+        np.testing.assert_array_equal(model.backward(X, theta, upstream, cache=cache), model.backward(X, theta, upstream))

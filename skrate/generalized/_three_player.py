@@ -27,6 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..solvers import Trajectory
+from ..solvers._rate_game import decision_rates
 from ._metrics import RateFunction
 from ._program import MetricProgram
 from ._stopping import EarlyStopping, Snapshots, WindowMean
@@ -212,7 +213,7 @@ class MetricTrajectory(Trajectory):
 def trajectory(program: MetricProgram, model, X, params: np.ndarray, multipliers: np.ndarray,
                n_iter: int) -> MetricTrajectory:
     """Snapshots with their rates and their objective and constraint values on the training rows."""
-    rates = program.rates((model.scores_many(X, params) > 0).astype(float))
+    rates = decision_rates(model, X, params, program.A) + program.b[:, None]
     obj, cons = program.values(rates)
     return MetricTrajectory(params, np.asarray(obj, dtype=float),
                             np.asarray(cons, dtype=float).reshape(-1, params.shape[0]), multipliers, n_iter, rates)

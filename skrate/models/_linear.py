@@ -29,10 +29,17 @@ class LinearModel:
 
     def scores_many(self, X, thetas: np.ndarray) -> np.ndarray:
         """Scores of many parameter vectors (k, n_params) at once: (n, k), one matrix product."""
-        return X @ thetas[:, :-1].T + thetas[:, -1]
+        out = np.asarray(X @ thetas[:, :-1].T)
+        out += thetas[:, -1]  # in place: no second (n, k) array
+        return out
 
-    def backward(self, X, theta: np.ndarray, grad_scores: np.ndarray, XT=None) -> np.ndarray:
-        """Gradient of ``sum_i grad_scores_i * f(x_i)`` with respect to theta (``XT``: ``X.T``, precomputed)."""
+    def forward(self, X, theta: np.ndarray):
+        """``(scores, cache)`` as :meth:`MLPModel.forward`; a linear model's gradient needs no cache (None)."""
+        return self.scores(X, theta), None
+
+    def backward(self, X, theta: np.ndarray, grad_scores: np.ndarray, XT=None, cache=None) -> np.ndarray:
+        """Gradient of ``sum_i grad_scores_i * f(x_i)`` with respect to theta (``XT``: ``X.T``, precomputed;
+        ``cache``, from :meth:`forward`, is unused)."""
         return np.append((X.T if XT is None else XT) @ grad_scores, grad_scores.sum())
 
     def penalty_mask(self) -> np.ndarray:

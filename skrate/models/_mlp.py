@@ -36,23 +36,36 @@ class MLPModel:
             parts += [rng.normal(scale=np.sqrt(2.0 / a), size=a * b), np.zeros(b)]
         return np.concatenate(parts)
 
-    def _forward(self, X, theta):
+    def _activations(self, X, layers) -> list:
         acts = [X]
-        layers = self._unpack(theta)
         for k, (W, c) in enumerate(layers):
             z = np.asarray(acts[-1] @ W) + c
             acts.append(z if k == len(layers) - 1 else np.maximum(z, 0.0))
-        return layers, acts
+        return acts
+
+    def forward(self, X, theta: np.ndarray):
+        """``(scores, cache)``: the scores and the layers' activations, which :meth:`backward` at the
+        same ``X`` and ``theta`` reuses instead of running the network again."""
+        acts = self._activations(X, self._unpack(theta))
+        return acts[-1][:, 0], acts
 
     def scores(self, X, theta: np.ndarray) -> np.ndarray:
-        return self._forward(X, theta)[1][-1][:, 0]
+        return self.forward(X, theta)[0]
 
     def scores_many(self, X, thetas: np.ndarray) -> np.ndarray:
-        return np.column_stack([self.scores(X, t) for t in thetas])
+        out = np.empty((X.shape[0], len(thetas)))
+        for j, theta in enumerate(thetas):  # filled column by column: the (n, k) scores exist once
+            out[:, j] = self.scores(X, theta)
+        return out
 
-    def backward(self, X, theta: np.ndarray, grad_scores: np.ndarray, XT=None) -> np.ndarray:
-        """Gradient of ``sum_i grad_scores_i * f(x_i)`` with respect to theta."""
-        layers, acts = self._forward(X, theta)
+    def backward(self, X, theta: np.ndarray, grad_scores: np.ndarray, XT=None, cache=None) -> np.ndarray:
+        """Gradient of ``sum_i grad_scores_i * f(x_i)`` with respect to theta.
+
+        ``cache`` is what :meth:`forward` returned with the scores for this ``X`` and ``theta``;
+        None runs the forward pass again.
+        """
+        layers = self._unpack(theta)
+        acts = self._activations(X, layers) if cache is None else cache
         delta = grad_scores[:, None]
         grads = []
         for k in range(len(layers) - 1, -1, -1):

@@ -25,6 +25,49 @@ from ._players import PLAYERS
 from ._surrogates import surrogate_grad
 from ._trajectory import Trajectory
 
+#: Rows scored at a time when every candidate is evaluated: the decisions of ~100 candidates on
+#: 65536 rows take ~50 MiB, whatever the number of rows.
+CHUNK_ROWS = 65536
+
+
+def decision_rates(model, X, params: np.ndarray, matrix, *, chunk_rows: int = CHUNK_ROWS) -> np.ndarray:
+    """``matrix @ 1[model.scores_many(X, params) > 0]``, shape (K, k), ``chunk_rows`` rows at a time.
+
+    ``matrix`` (sparse, K x n) weighs the rows of ``X``: a rate problem's ``basis``, a metric
+    program's ``A``. The (n, k) decisions of the k candidates ``params`` are never held whole,
+    only a block of rows of them; the blocks' products are summed (equal to the one product up
+    to rounding; with a single block it is that product).
+    """
+    n, k = X.shape[0], params.shape[0]
+    if matrix.shape[0] == 0 or n == 0:
+        return np.zeros((matrix.shape[0], k))
+    if n <= chunk_rows:
+        return matrix @ _decisions(model, X, params)
+    cols = sp.csc_matrix(matrix)  # a block of columns of CSC is a cheap slice
+    out = np.zeros((matrix.shape[0], k))
+    for start in range(0, n, chunk_rows):
+        rows = slice(start, min(start + chunk_rows, n))
+        out += cols[:, rows] @ _decisions(model, X[rows], params)
+    return out
+
+
+def _decisions(model, X, params: np.ndarray) -> np.ndarray:
+    """The 0/1 decisions (n, k) of the candidates, written over their scores (one (n, k) array)."""
+    scores = np.asarray(model.scores_many(X, params), dtype=float)
+    return np.greater(scores, 0.0, out=scores)
+
+
+def candidate_values(problem: RateProblem, model, X, params: np.ndarray, rows=slice(None), *,
+                     chunk_rows: int = CHUNK_ROWS) -> np.ndarray:
+    """Rows ``rows`` of ``problem.values`` at the decisions of every candidate ``params``: (len(rows), k).
+
+    Only the basic rates those rows combine are measured (see :func:`decision_rates`).
+    """
+    mix = problem.mix[rows]
+    used = np.unique(mix.indices)
+    rates = decision_rates(model, X, params, problem.basis[used], chunk_rows=chunk_rows)
+    return mix[:, used] @ rates + problem.b[rows][:, None]
+
 
 def _surrogate_rates(A_pos, A_neg, scores, b, kind):
     """Surrogate value of every row: upper bounds of the indicator on positive coefficients."""
@@ -153,7 +196,7 @@ def solve_rate_game(
             at += batch_size
             Bb = basis_cols[:, idx]
             Xb, XTb, BbT, scale = X[idx], None, Bb.T, n / batch_size
-        scores = model.scores(Xb, theta)
+        scores, cache = model.forward(Xb, theta)  # cache: what backward reuses (an MLP's activations)
         if player.needs_surrogate:
             Ap, An = (A_pos, A_neg) if full else (A_pos[:, idx], A_neg[:, idx])
             values = _surrogate_rates(Ap * scale, An * scale, scores, b, surrogate)
@@ -163,7 +206,8 @@ def solve_rate_game(
             values = scale * (mix @ (Bb @ (scores > 0).astype(float))) + b
         weights = player.weights()
         coef = scale * (BbT @ (mixT @ weights))
-        grad = model.backward(Xb, theta, surrogate_grad(scores, coef, surrogate), XTb) + reg * theta
+        grad = model.backward(Xb, theta, surrogate_grad(scores, coef, surrogate), XTb, cache=cache) + reg * theta
+        cache = None  # not held through the next forward pass
         if t % every == 0 or t == max_iter - 1:
             snaps.append(theta.copy())
             lams.append(np.asarray(weights, dtype=float).copy())
@@ -178,9 +222,11 @@ def solve_rate_game(
     snaps.append(theta.copy())
     lams.append(np.asarray(player.weights(), dtype=float).copy())
     params = np.array(snaps)
-    rates = problem.values((model.scores_many(X, params) > 0).astype(float))
-    if held_out is not None:
-        rates[1:] = held_problem.values((model.scores_many(X_held, params) > 0).astype(float))[1:]
+    if held_out is None:
+        rates = candidate_values(problem, model, X, params)
+    else:  # the objective on the training rows, the constraints on the held-out ones
+        rates = np.vstack([candidate_values(problem, model, X, params, [0]),
+                           candidate_values(held_problem, model, X_held, params, slice(1, None))])
     lam_hist = np.array(lams)
     if lam_hist.shape[1] != m + 1:  # the Lagrangian's multipliers omit the objective's weight
         lam_hist = np.column_stack([np.ones(len(lam_hist)), lam_hist[:, -m:]]) if m else lam_hist[:, :1]
