@@ -23,6 +23,7 @@ from scipy.special import expit
 from sklearn.utils.extmath import row_norms
 
 from skrate._capped_simplex import project_capped_simplex
+from skrate._kept_set import KeptSet
 from skrate._prox import elastic_net_penalty, prox_elastic_net
 
 # Bound on the second derivative of each loss in the score: the Lipschitz constant of
@@ -146,10 +147,19 @@ class TrimmedProblem:
     floors: np.ndarray | None = None
     n_scores: int = field(init=False)
 
+    group_rows: list = field(init=False, repr=False, compare=False)
+
     def __post_init__(self):
         self.n_scores = self.Y.shape[1] if self.loss == "multinomial" else 1
         if self.coef_scale is None:
             self.coef_scale = np.ones(self.X.shape[1])
+        # the rows of each group with a floor, in increasing order: found once, not at
+        # every weight step
+        self.group_rows = []
+        if self.floors is not None:
+            order = np.argsort(self.groups, kind="stable")
+            counts = np.bincount(self.groups, minlength=len(self.floors))
+            self.group_rows = np.split(order, np.cumsum(counts)[:-1])[: len(self.floors)]
 
     def scores(self, W, b):
         return self.X @ W + b
@@ -178,25 +188,59 @@ class TrimmedProblem:
         """The exact minimiser over the weights: 1 on the ``h`` smallest losses.
 
         With floors the problem is a linear program over a polymatroid, solved
-        greedily: each group's ``floors[k]`` smallest losses first, then the
-        smallest of the rest.
+        greedily: each group's ``floors[k]`` smallest losses first (of equal losses,
+        the first rows), then the smallest of the rest.
+        """
+        return self.greedy(losses)[0]
+
+    def greedy(self, losses: np.ndarray, bounds: bool = False) -> tuple:
+        """:meth:`keep_smallest`, the rows left after the floors (None without floors)
+        and, with ``bounds``, the largest kept and the least trimmed loss.
+
+        No sort: a floor keeps the losses up to its group's ``floors[k]``-th smallest,
+        of those equal to it the first rows (as a stable sort by group and loss
+        would; NaN last), in ``O(n_k)``; the rest is one ``argpartition``.
         """
         h = round(self.h)
         w = np.zeros(losses.shape[0])
-        if self.floors is None:
-            if h > 0:
-                w[np.argpartition(losses, h - 1)[:h]] = 1.0
-            return w
-        order = np.lexsort((losses, self.groups))  # by group, then by loss
-        g = self.groups[order]
-        counts = np.bincount(g, minlength=len(self.floors))
-        rank = np.arange(order.size) - (np.cumsum(counts) - counts)[g]  # within its group
-        w[order[rank < self.floors[g]]] = 1.0
-        rest = np.flatnonzero(w == 0)
+        rest, tops = None, []  # tops: the largest loss each floor keeps
+        for rows, floor in zip(self.group_rows, self.floors if self.floors is not None else ()):
+            f = min(int(np.ceil(floor)), rows.size)  # ranks below the floor
+            if f <= 0:
+                continue
+            v = losses[rows]
+            if f == rows.size:
+                w[rows] = 1.0
+                tops.append(v.max())
+                continue
+            t = np.partition(v, f - 1)[f - 1]
+            if t == t:
+                keep = v <= t
+                extra = np.count_nonzero(keep) - f
+                if extra:  # equal losses at the cut: the first rows
+                    keep[np.flatnonzero(v == t)[-extra:]] = False
+            else:  # NaN: all the numbers, then the first NaN
+                keep = ~np.isnan(v)
+                keep[np.flatnonzero(~keep)[: f - np.count_nonzero(keep)]] = True
+            w[rows] = keep
+            tops.append(t)
+        if self.floors is not None:
+            rest = np.flatnonzero(w == 0)
         m = h - int(w.sum())
+        l_rest = losses if rest is None else losses[rest]
         if m > 0:
-            w[rest[np.argpartition(losses[rest], m - 1)[:m]]] = 1.0
-        return w
+            part = np.argpartition(l_rest, m - 1)
+            w[part[:m] if rest is None else rest[part[:m]]] = 1.0
+        if not bounds:
+            return w, rest
+        # max and min propagate NaN, as the maximum over the kept rows would
+        if m > 0:
+            top = np.max([l_rest[part[m - 1]], *tops])
+            low = l_rest[part[m:]].min() if m < l_rest.size else np.inf
+        else:
+            top = np.max(tops) if tops else -np.inf
+            low = l_rest.min() if l_rest.size else np.inf
+        return w, rest, float(top), float(low)
 
     def project(self, v: np.ndarray) -> np.ndarray:
         """Euclidean projection onto the weights' set."""
@@ -257,6 +301,12 @@ class TrimmedFit:
 
 
 # ---------------------------------------------------------------------------- SMART
+# From this many rows on, SMART's exact weight steps use KeptSet (below, the full
+# selection costs less than its bookkeeping); the weights are the same either way.
+_KEPT_SET_MIN_ROWS = 20000
+_KEPT_SET_BAND = 4  # rows either side of a cut, in minibatches
+
+
 def smart(
     problem: TrimmedProblem,
     *,
@@ -294,7 +344,11 @@ def smart(
     Lipschitz constants of :meth:`TrimmedProblem.lipschitz`. The objective is
     linear in ``w``: that block's Lipschitz constant is 0 and its step ``1/0``
     unbounded, so the default ``weight_step=inf`` takes the exact block minimiser
-    (weight 1 on the ``h`` smallest table losses). A finite ``weight_step`` takes
+    (weight 1 on the ``h`` smallest table losses, :meth:`TrimmedProblem.keep_smallest`;
+    it changes only when a touched row crosses the cut, and from
+    ``_KEPT_SET_MIN_ROWS`` rows on it is updated from the touched rows and those
+    near the cut, not by a pass over all ``n``: same weights, see :class:`KeptSet`).
+    A finite ``weight_step`` takes
     the projected-gradient step ``w <- P(w - weight_step * f / fbar)`` onto the
     capped simplex instead, with ``fbar`` the current weighted mean loss (so the
     step is free of the loss scale); its fixed points are the same.
@@ -385,11 +439,17 @@ def smart(
 
     # Exact weight block: the kept set stays optimal while (a bound on) the largest
     # kept loss is <= (a bound on) the smallest trimmed one; the bounds follow the
-    # rows a step touched, and only a crossing triggers a new O(n) selection.
+    # rows a step touched, and only a crossing triggers a new selection. That
+    # selection, keep_smallest of the table, is kept up to date by KeptSet in
+    # O(batch + band) per step (an O(n) one only when the cut leaves its band); on
+    # small problems the plain O(n) selection costs less. Both give the same weights.
+    exact_w = np.isinf(weight_step)
+    kept_set = KeptSet(P, _KEPT_SET_BAND * bsz, incremental=n >= _KEPT_SET_MIN_ROWS)
     bounds = [np.inf, -np.inf]  # [upper bound of max kept loss, lower bound of min trimmed]
 
     def w_step(w, loss_tab, agg_W, agg_b, touched=None):
-        if np.isinf(weight_step):
+        """The weight block; updates ``w`` in place."""
+        if exact_w:
             if touched is not None and bounds[0] <= bounds[1]:
                 lt, kept = loss_tab[touched], w[touched] > 0
                 if kept.any():
@@ -398,26 +458,26 @@ def smart(
                     bounds[1] = min(bounds[1], float(lt[~kept].min()))
                 if bounds[0] <= bounds[1]:
                     return w, agg_W, agg_b
-            w_new = P.keep_smallest(loss_tab)
-            kept = w_new > 0
-            bounds[0] = float(loss_tab[kept].max()) if kept.any() else -np.inf
-            bounds[1] = float(loss_tab[~kept].min()) if not kept.all() else np.inf
+            idx, w_idx, bounds[0], bounds[1] = kept_set.update(loss_tab, w)
         else:
             scale = max(float(w @ loss_tab) / h, np.finfo(float).tiny)
             w_new = P.project(w - (weight_step / scale) * loss_tab)
-        idx = np.flatnonzero(w_new != w)
+            idx = np.flatnonzero(w_new != w)
+            w_idx = w_new[idx]
         if idx.size:
-            dc = (w_new[idx] - w[idx]) / h
+            dc = (w_idx - w[idx]) / h
             agg_W = agg_W + X[idx].T @ (dc[:, None] * D[idx])
             agg_b = agg_b + dc @ D[idx] * fi
-        return w_new, agg_W, agg_b
+            w[idx] = w_idx
+        return w, agg_W, agg_b
 
     objective = [P.objective(W, b, w)]
     n_iter, converged, rejected, grow = 0, False, 0, step_growth
     seen, stalled_key = {np.packbits(w > 0.5).tobytes()}, None  # kept sets after epochs
     for epoch in range(max_iter):
-        saved = (W, b, w, D.copy(), loss_tab.copy(), agg_W, agg_b)
+        saved = (W, b, w.copy(), D.copy(), loss_tab.copy(), agg_W, agg_b)
         bounds[:] = [np.inf, -np.inf]  # tables are refreshed below or were restored
+        kept_set.reset()
         perm = rng.permutation(n)
         X_perm, Y_perm = X[perm], Y[perm]  # minibatches become contiguous views
         n_steps = n_batches if block == "cyclic" else 2 * n_batches
@@ -439,6 +499,7 @@ def smart(
             W = P.prox(W - eta * (scale * corr_W + agg_W), eta)
             b = b - eta * (scale * corr_b + agg_b)
             loss_tab[B] = l_B
+            kept_set.touch(B)
             if variance_reduction == "saga":
                 D[B] = D_B
                 agg_W = agg_W + corr_W

@@ -16,9 +16,11 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.validation import check_is_fitted
 
+import skrate._smart
 import skrate._trimmed
 from skrate import TrimmedClassifier, TrimmedRegressor
 from skrate._capped_simplex import project_capped_simplex
+from skrate._kept_set import KeptSet
 from skrate._smart import (
     TrimmedProblem,
     column_scaling,
@@ -116,6 +118,141 @@ def test_exact_weight_block_with_floors_solves_the_linear_program(seed):
     assert set(np.unique(w)) <= {0.0, 1.0} and w.sum() == 20
     assert np.all(np.bincount(groups, weights=w) >= floors)
     assert w @ losses == pytest.approx(res.fun, rel=1e-10)
+
+
+def _keep_smallest_by_sorting(losses, h, groups, floors):
+    """Reference exact weight block: a stable sort by (group, loss) gives each group's
+    floor, then argpartition the rest (as the selection without floors does)."""
+    w = np.zeros(losses.shape[0])
+    order = np.lexsort((losses, groups))
+    g = groups[order]
+    counts = np.bincount(g, minlength=len(floors))
+    rank = np.arange(order.size) - (np.cumsum(counts) - counts)[g]
+    w[order[rank < floors[g]]] = 1.0
+    rest = np.flatnonzero(w == 0)
+    m = h - int(w.sum())
+    if m > 0:
+        w[rest[np.argpartition(losses[rest], m - 1)[:m]]] = 1.0
+    return w
+
+
+def _random_floors_case(rng, trial):
+    n = int(rng.integers(1, 80))
+    n_groups = int(rng.integers(1, 5))
+    groups = rng.integers(0, n_groups, n)
+    counts = np.bincount(groups, minlength=n_groups)
+    # half of each group (the classifier's), or anything from none to more than it has
+    floors = -(-counts // 2) if trial % 2 else rng.integers(0, counts + 2)
+    return n, groups, floors
+
+
+def test_keep_smallest_with_floors_matches_the_sorting_reference():
+    rng = np.random.default_rng(0)
+    for trial in range(600):
+        n, groups, floors = _random_floors_case(rng, trial)
+        h = int(rng.integers(0, n + 1))
+        # ties within and across groups, at and around the cuts; NaN and inf losses
+        losses = rng.integers(0, 4, n).astype(float) if trial % 3 == 0 else rng.random(n)
+        if trial % 7 == 0:
+            losses[rng.random(n) < 0.2] = np.nan
+        if trial % 5 == 0:
+            losses[rng.random(n) < 0.2] = np.inf
+        P = TrimmedProblem(
+            np.zeros((n, 1)), np.zeros(n), "squared", h, groups=groups, floors=floors
+        )
+        expected = _keep_smallest_by_sorting(losses, h, groups, floors)
+        np.testing.assert_array_equal(P.keep_smallest(losses), expected)
+
+
+@pytest.mark.parametrize("with_floors", [False, True])
+def test_incremental_weight_block_equals_the_full_selection(with_floors):
+    # SMART's exact weight block follows the loss table a minibatch at a time; each
+    # update must give exactly keep_smallest of the table (same rows, ties included)
+    # and the largest kept / least trimmed loss.
+    rng = np.random.default_rng(1)
+    n_fast = 0
+    for trial in range(60):
+        n = int(rng.integers(20, 300))
+        kw = {}
+        if with_floors:
+            n, groups, floors = _random_floors_case(rng, trial)
+            n = groups.size
+            kw = dict(groups=groups, floors=floors)
+        if n < 2:
+            continue
+        h = int(rng.integers(1, n + 1))
+        P = TrimmedProblem(np.zeros((n, 1)), np.zeros(n), "squared", h, **kw)
+        kept_set = KeptSet(P, band=int(rng.integers(1, 12)))
+        ties = trial % 3 == 0
+        losses = rng.integers(0, 30, n).astype(float) if ties else rng.random(n)
+        w = np.full(n, h / n)
+        batch = int(rng.integers(1, 20))
+        for step in range(40):
+            if step == 20:
+                kept_set.reset()  # a new epoch
+            rows = rng.choice(n, size=min(batch, n), replace=False)
+            new = np.abs(losses[rows] + rng.normal(0, 0.05 if step % 10 else 1.0, rows.size))
+            losses[rows] = np.round(new, 1) if ties else new
+            if trial % 10 == 0 and step in (30, 31):  # a NaN loss for one update
+                losses[rows[:1]] = np.nan if step == 30 else 0.5
+            kept_set.touch(rows)
+            if rng.random() < 0.3:
+                continue  # several minibatches between weight steps
+            fast = kept_set.valid
+            idx, w_idx, top, low = kept_set.update(losses, w)
+            expected = P.keep_smallest(losses)
+            kept = expected > 0
+            np.testing.assert_array_equal(idx, np.flatnonzero(expected != w))
+            np.testing.assert_array_equal(w_idx, expected[idx])
+            np.testing.assert_array_equal(
+                [top, low],
+                [
+                    losses[kept].max() if kept.any() else -np.inf,
+                    losses[~kept].min() if not kept.all() else np.inf,
+                ],
+            )
+            n_fast += fast and kept_set.valid
+            w[idx] = w_idx
+    assert n_fast > 500  # the incremental path was taken, not only full selections
+
+
+@pytest.mark.parametrize(
+    "loss, params",
+    [
+        ("squared", {}),
+        ("squared", {"block": "random"}),
+        ("logistic", {}),
+        ("logistic", {"variance_reduction": "svrg"}),
+        ("multinomial", {"block": "random"}),
+    ],
+)
+def test_smart_iterates_do_not_depend_on_the_incremental_weight_block(
+    monkeypatch, loss, params
+):
+    rng = np.random.default_rng(3)
+    n = 500
+    X = np.round(rng.standard_normal((n, 4)))  # repeated rows: tied losses
+    s = X @ rng.standard_normal(4)
+    kw = {}
+    if loss == "squared":
+        Y = s + 0.3 * rng.standard_normal(n)
+        Y[:50] += 20
+    else:
+        y = (s > 1.0).astype(int) if loss == "logistic" else np.digitize(s, [-1.0, 1.5])
+        y[:50] = rng.integers(0, y.max() + 1, 50)  # noisy labels, imbalanced classes
+        Y = 2.0 * y - 1 if loss == "logistic" else np.eye(3)[y]
+        kw = dict(groups=y, floors=-(-np.bincount(y) // 2))
+    fits = []
+    for min_rows in (0, n + 1):  # incremental from 0 rows on, or never
+        monkeypatch.setattr(skrate._smart, "_KEPT_SET_MIN_ROWS", min_rows)
+        monkeypatch.setattr(skrate._smart, "_KEPT_SET_BAND", 1)
+        P = TrimmedProblem(X, Y, loss, n - 60, alpha=1e-3, **kw)
+        fits.append(smart(P, rng=np.random.default_rng(0), batch_size=32, **params))
+    a, b = fits
+    np.testing.assert_array_equal(a.coef, b.coef)
+    np.testing.assert_array_equal(a.intercept, b.intercept)
+    np.testing.assert_array_equal(a.weights, b.weights)
+    assert a.objective == b.objective and a.n_iter == b.n_iter
 
 
 def test_start_intercept_is_the_trimmed_location():
