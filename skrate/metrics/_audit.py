@@ -44,7 +44,7 @@ def _cells(table: GroupTable, group_columns: list[str]) -> list[tuple[str, str, 
     """``(attribute, group, slice, rows in the group)`` of the overall row and every group."""
     cells = [(ALL, ALL, Slice(), table.n)]
     for key in group_columns:
-        values, codes = table._codes(key)
+        values, codes = table.codes(key)
         counts = np.bincount(codes, minlength=len(values))
         cells += [(key, value, Slice.make({key: value}), int(c)) for value, c in zip(values, counts)]
     return cells

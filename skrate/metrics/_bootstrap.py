@@ -97,7 +97,7 @@ class RateParts:
                         data.groups.mask(key, values)  # raises, naming the known values
                     filters[key, values] = None
         keys = dict.fromkeys(key for key, _ in filters)
-        codes = {key: data.groups._codes(key) for key in keys}
+        codes = {key: data.groups.codes(key) for key in keys}
         columns = [_value_classes(key, known, c, [v for k, v in filters if k == key])
                    for key, (known, c) in codes.items()]
         columns += [_codes(a) for a in (data.y, data.baseline) if a is not None]

@@ -132,7 +132,7 @@ class GroupTable:
                 continue
         return ""
 
-    def _codes(self, key: str) -> tuple[list[str], np.ndarray]:
+    def codes(self, key: str) -> tuple[list[str], np.ndarray]:
         """Sorted distinct values and each row's index into them, computed once per column."""
         cache_key = ("codes", key)
         if cache_key not in self._cache:
@@ -149,13 +149,13 @@ class GroupTable:
 
     def values(self, key: str) -> list[str]:
         """The sorted distinct values of a group column."""
-        return list(self._codes(key)[0])
+        return list(self.codes(key)[0])
 
     def cells(self, keys) -> tuple[np.ndarray, tuple[int, ...]]:
         """Each row's combination of values of the columns ``keys``, as one integer (the
         mixed-radix number of its values' indices), and the radices."""
-        columns = [self._codes(k)[1] for k in keys]
-        dims = tuple(len(self._codes(k)[0]) for k in keys)
+        columns = [self.codes(k)[1] for k in keys]
+        dims = tuple(len(self.codes(k)[0]) for k in keys)
         return (np.ravel_multi_index(columns, dims) if keys else np.zeros(self.n, dtype=np.intp)), dims
 
     def combinations(self, keys: tuple[str, ...]) -> list[tuple[str, ...]]:
@@ -183,7 +183,7 @@ class GroupTable:
 
     def mask(self, key: str, values: tuple[str, ...]) -> np.ndarray:
         """Rows whose ``key`` is any of ``values``; unknown values list the known ones."""
-        known, codes = self._codes(key)
+        known, codes = self.codes(key)
         unknown = self.unknown(key, values)
         if unknown:
             raise ValueError(f"Unknown value {unknown[0]!r} for group column {key!r}; "
