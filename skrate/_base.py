@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.utils import get_tags
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -27,6 +28,9 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
+        estimator = getattr(self, "estimator", None)
+        if estimator is not None:  # X reaches the user's estimator as given, which decides on NaN
+            tags.input_tags.allow_nan = get_tags(estimator).input_tags.allow_nan
         return tags
 
     def _rate_data(self, X_raw, X, y, groups, sample_weight, baseline) -> RateData:
@@ -54,6 +58,9 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
         if y_type != "binary":
             check_classification_targets(y)  # scikit-learn's error for a continuous target
         self.classes_ = np.unique(y)
+        if self.classes_.shape[0] == 1:
+            raise ValueError(f"y holds one class only, {self.classes_.tolist()[0]!r}; binary classification needs "
+                             "examples of both classes (rates such as tpr and fpr are defined on each).")
         if y_type != "binary" or self.classes_.shape[0] != 2:
             raise ValueError(
                 "Only binary classification is supported. The type of the target is "

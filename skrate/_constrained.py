@@ -7,7 +7,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context
-from sklearn.utils import _safe_indexing, check_random_state, get_tags
+from sklearn.utils import _safe_indexing, check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._base import RateClassifierBase
@@ -21,6 +21,7 @@ from .solutions import SOLUTIONS, best_iterate, shrink
 from .solvers import GAME_SOLVERS, SURROGATES, solve_rate_game
 from .solvers._oracle_game import ORACLE_SOLVERS
 from ._oracle import check_oracle_params, fit_oracle_game
+from .utils._validation import unfitted_on_error
 
 
 # Default multiplier steps. The hinge Lagrangian's additive steps on surrogate rates (which
@@ -284,12 +285,6 @@ class ConstrainedClassifier(RateClassifierBase):
         self.n_jobs = n_jobs
         self.tol = tol
 
-    def __sklearn_tags__(self):
-        tags = super().__sklearn_tags__()
-        if self.estimator is not None:  # the oracle solvers hand X to the estimator, which decides
-            tags.input_tags.allow_nan = get_tags(self.estimator).input_tags.allow_nan
-        return tags
-
     def _make_model(self, n_features: int):
         if self.model == "linear":
             return LinearModel(n_features)
@@ -327,6 +322,11 @@ class ConstrainedClassifier(RateClassifierBase):
         -------
         self : ConstrainedClassifier
         """
+        with unfitted_on_error(self):  # a failed (re)fit leaves no mix of old and new state
+            return self._fit(X, y, groups=groups, sample_weight=sample_weight, baseline=baseline,
+                             validation_mask=validation_mask)
+
+    def _fit(self, X, y, *, groups=None, sample_weight=None, baseline=None, validation_mask=None):
         X_raw = X
         X, y = self._validate_binary(X, y)
         if self._raw_X and hasattr(X_raw, "iloc"):
@@ -534,7 +534,7 @@ class ConstrainedClassifier(RateClassifierBase):
                           "contradict each other).")
             else:
                 advice = " Loosen the constraints, or train longer (max_iter) or with a larger model."
-        warnings.warn(f"{text}.{advice}", InfeasibleConstraintsWarning, stacklevel=5)
+        warnings.warn(f"{text}.{advice}", InfeasibleConstraintsWarning, stacklevel=6)
 
     def _set_solutions(self, traj):
         """Set ``solutions_`` and return the LP shrink of the candidates (the m-stochastic one)."""

@@ -6,6 +6,7 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.base import _fit_context, clone
 from sklearn.compose import ColumnTransformer
 from sklearn.model_selection import check_cv
@@ -31,7 +32,7 @@ from .generalized._program import (
 )
 from .generalized._ratio import RatioProgram, solve_ratio_game
 from .generalized._three_player import CONFIGURATIONS, solve_three_player
-from .models import LinearModel, MLPModel, ProbabilityScoreModel, log_odds
+from .models import Design, LinearModel, MLPModel, ProbabilityScoreModel, log_odds
 from .models._oracle import fit_weighted, sample_weight_key, seeded
 
 try:
@@ -42,7 +43,7 @@ from .problem import zero_denominator_reason
 from .rates import Expression, Ratio
 from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
 from .solvers import SURROGATES
-from .utils._validation import _is_numeric
+from .utils._validation import _is_numeric, unfitted_on_error
 
 CONVEX_SOLVERS = ("three_player", "oracle", "frank_wolfe", "spade", "nemsis")
 PLUGIN_SOLVERS = tuple(name for name, (theta, *_) in CONFIGURATIONS.items() if theta == "oracle")
@@ -150,19 +151,23 @@ class MetricOptimizer(RateClassifierBase):
         cell, decoded from the numeric columns of ``X`` and its category and text columns one-hot
         encoded; ``"auto"`` picks ``"frank_wolfe"`` or ``"oracle"`` as above, and the other solvers
         are refused.
-    cv : int, cross-validation generator, iterable or None, default=5
-        Cross-fitting of ``estimator``: the oracle chooses its thresholds on out-of-fold
-        probabilities (each row scored by a clone fitted on the other folds; stratified folds
-        for an int), while the deployed model thresholds the clone fitted on all rows, as
-        ``sklearn.model_selection.TunedThresholdClassifierCV`` does. A flexible model is too
-        confident on its own training rows (boosted trees, nearest neighbours), and thresholds
-        set there miss their goal on new rows; out-of-fold probabilities behave like new rows.
-        The training metric values (``train_objective_``, ``train_constraints_``,
-        ``feasible_``) are then out-of-fold estimates, while :meth:`metric_values` on the
-        training rows scores the deployed model's in-sample probabilities and can differ.
-        ``None`` uses the in-sample probabilities (one fit instead of ``cv + 1``). Ignored
-        without ``estimator`` (the built-in logistic regression does not overfit its scores)
-        and for a ``FrozenEstimator``, fitted on other rows.
+    cv : "auto", int, cross-validation generator, iterable or None, default="auto"
+        Cross-fitting of the plug-in oracle's probability model: the oracle chooses its
+        thresholds on out-of-fold probabilities (each row scored by a model fitted on the other
+        folds; stratified folds for an int), while the deployed model thresholds the one fitted
+        on all rows, as ``sklearn.model_selection.TunedThresholdClassifierCV`` does. A model is
+        too confident on its own training rows -- very much so for flexible ones (boosted trees,
+        nearest neighbours), a little for a linear one -- and thresholds set there miss their
+        goal on new rows; out-of-fold probabilities behave like new rows. The training metric
+        values (``train_objective_``, ``train_constraints_``, ``feasible_``) are then
+        out-of-fold estimates, while :meth:`metric_values` on the training rows scores the
+        deployed model's in-sample probabilities and can differ. ``"auto"``: 5 folds for
+        ``estimator``, and for the built-in logistic regression of a problem without
+        constraints; with constraints the built-in model is thresholded on its own training
+        rows, where ``feasible_`` then certifies them exactly. An int or splitter cross-fits
+        either model; ``None`` uses the in-sample probabilities (one fit instead of
+        ``cv + 1``). Ignored for the surrogate solvers and ``pr_auc()``, and for a
+        ``FrozenEstimator``, fitted on other rows.
     model : {"linear", "mlp"}, default="linear"
         Score function of the surrogate solvers (the oracle solvers produce linear models).
     hidden_layer_sizes : tuple of int, default=(16,)
@@ -302,7 +307,7 @@ class MetricOptimizer(RateClassifierBase):
         "verbose": ["verbose"],
         "callback": [None, callable],
         "estimator": [None, HasMethods(["fit", "predict_proba"])],
-        "cv": [None, "cv_object"],
+        "cv": [None, StrOptions({"auto"}), "cv_object"],
     }
 
     def __init__(
@@ -330,7 +335,7 @@ class MetricOptimizer(RateClassifierBase):
         verbose=0,
         callback=None,
         estimator=None,
-        cv=5,
+        cv="auto",
     ):
         self.metric = metric
         self.constraints = constraints
@@ -356,11 +361,13 @@ class MetricOptimizer(RateClassifierBase):
         self.estimator = estimator
         self.cv = cv
 
-    def _choose_solver(self, program) -> str:
+    def _choose_solver(self, program, objective_label: str | None = None) -> str:
+        """The solver to play, refusing one that does not apply; ``objective_label`` names the
+        objective in messages (``pr_auc`` rather than its stacked precisions)."""
         kinds = [program.objective.kind] + [c.kind for c in program.constraints]
         ok = applicable_solvers(kinds)
-        described = ", ".join(f"'{s.label}' is {s.kind}" for s in [program.objective] + program.constraints
-                              if s.kind != "linear")
+        labels = [objective_label or program.objective.label] + [c.label for c in program.constraints]
+        described = ", ".join(f"'{label}' is {kind}" for label, kind in zip(labels, kinds) if kind != "linear")
         if not ok:
             raise ValueError(
                 f"No solver of MetricOptimizer has guarantees for this problem ({described}): the "
@@ -442,7 +449,7 @@ class MetricOptimizer(RateClassifierBase):
             self._model = ProbabilityScoreModel(est, X_in.shape[1], positive)
         theta = np.zeros(self._model.n_features + 2)
         theta[-2] = 1.0
-        if self.cv is None or frozen:  # a frozen model was fitted on other rows: its scores are honest
+        if self._cv() is None or frozen:  # a frozen model was fitted on other rows: its scores are honest
             return self._model.augment(X_in, log_odds(est, X_in, positive)), theta
         # out-of-fold log-odds: what the thresholds meet on new rows, not the fit's own optimism
         z = np.empty(data.n)
@@ -450,17 +457,55 @@ class MetricOptimizer(RateClassifierBase):
             z[test] = log_odds(fit(clone(base), train), _safe_indexing(X_in, test))
         return self._model.augment(X_in, z), theta
 
-    def _folds(self, X, y01: np.ndarray) -> list:
-        """The ``cv`` splits, each training fold holding both classes."""
+    def _cv(self, cross_fit_builtin: bool = True):
+        """``cv`` with ``"auto"`` resolved: 5 folds for ``estimator`` and, when
+        ``cross_fit_builtin``, for the built-in logistic regression; else None."""
+        if self.cv != "auto":
+            return self.cv
+        return 5 if self.estimator is not None or cross_fit_builtin else None
+
+    def _cv_text(self) -> str:
+        return f"{self.cv!r} (5 folds)" if self.cv == "auto" else repr(self.cv)
+
+    def _out_of_fold_logistic(self, X, data, theta_full: np.ndarray) -> tuple | None:
+        """``[x, z]`` with ``z`` each row's log-odds under the built-in logistic regression fitted
+        on the other ``cv`` folds (each fit started from ``theta_full``, the fit on all rows), and
+        the oracle's base parameters (weight 1 on ``z``); None when ``cv="auto"`` cannot give
+        every fold both classes (a class of a few rows), which then uses the in-sample scores."""
+        folds = self._folds(X, data.y, strict=self.cv != "auto")
+        if folds is None:
+            return None
+        z = np.empty(data.n)
+        design = Design(X).X
+        for train, test in folds:
+            theta = fit_logistic(design[train], data.y[train], data.sample_weight[train], self.alpha, init=theta_full)
+            z[test] = design[test] @ theta[:-1] + theta[-1]
+        base = np.zeros(X.shape[1] + 2)
+        base[-2] = 1.0
+        X_aug = sp.hstack([design, z[:, None]], format="csr") if sp.issparse(design) else np.column_stack([design, z])
+        return X_aug, base
+
+    def _folds(self, X, y01: np.ndarray, strict: bool = True) -> list | None:
+        """The ``cv`` splits, each training fold holding both classes; when they cannot be made,
+        an error naming ``cv``, or None if not ``strict``."""
         try:
-            splits = list(check_cv(self.cv, y01, classifier=True).split(X, y01))
+            with warnings.catch_warnings():
+                if not strict:  # a class smaller than the folds is handled below
+                    warnings.simplefilter("ignore", UserWarning)
+                splits = list(check_cv(self._cv(), y01, classifier=True).split(X, y01))
         except ValueError as exc:
+            if not strict:
+                return None
             hint = ("the folds are drawn from X and y alone, so pass an int or a splitter that needs no groups"
                     if "groups" in str(exc) else "choose fewer folds, or cv=None for the in-sample probabilities")
-            raise ValueError(f"cv={self.cv!r} cannot split the {len(y01)} training rows ({exc}); {hint}.") from exc
+            raise ValueError(f"cv={self._cv_text()} cannot split the {len(y01)} training rows ({exc}); {hint}.") from exc
         lacking = [k for k, (train, _) in enumerate(splits) if np.unique(y01[train]).size < 2]
+        if lacking and not strict:
+            return None
         if lacking:
-            raise ValueError(f"Cross-fitting estimator={type(self.estimator).__name__} with cv={self.cv!r}: "
+            model = ("the built-in logistic regression" if self.estimator is None
+                     else f"estimator={type(self.estimator).__name__}")
+            raise ValueError(f"Cross-fitting {model} with cv={self._cv_text()}: "
                              f"training fold {lacking[0]} holds a single class, so its model has no probability "
                              "for the other. Choose fewer folds, or cv=None for the in-sample probabilities.")
         return splits
@@ -494,6 +539,10 @@ class MetricOptimizer(RateClassifierBase):
         -------
         self : MetricOptimizer
         """
+        with unfitted_on_error(self):  # a failed (re)fit leaves no mix of old and new state
+            return self._fit(X, y, groups=groups, sample_weight=sample_weight, baseline=baseline)
+
+    def _fit(self, X, y, *, groups=None, sample_weight=None, baseline=None):
         X_raw = X
         X, y = self._validate_binary(X, y)
         if self._raw_X and not hasattr(X_raw, "iloc"):
@@ -512,7 +561,7 @@ class MetricOptimizer(RateClassifierBase):
                                  f"recall level); got constraints={self.constraints!r}, model={self.model!r}.")
             X_fit, data_fit, objective, constraints = stacked_problem(metric, X, data)
         program = compile_program(objective, constraints, data_fit)
-        solver = self._choose_solver(program)
+        solver = self._choose_solver(program, "pr_auc" if isinstance(metric, PRAUC) else None)
         rng = check_random_state(self.random_state)
         gen = np.random.default_rng(rng.randint(np.iinfo(np.int32).max))
         self._model = self._make_model(X_fit.shape[1], solver)
@@ -531,18 +580,29 @@ class MetricOptimizer(RateClassifierBase):
                                                    rng.randint(np.iinfo(np.int32).max))
         elif uses_oracle or (self.init == "logistic" and isinstance(self._model, LinearModel)):
             theta_eta = fit_logistic(X, data.y, data.sample_weight, self.alpha)
+        # the built-in logistic regression cross-fitted like an estimator: the oracle plays on
+        # [x, out-of-fold log-odds], and the answers fold back into linear models of x below
+        cross_fit = (uses_oracle and self.estimator is None and not isinstance(metric, PRAUC)
+                     and self._cv(cross_fit_builtin=not constraints) is not None)
+        eta_full = theta_eta
+        folded = self._out_of_fold_logistic(X, data, eta_full) if cross_fit else None
+        cross_fit = folded is not None
+        if cross_fit:
+            X_fit, theta_eta = folded
         init_params = theta_eta if isinstance(self._model, LinearModel) and self.init == "logistic" else None
         if init_params is not None and isinstance(metric, PRAUC):
             init_params = initial_params(theta_eta, X, data.y, metric.levels, data.sample_weight)
-        game_model = self._model if self.estimator is None else self._model.linear
+        game_model = LinearModel(X_fit.shape[1]) if cross_fit else (
+            self._model if self.estimator is None else self._model.linear)
         if solver == "ratio":
             traj = solve_ratio_game(program, RatioProgram(program, data_fit), game_model, X_fit,
                                     xi_learning_rate=self.xi_learning_rate, init_params=init_params, **common)
         else:
             oracle = None
             if uses_oracle:
+                augmented = self.estimator is not None or cross_fit
                 oracle = PluginOracle(X_fit, theta_eta, group_cells(program_group_columns(program), data),
-                                      data.sample_weight, n_decode=X_fit.shape[1] - (self.estimator is not None))
+                                      data.sample_weight, n_decode=X_fit.shape[1] - augmented)
             traj = solve_three_player(program, game_model, X_fit, solver=solver, oracle=oracle,
                                       init_params=init_params, **common)
         self.objective_ = program.objective.metric
@@ -557,6 +617,10 @@ class MetricOptimizer(RateClassifierBase):
         self.random_seed_ = int(gen.integers(2**62))
         self._set_solutions(program, traj)
         self._check_feasible(program, traj, constraints, data_fit, game_model, X_fit)
+        if cross_fit:  # weight v on the score z = x . w_eta + b_eta is weight v w_eta on x
+            v = traj.params[:, -2:-1]
+            self.candidates_ = np.hstack([traj.params[:, :-2] + v * eta_full[:-1],
+                                          traj.params[:, -1:] + v * eta_full[-1]])
         if isinstance(metric, PRAUC):  # predict with the threshold of the middle recall level
             self._stacked_params = traj.params
             self.candidates_ = deployed_params(traj.params, X.shape[1], len(metric.levels) // 2)
@@ -599,10 +663,10 @@ class MetricOptimizer(RateClassifierBase):
         else:
             label = max(violations, key=violations.get)
             problem = f"the largest violation is {violations[label]:.4g}, on '{label}'"
-        # stacklevel: past this method, fit and scikit-learn's fit wrapper, to the caller's line
+        # stacklevel: past this method, _fit, fit and scikit-learn's fit wrapper, to the caller's line
         warnings.warn(f"The {self.solution} solution does not meet every constraint on the training data: "
                       f"{problem}. Loosen the constraints, train longer (max_iter), or choose another solution.",
-                      InfeasibleConstraintsWarning, stacklevel=4)
+                      InfeasibleConstraintsWarning, stacklevel=5)
 
     def metric_values(self, X, y, *, groups=None, sample_weight=None, baseline=None, solution=None) -> dict:
         """Objective and constraint values on ``X, y`` in expectation over the stochastic model.

@@ -347,3 +347,21 @@ def test_a_baseline_of_class_labels_is_read_as_labels_even_when_they_look_like_d
     labels = y + 1
     clf = ConstrainedClassifier("churn <= 0.05", random_state=0).fit(X, labels, baseline=np.ones(300, int))
     assert clf.predict_proba(X)[:, 1].mean() <= 0.05 + 1e-3  # the baseline said "class 1" (negative) everywhere
+
+
+@pytest.mark.parametrize("make", [lambda: ConstrainedClassifier(max_iter=50),
+                                  lambda: __import__("skrate").MetricOptimizer(metric="g_mean", max_iter=50)])
+def test_a_failed_refit_leaves_the_estimator_unfitted(make):
+    from sklearn.exceptions import NotFittedError
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 4))
+    y = (X[:, 0] > 0).astype(int)
+    est = make().fit(X, y)
+    with pytest.raises(ValueError, match=r"y holds one class only, 0; binary classification needs"):
+        est.fit(X[:, :2], np.zeros(200, int))
+    # not the new n_features_in_ beside the old candidates: nothing fitted is left
+    assert not [k for k in vars(est) if k.endswith("_") and not k.startswith("__")]
+    with pytest.raises(NotFittedError):
+        est.predict(X[:, :2])
+    assert est.fit(X, y).predict(X).shape == (200,)

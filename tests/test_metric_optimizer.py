@@ -7,6 +7,7 @@ finitely many thresholds: a small convex problem (cvxpy) or, for a ratio, an enu
 
 
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -127,12 +128,13 @@ def test_linear_user_function_reaches_the_best_threshold(solver):
     # a linear objective is optimised at a deterministic threshold
     best = (0.05 * D[y == 0].mean(0) + 1 - D[y == 1].mean(0)).min()
     metric = rate_function(lambda r: 0.05 * r[0] + r[1], ["fpr", "fnr"], convexity="linear")
-    est = MetricOptimizer(metric=metric, solver=solver, random_state=0).fit(X, y)
+    # in-sample scores (cv=None): the optimum on the training rows is what is measured here
+    est = MetricOptimizer(metric=metric, solver=solver, cv=None, random_state=0).fit(X, y)
     obj, _ = _train_value(est, X, y)
     assert best - 1e-9 <= obj <= best + 0.005, (solver, obj, best)
     # built directly, the atom reaches the game with its coefficients too
     direct = RateFunction(lambda r: 0.05 * r[0] + r[1], (fpr(), fnr()), convexity="linear").as_sum()
-    obj_direct, _ = _train_value(MetricOptimizer(metric=direct, solver=solver, random_state=0).fit(X, y), X, y)
+    obj_direct, _ = _train_value(MetricOptimizer(metric=direct, solver=solver, cv=None, random_state=0).fit(X, y), X, y)
     assert obj_direct <= best + 0.005, (solver, obj_direct, best)
 
 
@@ -613,7 +615,7 @@ def test_plugin_estimator_is_cloned_and_misuse_is_refused():
     with pytest.raises(ValueError, match=r"estimator=KnownEta is the probability model of the plug-in oracle; "
                                          r"got solver='three_player'. Choose solver in \['oracle', 'frank_wolfe'\]"):
         MetricOptimizer(metric="g_mean", estimator=KnownEta(), solver="three_player").fit(X, y)
-    with pytest.raises(ValueError, match=r"plug-in oracle.*precision.* is ratio.*needs another solver \(ratio\): "
+    with pytest.raises(ValueError, match=r"plug-in oracle.*pr_auc.* is ratio.*needs another solver \(ratio\): "
                                          r"drop estimator"):  # pr_auc: a sum of ratios
         MetricOptimizer(metric=pr_auc(), estimator=KnownEta()).fit(X, y)
     with pytest.raises(ValueError, match=r"model='mlp' has no effect with estimator="):
@@ -714,7 +716,7 @@ def test_plugin_cross_fitting_is_skipped_for_a_frozen_model_and_explains_a_failu
     MetricOptimizer(metric="g_mean", estimator=frozen.FrozenEstimator(fitted), cv=5, random_state=0).fit(X, y)
     assert fitted.fits_ == 1
     few = np.r_[np.ones(1), np.zeros(X.shape[0] - 1)].astype(int)  # one fold trains without a positive
-    with pytest.raises(ValueError, match=r"estimator=KnownEta with cv=5: training fold 0 holds a single class.*cv=None"):
+    with pytest.raises(ValueError, match=r"estimator=KnownEta with cv='auto' \(5 folds\): training fold 0 holds a single class.*cv=None"):
         MetricOptimizer(metric="g_mean", estimator=KnownEta(), random_state=0).fit(X, few)
     MetricOptimizer(metric="g_mean", estimator=KnownEta(), cv=None, random_state=0).fit(X, few)
 
@@ -936,3 +938,93 @@ def test_pr_auc_integer_weights_are_repeated_rows():
     fit = lambda *data, **kw: MetricOptimizer("pr_auc", max_iter=60, random_state=0).fit(*data, **kw)
     weighted, repeated = fit(X, y, sample_weight=w), fit(np.repeat(X, w, axis=0), np.repeat(y, w))
     np.testing.assert_allclose(weighted.candidates_, repeated.candidates_, rtol=1e-9, atol=1e-12)
+
+
+def _noisy_wide(n=240, d=30, seed=0):
+    """Few rows, many features: the logistic regression is too confident on its training rows."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    y = (rng.random(n) < 1 / (1 + np.exp(-X[:, 0] + 1.0))).astype(int)
+    return X, y
+
+
+def test_builtin_logistic_is_cross_fitted_for_an_unconstrained_plug_in_problem():
+    from sklearn.model_selection import StratifiedKFold
+
+    from skrate.generalized._plugin_oracle import fit_logistic
+
+    X, y = _noisy_wide()
+    w = np.ones(len(y))
+    alpha = 1e-4
+    full = fit_logistic(X, y, w, alpha)
+    z = np.empty(len(y))  # the out-of-fold log-odds, folds and warm starts as documented
+    for train, test in StratifiedKFold(5).split(X, y):
+        theta = fit_logistic(X[train], y[train], w[train], alpha, init=full)
+        z[test] = X[test] @ theta[:-1] + theta[-1]
+    metric = rate_function(lambda r: 0.2 * r[0] + r[1], ["fpr", "fnr"], convexity="linear")
+    est = MetricOptimizer(metric=metric, solver="frank_wolfe", alpha=alpha, solution="best",
+                          random_state=0).fit(X, y)
+    cand = est.candidates_[np.argmax(est.weights_)]
+    # the deployed model thresholds the full fit's score: its weights are the full fit's
+    np.testing.assert_allclose(cand[:-1], full[:-1], atol=1e-8)
+    # ... at the threshold best on the out-of-fold scores, which the training values report
+    s_full = X @ full[:-1] + full[-1]
+    cut = full[-1] - cand[-1]  # predict 1 where s_full > cut
+    oof = [0.2 * (z[y == 0] > c).mean() + (z[y == 1] <= c).mean() for c in np.r_[z - 1e-9, z + 1e-9]]
+    assert est.train_objective_[np.argmax(est.weights_)] == pytest.approx(min(oof), abs=1e-9)
+    assert 0.2 * (z[y == 0] > cut).mean() + (z[y == 1] <= cut).mean() == pytest.approx(min(oof), abs=1e-9)
+    # in-sample scores are more confident, so their best threshold is another one
+    in_sample = MetricOptimizer(metric=metric, solver="frank_wolfe", alpha=alpha, solution="best", cv=None,
+                                random_state=0).fit(X, y)
+    assert not np.allclose(in_sample.predict_proba(X)[:, 1], est.predict_proba(X)[:, 1])
+    assert np.array_equal(est.predict(X), (s_full > cut).astype(int))
+
+
+def test_builtin_logistic_cross_fitting_follows_cv():
+    X, y = _noisy_wide()
+    groups = np.where(X[:, 1] > 0, "a", "b")
+    X = np.column_stack([X, groups == "a"]).astype(float)  # the group is a feature: per-cell thresholds
+    constrained = dict(metric="g_mean", constraints="ppr <= 0.3", random_state=0)
+    # with constraints, "auto" keeps the training rows' own scores: the constraint holds on them exactly
+    auto = MetricOptimizer(**constrained).fit(X, y, groups=groups)
+    assert auto.feasible_ and auto.metric_values(X, y, groups=groups)["ppr <= 0.3"] <= 1e-9
+    none = MetricOptimizer(**constrained, cv=None).fit(X, y, groups=groups)
+    np.testing.assert_array_equal(auto.candidates_, none.candidates_)
+    # an explicit cv cross-fits it there too: the training values are then out-of-fold estimates
+    five = MetricOptimizer(**constrained, cv=5).fit(X, y, groups=groups)
+    assert five.candidates_.shape[1] == X.shape[1] + 1
+    assert not np.array_equal(five.train_objective_[:3], none.train_objective_[:3])
+
+
+def test_builtin_logistic_cross_fitting_gives_way_for_a_class_of_a_few_rows():
+    X, y = _noisy_wide()
+    few = np.zeros_like(y)
+    few[:1] = 1  # one positive: the fold holding it trains on negatives alone
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # "auto" falls back to the in-sample scores without a word
+        auto = MetricOptimizer(metric="g_mean", random_state=0).fit(X, few)
+    none = MetricOptimizer(metric="g_mean", cv=None, random_state=0).fit(X, few)
+    np.testing.assert_array_equal(auto.candidates_, none.candidates_)
+    with pytest.raises(ValueError, match=r"the built-in logistic regression with cv=5: training fold \d holds a single"):
+        MetricOptimizer(metric="g_mean", cv=5, random_state=0).fit(X, few)
+
+
+def test_missing_values_reach_an_estimator_that_takes_them():
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = (X[:, 0] + 0.3 * rng.normal(size=400) > 0).astype(int)
+    X[::7, 1] = np.nan
+    est = MetricOptimizer(metric="g_mean", estimator=HistGradientBoostingClassifier(max_iter=20),
+                          random_state=0).fit(X, y)
+    assert (est.predict(X) == y).mean() > 0.8
+    with pytest.raises(ValueError, match="NaN"):  # the built-in model does not
+        MetricOptimizer(metric="g_mean").fit(X, y)
+
+
+def test_pr_auc_refusal_names_the_metric_not_its_stacked_rows():
+    X, y = _one_d()
+    with pytest.raises(ValueError, match=r"\('pr_auc' is ratio\); solvers that do: ratio") as info:
+        MetricOptimizer(metric="pr_auc", solver="frank_wolfe").fit(X, y)
+    assert "__threshold__" not in str(info.value)

@@ -776,6 +776,13 @@ def kld(group=None, *, reference: str = "overall", **filters) -> MetricSum:
     Returns
     -------
     MetricSum
+
+    Notes
+    -----
+    The predicted proportion is read within ``[1e-6, 1 - 1e-6]``, so the divergence stays finite
+    for the games' steps: a model that predicts no positive at all (or only positives) on a
+    slice reads ``p log(p / 1e-6) + (1 - p) log(1 - p)`` (6.2 at ``p = 0.5``) instead of
+    infinity.
     """
     if reference not in ("overall", "slice"):
         raise ValueError(f"reference must be 'overall' or 'slice', got {reference!r}.")

@@ -18,8 +18,10 @@ from scipy.special import expit
 from ..models import Design
 
 
-def fit_logistic(X, y01: np.ndarray, sample_weight: np.ndarray, alpha: float) -> np.ndarray:
-    """``[w, b]`` of L2-regularised logistic regression (mean weighted log-loss + alpha/2 |w|^2)."""
+def fit_logistic(X, y01: np.ndarray, sample_weight: np.ndarray, alpha: float,
+                 init: np.ndarray | None = None) -> np.ndarray:
+    """``[w, b]`` of L2-regularised logistic regression (mean weighted log-loss + alpha/2 |w|^2),
+    started from ``init`` (default: zeros)."""
     design = Design(X)
     Xd, XT = design.X, design.T
     sw = sample_weight / sample_weight.sum()
@@ -31,7 +33,8 @@ def fit_logistic(X, y01: np.ndarray, sample_weight: np.ndarray, alpha: float) ->
         g = -sw * sign * expit(-z)
         return loss, np.append(XT @ g + alpha * theta[:-1], g.sum())
 
-    res = minimize(fun, np.zeros(Xd.shape[1] + 1), jac=True, method="L-BFGS-B", options={"maxiter": 500})
+    start = np.zeros(Xd.shape[1] + 1) if init is None else init
+    res = minimize(fun, start, jac=True, method="L-BFGS-B", options={"maxiter": 500})
     return res.x
 
 

@@ -57,7 +57,13 @@ class ProbabilityScoreModel:
         if hasattr(X, "iloc"):
             X = X.to_numpy(dtype=float)
         z = np.asarray(z, dtype=float)[:, None]
-        return sp.hstack([X, z], format="csr") if sp.issparse(X) else np.hstack([X, z])
+        # x only decodes the group cells; a missing value the estimator took must not make the
+        # score NaN (weight 0 times NaN), so it reads as 0 there, in fit and predict alike
+        if sp.issparse(X):
+            X = sp.csr_matrix(X, dtype=float, copy=True)
+            X.data = np.nan_to_num(X.data, nan=0.0)
+            return sp.hstack([X, z], format="csr")
+        return np.hstack([np.nan_to_num(np.asarray(X, dtype=float), nan=0.0), z])
 
     def scores_many(self, X, thetas: np.ndarray) -> np.ndarray:
         return self.linear.scores_many(self.augment(X), thetas)
