@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import warnings
+from contextlib import nullcontext
+from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
@@ -15,11 +17,11 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import check_is_fitted
 
 from ._auc_calibration import RowReservoir, fit_platt
-from ._auc_objective import ClassStatistics, smooth_objective
-from ._auc_solvers import (column_scale, minibatch_smoothness, solve_exact, spam, spam_epoch,
-                           vrspam)
+from ._auc_objective import ClassStatistics, smooth_objective, stream_loss
+from ._auc_solvers import (column_scale, diverged, minibatch_smoothness, solve_exact, spam,
+                           spam_epoch, vrspam)
 from ._prox import elastic_net_penalty
-from .utils._validation import validate_numeric
+from .utils._validation import unfitted_on_error, validate_numeric
 
 __all__ = ["AUCClassifier"]
 
@@ -73,7 +75,9 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         ``partial_fit`` makes no such check. See ``doc/auc.rst``.
     inner_iter : int or None, default=None
         VRSPAM's inner minibatch steps per outer loop (``m``); None means one epoch
-        (``ceil(n / batch_size)`` steps, each example once).
+        (``ceil(n / batch_size)`` steps, each example once). A loop that would end after
+        ``max_iter - 1`` passes is cut to end there, so that the last check (see ``tol``) is
+        at the returned point (at ``max_iter`` when that leaves no step).
     batch_size : int, default=16
         Minibatch size of the stochastic steps.
     eta0 : "auto" or float, default="auto"
@@ -187,8 +191,10 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
     def _l1_ratio(self) -> float:
         return {"l2": 0.0, "l1": 1.0}.get(self.penalty, float(self.l1_ratio))
 
-    def _encode_target(self, y, classes=None) -> np.ndarray:
-        """0/1 codes of ``y`` (1 for ``classes_[1]``); sets ``classes_`` when not given."""
+    @staticmethod
+    def _encode_target(y, classes=None) -> tuple[np.ndarray, np.ndarray]:
+        """``(classes, 0/1 codes of y)``, 1 for ``classes[1]``; the classes of ``y`` when not
+        given."""
         y_type = type_of_target(y, input_name="y")
         if y_type != "binary":
             check_classification_targets(y)  # scikit-learn's error for a continuous target
@@ -200,13 +206,20 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
                 raise ValueError(
                     "AUCClassifier needs examples of both classes to rank positives above "
                     f"negatives; y contains only one class: {classes.tolist()}.")
-            self.classes_ = classes
-            return (y == classes[1]).astype(np.int8)
-        unknown = np.setdiff1d(np.unique(y), self.classes_)
-        if unknown.size:
-            raise ValueError(f"y contains labels {unknown.tolist()} not in classes "
-                             f"{self.classes_.tolist()}.")
-        return (y == self.classes_[1]).astype(np.int8)
+        else:
+            unknown = np.setdiff1d(np.unique(y), classes)
+            if unknown.size:
+                raise ValueError(f"y contains labels {unknown.tolist()} not in classes "
+                                 f"{classes.tolist()}.")
+        return classes, (y == classes[1]).astype(np.int8)
+
+    @staticmethod
+    def _check_divergence(loss: float, solver: str, step_size: float) -> None:
+        """FloatingPointError when the loss of an iterate shows its steps diverged."""
+        if diverged(loss):
+            raise FloatingPointError(
+                f"The {solver} solver diverged (loss {loss:.3g} at its iterate, against 0.5 "
+                f"at zero coefficients) with step size {step_size:.3g}; use a smaller eta0.")
 
     def _calibrate(self, X, y01: np.ndarray) -> None:
         w = self.coef_.ravel()
@@ -235,10 +248,21 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         ConvergenceWarning
             When a stochastic solver reaches ``max_iter`` before its stopping test (see
             ``tol``) is met.
+
+        Raises
+        ------
+        FloatingPointError
+            When a stochastic solver diverges (a user-set ``eta0`` too large). A fit that
+            raises leaves the estimator unfitted.
         """
-        X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64,
-                             y_numeric=False)
-        y01 = self._encode_target(y)
+        with unfitted_on_error(self):  # a failed (re)fit leaves no mix of old and new state
+            X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64,
+                                    y_numeric=False)
+            self.classes_, y01 = self._encode_target(y)
+            self._fit(X, y01)
+        return self
+
+    def _fit(self, X, y01: np.ndarray) -> None:
         l1_ratio = self._l1_ratio()
         stats = ClassStatistics.from_data(X, y01)
         rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31))
@@ -269,35 +293,43 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
                               ConvergenceWarning)
             if self.callback is not None:
                 self.callback({"coef": result.coef.copy(), "n_iter": 1.0})
-        elif solver == "spam":
-            result = spam(X, y01, stats, tol=self.tol, **common)
+            loss = smooth_objective(result.coef, X, y01)
         else:
-            inner = self.inner_iter or int(np.ceil(X.shape[0] / self.batch_size))
-            result = vrspam(X, y01, stats, inner_iter=inner, tol=self.tol, **common)
-        if not np.all(np.isfinite(result.coef)):
-            raise FloatingPointError(
-                f"The {solver} solver diverged (non-finite coefficients) with step size "
-                f"{self.step_size_:.3g}; use a smaller eta0.")
-        # a callback that stopped the run early is the user's choice, not a failure
-        if solver != "exact" and not result.converged and result.n_passes >= self.max_iter:
-            # stochastic passes needed grow with L_b / (alpha n): on small collinear data the
-            # direct solve is the remedy, not more passes
-            hint = ("increase max_iter, or use solver='exact' (one linear solve of the d x d quadratic; "
-                    "solver='auto' picks it)" + (", or solver='vrspam'" if solver == "spam" else ""))
-            warnings.warn(f"{solver.upper()} reached max_iter={self.max_iter} passes with its "
-                          f"estimate of the relative objective gap at {result.gap:.2g}, above "
-                          f"tol={self.tol}; {hint}.", ConvergenceWarning)
+            # diverging steps overflow: FloatingPointError reports them, not numpy's warnings
+            with np.errstate(over="ignore", invalid="ignore"):
+                if solver == "spam":
+                    result = spam(X, y01, stats, tol=self.tol, **common)
+                else:
+                    inner = self.inner_iter or int(np.ceil(X.shape[0] / self.batch_size))
+                    result = vrspam(X, y01, stats, inner_iter=inner, tol=self.tol, **common)
+                loss = smooth_objective(result.coef, X, y01)
+            self._check_divergence(loss, solver, self.step_size_)
+            if not result.converged and not result.stopped:
+                self._warn_not_converged(solver, result.gap)
         self.coef_ = result.coef.reshape(1, -1)
         self.n_iter_ = int(np.ceil(result.n_passes - 1e-9))
-        self.objective_ = (smooth_objective(result.coef, X, y01)
-                           + elastic_net_penalty(result.coef, self.alpha, l1_ratio))
+        self.objective_ = loss + elastic_net_penalty(result.coef, self.alpha, l1_ratio)
         self._calibrate(X, y01)
         # later partial_fit calls continue from here
         self._init_stream(stats, n_calls=self.n_iter_, smoothness=self._fit_smoothness,
                           scale=scale)
         self._reservoir = RowReservoir.from_sample(_RESERVOIR_SIZE, X, y01, self._rng)
         self.t_ = X.shape[0]
-        return self
+
+    def _warn_not_converged(self, solver: str, gap: float) -> None:
+        if np.isnan(gap):  # VRSPAM with max_iter=1: only the warm-start pass
+            where = ("before its first check of the relative objective gap (VRSPAM checks "
+                     "after its one-pass SPAM warm start)")
+        else:
+            where = (f"with its estimate of the relative objective gap at {gap:.2g}, above "
+                     f"tol={self.tol}")
+        # stochastic passes needed grow with L_b / (alpha n): on small collinear data the
+        # direct solve is the remedy, not more passes
+        hint = ("increase max_iter, or use solver='exact' (one linear solve of the d x d "
+                "quadratic; solver='auto' picks it)"
+                + (", or solver='vrspam'" if solver == "spam" else ""))
+        warnings.warn(f"{solver.upper()} reached max_iter={self.max_iter} passes {where}; "
+                      f"{hint}.", ConvergenceWarning)
 
     def _init_stream(self, stats: ClassStatistics, n_calls: int, smoothness: float,
                      scale: np.ndarray | None) -> None:
@@ -335,53 +367,68 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         Returns
         -------
         self : AUCClassifier
+
+        Raises
+        ------
+        FloatingPointError
+            When the step diverges (a user-set ``eta0`` too large). A call that raises leaves
+            the estimator as it was (unfitted, on the first call).
         """
         first = not hasattr(self, "classes_")
-        if first:
-            # checked before validate_data, which sets n_features_in_: a rejected first call
-            # leaves the estimator unfitted
-            if classes is None:
-                raise ValueError("classes must be given on the first call to partial_fit, "
-                                 "e.g. classes=[0, 1].")
-            classes = np.unique(classes)
-            if classes.size != 2:
-                raise ValueError("Only binary classification is supported: classes must hold "
-                                 f"exactly two labels, got {classes.tolist()}.")
-        X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64, reset=first)
-        if first:
-            self.classes_ = classes
-            self._init_stream(ClassStatistics.empty(X.shape[1]), n_calls=0, smoothness=0.0,
-                              scale=None)
-            self.coef_ = np.zeros((1, X.shape[1]))
-            self.solver_ = "spam"
-        elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
-            raise ValueError(f"classes {np.unique(classes).tolist()} differ from the classes "
-                             f"{self.classes_.tolist()} seen before.")
-        y01 = self._encode_target(y, classes=self.classes_)
-        if self._scale is None:
-            # then fixed for the whole stream: changing scales would not be a reparametrisation
-            self._scale = column_scale(X)
-        stats = self._stats
-        stats.update(X, y01)
+        # a rejected first call leaves the estimator unfitted; a later one leaves it as it was,
+        # all its updates being made once nothing can fail any more
+        with unfitted_on_error(self) if first else nullcontext():
+            if first:
+                if classes is None:
+                    raise ValueError("classes must be given on the first call to partial_fit, "
+                                     "e.g. classes=[0, 1].")
+                classes = np.unique(classes)
+                if classes.size != 2:
+                    raise ValueError("Only binary classification is supported: classes must "
+                                     f"hold exactly two labels, got {classes.tolist()}.")
+            elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
+                raise ValueError(f"classes {np.unique(classes).tolist()} differ from the "
+                                 f"classes {self.classes_.tolist()} seen before.")
+            X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64,
+                                    reset=first)
+            classes, y01 = self._encode_target(y, classes if first else self.classes_)
+            if first:
+                self.classes_ = classes
+                self._init_stream(ClassStatistics.empty(X.shape[1]), n_calls=0,
+                                  smoothness=0.0, scale=None)
+                self.coef_ = np.zeros((1, X.shape[1]))
+                self.solver_ = "spam"
+            self._partial_fit(X, y01)
+        return self
+
+    def _partial_fit(self, X, y01: np.ndarray) -> None:
+        # then fixed for the whole stream: changing scales would not be a reparametrisation
+        scale = column_scale(X) if self._scale is None else self._scale
+        # committed at the end, so that a diverging step leaves the stream as it was
+        stats = replace(self._stats)
+        stats.update(X, y01)  # makes new arrays: self._stats keeps its own
+        w, n_calls, smoothness = self.coef_.ravel(), self._n_calls, self._smoothness
+        if stats.ready():
+            n_calls += 1
+            smoothness = max(smoothness, minibatch_smoothness(X, y01, stats, self.batch_size,
+                                                              scale))
+            step_size = (1.0 / max(smoothness, np.finfo(float).tiny) if self.eta0 == "auto"
+                         else float(self.eta0))
+            step = step_size / np.sqrt(n_calls) / scale**2
+            # diverging steps overflow: FloatingPointError reports them, not numpy's warnings
+            with np.errstate(over="ignore", invalid="ignore"):
+                w = spam_epoch(w, X, y01, stats, step, self.alpha, self._l1_ratio(),
+                               self.batch_size, self._rng)
+                loss = stream_loss(w, X, y01, stats)
+            self._check_divergence(loss, "SPAM", step_size)
+            self.step_size_ = step_size
+        self._scale, self._stats = scale, stats
+        self._n_calls, self._smoothness = n_calls, smoothness
         self._reservoir.add(X, y01, self._rng)
         self.t_ += X.shape[0]
-        w = self.coef_.ravel()
-        if stats.ready():
-            self._n_calls += 1
-            self._smoothness = max(self._smoothness, minibatch_smoothness(
-                X, y01, stats, self.batch_size, self._scale))
-            self.step_size_ = (1.0 / max(self._smoothness, np.finfo(float).tiny)
-                               if self.eta0 == "auto" else float(self.eta0))
-            step = self.step_size_ / np.sqrt(self._n_calls) / self._scale**2
-            w = spam_epoch(w, X, y01, stats, step, self.alpha, self._l1_ratio(),
-                           self.batch_size, self._rng)
-            if not np.all(np.isfinite(w)):
-                raise FloatingPointError("SPAM diverged (non-finite coefficients); use a "
-                                         "smaller eta0.")
         self.coef_ = w.reshape(1, -1)
         self.n_iter_ = 1
         self._calibrate(self._reservoir.X, self._reservoir.y)
-        return self
 
     # ------------------------------------------------------------------ predict
     def decision_function(self, X) -> np.ndarray:

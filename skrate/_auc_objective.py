@@ -38,6 +38,7 @@ __all__ = [
     "quadratic_form",
     "saddle_function",
     "smooth_objective",
+    "stream_loss",
 ]
 
 
@@ -148,6 +149,28 @@ def smooth_objective(w: np.ndarray, X, y: np.ndarray) -> float:
     return pairwise_square_loss(np.asarray(X @ w).ravel(), y)
 
 
+def _centred_gram(X, m: np.ndarray) -> np.ndarray:
+    """``Xc' Xc`` for the centred ``Xc = X - 1 m'`` of a sparse ``X``, without densifying it.
+
+    ``X'X / n - m m'`` would cancel catastrophically on columns with a large offset. Instead the
+    stored entries are centred (``S``) and the implicit zeros, ``-m`` once centred, are counted
+    through the stored pattern ``P``: every entry of the result is a sum of products of centred
+    values (split by which of the two entries are stored), as in the dense computation.
+    """
+    S = sp.csr_matrix(X, copy=True)
+    S.sum_duplicates()
+    P = S.copy()
+    P.data[:] = 1.0
+    S.data -= m[S.indices]
+    both = (P.T @ P).toarray()  # rows where both columns are stored
+    stored = both.diagonal()
+    neither = X.shape[0] - stored[:, None] - stored[None, :] + both
+    # sum over the rows where column j is stored and column k is not, of S_ij
+    only = _column_sum(S)[:, None] - (S.T @ P).toarray()
+    cross = only * m[None, :]
+    return (S.T @ S).toarray() - cross - cross.T + np.outer(m, m) * neither
+
+
 def quadratic_form(X, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """``(Q, delta)`` with ``loss(w) = w' Q w / 2 - delta' w + 1/2``.
 
@@ -160,15 +183,26 @@ def quadratic_form(X, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         Xc = X[mask]
         m = _column_sum(Xc) / Xc.shape[0]
         if sp.issparse(Xc):
-            cov = np.asarray((Xc.T @ Xc).todense()) / Xc.shape[0] - np.outer(m, m)
+            Q += _centred_gram(Xc, m) / Xc.shape[0]
         else:
             Xc = Xc - m
-            cov = Xc.T @ Xc / Xc.shape[0]
-        Q += cov
+            Q += Xc.T @ Xc / Xc.shape[0]
         means.append(m)
     delta = means[0] - means[1]
     Q += np.outer(delta, delta)
     return 0.5 * (Q + Q.T), delta
+
+
+def stream_loss(w: np.ndarray, X, y: np.ndarray, stats: ClassStatistics) -> float:
+    """``1/2 * mean_i (1 - w.(x_i - m_other))^2`` over the rows of ``X`` (sign flipped for
+    negatives), with the running class means of ``stats``.
+
+    Each term is a lower bound on the row's mean pairwise loss against the other class (that
+    mean is this term plus the other class's score variance): a loss estimate for a chunk of a
+    stream, which need not hold both classes. It is 1/2 at ``w = 0``.
+    """
+    r = _residuals(np.asarray(X @ w).ravel(), y, w, stats)
+    return 0.5 * float(np.mean((r * np.where(y == 1, stats.p, 1.0 - stats.p)) ** 2))
 
 
 def saddle_function(w: np.ndarray, a: float, b: float, alpha: float, X, y: np.ndarray,

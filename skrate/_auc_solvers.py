@@ -16,6 +16,7 @@ original units, while the steps no longer depend on those units.
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -29,9 +30,12 @@ from ._auc_objective import ClassStatistics, gradient_and_loss, minibatch_gradie
 from ._prox import elastic_net_penalty, prox_elastic_net
 
 _MAX_PEAK = 10.0  # largest deviation from the mean of a preconditioned column, in scales
+# The loss is 1/2 at w = 0, so at most 1/2 at the minimiser: an iterate whose loss is 1e8 times
+# that has scores spread 1e4 times too wide, beyond any noise of a step that converges
+_DIVERGED_LOSS = 1e8
 
-__all__ = ["SolverResult", "column_scale", "dual_objective", "minibatch_smoothness",
-           "solve_exact", "spam", "spam_epoch", "vrspam"]
+__all__ = ["SolverResult", "column_scale", "diverged", "dual_objective",
+           "minibatch_smoothness", "solve_exact", "spam", "spam_epoch", "vrspam"]
 
 
 @dataclass
@@ -40,6 +44,13 @@ class SolverResult:
     n_passes: float
     converged: bool
     gap: float = np.nan  # last estimated relative objective gap (stochastic solvers)
+    stopped: bool = False  # by the callback: the user's choice, not a failure to converge
+
+
+def diverged(loss: float) -> bool:
+    """Whether an iterate with this loss (or objective, both 1/2 at ``w = 0``) shows
+    diverging steps; NaN does too."""
+    return not loss <= _DIVERGED_LOSS
 
 
 def dual_objective(w: np.ndarray, grad: np.ndarray, loss: float, stats: ClassStatistics,
@@ -211,6 +222,20 @@ def _quadratic_prox_gradient(Q, delta, alpha, l1_ratio, w0, tol, max_steps):
     return w, False, max_steps
 
 
+def _solve_symmetric(A, b, assume_a):
+    """``(A^-1 b, ill_conditioned)``, with ``A``'s diagonal equilibrated first.
+
+    Columns in very different units make ``A`` look ill-conditioned to LAPACK although the
+    solve is accurate: equilibrated, only (nearly) collinear columns leave it so.
+    """
+    d = np.sqrt(np.diag(A))
+    d = np.where(d > 0, d, 1.0)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", scipy.linalg.LinAlgWarning)
+        x = scipy.linalg.solve(A / np.outer(d, d), b / d, assume_a=assume_a) / d
+    return x, any(issubclass(c.category, scipy.linalg.LinAlgWarning) for c in caught)
+
+
 def _polish_support(Q, delta, alpha, l1_ratio, w):
     """Solve the problem restricted to ``w``'s support and signs; keep it if it is optimal."""
     support = np.flatnonzero(w)
@@ -220,7 +245,8 @@ def _polish_support(Q, delta, alpha, l1_ratio, w):
     sign = np.sign(w[support])
     A = Q[np.ix_(support, support)] + lam2 * np.eye(support.size)
     try:
-        ws = scipy.linalg.solve(A, delta[support] - lam1 * sign, assume_a="sym")
+        # an inaccurate candidate fails the optimality check below
+        ws = _solve_symmetric(A, delta[support] - lam1 * sign, "sym")[0]
     except (scipy.linalg.LinAlgError, ValueError):
         return w
     if np.any(np.sign(ws) != sign):
@@ -251,7 +277,12 @@ def solve_exact(X, y: np.ndarray, alpha: float, l1_ratio: float, *, tol: float =
         try:
             if alpha <= 0:
                 raise scipy.linalg.LinAlgError("no ridge term")
-            w = scipy.linalg.solve(A, delta, assume_a="pos")
+            w, ill_conditioned = _solve_symmetric(A, delta, "pos")
+            if ill_conditioned:
+                warnings.warn("The exact solver's linear system is ill-conditioned (nearly "
+                              "collinear features and a small alpha): the coefficients may be "
+                              "inaccurate. Increase alpha, or drop or combine collinear "
+                              "features.", UserWarning)
         except (scipy.linalg.LinAlgError, ValueError):
             w = scipy.linalg.lstsq(A, delta, cond=1e-12)[0]
         return SolverResult(w, 1.0, True)
@@ -298,7 +329,8 @@ def spam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: fl
     gap estimate as :func:`vrspam`'s stopping test (:func:`_relative_gap`); the run stops once
     it is at most ``tol``. That check costs two products with ``X``, little next to the pass's
     ``n / batch_size`` minibatch steps, and is not counted in ``n_passes``. The result's
-    ``gap`` is the estimate at the returned iterate.
+    ``gap`` is the estimate at the returned iterate. A run whose loss shows divergence
+    (:func:`diverged`) stops there.
 
     References
     ----------
@@ -312,8 +344,10 @@ def spam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: fl
         _, value, gap = _relative_gap(w, X, y, stats, alpha, l1_ratio, value)
         if verbose:
             print(f"SPAM pass {k}: objective {value:.8g}, estimated gap {gap:.2e}")
+        if diverged(value):
+            return SolverResult(w, float(k), False, gap)
         if callback is not None and callback({"coef": w.copy(), "n_iter": float(k)}) is False:
-            return SolverResult(w, float(k), gap <= tol, gap)
+            return SolverResult(w, float(k), gap <= tol, gap, stopped=True)
         if gap <= tol:
             return SolverResult(w, float(k), True, gap)
     return SolverResult(w, float(max_iter), False, gap)
@@ -331,8 +365,11 @@ def vrspam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: 
     in ``w``, so ``g_B(w) - g_B(w_s)`` is one product with the minibatch. Stops when the
     relative objective gap at a snapshot, estimated from the same pass by
     :func:`_relative_gap` (a duality-gap bound when ``alpha > 0``), is at most ``tol``, or
-    after ``max_iter`` passes (a pass is ``n`` example gradients). The returned point is the
-    last snapshot or inner iterate; the result's ``gap`` is the estimate at the last snapshot.
+    after ``max_iter`` passes (a pass is ``n`` example gradients). An inner loop that would
+    end after ``max_iter - 1`` passes is cut to end there, leaving a pass for a last check
+    (at ``max_iter`` when that leaves no step). The returned point is the last snapshot or
+    inner iterate; the result's ``gap`` is the estimate at the last snapshot (NaN when
+    ``max_iter`` leaves no pass for one). A run whose loss shows divergence (:func:`diverged`) stops there.
     ``step`` may be per coordinate (the preconditioned step of the module docstring).
     ``callback({"coef": w, "n_iter": passes})`` runs after the warm start and every outer
     loop; returning the object ``False`` stops the run.
@@ -345,33 +382,38 @@ def vrspam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: 
     Reduction. SIAM J. Optim. 24(4), 2014.
     """
     n = X.shape[0]
+    per_epoch = -(-n // batch_size)
     w = np.zeros(X.shape[1]) if w0 is None else w0.copy()
     w = spam_epoch(w, X, y, stats, step, alpha, l1_ratio, batch_size, rng)
     passes = 1.0
     if verbose:
         print("VRSPAM warm start: 1 SPAM pass")
     if callback is not None and callback({"coef": w.copy(), "n_iter": passes}) is False:
-        return SolverResult(w, passes, False)
-    converged, value, gap = False, np.inf, np.nan
+        return SolverResult(w, passes, False, stopped=True)
+    value, gap = np.inf, np.nan
     while passes + 1 <= max_iter:
         mu, value, gap = _relative_gap(w, X, y, stats, alpha, l1_ratio, value)
         passes += 1
         if verbose:
             print(f"VRSPAM pass {passes:g}: objective {value:.8g}, estimated gap {gap:.2e}")
-        if gap <= tol:
-            converged = True
-            break
-        batches = []
-        while len(batches) < inner_iter:
+        if diverged(value) or gap <= tol:
+            return SolverResult(w, passes, gap <= tol, gap)
+        batches = []  # whole epochs (of per_epoch minibatches each), enough for either limit
+        while len(batches) < inner_iter and passes + len(batches) / per_epoch < max_iter:
             batches.extend(_batches(n, batch_size, rng))
-        batches = batches[:inner_iter]
-        if passes + sum(len(idx) for idx in batches) / n > max_iter:
+        ends = passes + np.cumsum([len(idx) for idx in batches[:inner_iter]]) / n
+        # an inner loop longer than the passes left is cut to them, not skipped (which would
+        # return the warm start), and ends a pass early when that leaves steps: the last check
+        # then fits, at the returned point
+        cut = np.searchsorted(ends, [max_iter - 1 + 1e-9, max_iter + 1e-9], side="right")
+        batches = batches[:cut[0] or cut[1]]
+        if not batches:
             break
         snapshot = w
         for idx in batches:
             v = minibatch_gradient(w - snapshot, X[idx], y[idx], stats, affine=False) + mu
             w = prox_elastic_net(w - step * v, step, alpha, l1_ratio)
-        passes += sum(len(idx) for idx in batches) / n
+        passes = float(ends[len(batches) - 1])
         if callback is not None and callback({"coef": w.copy(), "n_iter": passes}) is False:
-            break
-    return SolverResult(w, passes, converged, gap)
+            return SolverResult(w, passes, False, gap, stopped=True)
+    return SolverResult(w, passes, False, gap)

@@ -28,6 +28,7 @@ from skrate._auc_objective import (
 )
 from skrate._auc_solvers import (
     _relative_gap,
+    _solve_symmetric,
     column_scale,
     dual_objective,
     minibatch_smoothness,
@@ -612,3 +613,130 @@ def test_constant_features_and_singleton_class_are_finite(solver):
     np.testing.assert_array_equal(flat.coef_, 0.0)
     np.testing.assert_allclose(flat.predict_proba(np.ones((2, 3)))[:, 1],
                                (y[:20].sum() + 1) / 22)
+
+
+# ----------------------------------------------------------------------------- regressions
+
+def _breast_cancer():
+    X, y = load_breast_cancer(return_X_y=True)
+    return StandardScaler().fit_transform(X), y
+
+
+def test_vrspam_cuts_an_inner_loop_longer_than_the_passes_left(capsys):
+    # 2000 steps of 16 rows are 56 passes: skipping the loop returned the warm start silently
+    X, y = _breast_cancer()
+    exact = AUCClassifier(solver="exact").fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="VRSPAM reached max_iter=30"):
+        clf = AUCClassifier(inner_iter=2000, random_state=0, verbose=1).fit(X, y)
+    assert clf.n_iter_ == 30
+    assert (clf.objective_ - exact.objective_) / exact.objective_ < 0.1  # 0.33 after one pass
+    # cut a pass early, so that the last check (that of the warning) is at the returned point
+    last = capsys.readouterr().out.splitlines()[-1]
+    assert last.startswith("VRSPAM pass 30: objective ")
+    assert float(last.split()[4].rstrip(",")) == pytest.approx(clf.objective_, rel=1e-7)
+    # a loop that fits is not cut: one pass of warm start, then (check, epoch) pairs
+    seen = []
+    with pytest.warns(ConvergenceWarning, match="max_iter=7"):
+        AUCClassifier(max_iter=7, random_state=0, callback=lambda info: seen.append(
+            info["n_iter"])).fit(X, y)
+    assert seen == [1, 3, 5, 7]
+
+
+def test_vrspam_with_max_iter_one_warns_without_a_nan_gap():
+    X, y = _breast_cancer()
+    with pytest.warns(ConvergenceWarning, match="before its first check") as record:
+        AUCClassifier(max_iter=1, random_state=0).fit(X, y)
+    assert "nan" not in str(record[0].message)
+
+
+@pytest.mark.parametrize("y_bad", [np.r_[np.zeros(9, int), 5], np.linspace(0, 1, 10)])
+def test_partial_fit_rejected_first_call_leaves_the_estimator_unfitted(y_bad):
+    X, y = _breast_cancer()
+    clf = AUCClassifier(random_state=0)
+    with pytest.raises(ValueError):
+        clf.partial_fit(X[:10], y_bad, classes=[0, 1])
+    with pytest.raises(NotFittedError):
+        check_is_fitted(clf)
+    with pytest.raises(NotFittedError):
+        clf.predict(X[:2])
+    clf.partial_fit(X[:100], y[:100], classes=[0, 1])  # a valid first call still works
+    assert clf.t_ == 100 and clf.predict(X[:2]).shape == (2,)
+
+
+def test_failed_refit_leaves_the_estimator_unfitted():
+    X, y = _breast_cancer()
+    clf = AUCClassifier(solver="exact").fit(X, y)
+    with pytest.raises(ValueError, match="only one class"):
+        clf.fit(X[:, :5], np.zeros(len(y)))
+    with pytest.raises(NotFittedError):
+        check_is_fitted(clf)
+    assert not [k for k in vars(clf) if k.endswith("_")]
+    with pytest.raises(ValueError, match="classes must be given"):  # a fresh stream
+        clf.partial_fit(X, y)
+    clf.fit(X[:, :5], y)
+    assert clf.n_features_in_ == 5 and clf.coef_.shape == (1, 5)
+
+
+def test_divergence_raises_in_fit_and_partial_fit_without_numpy_warnings():
+    X, y = _breast_cancer()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no overflow RuntimeWarning either
+        for solver in ("spam", "vrspam"):
+            with pytest.raises(FloatingPointError, match=f"The {solver} solver diverged"):
+                AUCClassifier(solver=solver, eta0=1.0, random_state=0).fit(X, y)
+        # partial_fit: the coefficients grew to 1e57 in 12 chunks while staying finite; the
+        # loss of the first chunk is already 1.7e13
+        clf = AUCClassifier(eta0=1.0, random_state=0)
+        with pytest.raises(FloatingPointError, match="SPAM solver diverged .* step size 1;"):
+            clf.partial_fit(X[:50], y[:50], classes=[0, 1])
+        with pytest.raises(NotFittedError):
+            check_is_fitted(clf)
+        # slower: a loss of 3.4e4, then 6.3e8
+        clf = AUCClassifier(eta0=0.1, random_state=0).partial_fit(X[:50], y[:50],
+                                                                 classes=[0, 1])
+        coef, t, n_calls = clf.coef_.copy(), clf.t_, clf._n_calls
+        with pytest.raises(FloatingPointError, match="SPAM solver diverged"):
+            clf.partial_fit(X[50:100], y[50:100])
+    # the call that raised left the stream as it was
+    np.testing.assert_array_equal(clf.coef_, coef)
+    assert (clf.t_, clf._n_calls) == (t, n_calls)
+    # the auto step never trips the check
+    clf = AUCClassifier(random_state=0)
+    for start in range(0, len(y), 50):
+        clf.partial_fit(X[start:start + 50], y[start:start + 50], classes=[0, 1])
+    assert roc_auc_score(y, clf.decision_function(X)) > 0.98
+
+
+def test_exact_solve_is_equilibrated_against_columns_in_extreme_units():
+    X, y = _data(n=300, d=5, seed=26)
+    factors = np.array([1e8, 1.0, 1e-8, 1.0, 1.0])
+    Xf = X * factors
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # scipy's LinAlgWarning was raised here
+        clf = AUCClassifier(solver="exact", alpha=0.05).fit(Xf, y)
+    Q, delta = quadratic_form(Xf, y)
+    d = np.sqrt(np.diag(Q) + 0.05)
+    residual = (Q @ clf.coef_.ravel() + 0.05 * clf.coef_.ravel() - delta) / d
+    assert np.abs(residual).max() < 1e-10
+    # units alone are not flagged; what is left ill-conditioned after equilibration is
+    units = np.array([1e8, 1e-8])
+    A = np.array([[2.0, 1.0], [1.0, 2.0]]) * np.outer(units, units)
+    x, ill = _solve_symmetric(A, units, "pos")
+    assert not ill
+    np.testing.assert_allclose(x * units, [1 / 3, 1 / 3], rtol=1e-12)
+    assert _solve_symmetric(np.array([[1.0, 1.0 - 3e-16], [1.0 - 3e-16, 1.0]]), np.ones(2),
+                            "pos")[1]
+
+
+@pytest.mark.parametrize("offset", [1e3, 1e7])
+def test_sparse_quadratic_form_is_stable_with_a_large_offset(offset):
+    X, y = _data(n=500, d=5, seed=27)
+    X = np.where(np.abs(X) > 1.0, X, 0.0)
+    X[:, [0, 2]] += offset  # dense columns far from zero, next to sparse ones
+    Qd, dd = quadratic_form(X, y)
+    Qs, ds = quadratic_form(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(Qs, Qd, rtol=0, atol=1e-10 * np.abs(Qd).max())
+    np.testing.assert_allclose(ds, dd, rtol=0, atol=1e-12 * offset)
+    a = AUCClassifier(solver="exact").fit(X, y)
+    b = AUCClassifier(solver="exact").fit(sp.csr_matrix(X), y)
+    np.testing.assert_allclose(b.coef_, a.coef_, rtol=1e-6, atol=1e-9)
