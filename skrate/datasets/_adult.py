@@ -119,8 +119,10 @@ def fetch_adult(data_home=None, *, subset: str = "train", as_frame: bool = False
     -------
     Bunch
         ``data`` (float features), ``target`` (1 for income >50K), ``groups`` (``sex`` and
-        ``race`` as string arrays, or a DataFrame), ``feature_names``, ``frame`` (the raw
-        columns, a DataFrame when ``as_frame`` else a dict of arrays) and ``DESCR``.
+        ``race`` as string arrays, or a DataFrame), ``feature_names``, ``frame`` (the
+        columns the features are built from, unencoded: numeric ones as float, the others as
+        strings, with ``fnlwgt`` left out; plus the 0/1 target; a DataFrame when ``as_frame``
+        else a dict of arrays) and ``DESCR``.
 
     References
     ----------

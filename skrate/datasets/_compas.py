@@ -39,8 +39,9 @@ def load_compas(*, as_frame: bool = False) -> Bunch:
     Bunch
         ``data`` (standardized numerics and one-hot categoricals, float), ``target``
         (0/1 int), ``groups`` (dict of string arrays ``race`` and ``sex``, or a DataFrame),
-        ``feature_names``, ``frame`` (raw columns, a DataFrame when ``as_frame``, else a dict
-        of arrays) and ``DESCR``.
+        ``feature_names``, ``frame`` (the columns the features are built
+        from, unencoded: numeric ones as float, the others as strings; plus the 0/1 target; a
+        DataFrame when ``as_frame``, else a dict of arrays) and ``DESCR``.
 
     References
     ----------
