@@ -31,6 +31,28 @@ def _shift(v: np.ndarray, h: float, cap: np.ndarray | float = np.inf) -> float:
     return t_hi if g_lo <= g_hi else t_lo + (g_lo - h) * (t_hi - t_lo) / (g_lo - g_hi)
 
 
+def _raise_far_below(v, h, groups, floors):
+    """``v`` with the entries that project to 0 at any value raised to just below the rest.
+
+    Far below the rest (a gradient step along a huge or an inf loss) ``v_i - 1`` rounds
+    to ``v_i`` (or is NaN), and the breakpoint sums of :func:`_shift` lose the entry's
+    segment. The shift is at least the ``ceil(h)``-th largest entry minus 1 (there the
+    mass is at least ``h``) and each group's at least its ``ceil(floor)``-th largest
+    minus 1, so an entry 2 below the least of those is 0 in the projection either way.
+    """
+    sets = [(v, h)] if h > 0 else []
+    if floors is not None:
+        sets += [(v[groups == k], m) for k, m in enumerate(floors) if m > 0]
+    if not sets:
+        return v
+
+    def kth_largest(u, m):
+        k = u.size - int(np.ceil(m))
+        return np.partition(u, k)[k]
+
+    return np.maximum(v, min(kth_largest(u, m) for u, m in sets) - 2.0)
+
+
 def project_capped_simplex(
     v: np.ndarray,
     h: float,
@@ -78,6 +100,7 @@ def project_capped_simplex(
         )
     if h == n:
         return np.ones(n)
+    v = _raise_far_below(v, h, groups, floors)
     cap = np.inf
     if floors is not None:
         group_cap = np.full(len(floors), np.inf)

@@ -53,7 +53,9 @@ def linear_loss(loss: str, S: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np
     """
     if loss == "squared":
         r = S[:, 0] - Y
-        return 0.5 * r * r, r[:, None]
+        # a gross target (|r| > 1e154) has an inf loss: still ranked last, so trimmed
+        with np.errstate(over="ignore"):
+            return 0.5 * r * r, r[:, None]
     if loss == "logistic":
         z = Y * S[:, 0]
         return np.logaddexp(0.0, -z), (-Y * expit(-z))[:, None]
@@ -68,6 +70,9 @@ def linear_loss(loss: str, S: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np
 # l1 / l2 share the elastic-net prox of skrate._prox (l1_ratio 1 / 0); l0 is the
 # non-convex option, prox by hard thresholding.
 _L1_RATIO = {"l1": 1.0, "l2": 0.0}
+# Degree p of homogeneity, R(c W) = c^p R(W): rescaling the target by c rescales the
+# minimiser by c when alpha is rescaled by c^(p - 2) ("none": any p)
+PENALTY_DEGREE = {"l2": 2, "l1": 1, "l0": 0, "none": 2}
 
 
 def hard_threshold(x: np.ndarray, t: float) -> np.ndarray:
@@ -91,6 +96,46 @@ def penalty_prox(penalty: str, W: np.ndarray, t: float | np.ndarray) -> np.ndarr
     if penalty == "l0":
         return hard_threshold(W, t)
     return W
+
+
+def kept_sum(w: np.ndarray, v: np.ndarray) -> float:
+    """``w @ v`` over the rows with ``w > 0``: a trimmed row's loss may be inf (a gross
+    target) and ``0 * inf`` is NaN."""
+    kept = w > 0
+    return float(w[kept] @ v[kept])
+
+
+def trimmed_location(y: np.ndarray, h: int, centre: bool = True) -> tuple[float, float]:
+    """Location and scale of the ``h`` values of ``y`` with the least spread.
+
+    With ``centre``, the mean of the ``h`` consecutive sorted values with the least sum
+    of squared deviations from their mean, and the root mean square of those deviations
+    (the least trimmed squares location and scale); without, 0 and the root mean square
+    of the ``h`` values smallest in magnitude. The other values, however gross (up to
+    the largest floats), move neither.
+    """
+    h = int(h)
+    if not centre:
+        with np.errstate(over="ignore"):
+            return 0.0, float(np.sqrt(np.mean(np.partition(y * y, h - 1)[:h])))
+    ys = np.sort(y)
+    m = ys.size // 2
+    z = ys - ys[m]  # centred at the median: no cancellation in s2 - s1^2 / h
+
+    def window_sums(v):
+        # partial sums outward from the median: a window's sum never subtracts values
+        # beyond it, so gross values at the ends cannot cancel the ones in between
+        c = np.zeros(v.size + 1)
+        c[m + 1 :] = np.cumsum(v[m:])
+        c[:m] = -np.cumsum(v[:m][::-1])[::-1]
+        return c[h:] - c[:-h]
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        s1 = window_sums(z)
+        s2 = window_sums(z * z)
+        spread = s2 - s1 * s1 / h  # h times the variance of each window
+    j = np.argmin(np.where(np.isnan(spread), np.inf, spread))  # NaN: inf - inf, gross values
+    return float(ys[m] + s1[j] / h), float(np.sqrt(max(spread[j], 0.0) / h))
 
 
 # ------------------------------------------------------------------------ the model
@@ -182,7 +227,7 @@ class TrimmedProblem:
 
     def objective(self, W, b, w) -> float:
         """``(1/h) sum_i w_i f_i + alpha R(W)``."""
-        return float(w @ self.losses(W, b)) / self.h + self.alpha * self.penalty_value(W)
+        return kept_sum(w, self.losses(W, b)) / self.h + self.alpha * self.penalty_value(W)
 
     def keep_smallest(self, losses: np.ndarray) -> np.ndarray:
         """The exact minimiser over the weights: 1 on the ``h`` smallest losses.
@@ -249,21 +294,30 @@ class TrimmedProblem:
     def start_intercept(self) -> np.ndarray:
         """Intercept of SMART's start, ``W = 0``.
 
-        For the squared loss the trimmed location (the mean of the ``h`` values of
-        ``Y`` with the least spread, the best intercept at ``W = 0``): unlike the
-        mean of all of ``Y``, outliers do not move it towards themselves. 0 for the
-        classification losses.
+        For the squared loss the trimmed location (:func:`trimmed_location`, the best
+        intercept at ``W = 0``): unlike the mean of all of ``Y``, outliers do not move
+        it towards themselves. 0 for the classification losses.
         """
         b = np.zeros(self.n_scores)
         if self.fit_intercept and self.loss == "squared":
-            h = round(self.h)
-            med = np.median(self.Y)
-            ys = np.sort(self.Y - med)  # centred: no cancellation in s2 - s1^2 / h
-            c1 = np.concatenate([[0.0], np.cumsum(ys)])
-            c2 = np.concatenate([[0.0], np.cumsum(ys * ys)])
-            s1, s2 = c1[h:] - c1[:-h], c2[h:] - c2[:-h]
-            b[0] = med + s1[np.argmin(s2 - s1 * s1 / h)] / h
+            b[0] = trimmed_location(self.Y, round(self.h))[0]
         return b
+
+    def start(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """SMART's start: ``W = 0``, :meth:`start_intercept` and weights for them.
+
+        For the squared loss the weights keep the ``h`` smallest losses there (the
+        targets nearest the trimmed location): gross targets are trimmed from the first
+        step on, where uniform weights would let them dominate the first gradients and
+        set the scale of the stopping test. For classification every loss is equal at
+        the start (log 2, log K) and so every weight optimal; the uniform ``h / n``
+        favours no sample (as for a fractional ``h``, which the exact weights miss).
+        """
+        n, d = self.X.shape
+        W, b = np.zeros((d, self.n_scores)), self.start_intercept()
+        if self.loss == "squared" and float(self.h).is_integer():
+            return W, b, self.keep_smallest(self.losses(W, b))
+        return W, b, np.full(n, self.h / n)
 
     def lipschitz(self) -> tuple[float, float]:
         """Lipschitz constants of the gradient in ``(W, b)`` of the smooth part.
@@ -363,8 +417,9 @@ def smart(
     weights, step ``1 / L(b)``) is at most ``tol`` times a reference, and the
     weights are optimal for the exact losses to within ``tol`` (relative) of the
     weighted loss. The reference is the norm of that mapping at the start
-    (``W = 0``, :meth:`TrimmedProblem.start_intercept`, uniform weights), or the
-    median norm of the per-sample gradients there when smaller. A small decrease
+    (:meth:`TrimmedProblem.start`), or the median norm of the per-sample gradients
+    there when smaller, but at least ``tol`` times that median (a start already
+    stationary has a gradient of rounding size). A small decrease
     of the objective alone is not enough: on a badly conditioned problem it is
     small far from a solution.
 
@@ -385,8 +440,7 @@ def smart(
     rng = np.random.default_rng() if rng is None else rng
     P = problem
     X, Y, h = P.X, P.Y, P.h
-    n, d = X.shape
-    K = P.n_scores
+    n = X.shape[0]
     L_full, L_terms = P.lipschitz()
     if batch_size == "auto":
         # An epoch advances about as much as n / (b + L_terms / L_full) full-gradient
@@ -409,9 +463,7 @@ def smart(
         step_size = step_scale / max(L_b, 1e-12)  # all-zero design: any step
     eta = eta_ref = float(step_size)
 
-    W = np.zeros((d, K))
-    b = P.start_intercept()
-    w = np.full(n, h / n)
+    W, b, w = P.start()
     loss_tab, D = linear_loss(P.loss, P.scores(W, b), Y)
 
     def aggregate(w, D):
@@ -426,16 +478,20 @@ def smart(
     def stationary(W, w, agg_W, agg_b, losses):
         """The stopping test, with the aggregate at the exact gradient."""
         # the weights' loss exceeds the best weights' by 0 at a block minimiser
-        gap = float(w @ losses - P.keep_smallest(losses) @ losses)
-        return residual(W, agg_W, agg_b) <= tol * ref and gap <= tol * abs(float(w @ losses))
+        kept = kept_sum(w, losses)
+        gap = kept - kept_sum(P.keep_smallest(losses), losses)
+        return residual(W, agg_W, agg_b) <= tol * ref and gap <= tol * abs(kept)
 
     agg_W, agg_b = aggregate(w, D)
     # Scale of the stopping test: the gradient at the start, or the median norm of
     # the per-sample gradients there when smaller: a few gross leverage rows can
-    # dominate the former and make every later point look stationary.
-    sample_grad = np.linalg.norm(D, axis=1) * np.sqrt(row_norms(X, squared=True) + fi)
+    # dominate the former and make every later point look stationary. Not below tol
+    # times the latter: a start already stationary (a penalty that zeroes every
+    # coefficient) has a gradient of rounding size, which no later point would beat.
+    with np.errstate(over="ignore"):  # a gross target's is inf, which the median ignores
+        sample_grad = np.linalg.norm(D, axis=1) * np.sqrt(row_norms(X, squared=True) + fi)
     res0, typical = residual(W, agg_W, agg_b), float(np.median(sample_grad))
-    ref = min(res0, typical) if typical > 0 else res0
+    ref = max(min(res0, typical), tol * typical) if 0 < typical < np.inf else res0
 
     # Exact weight block: the kept set stays optimal while (a bound on) the largest
     # kept loss is <= (a bound on) the smallest trimmed one; the bounds follow the
@@ -460,7 +516,7 @@ def smart(
                     return w, agg_W, agg_b
             idx, w_idx, bounds[0], bounds[1] = kept_set.update(loss_tab, w)
         else:
-            scale = max(float(w @ loss_tab) / h, np.finfo(float).tiny)
+            scale = max(kept_sum(w, loss_tab) / h, np.finfo(float).tiny)
             w_new = P.project(w - (weight_step / scale) * loss_tab)
             idx = np.flatnonzero(w_new != w)
             w_idx = w_new[idx]
@@ -509,7 +565,7 @@ def smart(
         n_iter = epoch + 1
 
         losses, D_now = linear_loss(P.loss, P.scores(W, b), Y)
-        f_new = float(w @ losses) / h + P.alpha * P.penalty_value(W)
+        f_new = kept_sum(w, losses) / h + P.alpha * P.penalty_value(W)
         f_old = objective[-1]
         if not f_new <= f_old + 1e-12 * abs(f_old):  # beyond rounding: a real rise
             W, b, w, D, loss_tab, agg_W, agg_b = saved  # undo the epoch
@@ -539,7 +595,7 @@ def smart(
             # objective). Not again on a set where it gained nothing.
             W_p, b_p = fit_weighted(P, w / h, W, b, tol=tol * ref / np.sqrt(W.size + b.size))
             losses, D_now = linear_loss(P.loss, P.scores(W_p, b_p), Y)
-            f_p = float(w @ losses) / h + P.alpha * P.penalty_value(W_p)
+            f_p = kept_sum(w, losses) / h + P.alpha * P.penalty_value(W_p)
             stalled_key = None if f_p < objective[-1] else key
             if f_p <= objective[-1]:
                 W, b, loss_tab, D = W_p, b_p, losses, D_now
@@ -598,12 +654,15 @@ def fit_weighted(
                 [(gW + lam * W).ravel(), gb]
             )
 
+        # ftol=0: the gradient test alone. L-BFGS-B's test on the decrease of f, relative
+        # to max(|f|, 1), stops it where f changes by little but the gradient is still
+        # large: a small objective, or an ill-conditioned kept set (leverage rows).
         res = minimize(
             fun,
             np.concatenate([W0.ravel(), b0]),
             jac=True,
             method="L-BFGS-B",
-            options={"maxiter": max_iter, "gtol": tol, "ftol": 1e-12},
+            options={"maxiter": max_iter, "gtol": tol, "ftol": 0.0},
         )
         return res.x[: d * K].reshape(d, K), res.x[d * K :].copy()
 

@@ -6,17 +6,23 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from scipy.special import expit
+from scipy.special import log_softmax, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.preprocessing import LabelBinarizer
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.extmath import softmax
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
-from ._smart import TrimmedProblem, column_scaling, concentration_steps, smart
+from ._smart import (
+    PENALTY_DEGREE,
+    TrimmedProblem,
+    column_scaling,
+    concentration_steps,
+    smart,
+    trimmed_location,
+)
 from .utils._validation import unfitted_on_error, validate_numeric
 
 _REFERENCES = """
@@ -33,9 +39,12 @@ _REFERENCES = """
 _PARAMETERS = """
     trim_fraction : float in [0, 1), default=0.1
         Share of the training samples left out of the fit: ``floor(trim_fraction *
-        n_samples)`` samples are trimmed and ``h = n_samples - that`` kept. Set it
-        to (an upper bound of) the expected share of outliers. Ignored when
-        ``n_inliers`` is given.
+        n_samples)`` samples are trimmed (at most ``n_samples - 1``) and ``h =
+        n_samples - that`` kept. A product within a relative ``1e-9`` below an
+        integer counts as that integer, so rounding in floating point does not
+        lose a sample: 0.29 of 100 samples trims 29 (the product ``0.29 * 100`` is
+        ``28.999999999999996``). Set it to (an upper bound of) the expected share of
+        outliers. Ignored when ``n_inliers`` is given.
 
         :class:`TrimmedClassifier` trims the worst-explained samples of any class,
         but keeps at least half of every class (rounded up), so no class can be
@@ -98,17 +107,32 @@ _PARAMETERS = """
 
     tol : float, default=1e-4
         "smart" stops when the model is stationary for its kept samples (the
-        norm of its prox-gradient mapping at most ``tol`` times that at the
-        start, or times the median norm of the per-sample gradients there if
-        smaller) and the kept samples are the best for the model (to within
-        ``tol``, relative). When the kept set settles (or the epochs cycle
-        between kept sets), the model is refitted on it exactly to that
-        tolerance. "alternating" refits exactly (inner tolerance
-        ``min(tol, 1e-6)``) and stops when the kept set is stable. Both return a
-        local solution, not necessarily the global one (see the user guide).
+        norm of its prox-gradient mapping at most ``tol`` times a reference: that
+        norm at the start, or the median norm of the per-sample gradients there if
+        smaller, but at least ``tol`` times that median) and the kept samples are
+        the best for the model (to within ``tol``, relative). When the kept set
+        settles (or the epochs cycle between kept sets), the model is refitted on
+        it exactly to that tolerance. "alternating" refits exactly (inner
+        tolerance ``min(tol, 1e-6)``) and stops when the kept set is stable. Both
+        return a local solution, not necessarily the global one (see the user
+        guide). Both solve in units where the features and, for
+        :class:`TrimmedRegressor`, the target have a (trimmed) scale of 1, so the
+        fit does not depend on the units of the data.
 
     random_state : int, RandomState instance or None, default=None
         Seeds the minibatch order and block draws of "smart".
+"""
+
+_NOTES = """
+    Notes
+    -----
+    ``fit`` takes no ``sample_weight`` (passing one raises a TypeError, and
+    scikit-learn's meta-estimators see that it is not supported). A weighted trimmed
+    loss would give each sample a capacity proportional to its weight in the capped
+    simplex, so that an integer weight equals repeated rows; the exact weight block,
+    its incremental selection, the class floors and the projection are all built on
+    unit capacities, and each would need that generalisation. Repeat the rows to
+    give integer weights.
 """
 
 _ATTRIBUTES = """
@@ -199,7 +223,10 @@ class _BaseTrimmed(BaseEstimator):
                     "samples; pass at most n_samples, or use trim_fraction."
                 )
             return int(self.n_inliers)
-        return n_samples - int(np.floor(self.trim_fraction * n_samples))
+        # a product within a relative 1e-9 below an integer is that integer: in floating
+        # point 0.29 * 100 = 28.999999999999996, which is meant as 29
+        trimmed = int(np.floor(self.trim_fraction * n_samples * (1.0 + 1e-9)))
+        return n_samples - min(trimmed, n_samples - 1)  # trim_fraction < 1 keeps one
 
     def _trim_setting(self) -> str:
         """The parameter that sets ``h``, as the user wrote it."""
@@ -213,8 +240,19 @@ class _BaseTrimmed(BaseEstimator):
         # units), so the minimiser is unchanged while the steps no longer depend on
         # the units of the features.
         offset, scale = column_scaling(X, self.fit_intercept)
+        alpha, y_loc, y_scale = float(self.alpha), 0.0, 1.0
+        if loss == "squared":
+            # Likewise the target, in units of its trimmed spread and centred (with an
+            # intercept) at its trimmed location, neither moved by gross targets: the
+            # fit no longer depends on its units (the refits' tolerances, L-BFGS's
+            # included, are absolute). The penalty, homogeneous of degree p, takes
+            # alpha * y_scale^(p - 2): the minimiser is unchanged.
+            y_loc, y_scale = trimmed_location(Y, h, centre=self.fit_intercept)
+            y_scale = y_scale if 0.0 < y_scale < np.inf else 1.0  # h equal targets
+            Y = (Y - y_loc) / y_scale
+            alpha *= y_scale ** (PENALTY_DEGREE[self.penalty] - 2)
         problem = TrimmedProblem(
-            (X - offset) / scale, Y, loss, float(h), self.penalty, float(self.alpha),
+            (X - offset) / scale, Y, loss, float(h), self.penalty, alpha,
             bool(self.fit_intercept), coef_scale=scale, groups=groups, floors=floors,
         )
         if self.solver == "alternating":
@@ -231,8 +269,9 @@ class _BaseTrimmed(BaseEstimator):
                 tol=self.tol,
                 rng=np.random.default_rng(seed),
             )
-        fit.coef = fit.coef / scale[:, None]
-        fit.intercept = fit.intercept - offset @ fit.coef
+        fit.coef = fit.coef * (y_scale / scale[:, None])
+        fit.intercept = y_scale * fit.intercept + y_loc - offset @ fit.coef
+        fit.objective = y_scale**2 * np.asarray(fit.objective, dtype=float)
         return fit
 
     def _set_fitted(self, fit, h, **attributes):
@@ -304,6 +343,7 @@ class TrimmedRegressor(RegressorMixin, _BaseTrimmed):
     TrimmedClassifier : Trimmed logistic regression.
     sklearn.linear_model.HuberRegressor, sklearn.linear_model.RANSACRegressor
 """
+        + _NOTES
         + _REFERENCES
         + """
     Examples
@@ -401,6 +441,7 @@ class TrimmedClassifier(ClassifierMixin, _BaseTrimmed):
     TrimmedRegressor : Least trimmed squares.
     sklearn.linear_model.LogisticRegression
 """
+        + _NOTES
         + _REFERENCES
         + """
     Examples
@@ -518,11 +559,26 @@ class TrimmedClassifier(ClassifierMixin, _BaseTrimmed):
         -------
         ndarray of shape (n_samples, n_classes)
         """
+        return softmax(self._class_scores(X), axis=1)
+
+    def predict_log_proba(self, X):
+        """Logarithm of the class probabilities, computed without underflow.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_classes)
+        """
+        return log_softmax(self._class_scores(X), axis=1)
+
+    def _class_scores(self, X):
+        """One score per class whose softmax is the probabilities: with two classes
+        ``(0, log-odds)``, as ``expit(s) = softmax((0, s))[1]``."""
         S = self._scores(X)
-        if S.shape[1] == 1:
-            p1 = expit(S[:, 0])
-            return np.column_stack([1.0 - p1, p1])
-        return softmax(S)
+        return np.column_stack([np.zeros_like(S), S]) if S.shape[1] == 1 else S
 
     def predict(self, X):
         """Most probable class.
