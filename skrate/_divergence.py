@@ -55,7 +55,7 @@ def _chi2_guess(losses: np.ndarray, q: np.ndarray, c: float, eta: float):
         active = losses > eta
         qa = q[active]
         Q = qa.sum()
-        if not 1.0 / c < Q:
+        if not c * Q > 1.0:  # (1 / c < Q can hold with c Q - 1 rounding to 0)
             return None
         la = losses[active]
         mean = (qa @ la) / Q
@@ -115,16 +115,13 @@ def _tilt(t: float, z: np.ndarray, log_q: np.ndarray):
 
 
 def _kl(
-    losses: np.ndarray, q: np.ndarray, radius: float, eta_hint: float | None = None
+    z: np.ndarray, q: np.ndarray, radius: float, eta_hint: float | None = None
 ) -> tuple[np.ndarray, float]:
-    top = losses.max()
-    scale = top - losses.min()
-    # Normalised losses in [-1, 0]; t = scale / eta is an inverse temperature, and
-    # KL(p_t || q) increases with t from 0 to -log Q (all mass on the top losses).
-    z = (losses - top) / scale
+    # z: the losses scaled to [-1, 0] by _worst_case. t = 1 / eta is an inverse
+    # temperature, and KL(p_t || q) increases with t from 0 to -log Q (all mass on the top).
     with np.errstate(divide="ignore"):
         log_q = np.log(q)
-    t = scale / eta_hint if eta_hint is not None and 0.0 < eta_hint < np.inf else 1.0
+    t = 1.0 / eta_hint if eta_hint is not None and 0.0 < eta_hint < np.inf else 1.0
     lo, hi = 0.0, np.inf
     # Newton's method on the monotone equation KL(t) = radius, safeguarded by bisection
     # (the bracket [lo, hi] always holds the root).
@@ -146,8 +143,8 @@ def _kl(
         else:
             t = 4.0 * t if hi == np.inf else 0.5 * (lo + hi)
         if t > _KL_MAX_INV_TEMP:
-            return _concentrated(losses, q), 0.0
-    return p, scale / t_p
+            return _concentrated(z, q), 0.0
+    return p, 1.0 / t_p
 
 
 def _ball_divergence(p: np.ndarray, q: np.ndarray, divergence: str) -> float:
@@ -202,9 +199,79 @@ def _worst_case(
     limit = 0.5 * (1.0 / q_top - 1.0) if divergence == "chi2" else -np.log(q_top)
     if radius >= limit:
         return _concentrated(losses, q), (top if divergence == "chi2" else 0.0)
+    # The worst case is invariant under a positive affine map of the losses: solve it for
+    # the losses mapped to [-1, 0], whose moments and exponents stay finite whatever the
+    # losses' magnitude (squares of 1e300 overflow), and map eta back.
+    unit = top - losses.min()
+    if np.isfinite(unit):
+        z = (losses - top) / unit
+    else:  # a spread beyond the float range is measured in halves
+        half = 0.5 * top - 0.5 * losses.min()
+        z, unit = (0.5 * losses - 0.5 * top) / half, 2.0 * half
     if divergence == "chi2":
-        return _chi2(losses, q, radius, eta_hint)
-    return _kl(losses, q, radius, eta_hint)
+        hint = None if eta_hint is None else (eta_hint - top) / unit
+        p, eta = _chi2(z, q, radius, hint)
+        return p, top + unit * eta
+    p, eta = _kl(z, q, radius, None if eta_hint is None else eta_hint / unit)
+    return p, (unit * eta if eta > 0.0 else 0.0)
+
+
+def _smoothed_worst_case(
+    losses: np.ndarray, q: np.ndarray, divergence: str, radius: float, mu: float,
+    eta_hint: float | None = None,
+) -> tuple[np.ndarray, float, float, float, float]:
+    """The maximiser ``p`` of ``p @ losses - mu * D(p || q)`` over the ball, and its value.
+
+    Nesterov's smoothing of the robust loss ``F = sup_{p in P} p @ losses``: the value
+    ``F_mu`` is a smooth function of the losses (its gradient ``p`` is Lipschitz, with a
+    constant of order ``1 / mu``), and ``F - mu * radius <= F_mu <= F``. ``F`` itself is
+    not differentiable where the worst case is not unique: all losses tied, or a tied
+    group of top losses holding all the mass.
+
+    Both worst cases belong to a one-parameter family with a "temperature": ``p ∝ q (l -
+    eta)_+`` with ``s = E_q[(l - eta)_+]`` (chi2), ``p ∝ q exp(l / eta)`` with ``eta`` (kl).
+    The penalty adds ``mu`` to the ball's multiplier, which is the temperature, so the
+    smoothed maximiser is the member at temperature ``max(mu, exact one)``: the exact worst
+    case (on the ball's boundary, ``F_mu = F - mu * radius``) unless its temperature is
+    below ``mu``, the penalised maximiser then lying inside the ball.
+
+    Returns ``(p, F_mu, F, eta, temperature)``: ``eta`` is the exact problem's dual
+    variable (the hint of the next call), ``temperature`` the exact worst case's (``inf``
+    for ``q`` itself, 0 when all mass is on the top losses).
+    """
+    exact, eta = _worst_case(losses, q, divergence, radius, eta_hint)
+    robust = float(exact @ losses)
+    if divergence == "chi2":
+        # eta = -inf: p = q (no tilt), infinitely hot; eta = top: all mass on the top.
+        temperature = np.inf if eta == -np.inf else float(q @ np.maximum(losses - eta, 0.0))
+    else:
+        temperature = eta
+    if temperature >= mu:
+        # The ball binds, D(p) = radius, unless the worst case is q itself.
+        shift = mu * radius if temperature < np.inf else 0.0
+        return exact, robust - shift, robust, eta, temperature
+    # The top of the support: a larger loss of weight 0 would cost the centred losses
+    # their precision.
+    top = np.max(losses, where=q > 0, initial=-np.inf)
+    if divergence == "kl":
+        with np.errstate(divide="ignore"):
+            a = np.log(q) + (losses - top) / mu
+        lse = logsumexp(a)
+        return np.exp(a - lse), float(top + mu * lse), robust, eta, temperature
+    # chi2: p = q (l - t)_+ / mu with E_q[(l - t)_+] = mu. That expectation is piecewise
+    # linear and decreasing in t; at the k-th largest loss it is S_k - Q_k l_k (prefix sums
+    # of q l and q in decreasing order), so the root lies past the last loss where it is
+    # below mu and has a closed form.
+    z = losses - top
+    order = np.argsort(-z, kind="stable")
+    z_sorted, q_sorted = z[order], q[order]
+    Q, S = np.cumsum(q_sorted), np.cumsum(q_sorted * z_sorted)
+    k = int(np.searchsorted(S - Q * z_sorted, mu, side="left")) - 1
+    t = (S[k] - mu) / Q[k]
+    ratio = np.maximum(z - t, 0.0) / mu  # p / q
+    p = q * ratio
+    value = float(top + p @ z - 0.5 * mu * (q @ (ratio - 1.0) ** 2))
+    return p, value, robust, eta, temperature
 
 
 def _base_distribution(n: int, sample_weight) -> np.ndarray:

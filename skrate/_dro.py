@@ -18,7 +18,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from ._divergence import DIVERGENCES
 from ._dro_losses import LOSSES
-from ._dro_solvers import LinearDRO, Result, dynamic_sgd, primal_lbfgs
+from ._dro_solvers import _TIE_SLACK, LinearDRO, Result, dynamic_sgd, primal_lbfgs
 from .utils._validation import unfitted_on_error, validate_numeric
 
 # the parameters of the sampled path and of stopping, the same for both estimators
@@ -39,9 +39,11 @@ _SAMPLING_PARAMETERS = """\
         so that the objective is in units of the target's variance. It is the same
         problem in units where every feature (and the target) has scale 1: the test, and
         the fit, do not change when the data are rescaled. Where the objective is not
-        differentiable (tied losses, e.g. when the best model is constant; or the
-        maximum-loss problem of a large radius) the test applies to its smallest
-        subgradient. A fit that stops before the test passes, at ``max_iter`` or because
+        differentiable (tied losses, e.g. when the best model is constant, or at a large
+        radius) the test applies to a subgradient of the distributions of the ball whose
+        expected loss is within a relative 1.5e-8 of the robust loss, which the solvers
+        reach by smoothing the objective (see the user guide). A fit that stops before
+        the test passes, at ``max_iter`` or because
         no step decreases the objective any more, or with the working set of the
         maximum-loss problem unfinished, raises a ``ConvergenceWarning`` that says which.
     random_state : int, RandomState instance or None, default=None
@@ -157,8 +159,13 @@ class _BaseDRO(BaseEstimator):
         else:
             stop = (f"stopped after {result.n_iter} of max_iter={self.max_iter} iterations, "
                     f"no step decreasing the objective any more,")
-            hint = ("increase tol, which rounding (or a point where the objective is not "
-                    "differentiable) keeps out of reach")
+            if result.gap <= _TIE_SLACK * max(1.0, abs(result.objective)):
+                hint = "rounding keeps that tol out of reach: increase tol"
+            else:
+                # The smoothing continuation ran out of temperatures next to tied losses.
+                hint = (f"the objective is not differentiable there (tied losses) and the "
+                        f"gradient is a subgradient only to within {result.gap:.3g} of the "
+                        f"objective: check the fit against an exact conic solver")
         test = f"the gradient test tol={self.tol}"
         gradient = f"largest gradient entry {result.grad_max:.3g}"
         if np.isnan(result.grad_max):
@@ -215,7 +222,12 @@ class DROClassifier(ClassifierMixin, _BaseDRO):
         Whether to fit an unpenalised intercept.
     solver : {"lbfgs", "sgd"}, default="lbfgs"
         ``"lbfgs"``: L-BFGS-B on the full-batch objective, the inner maximisation solved
-        exactly at every evaluation (deterministic; the gradient is Danskin's).
+        exactly at every evaluation (deterministic; the gradient is Danskin's). Where
+        tied losses make the objective non-differentiable (at ``coef_ = 0`` all losses
+        tie) it runs on smoothings of the objective at decreasing temperatures, equal to
+        the objective near an optimum where that is smooth; an optimum at such a tie is
+        reached and certified that way, or, at a large radius, is the maximum-loss
+        optimum, which it tries exactly (cvxpy) when few samples carry the worst case.
         ``"sgd"``: the dynamically sampled descent of [1]_. It works on samples of
         ``m = initial_sample_size * growth**t`` points drawn without replacement (each
         sample adds new points to the previous one) until they cover the data. On each
@@ -223,12 +235,11 @@ class DROClassifier(ClassifierMixin, _BaseDRO):
         recursion, 20 curvature pairs kept from sample to sample, Armijo backtracking on
         the sample's objective) are taken until the sample's gradient is no larger than
         its own sampling noise (the norm test of [3]_), at most 10 per sample; on the
-        full data the same steps continue until the ``tol`` test passes. Like
-        ``"lbfgs"`` it starts with iterations of plain logistic regression (here two, on
-        the first sample), since at ``coef_ = 0`` all losses tie and the robust
-        objective is not differentiable. The early steps touch few points, so on large
-        data it reaches a given accuracy sooner than ``"lbfgs"`` (see the user guide);
-        ``random_state`` seeds the samples.
+        full data the same steps continue until the ``tol`` test passes, smoothed like
+        ``"lbfgs"``. It starts with two iterations of plain logistic regression on the
+        first sample, cheaper than robust ones. The early steps touch few points, so on
+        large data it reaches a given accuracy sooner than ``"lbfgs"`` (see the user
+        guide); ``random_state`` seeds the samples.
 %(sampling_parameters)s
 
     Attributes

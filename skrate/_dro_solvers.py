@@ -7,6 +7,11 @@ The problem (see :mod:`skrate._divergence` for the ball):
 the intercept ``b`` unpenalised. ``F`` is convex when the loss is; by Danskin's theorem its
 (sub)gradient is that of the ``p*``-weighted loss at the worst case ``p*``.
 
+``F`` is not differentiable where the worst case is not unique (tied losses holding all its
+mass), which is where the optimum sits when the best model is constant or the radius is
+large. Both descent paths therefore minimise smoothings of ``F`` at decreasing temperatures
+(:func:`_continuation`), which coincide with ``F`` near an optimum where it is smooth.
+
 * :func:`dynamic_sgd` is the dynamically sampled descent of Ghosh et al. (2018): samples
   drawn without replacement grow geometrically until they cover the data; on each, the
   inner maximisation is solved exactly and a few L-BFGS steps are taken until the sample's
@@ -15,7 +20,8 @@ the intercept ``b`` unpenalised. ``F`` is convex when the loss is; by Danskin's 
   full-batch path).
 * :func:`max_loss` solves the problem exactly when the ball is so large that the worst case
   puts all its mass on the largest loss whatever the model: ``F`` is then the largest loss
-  plus the penalty, a non-smooth problem that both paths above hand over to it.
+  plus the penalty, a non-smooth problem that both paths above hand over to it. Below that
+  radius its optimum is often ``F``'s, and :func:`_continuation` tries it.
 * :func:`dual_lbfgs` minimises the exact convex dual jointly over the model and the dual
   variable ``eta`` with L-BFGS-B. It is fast on well-conditioned problems but stalls far
   from the optimum when the losses can be driven near zero (interpolation) or the KL
@@ -33,7 +39,13 @@ import numpy as np
 from scipy.optimize import minimize
 from sklearn.utils.extmath import row_norms
 
-from ._divergence import _dual, _into_ball, _worst_case
+from ._divergence import (
+    _ball_divergence,
+    _dual,
+    _into_ball,
+    _smoothed_worst_case,
+    _worst_case,
+)
 from ._dro_losses import convex_loss
 
 if TYPE_CHECKING:
@@ -50,18 +62,24 @@ _NOISE_RATIO = 1.0
 _STAGE_STEPS = 10
 # L-BFGS-B stops only on the gradient test or when the objective can no longer decrease.
 _FTOL = 0.0
-# Iterations of empirical risk minimisation that start the primal L-BFGS path, and the
-# sampled path on its first sample. The latter only needs to leave the tie at theta = 0:
-# more iterations pull it towards the sample's ERM point and, on Adult, slowed it by
-# 10-25 % without helping.
+# Iterations of empirical risk minimisation that start the max-loss path, and the sampled
+# path on its first sample, where they are cheaper than robust steps (on Adult they saved
+# about 8 % of the data passes of the KL fit); more pull the sampled path towards the
+# sample's ERM point and, on Adult, slowed it by 10-25 % without helping.
 _ERM_START = 10
 _SAMPLE_ERM_START = 2
-# When a stalled path looks for a small subgradient, distributions whose expected loss is
-# within this relative amount of the robust loss count: the losses a descent path leaves
-# tied differ by far less, and the objective is known to no better than this anyway.
+# A point where the objective is not differentiable is accepted with a subgradient of the
+# distributions whose expected loss is within this relative amount of the robust loss
+# (an epsilon-subgradient): the losses a descent path leaves tied differ by far less, and
+# the objective is known to no better than this anyway.
 _TIE_SLACK = math.sqrt(np.finfo(float).eps)
-# That search builds the n x n_params matrix of per-sample gradients; above this many
-# entries it is skipped.
+# The smoothing continuation (:func:`_continuation`): the first temperature relative to the
+# robust loss at the start, which smooths the tie of all losses at theta = 0 but is below
+# the temperature of the worst case at moderate radii, and the factor between stages.
+_MU_START = 1e-2
+_MU_FACTOR = 0.1
+# The search of a stalled path for a small subgradient builds the n x n_params matrix of
+# per-sample gradients; above this many entries it is skipped.
 _CERTIFY_MAX_ENTRIES = 5e7
 # Clarabel's defaults (1e-8) leave the max-loss optimum up to about 1e-8 above the
 # exact one.
@@ -178,10 +196,29 @@ class LinearDRO:
         value = float(p @ losses) + self.penalty(theta)
         return value, (self.weighted_gradient(theta, p, dZ) if grad else None), p, eta
 
+    def smoothed_objective(self, theta: np.ndarray, mu: float, eta_hint: float | None = None):
+        """``(F_mu(theta), its gradient, F(theta), gap, eta, temperature)``: the objective
+        smoothed at temperature ``mu`` (:func:`~skrate._divergence._smoothed_worst_case`,
+        which also gives ``eta`` and the exact ``temperature``; ``mu = 0`` is ``F``).
+
+        The gradient is that of the ``p_mu``-weighted loss plus the penalty, and ``gap =
+        F(theta) - (p_mu @ losses + penalty) >= 0``. As ``p_mu`` is a point of the ball, the
+        gradient is a ``gap``-subgradient of ``F``: ``F(theta') >= F(theta) - gap + g @
+        (theta' - theta)`` for every ``theta'`` (the losses are convex). ``gap`` is 0 where
+        the smoothing leaves the worst case exact.
+        """
+        losses, dZ = self.losses(theta)
+        p, value, robust, eta, temperature = _smoothed_worst_case(
+            losses, self.q, self.divergence, self.radius, mu, eta_hint)
+        penalty = self.penalty(theta)
+        gap = max(robust - float(p @ losses), 0.0)
+        return (value + penalty, self.weighted_gradient(theta, p, dZ), robust + penalty, gap,
+                eta, temperature)
+
     def sampled_objective(
-        self, theta: np.ndarray, eta_hint: float | None, row_sq: np.ndarray
+        self, theta: np.ndarray, eta_hint: float | None, row_sq: np.ndarray, mu: float = 0.0
     ) -> SampleState:
-        """``F`` and its gradient on this sample, with the sampling noise of the gradient.
+        """``F_mu`` and its gradient on this sample, with the sampling noise of the gradient.
 
         The loss part of the gradient is the sample mean of
         ``v_i = m p_i dZ_i (x_i - offset, 1)``; its standard error
@@ -189,8 +226,9 @@ class LinearDRO:
         :meth:`row_sq` of the sample's rows.
         """
         losses, dZ = self.losses(theta)
-        p, eta = _worst_case(losses, self.q, self.divergence, self.radius, eta_hint)
-        value = float(p @ losses) + self.penalty(theta)
+        p, value, _, eta, _ = _smoothed_worst_case(losses, self.q, self.divergence,
+                                                   self.radius, mu, eta_hint)
+        value += self.penalty(theta)
         grad = self.weighted_gradient(theta, p, dZ)
         m = losses.size
         W, _ = self.unpack(theta)
@@ -203,7 +241,8 @@ class LinearDRO:
 
 @dataclass
 class SampleState:
-    """The robust objective of a sample at a point, with what the sampled path needs."""
+    """The (smoothed) robust objective of a sample at a point, with what the sampled path
+    needs."""
 
     value: float
     grad: np.ndarray
@@ -219,7 +258,9 @@ class Result:
     the largest absolute entry of the final full-data (projected) gradient, or of the
     multiplier-weighted subgradient for :func:`max_loss` (NaN when its conic solve
     failed). ``n_outside`` counts the samples outside the working set of :func:`max_loss`
-    whose loss still exceeds the set's maximum.
+    whose loss still exceeds the set's maximum. ``gap`` is the ``epsilon`` of that
+    gradient as an epsilon-subgradient (0 where ``F`` is differentiable, see
+    :func:`_continuation`), ``objective`` is ``F(theta)`` when the solver has it.
     """
 
     theta: np.ndarray
@@ -227,6 +268,8 @@ class Result:
     converged: bool
     grad_max: float = math.nan
     n_outside: int = 0
+    gap: float = 0.0
+    objective: float = math.nan
 
 
 def _sup(v: np.ndarray) -> float:
@@ -324,18 +367,122 @@ def _two_loop(grad: np.ndarray, pairs: list) -> np.ndarray:
     return r
 
 
-def _armijo(sub: LinearDRO, theta, state, direction, row_sq):
+def _armijo(sub: LinearDRO, theta, state, direction, row_sq, mu):
     """Backtrack from the unit step until ``sub``'s objective decreases enough, or ``None``."""
     slope = state.grad @ direction
     step = 1.0
     for _ in range(_HALVINGS):
         candidate = theta + step * direction
-        new = sub.sampled_objective(candidate, state.eta, row_sq)
+        new = sub.sampled_objective(candidate, state.eta, row_sq, mu)
         # Strict decrease too: near the optimum the Armijo bound rounds to the value itself.
         if new.value <= state.value + _ARMIJO * step * slope and new.value < state.value:
             return candidate, new
         step *= 0.5
     return None
+
+
+def _descent_step(sub: LinearDRO, theta, state, pairs: list, row_sq, mu):
+    """One L-BFGS step on ``sub``'s ``F_mu``: ``(theta, state, pairs)`` after it, or ``None``
+    when no step decreases the objective."""
+    found = None
+    if pairs:
+        direction = -_two_loop(state.grad, pairs)
+        if state.grad @ direction < 0:
+            found = _armijo(sub, theta, state, direction, row_sq, mu)
+    if found is None:
+        # Steepest descent, first step at most 1 in every coordinate.
+        pairs = []
+        direction = -state.grad / max(1.0, np.max(np.abs(state.grad)))
+        found = _armijo(sub, theta, state, direction, row_sq, mu)
+    if found is None:
+        return None
+    candidate, new = found
+    s, y = candidate - theta, new.grad - state.grad
+    sy = s @ y
+    # Both gradients are on the same sample, so (s, y) is a curvature pair of it.
+    if sy > 1e-10 * (y @ y):
+        pairs = (pairs + [(s, y, 1.0 / sy)])[-_MEMORY:]
+    return candidate, new, pairs
+
+
+def _first_temperature(objective: float) -> float:
+    """The first temperature of :func:`_continuation`, from ``F`` at its start."""
+    return _MU_START * max(abs(objective), np.finfo(float).tiny)
+
+
+def _continuation(problem: LinearDRO, theta, mu: float, max_iter: int, tol: float, stage,
+                  n_iter: int = 0) -> Result:
+    """Minimise ``F`` through its smoothings ``F_mu`` at decreasing temperatures ``mu``.
+
+    ``F`` is convex but not differentiable where the worst case is not unique (tied top
+    losses holding all the mass: at large radii, or when the best model is constant), and
+    a descent method on it stalls at such a kink, possibly far from the optimum. ``F_mu``
+    (:meth:`LinearDRO.smoothed_objective`) is smooth, within ``mu * radius`` of ``F``, and
+    equal to ``F - mu * radius`` wherever the exact worst case is hotter than ``mu``: at
+    moderate radii the first stage already minimises ``F`` near its optimum. ``stage(theta,
+    mu, n_iter)`` minimises ``F_mu`` from ``theta`` and returns its :class:`Result`.
+
+    After a stage, its gradient ``g`` is a ``gap``-subgradient of ``F``; the result is
+    converged when ``g`` passes the ``tol`` test and ``gap`` is within ``_TIE_SLACK``
+    (relative) of ``F``, the slack of :func:`_certify`. Otherwise the next stage runs at
+    ``_MU_FACTOR`` times the temperature, or times the exact worst case's temperature at
+    the stage's point if that is lower (at most ``_MU_FACTOR**2`` times the temperature),
+    until ``mu`` is below ``_TIE_SLACK`` times its start or the iterations run out.
+
+    Each stage only gains a constant factor on the distance to a kink, and at a large
+    radius the optimum is typically the max-loss optimum, where a few top losses tie (see
+    :func:`max_loss`). So after the first stage that does not pass with at most
+    ``2 max(2 (n_params + 1), 16)`` samples carrying the worst case's mass, that optimum
+    is tried on a working set of at most as many samples (its first size and one
+    doubling: at a constant optimum all losses tie and the set would grow to the data).
+    It is not a warm start: the conic solve's rounding would enter the path, and with it
+    the equivalence of weighted and repeated samples.
+    """
+    mu_end = _TIE_SLACK * mu
+    few = 2 * max(2 * (problem.n_params + 1), 16)
+    tried, fallback = False, None
+    while True:
+        result = stage(theta, mu, n_iter)
+        theta, n_iter = result.theta, result.n_iter
+        _, grad, value, gap, _, temperature = problem.smoothed_objective(theta, mu)
+        tight = gap <= _TIE_SLACK * max(1.0, abs(value))
+        result = Result(theta, n_iter, tight and _sup(grad) <= tol, _sup(grad), gap=gap,
+                        objective=value)
+        if not (tight or n_iter >= max_iter or mu <= mu_end or tried):
+            _, _, p, _ = problem.objective(theta)
+            if np.count_nonzero(p > _TIE_SLACK * p.max()) <= few:
+                tried = True
+                alt = max_loss(problem, theta, max_iter - n_iter, tol, max_set=few)
+                n_iter += alt.n_iter
+                if alt.converged:
+                    return replace(alt, n_iter=n_iter)
+                fallback = alt.theta, problem.objective(alt.theta)[0]
+                result.n_iter = n_iter
+        if tight or n_iter >= max_iter or mu <= mu_end:
+            if fallback is not None and not result.converged and fallback[1] < value:
+                result = replace(result, theta=fallback[0], objective=fallback[1])
+            return result
+        # Below the exact worst case's temperature here, the next stage is F itself near
+        # theta: a first temperature far above the optimum's (losses fitted close to 0)
+        # then costs one more stage, not one per factor. At most two factors at a time,
+        # as the temperature is 0 at a kink.
+        mu = _MU_FACTOR * max(min(mu, temperature), _MU_FACTOR * mu)
+
+
+def _best(problem: LinearDRO, result: Result, theta0: np.ndarray, start: float) -> Result:
+    """An unconverged ``result``, or the start ``theta0`` (``F = start``) if that is better.
+
+    A safeguard: a descent path only moves on decreases of the smoothed objective, which
+    is within ``mu * radius`` of ``F``. A converged result passed its test and is kept.
+    """
+    if result.converged:
+        return result
+    end = result.objective
+    if math.isnan(end):
+        end = problem.objective(result.theta)[0]
+    if start < end:
+        return replace(result, theta=theta0.copy(), objective=start)
+    return result
 
 
 def dynamic_sgd(
@@ -353,27 +500,24 @@ def dynamic_sgd(
     Stage ``t`` works on the sample of the first ``m_t = min(n, ceil(initial_sample_size *
     growth**t))`` points of one random permutation of the data: samples drawn without
     replacement that grow by new points until they cover the data. On each sample the
-    inner maximisation is solved exactly, so the step direction is the sample's exact
-    Danskin gradient, turned into a quasi-Newton direction by the L-BFGS two-loop
+    inner maximisation is solved exactly (smoothed at the first temperature of
+    :func:`_continuation`, see :func:`primal_lbfgs`), so the step direction is the
+    sample's exact gradient, turned into a quasi-Newton direction by the L-BFGS two-loop
     recursion (curvature pairs kept across samples) and given an Armijo step on the
-    sample's robust objective. A stage ends as soon as the sample's gradient is no larger
+    sample's objective. A stage ends as soon as the sample's gradient is no larger
     than its own sampling noise (``||g|| <= sqrt(trace Var(v_i) / m)`` for the per-sample
     terms ``v_i`` of :meth:`LinearDRO.sampled_objective`, the norm test of
     dynamic sampling methods), or after ``_STAGE_STEPS`` steps: a sample of ``m`` points
     only pins the optimum down to ``O(1 / sqrt(m))``. Once the sample is the full data the
-    same L-BFGS steps continue, deterministically, until the largest absolute gradient
-    entry is at most ``tol``; if no step decreases the objective before that, or after
-    ``max_iter`` steps, the result is not converged.
-
-    The path starts, like :func:`primal_lbfgs`, with iterations of empirical risk
-    minimisation, here two on the first sample (they count in ``n_iter``): where losses with
-    different gradients tie (at ``theta = 0`` all logistic losses do) the worst case is
-    not unique, and the gradient at the base distribution need not be a descent direction
-    of the robust objective, so no step would pass the line search. A ball so large that
-    the worst case always sits on the largest loss goes to :func:`max_loss`.
+    same L-BFGS steps continue, deterministically, as the stages of :func:`_continuation`
+    until it converges; if no step decreases the objective before that, or after
+    ``max_iter`` steps, the result is not converged. The first sample starts with two
+    iterations of empirical risk minimisation (they count in ``n_iter``). A ball so large
+    that the worst case always sits on the largest loss goes to :func:`max_loss`.
     """
     if problem.concentrated():
         return max_loss(problem, theta, max_iter, tol, callback)
+    theta0, start = theta, problem.objective(theta)[0]
     # Rows of zero base weight never matter and are left out, so no sample has zero
     # total weight; the samples are prefixes (views) of one permuted copy of the data.
     support = np.flatnonzero(problem.q > 0)
@@ -382,51 +526,52 @@ def dynamic_sgd(
     row_sq = shuffled.row_sq()
     pairs: list = []
     eta, it = None, 0
-    started = problem.radius == 0.0  # the radius-0 problem is smooth everywhere
-    for m in sample_sizes(n, initial_sample_size, growth):
-        full = m == n
-        sub = shuffled if full else shuffled.subset(slice(0, m))
+    for t, m in enumerate(sample_sizes(n, initial_sample_size, growth)):
+        sub = shuffled if m == n else shuffled.subset(slice(0, m))
         rows = row_sq[:m]
-        if not started:
-            start = erm_lbfgs(sub, theta, min(max_iter, _SAMPLE_ERM_START), tol)
-            theta, it, started = start.theta, start.n_iter, True
-        state = sub.sampled_objective(theta, eta, rows)
-        for stage_step in range(max_iter + 1):
-            grad_max = _sup(state.grad)
-            if full and grad_max <= tol:
-                return Result(theta, it, True, grad_max)
-            if not full and (np.linalg.norm(state.grad) <= _NOISE_RATIO * state.noise
-                             or stage_step == _STAGE_STEPS):
+        if t == 0:
+            erm = erm_lbfgs(sub, theta, min(max_iter, _SAMPLE_ERM_START), tol)
+            theta, it = erm.theta, erm.n_iter
+            mu = _first_temperature(sub.objective(theta)[0])
+        if m == n:
+            break
+        state = sub.sampled_objective(theta, eta, rows, mu)
+        for stage_step in range(_STAGE_STEPS):
+            if np.linalg.norm(state.grad) <= _NOISE_RATIO * state.noise:
                 break
             if it >= max_iter:
-                if not full:
-                    grad_max = _sup(shuffled.objective(theta, eta, grad=True)[1])
-                return Result(theta, it, False, grad_max)
-            found = None
-            if pairs:
-                direction = -_two_loop(state.grad, pairs)
-                if state.grad @ direction < 0:
-                    found = _armijo(sub, theta, state, direction, rows)
+                grad_max = _sup(shuffled.smoothed_objective(theta, mu, eta)[1])
+                return _best(problem, Result(theta, it, False, grad_max), theta0, start)
+            found = _descent_step(sub, theta, state, pairs, rows, mu)
             if found is None:
-                # Steepest descent, first step at most 1 in every coordinate.
-                pairs = []
-                direction = -state.grad / max(1.0, np.max(np.abs(state.grad)))
-                found = _armijo(sub, theta, state, direction, rows)
-            if found is None:
-                if full:  # no step decreases the objective, yet the gradient test fails
-                    return _certify(shuffled, Result(theta, it, False, grad_max), tol)
                 break
-            candidate, new = found
-            s, y = candidate - theta, new.grad - state.grad
-            sy = s @ y
-            # Both gradients are on the same sample, so (s, y) is a curvature pair of it.
-            if sy > 1e-10 * (y @ y):
-                pairs = (pairs + [(s, y, 1.0 / sy)])[-_MEMORY:]
-            theta, state, eta = candidate, new, new.eta
-            it += 1
+            theta, state, pairs = found
+            eta, it = state.eta, it + 1
             if callback is not None:
                 callback(theta)
-    raise AssertionError("unreachable: the schedule reaches the full data")
+
+    def stage(theta, stage_mu, it):
+        """The same L-BFGS steps on the full data's ``F_mu``."""
+        nonlocal pairs, eta
+        if stage_mu != mu:
+            pairs = []  # curvature pairs of a hotter objective
+        state = shuffled.sampled_objective(theta, eta, row_sq, stage_mu)
+        while True:
+            grad_max = _sup(state.grad)
+            if grad_max <= tol or it >= max_iter:
+                return Result(theta, it, grad_max <= tol, grad_max)
+            found = _descent_step(shuffled, theta, state, pairs, row_sq, stage_mu)
+            if found is None:  # no step decreases the objective, yet the gradient test fails
+                return Result(theta, it, False, grad_max)
+            theta, state, pairs = found
+            eta, it = state.eta, it + 1
+            if callback is not None:
+                callback(theta)
+
+    result = _continuation(shuffled, theta, mu, max_iter, tol, stage, it)
+    if result.n_iter < max_iter:
+        result = _certify(shuffled, result, tol)
+    return _best(problem, result, theta0, start)
 
 
 def _lbfgs(fun, theta, max_iter, tol, callback, bounds=None, memory=10, n_before=0) -> Result:
@@ -469,33 +614,36 @@ def primal_lbfgs(
     callback: Callable | None = None,
     memory: int = 10,
 ) -> Result:
-    """L-BFGS-B on ``F`` itself, the inner maximisation solved exactly at every evaluation.
+    """L-BFGS-B on ``F``, the inner maximisation solved exactly at every evaluation.
 
-    ``F`` is differentiable wherever the worst case is unique, with Danskin's gradient. It is
-    not where losses with different gradients tie (at ``theta = 0`` all logistic losses
-    tie), so the path starts with a few iterations of empirical risk minimisation, after
-    which they generically do not; those iterations count in ``n_iter``. ``memory`` is the
-    number of curvature pairs of L-BFGS-B (SciPy's ``maxcor``). A ball so large that the
-    worst case always sits on the largest loss goes to :func:`max_loss`, since that
-    objective is not differentiable at its minimum.
+    ``F`` is differentiable wherever the worst case is unique, with Danskin's gradient,
+    but not where tied losses hold all the worst case's mass: at ``theta = 0`` all
+    logistic losses tie, at a constant optimum all losses do, and at large radii the
+    optimum ties a few top losses. L-BFGS stalls at such kinks, so it runs on the
+    smoothed objectives of :func:`_continuation`, each stage warm-started from the last.
+    ``memory`` is the number of curvature pairs of L-BFGS-B (SciPy's ``maxcor``). A ball so
+    large that the worst case always sits on the largest loss goes to :func:`max_loss`,
+    which solves that problem exactly.
     """
     if problem.concentrated():
         return max_loss(problem, theta, max_iter, tol, callback)
     if problem.radius == 0.0:
         return erm_lbfgs(problem, theta, max_iter, tol)
-    start = erm_lbfgs(problem, theta, min(max_iter, _ERM_START), tol)
     eta = [None]
-    if start.n_iter >= max_iter:
-        grad_max = _sup(problem.objective(start.theta, grad=True)[1])
-        return Result(start.theta, start.n_iter, grad_max <= tol, grad_max)
 
-    def fun(theta):
-        value, grad, _, eta[0] = problem.objective(theta, eta[0], grad=True)
-        return value, grad
+    def stage(theta, mu, n_iter):
+        def fun(theta):
+            value, grad, _, _, eta[0], _ = problem.smoothed_objective(theta, mu, eta[0])
+            return value, grad
 
-    result = _lbfgs(fun, start.theta, max_iter - start.n_iter, tol, callback, memory=memory,
-                    n_before=start.n_iter)
-    return result if result.n_iter >= max_iter else _certify(problem, result, tol)
+        return _lbfgs(fun, theta, max_iter - n_iter, tol, callback, memory=memory,
+                      n_before=n_iter)
+
+    start = problem.objective(theta)[0]
+    result = _continuation(problem, theta, _first_temperature(start), max_iter, tol, stage)
+    if result.n_iter < max_iter:
+        result = _certify(problem, result, tol)
+    return _best(problem, result, theta, start)
 
 
 def max_loss(
@@ -504,6 +652,7 @@ def max_loss(
     max_iter: int,
     tol: float,
     callback: Callable | None = None,
+    max_set: int | None = None,
 ) -> Result:
     """Minimise the largest loss plus the penalty exactly, for a ball that concentrates.
 
@@ -519,14 +668,25 @@ def max_loss(
 
     ``n_iter`` counts the ERM iterations and the interior-point iterations of all solves.
     The result is converged when no loss outside the set exceeds its maximum and the
-    gradient of the losses weighted by the solver's multipliers of ``loss_i <= t`` (a
-    subgradient of ``F``), plus the penalty's, has no entry above ``tol``.
+    gradient of the losses weighted by the solver's multipliers ``lambda`` of ``loss_i <=
+    t``, plus the penalty's, has no entry above ``tol``: a subgradient of ``F`` when
+    ``lambda`` is a point of the ball (always, for a ball that concentrates) whose
+    expected loss is within ``_TIE_SLACK`` of the robust loss.
+
+    For a smaller radius, ``F`` is at most the largest loss plus the penalty, with equality
+    where the tied top losses can hold all the worst case's mass; so the max-loss optimum,
+    where typically a few losses tie, is also ``F``'s when ``lambda`` passes that test.
+    :func:`_continuation` tries it (``max_set`` bounds the working set, beyond which the
+    result is unconverged) from its own point ``theta``: no ERM iterations then, nor the
+    costly search of :func:`_certify` when the multipliers fail.
     """
     import cvxpy as cp  # only the conic solves need cvxpy: importing skrate stays light
 
     data = problem.on_support()
-    start = erm_lbfgs(data, theta, min(max_iter, _ERM_START), tol)
-    theta, n_iter = start.theta, start.n_iter
+    n_iter = 0
+    if max_set is None:
+        start = erm_lbfgs(data, theta, min(max_iter, _ERM_START), tol)
+        theta, n_iter = start.theta, start.n_iter
     losses, _ = data.losses(theta)
     n, (d, k) = losses.size, (data.X.shape[1], data.n_outputs)
     working = np.argsort(-losses, kind="stable")[: min(n, max(2 * (data.n_params + 1), 16))]
@@ -562,15 +722,23 @@ def max_loss(
             break
         # Doubling the set at most keeps each solve small and the rounds few.
         excess = excess[np.argsort(-losses[excess], kind="stable")[: working.size]]
+        if max_set is not None and working.size + excess.size > max_set:
+            return Result(theta, n_iter, False, n_outside=excess.size)
         working = np.concatenate([working, excess])
     weights = np.zeros(n)
     weights[working] = np.maximum(np.asarray(epigraph.dual_value, dtype=float).ravel(), 0.0)
     total = weights.sum()
     if not total > 0:
         return Result(theta, n_iter, False, n_outside=excess.size)
-    grad_max = _sup(data.weighted_gradient(theta, weights / total, dZ))
-    result = Result(theta, n_iter, excess.size == 0 and grad_max <= tol, grad_max, excess.size)
-    if excess.size or result.converged:
+    weights /= total
+    grad_max = _sup(data.weighted_gradient(theta, weights, dZ))
+    robust = float(_worst_case(losses, data.q, data.divergence, data.radius)[0] @ losses)
+    inside = (data.concentrated()
+              or _ball_divergence(weights, data.q, data.divergence) <= data.radius)
+    subgradient = inside and weights @ losses >= robust - _TIE_SLACK * max(1.0, abs(robust))
+    result = Result(theta, n_iter, excess.size == 0 and subgradient and grad_max <= tol,
+                    grad_max, excess.size)
+    if excess.size or result.converged or max_set is not None:
         return result
     # The multipliers are only as accurate as the conic solve, which on badly scaled
     # features is not enough; the smallest subgradient over the tied losses is exact.
