@@ -6,7 +6,6 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-import scipy.sparse as sp
 from sklearn.base import _fit_context, clone
 from sklearn.compose import ColumnTransformer
 from sklearn.model_selection import check_cv
@@ -32,7 +31,7 @@ from .generalized._program import (
 )
 from .generalized._ratio import RatioProgram, solve_ratio_game
 from .generalized._three_player import CONFIGURATIONS, solve_three_player
-from .models import Design, LinearModel, MLPModel, ProbabilityScoreModel, log_odds
+from .models import Design, LinearModel, MLPModel, ProbabilityScoreModel, log_odds, score_threshold, with_score
 from .models._oracle import fit_weighted, sample_weight_key, seeded
 
 try:
@@ -447,8 +446,7 @@ class MetricOptimizer(RateClassifierBase):
             self._model = _EncodedScoreModel(est, encoder, encoder.fit_transform(X_in).shape[1], positive)
         else:
             self._model = ProbabilityScoreModel(est, X_in.shape[1], positive)
-        theta = np.zeros(self._model.n_features + 2)
-        theta[-2] = 1.0
+        theta = score_threshold(self._model.n_features)
         if self._cv() is None or frozen:  # a frozen model was fitted on other rows: its scores are honest
             return self._model.augment(X_in, log_odds(est, X_in, positive)), theta
         # out-of-fold log-odds: what the thresholds meet on new rows, not the fit's own optimism
@@ -480,10 +478,7 @@ class MetricOptimizer(RateClassifierBase):
         for train, test in folds:
             theta = fit_logistic(design[train], data.y[train], data.sample_weight[train], self.alpha, init=theta_full)
             z[test] = design[test] @ theta[:-1] + theta[-1]
-        base = np.zeros(X.shape[1] + 2)
-        base[-2] = 1.0
-        X_aug = sp.hstack([design, z[:, None]], format="csr") if sp.issparse(design) else np.column_stack([design, z])
-        return X_aug, base
+        return with_score(design, z), score_threshold(X.shape[1])
 
     def _folds(self, X, y01: np.ndarray, strict: bool = True) -> list | None:
         """The ``cv`` splits, each training fold holding both classes; when they cannot be made,

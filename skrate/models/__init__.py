@@ -3,6 +3,7 @@
 from ._design import Design
 from ._linear import LinearModel
 from ._mlp import MLPModel
-from ._probability_scores import ProbabilityScoreModel, log_odds
+from ._probability_scores import ProbabilityScoreModel, log_odds, score_threshold, with_score
 
-__all__ = ["Design", "LinearModel", "MLPModel", "ProbabilityScoreModel", "log_odds"]
+__all__ = ["Design", "LinearModel", "MLPModel", "ProbabilityScoreModel", "log_odds", "score_threshold",
+           "with_score"]

@@ -21,6 +21,19 @@ def log_odds(estimator, X, positive=1) -> np.ndarray:
     return logit(np.clip(p, eps, 1.0 - eps))
 
 
+def with_score(X, z: np.ndarray):
+    """``[X, z]``, sparse when ``X`` is: the features with a score column appended."""
+    z = np.asarray(z, dtype=float)[:, None]
+    return sp.hstack([X, z], format="csr") if sp.issparse(X) else np.hstack([X, z])
+
+
+def score_threshold(n_features: int) -> np.ndarray:
+    """Parameters of the linear model on ``[x, z]`` that predicts ``z > 0``: weight 1 on ``z``."""
+    theta = np.zeros(n_features + 2)
+    theta[-2] = 1.0
+    return theta
+
+
 class ProbabilityScoreModel:
     """``f(x) = [x, z(x)] . theta[:-1] + theta[-1]`` with ``z(x) = logit eta(x)``.
 
@@ -56,14 +69,14 @@ class ProbabilityScoreModel:
             z = log_odds(self.estimator, X, self.positive)
         if hasattr(X, "iloc"):
             X = X.to_numpy(dtype=float)
-        z = np.asarray(z, dtype=float)[:, None]
         # x only decodes the group cells; a missing value the estimator took must not make the
         # score NaN (weight 0 times NaN), so it reads as 0 there, in fit and predict alike
         if sp.issparse(X):
             X = sp.csr_matrix(X, dtype=float, copy=True)
             X.data = np.nan_to_num(X.data, nan=0.0)
-            return sp.hstack([X, z], format="csr")
-        return np.hstack([np.nan_to_num(np.asarray(X, dtype=float), nan=0.0), z])
+        else:
+            X = np.nan_to_num(np.asarray(X, dtype=float), nan=0.0)
+        return with_score(X, z)
 
     def scores_many(self, X, thetas: np.ndarray) -> np.ndarray:
         return self.linear.scores_many(self.augment(X), thetas)
