@@ -123,7 +123,8 @@ class MetricOptimizer(RateClassifierBase):
         thresholds a plug-in logistic-regression estimate of ``P(y = 1 | x)`` (one
         threshold per answer and group cell). ``"frank_wolfe"``, ``"spade"``, ``"nemsis"``: the earlier
         algorithms as special cases of the game. ``"ratio"``: Algorithm 3 for sums of ratios
-        (F-measure, precision, their parities). ``"auto"`` picks ``"ratio"`` for ratio metrics; for
+        (F-measure, precision, their parities): surrogate model steps, or with ``estimator=``
+        exact plug-in oracle answers (Dinkelbach steps over thresholds of ``eta``). ``"auto"`` picks ``"ratio"`` for ratio metrics; for
         the others, with ``model="linear"``, ``"frank_wolfe"`` when every constraint is linear in
         the rates (exact plug-in oracle answers, which settle in a few dozen rounds; constraint
         multipliers ascend as in Algorithm 1) and ``"oracle"`` when one is not (a KL or G-mean
@@ -137,7 +138,7 @@ class MetricOptimizer(RateClassifierBase):
         solvers that apply.
     estimator : classifier with ``predict_proba``, default=None
         The class-probability model ``eta(x) = P(y = 1 | x)`` the plug-in oracle of
-        ``"oracle"`` and ``"frank_wolfe"`` thresholds, instead of the built-in L2 logistic
+        ``"oracle"``, ``"frank_wolfe"`` and ``"ratio"`` thresholds, instead of the built-in L2 logistic
         regression -- for users who trust their own probability estimates (gradient boosting,
         a calibrated model). A clone is fitted on the training rows as given (a DataFrame keeps
         its column names and dtypes, category and text columns included, for a ``Pipeline``
@@ -148,8 +149,8 @@ class MetricOptimizer(RateClassifierBase):
         elsewhere is used as it is when wrapped in
         ``sklearn.frozen.FrozenEstimator``. The candidates threshold ``logit eta(x)`` per group
         cell, decoded from the numeric columns of ``X`` and its category and text columns one-hot
-        encoded; ``"auto"`` picks ``"frank_wolfe"`` or ``"oracle"`` as above, and the other solvers
-        are refused.
+        encoded; ``"auto"`` picks ``"ratio"``, ``"frank_wolfe"`` or ``"oracle"`` as above, and the
+        surrogate solvers are refused.
     cv : "auto", int, cross-validation generator, iterable or None, default="auto"
         Cross-fitting of the plug-in oracle's probability model: the oracle chooses its
         thresholds on out-of-fold probabilities (each row scored by a model fitted on the other
@@ -385,12 +386,7 @@ class MetricOptimizer(RateClassifierBase):
                 raise ValueError(f"{reason} solver={self.solver!r} does not apply; solvers that do: {surrogate}.")
             ok = tuple(s for s in ok if s not in PLUGIN_SOLVERS)
         if self.estimator is not None:  # only the plug-in oracle uses a probability model
-            plugin = tuple(s for s in ok if s in PLUGIN_SOLVERS)
-            if not plugin:
-                raise ValueError(
-                    f"estimator={type(self.estimator).__name__} is the probability model of the plug-in oracle "
-                    f"(solver in {list(PLUGIN_SOLVERS)}), which serves convex metrics; this problem "
-                    f"({described or 'linear'}) needs another solver ({', '.join(ok)}): drop estimator.")
+            plugin = tuple(s for s in ok if s in PLUGIN_SOLVERS + ("ratio",))
             if self.solver not in plugin + ("auto",):
                 raise ValueError(
                     f"estimator={type(self.estimator).__name__} is the probability model of the plug-in oracle; "
@@ -551,9 +547,10 @@ class MetricOptimizer(RateClassifierBase):
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
         X_fit, data_fit, objective = X, data, metric
         if isinstance(metric, PRAUC):
-            if constraints or self.model != "linear":
-                raise ValueError("pr_auc() is optimised alone, with model='linear' (one score, one bias per "
-                                 f"recall level); got constraints={self.constraints!r}, model={self.model!r}.")
+            if constraints or self.model != "linear" or self.estimator is not None:
+                raise ValueError("pr_auc() is optimised alone, with model='linear' and no estimator (one linear "
+                                 f"score, one bias per recall level); got constraints={self.constraints!r}, "
+                                 f"model={self.model!r}, estimator={self.estimator!r}.")
             X_fit, data_fit, objective, constraints = stacked_problem(metric, X, data)
         program = compile_program(objective, constraints, data_fit)
         solver = self._choose_solver(program, "pr_auc" if isinstance(metric, PRAUC) else None)
@@ -565,7 +562,9 @@ class MetricOptimizer(RateClassifierBase):
                       lambda_learning_rate=self.lambda_learning_rate, lambda_bound=self.lambda_bound,
                       alpha=self.alpha, max_iter=self.max_iter, batch_size=self.batch_size,
                       n_candidates=self.n_candidates, tol=self.tol, rng=gen, callback=self.callback, verbose=self.verbose)
-        uses_oracle = solver != "ratio" and CONFIGURATIONS[solver][0] == "oracle"
+        # the ratio game's theta-player is the plug-in oracle when a probability model is given
+        uses_oracle = (self.estimator is not None if solver == "ratio"
+                       else CONFIGURATIONS[solver][0] == "oracle")
         common["n_iter_no_change"] = (self.n_iter_no_change if self.n_iter_no_change != "auto"
                                       else AUTO_PATIENCE.get(solver, 100))
         theta_eta = None
@@ -589,15 +588,15 @@ class MetricOptimizer(RateClassifierBase):
             init_params = initial_params(theta_eta, X, data.y, metric.levels, data.sample_weight)
         game_model = LinearModel(X_fit.shape[1]) if cross_fit else (
             self._model if self.estimator is None else self._model.linear)
+        oracle = None
+        if uses_oracle:
+            augmented = self.estimator is not None or cross_fit
+            oracle = PluginOracle(X_fit, theta_eta, group_cells(program_group_columns(program), data),
+                                  data.sample_weight, n_decode=X_fit.shape[1] - augmented)
         if solver == "ratio":
-            traj = solve_ratio_game(program, RatioProgram(program, data_fit), game_model, X_fit,
+            traj = solve_ratio_game(program, RatioProgram(program, data_fit), game_model, X_fit, oracle=oracle,
                                     xi_learning_rate=self.xi_learning_rate, init_params=init_params, **common)
         else:
-            oracle = None
-            if uses_oracle:
-                augmented = self.estimator is not None or cross_fit
-                oracle = PluginOracle(X_fit, theta_eta, group_cells(program_group_columns(program), data),
-                                      data.sample_weight, n_decode=X_fit.shape[1] - augmented)
             traj = solve_three_player(program, game_model, X_fit, solver=solver, oracle=oracle,
                                       init_params=init_params, **common)
         self.objective_ = program.objective.metric

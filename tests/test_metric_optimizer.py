@@ -587,6 +587,53 @@ def test_plugin_oracle_thresholds_the_users_probability_model():
     assert (s_new[pred].min() if pred.any() else 1.0) >= (s_new[~pred].max() if (~pred).any() else 0.0)
 
 
+def _f1_of_cell_thresholds(eta, y, cell):
+    """F-measure overall and of each of two cells for every pair of per-cell thresholds of ``eta``
+    (rows: cell 0's number of predicted positives, columns: cell 1's)."""
+    parts = []
+    for c in (0, 1):
+        e, t = eta[cell == c], y[cell == c]
+        tp = np.r_[0, np.cumsum(t[np.argsort(-e, kind="stable")])]
+        parts.append((tp, np.arange(e.size + 1), t.sum()))
+    (ta, pa, Pa), (tb, pb, Pb) = parts
+    both = 2 * (ta[:, None] + tb[None, :]) / (Pa + Pb + pa[:, None] + pb[None, :])
+    return both, 2 * ta / (Pa + pa), 2 * tb / (Pb + pb)
+
+
+@pytest.mark.parametrize("seed", [1, 4])
+def test_ratio_game_with_an_estimator_reaches_the_best_cell_thresholds(seed):
+    # Algorithm 3 with the plug-in oracle as its theta-player: F1 subject to F1 parity, against
+    # every pair of per-cell thresholds of the known eta (the best deterministic answers)
+    X, y, group = _eta_data(seed=seed)
+    eta = KnownEta().predict_proba(X)[:, 1]
+    both, f_a, f_b = _f1_of_cell_thresholds(eta, y, (group == "b").astype(int))
+    unconstrained = both.max()
+    best = both[f_a[:, None] >= f_b[None, :] - 0.02].max()
+    assert best < unconstrained - 0.003  # the constraint binds
+    clf = MetricOptimizer(metric="f1", constraints=f_measure_parity({"g": "a"}, {"g": "b"}, 0.02),
+                          estimator=KnownEta(), random_state=0).fit(X, y, groups={"g": group})
+    assert clf.solver_ == "ratio" and clf.feasible_
+    p = clf.predict_proba(X)[:, 1]
+    f1_of = lambda rows: 2 * (p[rows] * y[rows]).sum() / (y[rows].sum() + p[rows].sum())
+    assert f1_of(group == "b") - f1_of(group == "a") <= 0.02 + 1e-9
+    assert f1_of(slice(None)) >= best - 2e-3
+    # each candidate thresholds eta per cell: above the cut all rows are predicted, below none
+    for theta in clf.candidates_:
+        pred = clf._model.linear.scores(clf._model.augment(X), theta) > 0
+        for cell in ("a", "b"):
+            here = group == cell
+            if pred[here].any() and (~pred[here]).any():
+                assert eta[here & pred].min() >= eta[here & ~pred].max()
+
+
+def test_ratio_game_with_an_estimator_finds_the_best_f1_threshold():
+    X, y, _ = _eta_data(seed=0)
+    eta = KnownEta().predict_proba(X)[:, 1]
+    f1 = lambda yhat: -2 * (yhat * y).sum() / (y.sum() + yhat.sum())
+    clf = MetricOptimizer(metric="f1", estimator=KnownEta(), solution="best", random_state=0).fit(X, y)
+    assert f1(clf.predict_proba(X)[:, 1]) == pytest.approx(_best_threshold_value(eta, y, f1), abs=1e-12)
+
+
 def test_plugin_thresholds_per_cell_are_decoded_from_the_features():
     X, y, group = _eta_data(seed=2)
     eta = KnownEta().predict_proba(X)[:, 1]
@@ -615,9 +662,11 @@ def test_plugin_estimator_is_cloned_and_misuse_is_refused():
     with pytest.raises(ValueError, match=r"estimator=KnownEta is the probability model of the plug-in oracle; "
                                          r"got solver='three_player'. Choose solver in \['oracle', 'frank_wolfe'\]"):
         MetricOptimizer(metric="g_mean", estimator=KnownEta(), solver="three_player").fit(X, y)
-    with pytest.raises(ValueError, match=r"plug-in oracle.*pr_auc.* is ratio.*needs another solver \(ratio\): "
-                                         r"drop estimator"):  # pr_auc: a sum of ratios
+    with pytest.raises(ValueError, match=r"pr_auc\(\) is optimised alone, with model='linear' and no estimator.*"
+                                         r"estimator=KnownEta\(\)"):  # one linear score per recall level
         MetricOptimizer(metric=pr_auc(), estimator=KnownEta()).fit(X, y)
+    with pytest.raises(ValueError, match=r"got solver='three_player'. Choose solver in \['ratio'\]"):
+        MetricOptimizer(metric="f1", estimator=KnownEta(), solver="three_player").fit(X, y)
     with pytest.raises(ValueError, match=r"model='mlp' has no effect with estimator="):
         MetricOptimizer(metric="g_mean", estimator=KnownEta(), model="mlp").fit(X, y)
 

@@ -16,6 +16,10 @@ weighted, step ``xi_learning_rate``) average of the true rates -- a follow-the-l
 which avoids the oscillation of plain gradient play on a bilinear game -- while the constraint
 multipliers ``mu_j`` ascend on the true, 0-1 constraint values. With ``lam_k = 1 / D_k`` and
 ``xi_k`` the current ratio, the model's step is Dinkelbach's parametric step for a ratio.
+
+With a plug-in oracle (``MetricOptimizer(estimator=...)``) the model player answers that linear
+Lagrangian exactly, by the best thresholds of ``eta`` per group cell, instead of a surrogate step:
+the parametric step then is Dinkelbach's own, and the snapshots are threshold classifiers.
 """
 
 from __future__ import annotations
@@ -69,6 +73,7 @@ def solve_ratio_game(
     model,
     X,
     *,
+    oracle=None,
     surrogate: str = "hinge",
     learning_rate: float = 0.05,
     lambda_learning_rate: float = 0.5,
@@ -87,6 +92,8 @@ def solve_ratio_game(
 ) -> MetricTrajectory:
     """Play Algorithm 3 and return snapshots of the model with their true metric values.
 
+    ``oracle`` (a :class:`~skrate.generalized._plugin_oracle.PluginOracle`), when given, plays the
+    model's best responses, starting from its own threshold; ``batch_size`` then does not apply.
     Full-batch games stop on the plateau rule of
     :class:`~skrate.generalized._stopping.EarlyStopping` (``tol=None``: never).
 
@@ -97,7 +104,10 @@ def solve_ratio_game(
     """
     m = program.n_constraints
     player = SurrogateTheta(model, X, ratios.A, surrogate=surrogate, learning_rate=learning_rate, alpha=alpha,
-                            batch_size=batch_size, rng=rng, init_params=init_params)
+                            batch_size=None if oracle is not None else batch_size, rng=rng,
+                            init_params=init_params)
+    if oracle is not None and init_params is None:  # the plug-in model's own threshold, eta(x) > 1/2
+        player.theta = oracle.theta_eta.copy()
     c, owner = ratios.coef, ratios.owner
     bound = 10.0 * np.abs(c)
     mu = np.zeros(m)
@@ -119,7 +129,11 @@ def solve_ratio_game(
         lam = np.minimum(w / Dpos, lambda_bound)
         current, owner_w = player.theta.copy(), np.concatenate(([1.0], mu))
         snaps.offer(t, current, owner_w)
-        player.step(np.concatenate([lam * c, -lam * xi]))
+        weights = np.concatenate([lam * c, -lam * xi])
+        if oracle is None:
+            player.step(weights)
+        else:
+            player.theta = oracle.best_response(player.AT @ weights)
         obj, phi = _values(ratios, c * N / np.maximum(D, 1e-3), m)
         if m:
             mu = np.clip(mu + lambda_learning_rate * phi, 0.0, lambda_bound)
