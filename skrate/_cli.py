@@ -1,10 +1,11 @@
 """The ``skrate`` command: demo, fit, audit and predict on CSV files.
 
-Exit codes: 0 success; 2 a wrong command line (including an unparseable ``--constraint``,
-``--objective`` or ``--metric``, a rate that needs a baseline model, and an output path that
-cannot be written); 65 the input data is unusable (missing column, non-binary target, empty
-values, a word in a numeric column, constraints that do not fit the data); 66 an input file is
-missing or unreadable; 73 an output file could not be written after all.
+Exit codes: 0 success; 2 a wrong command line (including an unparseable or meaningless
+``--constraint``, ``--objective`` or ``--metric``, a rate that needs a baseline model, an
+``--id`` that an output column would overwrite, and an output path that cannot be written);
+65 the input data is unusable (missing column, non-binary target, empty values, a word in a
+numeric column, constraints that do not fit the data); 66 an input file is missing or
+unreadable; 73 an output file could not be written after all.
 """
 
 from __future__ import annotations
@@ -93,6 +94,8 @@ _CLI_WORDS = [
     (r" \(fit_report_ lists each constraint on each part\)", " ('skrate audit' lists each constraint)"),
     (r", train longer \(max_iter\), or choose another solution", " or train longer (--max-iter)"),
     (r"\(max_iter\)", "(--max-iter)"),
+    (r"constraints go in constraints=", "constraints go in --constraint"),
+    (r"such as precision\(\) for quotients", "such as precision for quotients"),
     (r", a metric such as skrate\.generalized\.f_measure\(beta=2\),", " (f2: the F-measure with beta 2),"),
     (r"build it with skrate\.generalized\.(\w+)\(.*?\) \(any rate expressions\) and pass that as the metric",
      r"the skrate command cannot build it; use \1 of the Python API"),
@@ -293,12 +296,12 @@ def _model_input(frame, features: list[str], categorical: list[str], path: str, 
 
 
 def _parse_constraints(texts: list[str]):
-    from .rates import SpecParseError, as_constraints
+    from .rates import as_constraints
 
     try:
         constraints = as_constraints(list(texts))
-    except SpecParseError as exc:
-        raise CLIError(f"invalid --constraint: {exc}", EXIT_USAGE) from None
+    except ValueError as exc:  # SpecParseError: its message points at the position
+        raise CLIError(f"invalid --constraint: {_cli_text(exc)}", EXIT_USAGE) from None
     _refuse_baseline([r for c in constraints for r in c.rates], "--constraint")
     return constraints
 
@@ -331,12 +334,22 @@ def _pipeline(features: list[str], categorical: list[str], estimator):
     return Pipeline([("prepare", prep), ("classifier", estimator)])
 
 
+def _metric_rates(metric) -> list:
+    """The rates a --metric measures. pr_auc is no sum of atoms (it stacks one score at several
+    thresholds) and measures only the model's precision and recall."""
+    from .generalized._pr_auc import PRAUC
+
+    if isinstance(metric, PRAUC):
+        return []
+    return [r for _, atom in metric.as_sum().terms for e in atom.exprs for r in e.rates]
+
+
 def _estimator(args, constraints):
     """The estimator the command line asks for; a wrong --objective or --metric is refused here,
     before the data is read."""
     import skrate
     from ._metric_optimizer import _as_loss
-    from .rates import Ratio, SpecParseError, as_expression
+    from .rates import Ratio, as_expression
 
     if args.metric is not None:
         optimizer = getattr(skrate, "MetricOptimizer", None)
@@ -350,14 +363,14 @@ def _estimator(args, constraints):
             metric = _as_loss(args.metric)
         except ValueError as exc:  # its message lists the metric names, or names the loss of a score
             raise CLIError(f"invalid --metric: {_cli_text(exc)}", EXIT_USAGE) from None
-        _refuse_baseline([r for _, atom in metric.as_sum().terms for e in atom.exprs for r in e.rates], "--metric")
+        _refuse_baseline(_metric_rates(metric), "--metric")
         return optimizer(metric=args.metric, constraints=constraints or None, max_iter=args.max_iter,
                          random_state=args.random_state)
     objective = args.objective or "error"
     try:
         parsed = as_expression(objective)
-    except SpecParseError as exc:  # its message lists the rate names
-        raise CLIError(f"invalid --objective: {exc}", EXIT_USAGE) from None
+    except ValueError as exc:  # SpecParseError: its message lists the rate names, or says what is wrong where
+        raise CLIError(f"invalid --objective: {_cli_text(exc)}", EXIT_USAGE) from None
     if isinstance(parsed, Ratio):
         raise CLIError(f"invalid --objective: {objective!r} is a ratio of rates; --objective takes rates and "
                        "their linear combinations, e.g. fpr + fnr. --metric takes ratios but also minimises "
@@ -489,15 +502,19 @@ def cmd_predict(args) -> int:
     if args.out:
         _check_writable(args.out, "--out")
     payload = _load(args.model)
+    model, (negative, positive) = payload["model"], payload["classes"]
+    prediction, probability = "prediction", f"probability_{positive}"
+    if args.id in ([prediction, probability] if args.proba else [prediction]):  # would overwrite the ids
+        raise CLIError(f"--id {args.id}: predict writes a column {args.id!r} of its own, which would overwrite "
+                       f"the ids; rename that column of {args.data} and pass its new name to --id", EXIT_USAGE)
     frame, X = _data_for(payload, args.data, {})
     if args.id:  # copied as it is: it may have empty cells
         _need_columns(frame, [args.id], args.data, "--id")
-    model, (negative, positive) = payload["model"], payload["classes"]
     out = _pandas().DataFrame({args.id: frame[args.id]} if args.id else {})
     try:
-        out["prediction"] = np.where(model.predict(X) == model.classes_[1], positive, negative)
+        out[prediction] = np.where(model.predict(X) == model.classes_[1], positive, negative)
         if args.proba:
-            out[f"probability_{positive}"] = model.predict_proba(X)[:, 1]
+            out[probability] = model.predict_proba(X)[:, 1]
     except ValueError as exc:
         raise CLIError(f"{args.data}: cannot predict: {_cli_text(exc)}") from None
     if args.out:
@@ -556,7 +573,7 @@ def build_parser() -> argparse.ArgumentParser:
     fit.add_argument("--constraint", action="append", default=[],
                      help='a rate constraint, e.g. "tpr[race] >= 0.95 * tpr" (repeatable)')
     fit.add_argument("--objective", help="the rate, or linear combination of rates, to minimise, e.g. "
-                                          "'fpr + fnr' (default: error)")
+                                          "'fpr + fnr' or -tpr (default: error)")
     fit.add_argument("--metric", help="a loss to minimise with MetricOptimizer instead: a metric name (f1, "
                                        "f<beta> such as f2, g_mean, h_mean, q_mean, kld, precision, pr_auc; each "
                                        "stands for its loss, so f1 trains for a high F1) or a rate expression, "
@@ -600,12 +617,34 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+# options whose value is a rate spec, which may start with '-' (--objective -tpr)
+SPEC_OPTIONS = ("--constraint", "--objective", "--metric")
+
+
+def _join_spec_values(argv: list[str]) -> list[str]:
+    """``--objective -tpr`` as ``--objective=-tpr``: argparse takes a value that starts with '-' for
+    an option and stops with "expected one argument". A value shaped like one of the command's
+    options, ``-q`` or ``--out``, is left alone, for that error (``--objective --out m.joblib``)."""
+    out, i = [], 0
+    while i < len(argv):
+        if argv[i] == "--":  # the rest is positional
+            return out + argv[i:]
+        value = argv[i + 1] if i + 1 < len(argv) else ""
+        if argv[i] in SPEC_OPTIONS and value.startswith("-") and len(value) > 2 and not value.startswith("--"):
+            out.append(f"{argv[i]}={value}")
+            i += 2
+        else:
+            out.append(argv[i])
+            i += 1
+    return out
+
+
 def main(argv: list[str] | None = None) -> int:
     """Run the ``skrate`` command; returns its exit code. No arguments runs the demo."""
     argv = sys.argv[1:] if argv is None else list(argv)
     with _streams_may_close():  # a closed output stream costs its output, never the work
         parser = build_parser()
-        args = parser.parse_args(argv or ["demo"])
+        args = parser.parse_args(_join_spec_values(argv) or ["demo"])
         if args.command is None:
             parser.print_help(sys.stderr)
             return EXIT_USAGE

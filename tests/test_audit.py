@@ -404,3 +404,34 @@ def test_bootstrap_is_the_same_in_worker_processes():
     two = audit(clf, X, y, groups=g, constraints=spec, n_bootstrap=130, random_state=3, n_jobs=2)
     pd.testing.assert_frame_equal(pd.DataFrame(one), pd.DataFrame(two))
     assert not pd.DataFrame(one).query("attribute != 'constraint'")["value_low"].isna().any()
+
+
+def test_an_any_of_filter_on_a_column_of_X(monkeypatch):
+    # region=1|2|3 merges the values into one class: a cell's representative row holds one of them,
+    # and the filter still names the others
+    from skrate.metrics import _bootstrap
+
+    rng = np.random.default_rng(0)
+    n = 2000
+    X = pd.DataFrame({"x": rng.normal(size=n), "region": rng.integers(0, 10, n)})
+    y = (X["x"] + rng.normal(size=n) > 0).astype(int).to_numpy()
+    clf = LogisticRegression().fit(X, y)
+    spec = ["ppr[region=1|2|3] >= 0.6", "tpr[region=7|8] >= tpr - 0.1"]
+    merged = pd.DataFrame(audit(clf, X, y, constraints=spec, n_bootstrap=40, random_state=0))
+    data = RateData(y, np.ones(n), GroupTable.from_input(None, X, n))
+    rows = violation_rows(as_constraints(spec), data, clf.predict(X).astype(float))
+    cons = merged[merged.attribute == "constraint"]
+    np.testing.assert_allclose(cons["value"], [r["lhs"] for r in rows])
+    # the same values and resamples as without merging values into classes
+    monkeypatch.setattr(_bootstrap, "_value_classes", lambda key, known, codes, filters: (codes, len(known)))
+    plain = pd.DataFrame(audit(clf, X, y, constraints=spec, n_bootstrap=40, random_state=0))
+    pd.testing.assert_frame_equal(merged, plain, rtol=1e-12)
+
+
+def test_a_list_X_with_groups_as_a_frame_or_series():
+    X, y = [[0.0], [1.0], [2.0], [3.0]], [0, 1, 0, 1]
+    groups = pd.DataFrame({"sex": ["F", "M", "F", "M"]})
+    clf = LogisticRegression().fit(X, y)
+    for g in (groups, groups["sex"]):
+        report = pd.DataFrame(audit(clf, X, y, groups=g, n_bootstrap=0)).query("attribute == 'sex'")
+        assert set(report["group"]) == {"F", "M"} and (report["count"] == 2).all()

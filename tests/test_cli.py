@@ -136,6 +136,37 @@ BAD = [
      "invalid --metric: the rate wins compares the model with a baseline"),
     (["audit", "missing.joblib", "missing.csv", "--constraint", "ppr[baseline=1] <= 0.5"], 2,
      "invalid --constraint: the rate ppr[baseline=1] compares"),
+    # specs that parse but mean nothing valid are refused the same way, pointing at the position
+    (["fit", "missing.csv", "--target", TARGET, "--constraint", "0.8 * ppr <= ppr[race] <= 1.25 * ppr", "--out",
+      "m.joblib"], 2, "invalid --constraint: Invalid spec '0.8 * ppr <= ppr[race] <= 1.25 * ppr' (near position 23)"),
+    (["fit", "missing.csv", "--target", TARGET, "--constraint", "tpr * fpr >= 0.1", "--out", "m.joblib"], 2,
+     "invalid --constraint: Invalid spec 'tpr * fpr >= 0.1' (near position 4): Cannot multiply tpr by fpr"),
+    (["fit", "missing.csv", "--target", TARGET, "--constraint", "ppr / 0 >= 1", "--out", "m.joblib"], 2,
+     "(near position 6): division by zero"),
+    (["fit", "missing.csv", "--target", TARGET, "--constraint", "precision >= ppr", "--out", "m.joblib"], 2,
+     "invalid --constraint: Invalid spec 'precision >= ppr'"),
+    (["fit", "missing.csv", "--target", TARGET, "--constraint", "ppr >= 1e400", "--out", "m.joblib"], 2,
+     "finite constants, got inf"),
+    (["fit", "missing.csv", "--target", TARGET, "--objective", "ppr >= 0.5", "--out", "m.joblib"], 2,
+     "invalid --objective: Invalid spec 'ppr >= 0.5' (near position 4): this is a constraint, not an expression: "
+     "constraints go in --constraint"),
+    (["fit", "missing.csv", "--target", TARGET, "--objective", "tpr * fpr", "--out", "m.joblib"], 2,
+     "invalid --objective: Invalid spec 'tpr * fpr' (near position 4)"),
+    (["fit", "missing.csv", "--target", TARGET, "--objective", "ppr / 0", "--out", "m.joblib"], 2,
+     "invalid --objective: Invalid spec 'ppr / 0' (near position 6): division by zero"),
+    (["audit", "missing.joblib", "missing.csv", "--constraint", "0.8 * ppr <= ppr[race] <= 1.25 * ppr"], 2,
+     "invalid --constraint: Invalid spec '0.8 * ppr <= ppr[race] <= 1.25 * ppr'"),
+    # a value starting with '-' is the option's value, unless it is shaped like an option itself
+    (["fit", "missing.csv", "--target", TARGET, "--objective", "--out", "m.joblib"], 2,
+     "argument --objective: expected one argument"),
+    (["fit", "missing.csv", "--target", TARGET, "--objective", "-tpr * fpr", "--out", "m.joblib"], 2,
+     "invalid --objective: Invalid spec '-tpr * fpr'"),
+    # predict's outputs would overwrite the --id column
+    (["predict", "model.joblib", "data.csv", "--id", "prediction"], 2,
+     "--id prediction: predict writes a column 'prediction' of its own, which would overwrite the ids; rename "
+     "that column of data.csv and pass its new name to --id"),
+    (["predict", "model.joblib", "data.csv", "--proba", "--id", "probability_1"], 2,
+     "--id probability_1: predict writes a column 'probability_1' of its own"),
     # audit too parses its specs before reading its files
     (["audit", "missing.joblib", "missing.csv", "--constraint", "tpr >"], 2,
      "invalid --constraint: Cannot parse 'tpr >'"),
@@ -464,3 +495,41 @@ def test_progress_ends_where_the_solver_stopped(syn, monkeypatch, capsys):
     n_iter = joblib.load(syn / "f1.joblib")["model"][-1].n_iter_
     assert code == 0
     assert f"converged after {n_iter} of 400 iterations" in err if n_iter < 400 else "400/400" in err
+
+
+def test_fit_trains_for_pr_auc(syn, monkeypatch, capsys):
+    code, _, err = _main(["fit", "syn.csv", "--target", "y", "--exclude", "id,label", "--metric", "pr_auc",
+                          "--max-iter", 20, "-q", "--out", "pr_auc.joblib"], syn, monkeypatch, capsys)
+    assert code == 0, err
+    model = joblib.load(syn / "pr_auc.joblib")["model"][-1]
+    assert type(model).__name__ == "MetricOptimizer" and model.metric == "pr_auc"
+    assert model.n_iter_ > 0
+
+
+def test_a_spec_may_start_with_a_minus_sign(syn, monkeypatch, capsys):
+    fit = ["fit", "syn.csv", "--target", "y", "--exclude", "id,label", "--max-iter", 10, "-q"]
+    for args in (["--objective", "-tpr"], ["--objective=-tpr"], ["--objective", "-tpr", "--constraint", "-ppr >= -0.9"]):
+        code, _, err = _main([*fit, *args, "--out", "neg.joblib"], syn, monkeypatch, capsys)
+        assert code == 0, err
+        model = joblib.load(syn / "neg.joblib")["model"][-1]
+        assert model.objective == "-tpr" and [str(c) for c in model.constraints or []] in ([], ["-ppr >= -0.9"])
+    from skrate._cli import _join_spec_values
+
+    assert _join_spec_values(["fit", "--metric", "-f1", "--", "--objective", "-tpr"]) == \
+        ["fit", "--metric=-f1", "--", "--objective", "-tpr"]  # after '--' every word is positional
+    assert _join_spec_values(["fit", "--objective", "-q"]) == ["fit", "--objective", "-q"]
+
+
+def test_semantic_spec_errors_are_parse_errors_the_command_line_catches():
+    import pickle
+
+    from skrate.rates import SpecParseError, parse_constraint, parse_expression
+
+    for parse, text, pos in ((parse_constraint, "0.8 * ppr <= ppr[race] <= 1.25 * ppr", 23),
+                             (parse_constraint, "tpr * fpr >= 0.1", 4), (parse_constraint, "ppr >= 1e400", 4),
+                             (parse_expression, "ppr >= 0.5", 4), (parse_expression, "ppr / 0", 6)):
+        with pytest.raises(SpecParseError) as info:
+            parse(text)
+        assert info.value.pos == pos and info.value.reason and f"near position {pos})" in str(info.value)
+        again = pickle.loads(pickle.dumps(info.value))  # as joblib returns it from a worker
+        assert str(again) == str(info.value) and again.pos == pos

@@ -233,3 +233,24 @@ def test_tradeoff_curve_names_the_template_it_read_and_checks_slacks():
                                constraints=["ppr[race] >= ppr - {slack}", "ppr >= 0.3"], return_estimators=True)
     assert [m.constraints for m in models] == [["ppr[race] >= ppr - 0.0", "ppr >= 0.3"],
                                                ["ppr[race] >= ppr - 0.1", "ppr >= 0.3"]]
+
+
+def test_tradeoff_curve_checks_the_length_of_the_groups():
+    # a longer column was cut down to the split's rows without a word, a shorter one an IndexError
+    X, y, g = _data(300)
+    race = g["race"]
+    for values in (np.concatenate([race, race[:100]]), race[:200]):
+        for groups in (pd.DataFrame({"race": values}), {"race": values}, pd.Series(values, name="race")):
+            with pytest.raises(ValueError, match=f"Group column 'race' has {len(values)} entries but X has 300 rows"):
+                tradeoff_curve(ConstrainedClassifier(max_iter=5), X, y, groups=groups, constraints=TEMPLATE,
+                               slacks=[0.1])
+
+
+def test_tradeoff_curve_takes_a_list_X_with_groups_as_a_frame():
+    X, y, g = _data(300)
+    curve = tradeoff_curve(ConstrainedClassifier(max_iter=20, random_state=0), X.tolist(), y,
+                           groups=pd.DataFrame(g), constraints=TEMPLATE, slacks=[0.1], random_state=0)
+    array = tradeoff_curve(ConstrainedClassifier(max_iter=20, random_state=0), X, y,
+                           groups=pd.DataFrame(g), constraints=TEMPLATE, slacks=[0.1], random_state=0)
+    cols = ["train_error", "train_violation", "test_error", "test_violation"]
+    pd.testing.assert_frame_equal(curve[cols], array[cols])

@@ -246,3 +246,33 @@ def test_taking_rows_keeps_the_coded_columns_consistent():
         np.testing.assert_array_equal(taken.mask(key, (taken.values(key)[0],)), fresh.mask(key, (fresh.values(key)[0],)))
     assert taken.values("g") == ["a", "b"]  # c is not among the rows
     assert taken.combinations(("g", "h")) == fresh.combinations(("g", "h"))
+
+
+def test_a_list_X_has_no_index_to_match_groups_by():
+    # a list's .index is a method, not row labels: rows are matched by position
+    X = [[0.0], [1.0], [2.0], [3.0]]
+    for groups in (pd.DataFrame({"g": list("abab")}, index=[3, 2, 1, 0]), pd.Series(list("abab"), name="g")):
+        np.testing.assert_array_equal(GroupTable.from_input(groups, X, 4).column("g"), list("abab"))
+
+
+def test_group_lengths_are_checked_before_the_rows_are_split():
+    for groups in (pd.DataFrame({"g": list("ab" * 6)}), {"g": np.array(list("ab" * 6))}):
+        with pytest.raises(ValueError, match="Group column 'g' has 12 entries but X has 8 rows"):
+            GroupTable.from_input(groups, None, 8).check_rows()
+    with pytest.raises(ValueError, match="Group column 'g' has 3 entries but X has 8 rows"):
+        GroupTable.from_input({"g": ["a", "b", "a"]}, None, 8).check_rows()
+    with pytest.raises(ValueError, match="must be 1-D"):
+        GroupTable.from_input({"g": np.zeros((8, 2))}, None, 8).check_rows()
+    table = GroupTable.from_input({"g": ["a", None]}, pd.DataFrame({"x": [1, 2]}), 2)
+    table.check_rows()  # only the lengths: a missing value fails where the column is used
+    with pytest.raises(ValueError, match="missing value"):
+        table.column("g")
+
+
+def test_a_coded_table_knows_the_values_no_row_holds():
+    table = GroupTable.coded({"g": (["a", "b", "c"], np.array([0, 2]))}, 2)
+    assert table.values("g") == ["a", "b", "c"]
+    np.testing.assert_array_equal(table.mask("g", ("b",)), [False, False])
+    np.testing.assert_array_equal(table.mask("g", ("a", "b")), [True, False])
+    with pytest.raises(ValueError, match="Unknown value 'd'"):
+        table.mask("g", ("d",))

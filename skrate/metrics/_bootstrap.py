@@ -108,8 +108,9 @@ class RateParts:
         y = None if data.y is None else data.y[rep]
         b = None if data.baseline is None else data.baseline[rep]
         # The group values of the cells, as a table of one row per cell: its masks are those of
-        # the rows, at the cost of the cells.
-        cells = GroupTable({key: np.asarray(known)[c[rep]] for key, (known, c) in codes.items()}, n_cells)
+        # the rows, at the cost of the cells. It knows every value of the rows: a value merged
+        # into another's class (region=1|2|3) may be no cell's representative, yet filters name it.
+        cells = GroupTable.coded({key: (known, c[rep]) for key, (known, c) in codes.items()}, n_cells)
         cell_data = RateData(y, np.ones(n_cells), cells, b)
         indptr, indices, vs, cs = [0], [], [], []
         for rate in self.rates:

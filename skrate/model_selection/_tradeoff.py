@@ -21,7 +21,7 @@ from ..exceptions import InfeasibleConstraintsWarning
 from ..metrics._audit import require_pandas
 from ..metrics._decisions import decisions_of, positive_labels
 from ..problem import GroupTable, RateData, evaluate_term, report_rows
-from ..problem._groups import ROUTING_HINT, _check_row_order
+from ..problem._groups import ROUTING_HINT
 from ..rates import as_constraints, error_rate
 from ..utils._validation import check_baseline, check_sample_weight
 from ._progress import Progress
@@ -231,7 +231,9 @@ def tradeoff_curve(
     n = _num_samples(X)
     if np.shape(y)[0] != n:
         raise ValueError(f"y has {np.shape(y)[0]} entries but X has {n} rows.")
-    _check_row_order(groups, X)  # as fit does, on the whole data: the split keeps rows by position
+    # as fit does, on the whole data: the split keeps rows by position, and would silently cut a
+    # column longer than X down to the split's rows
+    GroupTable.from_input(groups, X, n).check_rows()
     if sample_weight is not None:
         sample_weight = check_sample_weight(sample_weight, n)
     # Labels mapped as fit maps them (classes_ = np.unique(y)); checked before any fit.

@@ -31,8 +31,8 @@ def _numbers_only(col: np.ndarray) -> bool:
     return infer_dtype(col, skipna=False) in ("integer", "floating", "mixed-integer-float", "decimal")
 
 
-def _column(values, name: str, n: int) -> np.ndarray:
-    col = np.asarray(values)
+def _check_rows(col: np.ndarray, name: str, n: int) -> None:
+    """Refuse a group column that is not one value per row of X."""
     if col.ndim != 1:
         raise ValueError(f"Group column {name!r} must be 1-D, got shape {col.shape}.")
     if col.shape[0] != n:
@@ -40,6 +40,11 @@ def _column(values, name: str, n: int) -> np.ndarray:
                 "array, which Pipeline and GridSearchCV index by row." if col.shape[0] > n else "")
         raise ValueError(f"Group column {name!r} has {col.shape[0]} entries but X has {n} rows; "
                          f"pass one group value per row.{hint}")
+
+
+def _column(values, name: str, n: int) -> np.ndarray:
+    col = np.asarray(values)
+    _check_rows(col, name, n)
     missing = _missing(col)
     if missing.any():
         raise ValueError(f"Group column {name!r} has a missing value in {int(missing.sum())} rows (first: row "
@@ -90,6 +95,22 @@ class GroupTable:
                                  f"got an array of shape {np.shape(groups)} (a 2-D array has no column names).")
             raw[str(getattr(groups, "name", None) or "group")] = groups
         return cls(raw, n, _is_frame(X))
+
+    @classmethod
+    def coded(cls, columns: dict[str, tuple[list[str], np.ndarray]], n: int) -> "GroupTable":
+        """A table of columns given as :meth:`codes` gives them: sorted distinct values and each
+        row's index into them. Every value stays known, whether a row holds it or not, so a
+        filter naming a value no row holds matches no row instead of raising."""
+        table = cls({key: np.asarray(known)[codes] for key, (known, codes) in columns.items()}, n)
+        for key, (known, codes) in columns.items():
+            table._cache[("codes", key)] = (list(known), codes)
+        return table
+
+    def check_rows(self) -> None:
+        """Refuse a column that is not one value per row now, as its first use would: before
+        the rows are split, after which a longer column would go unnoticed."""
+        for key, values in self.raw.items():
+            _check_rows(np.asarray(values), key, self.n)
 
     def take(self, idx: np.ndarray) -> "GroupTable":
         """The rows ``idx`` of every column; columns already validated and coded carry over."""
@@ -204,8 +225,10 @@ def _check_row_order(groups, X) -> None:
     """Rows are matched by position, as everywhere in scikit-learn. A groups frame whose index
     holds X's labels in another order (``groups[groups.index.isin(X_test.index)]``) would be
     matched to the wrong rows without a word, so it is refused."""
-    gi, xi = getattr(groups, "index", None), getattr(X, "index", None)
-    if gi is None or xi is None or not hasattr(gi, "equals") or gi.equals(xi):
+    if not (_is_indexed(groups) and _is_indexed(X)):  # a list's .index is a method, not row labels
+        return
+    gi, xi = groups.index, X.index
+    if gi.equals(xi):
         return
     if len(gi) == len(xi) and gi.is_unique and xi.is_unique and gi.sort_values().equals(xi.sort_values()):
         raise ValueError("The index of groups holds the labels of X's index in another order, and rows are "
@@ -216,3 +239,8 @@ def _check_row_order(groups, X) -> None:
 
 def _is_frame(obj) -> bool:
     return hasattr(obj, "columns") and hasattr(obj, "iloc")
+
+
+def _is_indexed(obj) -> bool:
+    """Whether ``obj`` is a pandas DataFrame or Series, whose rows carry index labels."""
+    return hasattr(obj, "iloc") and hasattr(getattr(obj, "index", None), "equals")

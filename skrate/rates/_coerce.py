@@ -27,8 +27,8 @@ def as_constraints(spec) -> list[Constraint]:
     TypeError
         For a rate expression without a comparison, or any other object.
     ValueError
-        For a string that is not a valid constraint (:class:`SpecParseError`, a subclass, when
-        it does not parse).
+        For a string that is not a valid constraint (:class:`SpecParseError`, a subclass,
+        pointing at the position).
     """
     if spec is None:
         return []
@@ -63,7 +63,7 @@ def as_expression(spec) -> Expression | Ratio:
         For any other object.
     ValueError
         For a string that is not a valid rate expression (:class:`SpecParseError`, a
-        subclass, when it does not parse).
+        subclass, pointing at the position).
     """
     if isinstance(spec, str):
         return parse_expression(spec)

@@ -24,15 +24,21 @@ from ._slice import Slice
 
 
 class SpecParseError(ValueError):
-    """A rate spec string could not be parsed; the message points at the position."""
+    """A rate spec string could not be parsed (``expected`` says what was expected), or parses
+    into nothing valid (``reason`` says why: a chained comparison, a product of rates, a division
+    by zero); the message points at the position."""
 
-    def __init__(self, text: str, pos: int, expected: str):
-        self.text, self.pos, self.expected = text, pos, expected
-        found = repr(text[pos]) if pos < len(text) else "the end of the text"
-        super().__init__(
-            f"Cannot parse {text!r}: expected {expected} at position {pos}, found {found}.\n"
-            f"    {text}\n    {' ' * pos}^"
-        )
+    def __init__(self, text: str, pos: int, expected: str | None = None, reason: str | None = None):
+        self.text, self.pos, self.expected, self.reason = text, pos, expected, reason
+        if reason is None:
+            found = repr(text[pos]) if pos < len(text) else "the end of the text"
+            head = f"Cannot parse {text!r}: expected {expected} at position {pos}, found {found}."
+        else:
+            head = f"Invalid spec {text!r} (near position {pos}): {reason}"
+        super().__init__(f"{head}\n    {text}\n    {' ' * pos}^")
+
+    def __reduce__(self):  # pickled by its arguments, not its message: it crosses joblib's processes
+        return type(self), (self.text, self.pos, self.expected, self.reason)
 
 
 class _Parser:
@@ -153,9 +159,8 @@ class _Parser:
         if self.pos != len(self.text):
             raise SpecParseError(self.text, self.pos, "an operator or the end of the spec")
 
-    def _fail(self, pos: int, message: str) -> NoReturn:
-        raise ValueError(f"Invalid spec {self.text!r} (near position {pos}): {message}\n"
-                         f"    {self.text}\n    {' ' * pos}^")
+    def _fail(self, pos: int, reason: str) -> NoReturn:
+        raise SpecParseError(self.text, pos, reason=reason)
 
     def _build(self, make, pos: int):
         """``make()``, its errors pointing at ``pos``: the start of the offending token."""
@@ -286,10 +291,9 @@ def parse_constraint(text: str) -> Constraint:
     Raises
     ------
     SpecParseError
-        When ``text`` does not parse: with the position and what was expected there.
-    ValueError
-        When it parses but means nothing valid, e.g. a ratio compared with a rate; the
-        message points at the position too.
+        When ``text`` does not parse, with the position and what was expected there; or when
+        it parses but means nothing valid (a chained comparison, a ratio compared with a rate,
+        a product of rates, a division by zero), with the position and why.
     TypeError
         When ``text`` is not a string.
     """
@@ -317,10 +321,9 @@ def parse_expression(text: str) -> Expression | Ratio:
     Raises
     ------
     SpecParseError
-        When ``text`` does not parse: with the position and what was expected there.
-    ValueError
-        When it parses but means nothing valid, e.g. a ratio added to a rate; the message
-        points at the position too.
+        When ``text`` does not parse, with the position and what was expected there; or when
+        it parses but means nothing valid (a ratio added to a rate, a product of rates, a
+        division by zero, a comparison), with the position and why.
     TypeError
         When ``text`` is not a string.
     """
