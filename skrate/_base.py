@@ -45,9 +45,10 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
         return False
 
     def _check_X(self, X, y="no_validation", **kwargs):
-        if self._raw_X:  # a user's estimator may take text and categories; NaN as its tags say
-            nan = "allow-nan" if self.__sklearn_tags__().input_tags.allow_nan else True
-            return validate_data(self, X, y, dtype=None, ensure_all_finite=nan, **kwargs)
+        if self._raw_X:
+            # a user's estimator may take text, categories and NaN, and refuses what it cannot
+            # take itself: its tags do not know (a Pipeline with an imputer says allow_nan=False)
+            return validate_data(self, X, y, dtype=None, ensure_all_finite="allow-nan", **kwargs)
         return validate_numeric(self, X, y, dtype=np.float64, advice=self._text_advice, **kwargs)
 
     def _validate_binary(self, X, y):

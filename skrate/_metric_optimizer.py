@@ -12,12 +12,13 @@ from sklearn.model_selection import check_cv
 from sklearn.preprocessing import OneHotEncoder
 from sklearn.utils import _safe_indexing, check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted
 
 from ._base import RateClassifierBase
 from .exceptions import InfeasibleConstraintsWarning
 from .generalized._metrics import Metric, as_objective, score_loss
 from .generalized._mixture import best_mixture
-from .generalized._plugin_oracle import PluginOracle, fit_logistic
+from .generalized._plugin_oracle import PluginOracle, cell_decoders, fit_logistic
 from .generalized._pr_auc import PRAUC, deployed_params, initial_params, stacked_problem
 from .generalized._program import (
     as_metric_constraints,
@@ -63,6 +64,22 @@ def applicable_solvers(kinds) -> tuple[str, ...]:
     if kinds == {"ratio"}:
         return ("ratio",)
     return ()
+
+
+def _warn_if_cells_undecodable(oracle: PluginOracle, columns: list[str], data, X, n_decode: int) -> None:
+    """Warn when the oracle answers with one threshold although each group column is one-hot in
+    ``X``: the intersections of several columns are products of their indicators, not linear
+    functions of ``X``, so per-cell thresholds cannot be expressed, and a constraint on several
+    columns may then be met only by predicting almost nothing."""
+    if oracle.per_cell or len(columns) < 2:
+        return
+    Xd = Design(X).X[:, :n_decode]
+    decodable = [c for c in columns if cell_decoders(Xd, group_cells([c], data)) is not None]
+    if decodable:
+        warnings.warn(
+            f"The plug-in oracle thresholds every row alike: the cells of {' x '.join(map(repr, columns))} are "
+            f"not linear functions of X's columns, though {', '.join(map(repr, decodable))} is one-hot in X. "
+            "For one threshold per cell, add a one-hot column of each combination to X.", UserWarning, stacklevel=5)
 
 
 class _EncodedScoreModel(ProbabilityScoreModel):
@@ -199,7 +216,9 @@ class MetricOptimizer(RateClassifierBase):
         L2 penalty on the weights (and of the plug-in probability model).
     max_iter : int, default=500
     batch_size : int or None, default=None
-        None trains full-batch; an int trains the surrogate player on minibatches.
+        None trains full-batch; an int trains the surrogate player on minibatches. The plug-in
+        oracle (``"oracle"``, ``"frank_wolfe"``, and ``"ratio"`` with ``estimator=``) answers
+        on every training row at once, so it ignores ``batch_size``.
     n_candidates : int, default=100
         Snapshots kept as candidates: this many evenly spaced over the iterations played, plus
         the best iterate and the last.
@@ -251,7 +270,8 @@ class MetricOptimizer(RateClassifierBase):
     train_constraints_ : ndarray of shape (n_constraints, n_snapshots)
     multipliers_ : ndarray of shape (n_snapshots, n_constraints + 1)
     feasible_ : bool
-        Whether the selected solution meets every constraint on the training data; False also
+        Whether the selected solution (the ``solution`` parameter, also when set after ``fit``)
+        meets every constraint on the training data; False also
         when a ratio constraint is undefined there (a zero denominator: for precision, no
         positives predicted in its slice), which its linear form would count as met.
     n_iter_ : int
@@ -490,6 +510,15 @@ class MetricOptimizer(RateClassifierBase):
             hint = ("the folds are drawn from X and y alone, so pass an int or a splitter that needs no groups"
                     if "groups" in str(exc) else "choose fewer folds, or cv=None for the in-sample probabilities")
             raise ValueError(f"cv={self._cv_text()} cannot split the {len(y01)} training rows ({exc}); {hint}.") from exc
+        # every row scored exactly once, as cross_val_predict asks: other rows would keep no score
+        tested = np.zeros(len(y01), dtype=int)
+        for _, test in splits:
+            np.add.at(tested, np.arange(len(y01))[np.asarray(test)], 1)  # indices or a boolean mask
+        if not np.all(tested == 1):
+            raise ValueError(f"cv={self._cv_text()} must put every training row in exactly one test fold, as "
+                             f"KFold does; its {len(splits)} splits test {int(np.sum(tested == 0))} rows never and "
+                             f"{int(np.sum(tested > 1))} more than once. Pass an int, a KFold-like splitter, or "
+                             "cv=None for the in-sample probabilities.")
         lacking = [k for k, (train, _) in enumerate(splits) if np.unique(y01[train]).size < 2]
         if lacking and not strict:
             return None
@@ -591,8 +620,10 @@ class MetricOptimizer(RateClassifierBase):
         oracle = None
         if uses_oracle:
             augmented = self.estimator is not None or cross_fit
-            oracle = PluginOracle(X_fit, theta_eta, group_cells(program_group_columns(program), data),
-                                  data.sample_weight, n_decode=X_fit.shape[1] - augmented)
+            columns = program_group_columns(program)
+            oracle = PluginOracle(X_fit, theta_eta, group_cells(columns, data), data.sample_weight,
+                                  n_decode=X_fit.shape[1] - augmented)
+            _warn_if_cells_undecodable(oracle, columns, data, X_fit, X_fit.shape[1] - augmented)
         if solver == "ratio":
             traj = solve_ratio_game(program, RatioProgram(program, data_fit), game_model, X_fit, oracle=oracle,
                                     xi_learning_rate=self.xi_learning_rate, init_params=init_params, **common)
@@ -610,7 +641,9 @@ class MetricOptimizer(RateClassifierBase):
         self.n_iter_ = traj.n_iter
         self.random_seed_ = int(gen.integers(2**62))
         self._set_solutions(program, traj)
-        self._check_feasible(program, traj, constraints, data_fit, game_model, X_fit)
+        self._check_feasible(program, traj, constraints, data_fit, game_model, X_fit,
+                             cross_fit or (self.estimator is not None and self._cv() is not None
+                                           and not isinstance(self.estimator, FrozenEstimator)))
         if cross_fit:  # weight v on the score z = x . w_eta + b_eta is weight v w_eta on x
             v = traj.params[:, -2:-1]
             self.candidates_ = np.hstack([traj.params[:, :-2] + v * eta_full[:-1],
@@ -636,31 +669,44 @@ class MetricOptimizer(RateClassifierBase):
         else:
             self.solutions_["m_stochastic"] = best_mixture(program, rates, list(self.solutions_.values()))
 
-    def _check_feasible(self, program, traj, constraints, data, model, X) -> None:
-        """Set ``feasible_`` for the selected solution on the training rows, and warn when it is
-        False: with the largest violation, a ratio's in its own units, as :meth:`metric_values`
-        reports it, or with a ratio left undefined by a zero denominator."""
-        _, cons = program.values(traj.rates @ self.weights_)
+    def _check_feasible(self, program, traj, constraints, data, model, X, cross_fitted: bool) -> None:
+        """Record, for every solution, whether it meets every constraint on the training rows
+        (``feasible_`` reads the selected one), and warn when the selected one does not: with the
+        largest violation, a ratio's in its own units, as :meth:`metric_values` reports it, or
+        with a ratio left undefined by a zero denominator."""
+        self._infeasibility = {name: self._violation(program, traj, constraints, data, model, X, weights)
+                               for name, weights in self.solutions_.items()}
+        problem = self._infeasibility[self.solution]
+        if problem is None:
+            return
+        rows = "training data (out-of-fold probabilities)" if cross_fitted else "training data"
+        # stacklevel: past this method, _fit, fit and scikit-learn's fit wrapper, to the caller's line
+        warnings.warn(f"The {self.solution} solution does not meet every constraint on the {rows}: "
+                      f"{problem}. Loosen the constraints, train longer (max_iter), or choose another solution.",
+                      InfeasibleConstraintsWarning, stacklevel=5)
+
+    def _violation(self, program, traj, constraints, data, model, X, weights) -> str | None:
+        """None when the mixture ``weights`` meets every constraint, else what it misses."""
+        _, cons = program.values(traj.rates @ weights)
         violations = dict(zip(self.constraints_, np.atleast_1d(cons).astype(float)))
         denominators = {}
-        if ratio_constraints(constraints):  # at the expected decisions of the selected mixture
-            p = StochasticModel(model, traj.params, self.weights_).proba(X)
+        if ratio_constraints(constraints):  # at the expected decisions of the mixture
+            p = StochasticModel(model, traj.params, weights).proba(X)
             ratios = {k: v for k, v in ratio_violations(constraints, data, p).items() if k in violations}
             violations.update({k: value for k, (value, _) in ratios.items()})
             denominators = {k: den for k, (value, den) in ratios.items() if np.isnan(value)}
-        self.feasible_ = all(v <= 1e-9 for v in violations.values())  # False at NaN: undefined
-        if self.feasible_:
-            return
+        if all(v <= 1e-9 for v in violations.values()):  # False at NaN: undefined
+            return None
         if denominators:
             label, denominator = next(iter(denominators.items()))
-            problem = f"'{label}' is undefined, because {zero_denominator_reason(denominator)}"
-        else:
-            label = max(violations, key=violations.get)
-            problem = f"the largest violation is {violations[label]:.4g}, on '{label}'"
-        # stacklevel: past this method, _fit, fit and scikit-learn's fit wrapper, to the caller's line
-        warnings.warn(f"The {self.solution} solution does not meet every constraint on the training data: "
-                      f"{problem}. Loosen the constraints, train longer (max_iter), or choose another solution.",
-                      InfeasibleConstraintsWarning, stacklevel=5)
+            return f"'{label}' is undefined, because {zero_denominator_reason(denominator)}"
+        label = max(violations, key=violations.get)
+        return f"the largest violation is {violations[label]:.4g}, on '{label}'"
+
+    @property
+    def feasible_(self) -> bool:
+        check_is_fitted(self)
+        return self._infeasibility[self.solution] is None
 
     def metric_values(self, X, y, *, groups=None, sample_weight=None, baseline=None, solution=None) -> dict:
         """Objective and constraint values on ``X, y`` in expectation over the stochastic model.

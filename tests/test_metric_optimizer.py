@@ -1077,3 +1077,83 @@ def test_pr_auc_refusal_names_the_metric_not_its_stacked_rows():
     with pytest.raises(ValueError, match=r"\('pr_auc' is ratio\); solvers that do: ratio") as info:
         MetricOptimizer(metric="pr_auc", solver="frank_wolfe").fit(X, y)
     assert "__threshold__" not in str(info.value)
+
+
+def test_cv_must_score_every_row_once():
+    from sklearn.model_selection import ShuffleSplit, StratifiedKFold
+
+    X, y, _ = _eta_data()
+    with pytest.raises(ValueError, match=r"cv=ShuffleSplit.*exactly one test fold.*test \d+ rows never"):
+        MetricOptimizer(metric="f1", estimator=KnownEta(), cv=ShuffleSplit(3, test_size=0.2, random_state=0)).fit(X, y)
+    with pytest.raises(ValueError, match=r"exactly one test fold"):  # the built-in model's folds too
+        MetricOptimizer(metric="g_mean", cv=ShuffleSplit(3, test_size=0.2, random_state=0)).fit(X, y)
+    splits = iter(list(StratifiedKFold(4).split(X, y)))
+    est = MetricOptimizer(metric="f1", estimator=KnownEta(), cv=splits, random_state=0).fit(X, y)
+    assert est.n_iter_ >= 1
+    with pytest.raises(ValueError, match=r"its 0 splits test 600 rows never"):  # the iterator is spent
+        est.fit(X, y)
+
+
+def test_an_estimator_that_imputes_takes_missing_values():
+    from sklearn.impute import SimpleImputer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+
+    X, y, _ = _eta_data()
+    X = X.copy()
+    X[::5, 1] = np.nan
+    est = MetricOptimizer(metric="f1", estimator=make_pipeline(SimpleImputer(), LogisticRegression()),
+                          random_state=0).fit(X, y)
+    assert np.isfinite(est.predict_proba(X)).all()
+    with pytest.raises(ValueError, match="NaN"):  # an estimator that does not take them says so
+        MetricOptimizer(metric="f1", estimator=LogisticRegression()).fit(X, y)
+    X[0, 0] = np.inf
+    with pytest.raises(ValueError, match="infinity"):
+        MetricOptimizer(metric="f1", estimator=make_pipeline(SimpleImputer(), LogisticRegression())).fit(X, y)
+
+
+def test_feasible_follows_the_solution_set_after_fit():
+    X, y, group = _eta_data(seed=1)  # no single candidate meets the parity: only a mixture does
+    clf = MetricOptimizer(metric="f1", constraints=f_measure_parity({"g": "a"}, {"g": "b"}, 0.0),
+                          estimator=KnownEta(), cv=None, random_state=0).fit(X, y, groups={"g": group})
+    label = clf.constraints_[0]
+    for name in clf.solutions_:
+        clf.set_params(solution=name)
+        violation = clf.metric_values(X, y, groups={"g": group})[label]
+        assert clf.feasible_ == (violation <= 1e-9), name
+    assert {True, False} <= {clf.set_params(solution=n).feasible_ for n in clf.solutions_}
+
+
+def test_cells_of_several_one_hot_columns_are_not_decodable_and_say_so():
+    X, y, group = _eta_data(seed=6)
+    rng = np.random.default_rng(6)
+    X = np.column_stack([X, rng.random(X.shape[0]) < 0.5])  # a second one-hot group column
+    groups = {"g": group, "h": np.where(X[:, 3] == 1, "u", "v")}
+    constraints = [f_measure_parity({"g": "a"}, {"g": "b"}, 0.05), f_measure_parity({"h": "u"}, {"h": "v"}, 0.05)]
+    with pytest.warns(UserWarning, match=r"cells of 'g' x 'h' are not linear.*'g', 'h' is one-hot in X.*add a one-hot"):
+        MetricOptimizer(metric="f1", constraints=constraints, estimator=KnownEta(), cv=None,
+                        random_state=0).fit(X, y, groups=groups)
+    both = (X[:, 2] * X[:, 3])[:, None]  # the combinations as columns: per-cell thresholds, no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        MetricOptimizer(metric="f1", constraints=constraints, estimator=KnownEta(), cv=None,
+                        random_state=0).fit(np.column_stack([X, both]), y, groups=groups)
+
+
+def test_mixture_selection_finds_the_feasible_mixture_away_from_the_best_single_model():
+    # three groups, not one-hot in X: single thresholds, of which none meets the parity while a
+    # mixture of two does; started at the least violating one, SLSQP stalls infeasible
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from skrate.datasets import load_compas
+    from skrate.generalized import predictive_parity
+
+    d = load_compas()
+    X, y = d.data, d.target
+    g = np.where(d.groups["race"] == "Caucasian", "C", np.where(X[:, 0] > 0, "A1", "A2"))
+    clf = MetricOptimizer(metric="f1", constraints=predictive_parity("g", 0.05), cv=None, random_state=0,
+                          estimator=HistGradientBoostingClassifier(max_iter=30, random_state=0))
+    clf.fit(X, y, groups={"g": g})
+    assert clf.feasible_ and clf.solutions_["m_stochastic"].astype(bool).sum() >= 2
+    values = clf.metric_values(X, y, groups={"g": g})
+    assert max(v for k, v in values.items() if k != "objective") <= 1e-9

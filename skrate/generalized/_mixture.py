@@ -55,21 +55,26 @@ def best_mixture(program: MetricProgram, R: np.ndarray, starts: list[np.ndarray]
 
     best = min(starts, key=lambda p: _merit(program, R, p))
     # start at the best single candidate (least violation, then objective): near the optimum
-    # when one model nearly solves the problem (a ratio's optimum is a vertex), fewer steps
+    # when one model nearly solves the problem (a ratio's optimum is a vertex), fewer steps; if
+    # that ends infeasible (SLSQP may need to cross higher violations along the first edge),
+    # again from the centre of the candidates, where the mixtures the game played lie
     obj, viol = program.values(Ru)
     viol = np.maximum(viol.max(axis=0), 0.0) if viol.size else np.zeros(k)
-    x0 = np.zeros(k)
-    x0[np.lexsort((obj, viol))[0]] = 1.0
-    res = minimize(fun, x0, jac=True, method="SLSQP", bounds=[(0.0, 1.0)] * k,
-                   constraints=cons, options={"maxiter": 200, "ftol": 1e-10})
-    p = np.zeros(R.shape[1])
-    p[first] = np.where(res.x > 1e-12, res.x, 0.0)  # SLSQP leaves round-off on unused candidates
-    if p.sum() > 0:
-        p /= p.sum()
-        small = np.count_nonzero(p) <= _model_rows(program).sum() + 1
-        cand = p if small else _caratheodory(program, R, p, tol)
-        if _merit(program, R, cand) <= _merit(program, R, best):
-            best = cand
+    single = np.zeros(k)
+    single[np.lexsort((obj, viol))[0]] = 1.0
+    for x0 in (single, np.full(k, 1.0 / k)):
+        res = minimize(fun, x0, jac=True, method="SLSQP", bounds=[(0.0, 1.0)] * k,
+                       constraints=cons, options={"maxiter": 200, "ftol": 1e-10})
+        p = np.zeros(R.shape[1])
+        p[first] = np.where(res.x > 1e-12, res.x, 0.0)  # SLSQP leaves round-off on unused candidates
+        if p.sum() > 0:
+            p /= p.sum()
+            small = np.count_nonzero(p) <= _model_rows(program).sum() + 1
+            cand = p if small else _caratheodory(program, R, p, tol)
+            if _merit(program, R, cand) <= _merit(program, R, best):
+                best = cand
+        if _merit(program, R, best)[0] == 0.0 or k == 1:
+            break
     return best
 
 
