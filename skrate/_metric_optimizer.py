@@ -141,8 +141,9 @@ class MetricOptimizer(RateClassifierBase):
         threshold per answer and group cell). ``"frank_wolfe"``, ``"spade"``, ``"nemsis"``: the earlier
         algorithms as special cases of the game. ``"ratio"``: Algorithm 3 for sums of ratios
         (F-measure, precision, their parities): surrogate model steps, or with ``estimator=``
-        exact plug-in oracle answers (Dinkelbach steps over thresholds of ``eta``). ``"auto"`` picks ``"ratio"`` for ratio metrics; for
-        the others, with ``model="linear"``, ``"frank_wolfe"`` when every constraint is linear in
+        exact plug-in oracle answers (Dinkelbach steps over thresholds of ``eta``). ``"auto"``
+        picks ``"ratio"`` for ratio metrics; for the others, with ``model="linear"``,
+        ``"frank_wolfe"`` when every constraint is linear in
         the rates (exact plug-in oracle answers, which settle in a few dozen rounds; constraint
         multipliers ascend as in Algorithm 1) and ``"oracle"`` when one is not (a KL or G-mean
         constraint: follow-the-leader multipliers on it settle slowly, and a tight one may not
@@ -160,7 +161,9 @@ class MetricOptimizer(RateClassifierBase):
         a calibrated model). A clone is fitted on the training rows as given (a DataFrame keeps
         its column names and dtypes, category and text columns included, for a ``Pipeline``
         that encodes them or ``HistGradientBoostingClassifier(categorical_features="from_dtype")``;
-        ``predict`` takes the same DataFrame), with ``sample_weight`` when its ``fit`` takes it or a
+        ``predict`` takes the same DataFrame; missing values reach it too, for a model or a
+        ``Pipeline`` that handles them, and one that does not refuses them itself), with
+        ``sample_weight`` when its ``fit`` takes it or a
         ``Pipeline``'s final step does; its ``random_state`` parameters left None, its steps'
         included, are drawn from ``random_state``, so fits are reproducible. A model fitted
         elsewhere is used as it is when wrapped in
