@@ -30,7 +30,10 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
         tags.classifier_tags.multi_class = False
         estimator = getattr(self, "estimator", None)
         if estimator is not None:  # X reaches the user's estimator as given, which decides on NaN
-            tags.input_tags.allow_nan = get_tags(estimator).input_tags.allow_nan
+            # a Pipeline's own tag says False even after an imputer: its first step meets the NaN
+            steps = getattr(estimator, "steps", None)
+            first = steps[0][1] if steps and steps[0][1] not in (None, "passthrough") else estimator
+            tags.input_tags.allow_nan = get_tags(first).input_tags.allow_nan
         return tags
 
     def _rate_data(self, X_raw, X, y, groups, sample_weight, baseline) -> RateData:

@@ -1105,6 +1105,7 @@ def test_an_estimator_that_imputes_takes_missing_values():
     est = MetricOptimizer(metric="f1", estimator=make_pipeline(SimpleImputer(), LogisticRegression()),
                           random_state=0).fit(X, y)
     assert np.isfinite(est.predict_proba(X)).all()
+    assert est.__sklearn_tags__().input_tags.allow_nan  # the imputer meets them, whatever Pipeline's tag says
     with pytest.raises(ValueError, match="NaN"):  # an estimator that does not take them says so
         MetricOptimizer(metric="f1", estimator=LogisticRegression()).fit(X, y)
     X[0, 0] = np.inf
