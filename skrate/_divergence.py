@@ -44,23 +44,25 @@ def _concentrated(losses: np.ndarray, q: np.ndarray) -> np.ndarray:
     return p / p.sum()
 
 
-def _chi2_guess(losses: np.ndarray, q: np.ndarray, c: float, eta: float):
+def _chi2_guess(losses: np.ndarray, q: np.ndarray, radius: float, eta: float):
     """Exact solution in O(n) if the active set ``{l > eta}`` of a guess is the right one.
 
     The root's closed form on an active set is checked against the segment it must lie in;
     a few fixed-point rounds usually settle on the right set when the guess comes from a
     nearby problem (the previous iterate of a solver). Returns ``None`` otherwise.
     """
+    total = q.sum()
     for _ in range(3):
         active = losses > eta
         qa = q[active]
         Q = qa.sum()
-        if not c * Q > 1.0:  # (1 / c < Q can hold with c Q - 1 rounding to 0)
+        excess = _excess(Q, total - Q, radius)
+        if not excess > 0.0:
             return None
         la = losses[active]
         mean = (qa @ la) / Q
         var = max((qa @ (la - mean) ** 2) / Q, 0.0)
-        new = mean - np.sqrt(var / (c * Q - 1.0))
+        new = mean - np.sqrt(var) / np.sqrt(excess)
         below = losses[~active]
         if new < la.min() and (below.size == 0 or below.max() <= new):
             p = q * np.maximum(losses - new, 0.0)
@@ -69,12 +71,22 @@ def _chi2_guess(losses: np.ndarray, q: np.ndarray, c: float, eta: float):
     return None
 
 
+def _excess(Q, rest, radius: float):
+    """``(1 + 2 rho) Q - 1`` for an active set of base mass ``Q``, the rest ``rest = 1 - Q``.
+
+    Written ``2 rho Q - rest`` with ``rest`` the total mass (as summed) minus ``Q``: ``1 +
+    2 rho`` keeps only ``-log2(rho)`` of ``rho``'s bits, none below ``rho = 1e-16`` (the
+    worst case then left the ball: 222 times its radius at 1e-18), and ``1 - Q`` need not
+    be 0 for the full set, the active set of a small radius, where ``rest`` is.
+    """
+    return 2.0 * radius * Q - rest
+
+
 def _chi2(
     losses: np.ndarray, q: np.ndarray, radius: float, eta_hint: float | None = None
 ) -> tuple[np.ndarray, float]:
-    c = 1.0 + 2.0 * radius
     if eta_hint is not None and np.isfinite(eta_hint):
-        found = _chi2_guess(losses, q, c, eta_hint)
+        found = _chi2_guess(losses, q, radius, eta_hint)
         if found is not None:
             return found
     order = np.argsort(-losses, kind="stable")
@@ -85,16 +97,18 @@ def _chi2(
     # Candidate active sets: the top groups of equal losses (ends of tie groups).
     ends = np.flatnonzero(np.append(z[1:] != z[:-1], True))
     Q = np.cumsum(qs)[ends]
+    excess = _excess(Q, Q[-1] - Q, radius)
     mean = np.cumsum(qs * z)[ends] / Q
     var = np.maximum(np.cumsum(qs * z * z)[ends] / Q - mean**2, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
-        eta = mean - np.sqrt(var / (c * Q - 1.0))
+        # (var / excess would overflow for a radius near the smallest float)
+        eta = mean - np.sqrt(var) / np.sqrt(excess)
     smallest_active = z[ends]
     next_loss = np.append(z[ends[1:]], -np.inf)
     # The root lies in exactly one segment; pick the candidate violating its segment least,
     # which is robust to rounding at the breakpoints.
     violation = np.maximum(np.maximum(eta - smallest_active, next_loss - eta), 0.0)
-    violation[~(c * Q > 1.0)] = np.inf
+    violation[~(excess > 0.0)] = np.inf
     k = int(np.argmin(violation))
     p_sorted = qs * np.maximum(z - eta[k], 0.0)
     p = np.empty_like(p_sorted)
@@ -102,15 +116,43 @@ def _chi2(
     return p, float(eta[k] + l_sorted[0])
 
 
-def _tilt(t: float, z: np.ndarray, log_q: np.ndarray):
-    """``p_t ∝ q exp(t z)``, ``KL(p_t || q)`` and its derivative ``t Var_{p_t}(z)``."""
-    a = log_q + t * z
-    top = a.max()
-    e = np.exp(a - top)
-    total = e.sum()
-    p = e / total
+def _expm1_minus_x(x: np.ndarray, e: np.ndarray) -> np.ndarray:
+    """``exp(x) - 1 - x`` from ``e = expm1(x)``, accurate also where ``|x|`` is small and
+    the difference cancels."""
+    out = e - x  # relative error below 1e-14 for |x| >= 0.1
+    small = np.abs(x) < 0.1
+    xs = x[small]
+    # x^2 (1/2! + x (1/3! + ... x / 10!)): the next term is below 1e-16 relative for |x| < 0.1.
+    series = np.full_like(xs, 1.0 / math.factorial(10))
+    for k in range(9, 1, -1):
+        series = series * xs + 1.0 / math.factorial(k)
+    out[small] = series * xs * xs
+    return out
+
+
+def _tilt(t: float, z: np.ndarray, q: np.ndarray, log_q: np.ndarray, spread: float):
+    """``p_t ∝ q exp(t z)``, ``KL(p_t || q)`` and its derivative ``t Var_{p_t}(z)``.
+
+    ``z`` has ``q``-mean 0 and largest magnitude ``spread``. ``KL = t E_p[z] - log E_q[exp(t z)]`` is of order ``t^2`` for
+    a small ``t``, which its two terms of order ``t`` would leave to their rounding (and a
+    small radius to it), so there it is ``D / (1 + R) - log1p(R)`` with ``x = t z``, ``D =
+    E_q[x expm1(x)]`` and ``R = E_q[expm1(x) - x]``: sums of terms of one sign each.
+    """
+    if t * spread <= 1.0:
+        x = t * z
+        e = np.expm1(x)
+        p = q + q * e
+        p /= p.sum()
+        R = float(q @ _expm1_minus_x(x, e))
+        kl = float(q @ (x * e)) / (1.0 + R) - math.log1p(R)
+    else:  # exponents beyond 1 would overflow: shift them by their largest
+        a = log_q + t * z
+        top = a.max()
+        e = np.exp(a - top)
+        total = e.sum()
+        p = e / total
+        kl = t * (p @ z) - top - np.log(total)
     mean = p @ z
-    kl = t * mean - top - np.log(total)
     return p, float(kl), float(t * (p @ (z - mean) ** 2))
 
 
@@ -119,15 +161,22 @@ def _kl(
 ) -> tuple[np.ndarray, float]:
     # z: the losses scaled to [-1, 0] by _worst_case. t = 1 / eta is an inverse
     # temperature, and KL(p_t || q) increases with t from 0 to -log Q (all mass on the top).
+    # Neither depends on a shift of z: centred, t z is small where t is (see _tilt).
+    z = z - q @ z
+    spread = float(np.max(np.abs(z)))
     with np.errstate(divide="ignore"):
         log_q = np.log(q)
-    t = 1.0 / eta_hint if eta_hint is not None and 0.0 < eta_hint < np.inf else 1.0
+    if eta_hint is not None and 0.0 < eta_hint < np.inf:
+        t = 1.0 / eta_hint
+    else:  # KL(t) = t^2 Var_q(z) / 2 + O(t^3): the root of a small radius, in few steps
+        with np.errstate(divide="ignore"):
+            t = min(1.0, float(np.sqrt(2.0 * radius / (q @ (z * z)))))
     lo, hi = 0.0, np.inf
     # Newton's method on the monotone equation KL(t) = radius, safeguarded by bisection
     # (the bracket [lo, hi] always holds the root).
     for _ in range(200):
         t_p = t
-        p, kl, slope = _tilt(t, z, log_q)
+        p, kl, slope = _tilt(t, z, q, log_q, spread)
         gap = kl - radius
         if abs(gap) <= 1e-13 * radius:
             break
@@ -282,12 +331,26 @@ def _base_distribution(n: int, sample_weight) -> np.ndarray:
         raise ValueError(
             f"sample_weight must have shape ({n},) like losses, got {sw.shape}."
         )
-    if not np.all(np.isfinite(sw)) or np.any(sw < 0) or sw.sum() <= 0:
+    if not np.all(np.isfinite(sw)) or np.any(sw < 0) or not np.any(sw > 0):
         raise ValueError(
             "sample_weight must be finite, non-negative and have a positive sum; "
             "it is the base distribution of the divergence ball."
         )
-    return sw / sw.sum()
+    return _normalised(sw)
+
+
+def _normalised(sw: np.ndarray) -> np.ndarray:
+    """Finite non-negative weights, not all 0, divided by their sum.
+
+    A sum that overflows (60 weights of 1e307) is taken of the weights divided by the
+    largest first; other weights keep the plain division, bit for bit.
+    """
+    with np.errstate(over="ignore"):
+        total = sw.sum()
+    if np.isinf(total):
+        sw = sw / sw.max()
+        total = sw.sum()
+    return sw / total
 
 
 def _check_losses(losses) -> np.ndarray:

@@ -13,12 +13,19 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.sparsefuncs import mean_variance_axis
+from sklearn.utils.sparsefuncs import mean_variance_axis, min_max_axis
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
-from ._divergence import DIVERGENCES
+from ._divergence import DIVERGENCES, _normalised
 from ._dro_losses import LOSSES
-from ._dro_solvers import _TIE_SLACK, LinearDRO, Result, dynamic_sgd, primal_lbfgs
+from ._dro_solvers import (
+    _CONIC_SLACK,
+    _TIE_SLACK,
+    LinearDRO,
+    Result,
+    dynamic_sgd,
+    primal_lbfgs,
+)
 from .utils._validation import unfitted_on_error, validate_numeric
 
 # the parameters of the sampled path and of stopping, the same for both estimators
@@ -29,7 +36,8 @@ _SAMPLING_PARAMETERS = """\
         Geometric growth factor (> 1) of the sample size of ``"sgd"``.
     max_iter : int, default=1000
         Maximum number of iterations (for ``"sgd"``, steps on samples and on the full
-        data together).
+        data together; for a large radius, see ``radius``, the ERM iterations and the
+        interior-point ones: a conic solve that would need more is cut off).
     tol : float, default=1e-4
         Stop when the largest absolute entry of the full-batch gradient is at most ``tol``,
         the gradient of the standardised problem the solvers work on: the features
@@ -42,10 +50,12 @@ _SAMPLING_PARAMETERS = """\
         differentiable (tied losses, e.g. when the best model is constant, or at a large
         radius) the test applies to a subgradient of the distributions of the ball whose
         expected loss is within a relative 1.5e-8 of the robust loss, which the solvers
-        reach by smoothing the objective (see the user guide). A fit that stops before
-        the test passes, at ``max_iter`` or because
-        no step decreases the objective any more, or with the working set of the
-        maximum-loss problem unfinished, raises a ``ConvergenceWarning`` that says which.
+        reach by smoothing the objective (see the user guide); for the conic solution of
+        the maximum-loss problem (a large radius), of its multipliers within a relative
+        1e-6, the conic solver's accuracy. A fit that stops before the test passes, at
+        ``max_iter`` or because no step decreases the objective any more, or with the
+        working set of the maximum-loss problem unfinished or its conic solve failed or
+        short of the test, raises a ``ConvergenceWarning`` that says which.
     random_state : int, RandomState instance or None, default=None
         Seeds the samples of ``"sgd"``."""
 
@@ -58,20 +68,59 @@ def _standardise(A, q: np.ndarray, centre: bool):
     when not centred). The centring is left to the solvers, so a sparse ``A`` stays
     sparse. A column without spread on the support of ``q`` keeps scale 1: after
     centring, what is left of a constant column is the rounding of its mean.
+
+    The moments are those of the columns divided by the power of 2 just above their
+    largest magnitude, ``unit``: the division is exact, so they keep every bit, but
+    squares of entries beyond 1e154 no longer overflow (nor below 1e-154 underflow),
+    which made such a column's scale infinite (or 0, then 1) and its coefficient 0.
     """
-    if sp.issparse(A) and centre:
-        mean, var = mean_variance_axis(A, axis=0, weights=q)
-    elif sp.issparse(A):
-        mean, var = np.zeros(A.shape[1]), np.asarray(A.multiply(A).T @ q).ravel()
+    if sp.issparse(A):
+        low, high = min_max_axis(A, axis=0)
     else:
-        mean = q @ A if centre else np.zeros(A.shape[1])
-        centred = A - mean if centre else A
+        low, high = A.min(axis=0), A.max(axis=0)
+    unit = np.ldexp(1.0, np.frexp(np.maximum(-low, high))[1])  # 1 for a zero column
+    if sp.issparse(A):
+        scaled = (A @ sp.diags(1.0 / unit)).tocsr()
+        if centre:
+            mean, var = mean_variance_axis(scaled, axis=0, weights=q)
+        else:
+            mean = np.zeros(A.shape[1])
+            var = np.asarray(scaled.multiply(scaled).T @ q).ravel()
+    else:
+        mean = (q @ A) / unit if centre else np.zeros(A.shape[1])
+        centred = A / unit
+        if centre:
+            centred -= mean
         var = np.einsum("i,ij,ij->j", q, centred, centred)
         del centred  # before A / scale below: one copy of A at a time
-    scale = np.sqrt(np.maximum(var, 0.0))  # rounding can leave a tiny negative variance
+    mean = mean * unit
+    # rounding can leave a tiny negative variance
+    scale = np.sqrt(np.maximum(var, 0.0)) * unit
     scale[scale <= A.shape[0] * np.finfo(float).eps * np.abs(mean)] = 1.0
-    scaled = (A @ sp.diags(1.0 / scale)).tocsr() if sp.issparse(A) else A / scale
+    if sp.issparse(A):
+        scaled.data /= (scale / unit)[scaled.indices]  # in place: one more copy of A at most
+    else:
+        scaled = A / scale
     return scaled, mean / scale, scale
+
+
+def _freeze(X, offset: np.ndarray, ridge: np.ndarray):
+    """The standardised features without those whose penalty overflows, and their ridge.
+
+    A penalty strength ``alpha / scale^2`` beyond the float range (a feature of scale
+    below about ``sqrt(alpha) * 1e-154``) holds the feature's standardised coefficient
+    below its loss gradient over 1.8e308, 0 for every purpose; but an infinite strength
+    makes the penalty at 0 NaN (``inf * 0``), which hung the fit. Such a feature is zeroed,
+    with strength 0, so its coefficient stays at its start, 0.
+    """
+    frozen = ~np.isfinite(ridge)
+    if not frozen.any():
+        return X, offset, ridge
+    if sp.issparse(X):
+        X = (X @ sp.diags((~frozen).astype(float))).tocsr()
+    else:
+        X[:, frozen] = 0.0  # the solver's own copy
+    return X, np.where(frozen, 0.0, offset), np.where(frozen, 0.0, ridge)
 
 
 class _BaseDRO(BaseEstimator):
@@ -123,17 +172,25 @@ class _BaseDRO(BaseEstimator):
     def _solve(self, X, T, loss: str, n_outputs: int, sample_weight, scale_target: bool):
         """Fit on the standardised problem (see ``tol``); ``(W, b)`` in the data's units."""
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-        q = sw / sw.sum()
+        q = _normalised(sw)
         X, x_offset, x_scale = _standardise(X, q, self.fit_intercept)
         t_mean, t_scale = 0.0, 1.0
         if scale_target:
             T, (t_offset,), (t_scale,) = _standardise(T[:, None], q, self.fit_intercept)
             T, t_mean = T[:, 0] - t_offset, t_offset * t_scale
+            if t_scale > np.sqrt(np.finfo(float).max):
+                raise ValueError(
+                    f"y is too large: its standard deviation {t_scale:.3g} squares beyond "
+                    f"the float64 range, the unit of the squared-error objective. Divide y "
+                    f"by a constant (its standard deviation) before fitting."
+                )
         # The penalty on the original coefficients W_j = t_scale U_j / x_scale_j, over
         # t_scale^2 (the unit of the standardised objective).
+        with np.errstate(over="ignore"):
+            ridge = float(self.alpha) / x_scale / x_scale
+        X, x_offset, ridge = _freeze(X, x_offset, ridge)
         problem = LinearDRO(X, T, LOSSES[loss], q, self.divergence, float(self.radius),
-                            float(self.alpha) / x_scale**2, n_outputs, self.fit_intercept,
-                            x_offset)
+                            ridge, n_outputs, self.fit_intercept, x_offset)
         theta = np.zeros(problem.n_params)
         if self.solver == "sgd":
             seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
@@ -154,36 +211,60 @@ class _BaseDRO(BaseEstimator):
 
     def _convergence_message(self, result: Result) -> str:
         """Why an unconverged fit stopped, and what to change."""
-        if result.n_iter >= self.max_iter:
-            stop, hint = f"stopped at max_iter={self.max_iter}", "increase max_iter or tol"
+        at_max_iter = result.n_iter >= self.max_iter
+        if at_max_iter:
+            stop = f"stopped at max_iter={self.max_iter}"
         else:
-            stop = (f"stopped after {result.n_iter} of max_iter={self.max_iter} iterations, "
-                    f"no step decreasing the objective any more,")
-            if result.gap <= _TIE_SLACK * max(1.0, abs(result.objective)):
-                hint = "rounding keeps that tol out of reach: increase tol"
-            else:
-                # The smoothing continuation ran out of temperatures next to tied losses.
-                hint = (f"the objective is not differentiable there (tied losses) and the "
-                        f"gradient is a subgradient only to within {result.gap:.3g} of the "
-                        f"objective: check the fit against an exact conic solver")
+            stop = f"stopped after {result.n_iter} of max_iter={self.max_iter} iterations"
         test = f"the gradient test tol={self.tol}"
         gradient = f"largest gradient entry {result.grad_max:.3g}"
-        if np.isnan(result.grad_max):
-            # Only the conic solves of a large radius end without a gradient.
-            stop = f"stopped after {result.n_iter} iterations"
-            why = f"when the conic solver of the maximum-loss problem failed, before {test}"
-            hint = "a radius below the maximum-loss bound (see radius) avoids that solver"
-        elif result.n_outside:
+        conic = "the conic solution of the maximum-loss problem (large radius, see radius)"
+        if result.n_outside:
             passed = "passed" if result.grad_max <= self.tol else "failed"
             why = (f"with {result.n_outside} samples outside the working set of the "
                    f"maximum-loss problem (large radius) whose loss still exceeds the "
                    f"set's largest, so the set's optimum is not yet the data's ({test} "
                    f"{passed} on the set: {gradient})")
             hint = "increase max_iter"
+        elif np.isnan(result.grad_max) and at_max_iter:
+            # Only the conic solves of a large radius end without a gradient.
+            why = (f"before a conic solve of the maximum-loss problem finished, so before "
+                   f"{test}")
+            hint = "increase max_iter"
+        elif np.isnan(result.grad_max):
+            why = f"when the conic solver of the maximum-loss problem failed, before {test}"
+            hint = "a radius below the maximum-loss bound (see radius) avoids that solver"
+        elif result.conic and at_max_iter:  # the last solve was cut off at max_iter
+            why = f"at {conic}, before {test} passed ({gradient})"
+            hint = "increase max_iter"
+        elif result.conic and result.gap == np.inf:
+            why = (f"at {conic}, whose multipliers are no distribution of the divergence "
+                   f"ball, so no subgradient ({test}: {gradient})")
+            hint = "the descent path ended above it: check the fit against an exact solver"
+        elif result.conic and result.gap > _CONIC_SLACK * max(1.0, abs(result.objective)):
+            why = (f"at {conic}, whose multipliers are a subgradient only to within "
+                   f"{result.gap:.3g} of the objective ({test}: {gradient})")
+            hint = "that is the solver's accuracy there: the objective is within about it"
+        elif result.conic:
+            why = f"at {conic}, before {test} passed ({gradient}, of its multipliers)"
+            hint = "the solver's multipliers are not that accurate: increase tol"
         else:
             why = f"before {test} passed ({gradient})"
+            hint = self._stall_hint(result) if not at_max_iter else "increase max_iter or tol"
+            if not at_max_iter:
+                stop += ", no step decreasing the objective any more,"
         return (f"{type(self).__name__}(solver={self.solver!r}) did not converge: it {stop} "
                 f"{why}; {hint}.")
+
+    @staticmethod
+    def _stall_hint(result: Result) -> str:
+        """What to change when a descent path found no step decreasing the objective."""
+        if result.gap <= _TIE_SLACK * max(1.0, abs(result.objective)):
+            return "rounding keeps that tol out of reach: increase tol"
+        # The smoothing continuation ran out of temperatures next to tied losses.
+        return (f"the objective is not differentiable there (tied losses) and the gradient "
+                f"is a subgradient only to within {result.gap:.3g} of the objective: check "
+                f"the fit against an exact conic solver")
 
     def _scores(self, X) -> np.ndarray:
         check_is_fitted(self)
@@ -214,7 +295,8 @@ class DROClassifier(ClassifierMixin, _BaseDRO):
         weight ``q_min``) lets the worst case put all mass on the largest loss whatever the
         model, so the objective is the maximum loss plus the penalty. Both solvers then
         solve that problem exactly (its epigraph form, with cvxpy's Clarabel on a working
-        set of the largest losses). For two classes that are not linearly separable its
+        set of the largest losses, refined to rounding by Newton's method where at most
+        ``n_params + 1`` losses tie). For two classes that are not linearly separable its
         solution is ``coef_ = 0`` with probabilities 1/2: rarely a useful model.
     alpha : float, default=1e-3
         L2 penalty strength on the coefficients (not the intercept).
@@ -256,7 +338,8 @@ class DROClassifier(ClassifierMixin, _BaseDRO):
         The objective (robust loss plus penalty) at the solution.
     n_iter_ : int
         Number of solver iterations (for ``"sgd"``, including the steps on samples; for
-        a large radius, the interior-point iterations), at least 1.
+        a large radius, the interior-point iterations), at least 1 and at most
+        ``max_iter``.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -440,7 +523,8 @@ class DRORegressor(RegressorMixin, _BaseDRO):
         The objective (robust loss plus penalty) at the solution.
     n_iter_ : int
         Number of solver iterations (for ``"sgd"``, including the steps on samples; for
-        a large radius, the interior-point iterations), at least 1.
+        a large radius, the interior-point iterations), at least 1 and at most
+        ``max_iter``.
     n_features_in_ : int
         Number of features seen during fit.
     feature_names_in_ : ndarray of shape (n_features_in_,)
@@ -480,7 +564,8 @@ class DRORegressor(RegressorMixin, _BaseDRO):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training data.
         y : array-like of shape (n_samples,)
-            Targets.
+            Targets; a standard deviation beyond 1e154, whose square (the unit of the
+            objective) leaves the float range, is refused.
         sample_weight : array-like of shape (n_samples,), default=None
             Non-negative weights; their normalisation is the centre of the ball.
 

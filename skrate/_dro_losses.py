@@ -30,6 +30,18 @@ def squared(Z: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 LOSSES = {"logistic": logistic, "multinomial": multinomial, "squared": squared}
 
 
+def score_hessian(loss, Z: np.ndarray) -> np.ndarray:
+    """The second derivative of each sample's ``loss`` (one of :data:`LOSSES`) in its own
+    scores, shape (n, k, k); none depends on the target."""
+    if loss is logistic:
+        s = expit(Z[:, 0])
+        return (s * (1.0 - s))[:, None, None]
+    if loss is multinomial:
+        S = softmax(Z, axis=1)
+        return S[:, :, None] * np.eye(Z.shape[1]) - S[:, :, None] * S[:, None, :]
+    return np.full((Z.shape[0], 1, 1), 2.0)
+
+
 def convex_loss(loss, Z, T):
     """The numpy ``loss`` (one of :data:`LOSSES`) as a cvxpy expression of an affine ``Z``:
     the per-sample losses, for the exact conic solvers."""

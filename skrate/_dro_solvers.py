@@ -46,7 +46,7 @@ from ._divergence import (
     _smoothed_worst_case,
     _worst_case,
 )
-from ._dro_losses import convex_loss
+from ._dro_losses import convex_loss, score_hessian
 
 if TYPE_CHECKING:
     import cvxpy as cp
@@ -87,6 +87,23 @@ _CLARABEL_TOLERANCES = dict(tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10
 # Losses outside the working set of :func:`max_loss` may exceed its maximum by this
 # relative amount (well below the conic solver's accuracy) before they join it.
 _MAX_LOSS_SLACK = 1e-8
+# The accuracy of those solves, relative like _TIE_SLACK: the expected loss under
+# Clarabel's multipliers may fall this far short of the robust loss at its solution for
+# the multipliers to count as a subgradient. The losses at its solution are less accurate
+# than its tolerances (its tests are on its own, rescaled, conic form): where many losses
+# tie (at a constant optimum, all of them) it stopped up to a relative 3.1e-8 above the
+# optimum, more than _TIE_SLACK (9 of 40 make_classification fits at radius 1e4 failed
+# that), and its multipliers fell short by up to 1.5e-7 (iris, three classes).
+_CONIC_SLACK = 1e-6
+# :func:`_polish`: multipliers above this fraction of their sum mark the tied losses; at
+# most this many Newton steps, on systems of at most this size (a least-squares step
+# then takes about 0.2 s); the largest entry of the optimality conditions its point must
+# reach to replace the conic one, relative to the largest loss (there of order 1 in the
+# standardised problem, at the conic solutions 1e-9 to 1e-7).
+_POLISH_ACTIVE = 1e-6
+_POLISH_STEPS = 20
+_POLISH_MAX_SIZE = 1000
+_POLISH_RESIDUAL = 1e-12
 
 
 @dataclass
@@ -256,11 +273,14 @@ class Result:
 
     ``converged`` only when ``grad_max`` passed it and ``n_outside`` is 0. ``grad_max`` is
     the largest absolute entry of the final full-data (projected) gradient, or of the
-    multiplier-weighted subgradient for :func:`max_loss` (NaN when its conic solve
-    failed). ``n_outside`` counts the samples outside the working set of :func:`max_loss`
-    whose loss still exceeds the set's maximum. ``gap`` is the ``epsilon`` of that
-    gradient as an epsilon-subgradient (0 where ``F`` is differentiable, see
-    :func:`_continuation`), ``objective`` is ``F(theta)`` when the solver has it.
+    multiplier-weighted subgradient for :func:`max_loss` (NaN when no conic solve of it
+    finished). ``n_outside`` counts the samples outside the working set of
+    :func:`max_loss` whose loss still exceeds the set's maximum. ``gap`` is the
+    ``epsilon`` of that gradient as an epsilon-subgradient (0 where ``F`` is
+    differentiable, see :func:`_continuation`; infinite for multipliers outside the
+    ball), ``objective`` is ``F(theta)`` when the solver has it. ``conic`` marks a result
+    of :func:`max_loss`, whose iterations are interior-point ones and whose gradient is
+    its multipliers'.
     """
 
     theta: np.ndarray
@@ -270,6 +290,7 @@ class Result:
     n_outside: int = 0
     gap: float = 0.0
     objective: float = math.nan
+    conic: bool = False
 
 
 def _sup(v: np.ndarray) -> float:
@@ -348,7 +369,8 @@ def _certify(problem: LinearDRO, result: Result, tol: float) -> Result:
         return result
     grad_max = _sup(G.T @ p_found + shift)
     if grad_max < result.grad_max or math.isnan(result.grad_max):
-        return replace(result, converged=grad_max <= tol, grad_max=grad_max)
+        return replace(result, converged=grad_max <= tol, grad_max=grad_max,
+                       gap=max(robust - float(losses @ p_found), 0.0))
     return result
 
 
@@ -436,11 +458,12 @@ def _continuation(problem: LinearDRO, theta, mu: float, max_iter: int, tol: floa
     is tried on a working set of at most as many samples (its first size and one
     doubling: at a constant optimum all losses tie and the set would grow to the data).
     It is not a warm start: the conic solve's rounding would enter the path, and with it
-    the equivalence of weighted and repeated samples.
+    the equivalence of weighted and repeated samples. But if the path ends above that
+    point (:func:`_improves`), the point is the result, with its own test's outcome.
     """
     mu_end = _TIE_SLACK * mu
     few = 2 * max(2 * (problem.n_params + 1), 16)
-    tried, fallback = False, None
+    tried, alt = False, None
     while True:
         result = stage(theta, mu, n_iter)
         theta, n_iter = result.theta, result.n_iter
@@ -456,11 +479,12 @@ def _continuation(problem: LinearDRO, theta, mu: float, max_iter: int, tol: floa
                 n_iter += alt.n_iter
                 if alt.converged:
                     return replace(alt, n_iter=n_iter)
-                fallback = alt.theta, problem.objective(alt.theta)[0]
+                if math.isnan(alt.objective):
+                    alt.objective = problem.objective(alt.theta)[0]
                 result.n_iter = n_iter
         if tight or n_iter >= max_iter or mu <= mu_end:
-            if fallback is not None and not result.converged and fallback[1] < value:
-                result = replace(result, theta=fallback[0], objective=fallback[1])
+            if alt is not None and _improves(alt.objective, result):
+                return replace(alt, n_iter=n_iter)  # the best point found, with its own test
             return result
         # Below the exact worst case's temperature here, the next stage is F itself near
         # theta: a first temperature far above the optimum's (losses fitted close to 0)
@@ -469,11 +493,23 @@ def _continuation(problem: LinearDRO, theta, mu: float, max_iter: int, tol: floa
         mu = _MU_FACTOR * max(min(mu, temperature), _MU_FACTOR * mu)
 
 
+def _improves(value: float, result: Result) -> bool:
+    """Whether a point of objective ``value`` beats ``result``.
+
+    Any decrease beats a result that failed its test. One that passed it is beaten only by
+    more than ``_TIE_SLACK`` (relative), the accuracy to which objectives are known here:
+    a rounding-level difference must not trade it for a point that failed its test.
+    """
+    slack = _TIE_SLACK * max(1.0, abs(result.objective)) if result.converged else 0.0
+    return value < result.objective - slack
+
+
 def _best(problem: LinearDRO, result: Result, theta0: np.ndarray, start: float) -> Result:
     """An unconverged ``result``, or the start ``theta0`` (``F = start``) if that is better.
 
     A safeguard: a descent path only moves on decreases of the smoothed objective, which
-    is within ``mu * radius`` of ``F``. A converged result passed its test and is kept.
+    is within ``mu * radius`` of ``F``, and the max-loss path's ERM start and conic solves
+    do not look at ``F``. A converged result passed its test and is kept.
     """
     if result.converged:
         return result
@@ -659,19 +695,21 @@ def max_loss(
     When :meth:`LinearDRO.concentrated` holds, ``F(theta) = max_{i : q_i > 0} loss_i +
     penalty`` for every ``theta``, whatever the radius. Its epigraph form
     ``min t + penalty s.t. loss_i <= t`` is a conic problem, solved exactly by cvxpy's
-    Clarabel on a working set of samples: the largest losses after a few iterations of
-    empirical risk minimisation from ``theta``, then, after each solve, the samples whose
-    loss exceeds the set's maximum (at most as many as the set holds, largest first). The
-    set's optimum is the optimum on all the data once no other loss exceeds its maximum.
-    Typically about ``n_params + 1`` losses tie there, so the set stays small (unless
-    the optimum is a constant model, where all losses tie).
+    Clarabel on a working set of samples (:func:`_solve_working_set`): the largest losses
+    after a few iterations of empirical risk minimisation from ``theta``, then, after each
+    solve, the samples whose loss exceeds the set's maximum (at most as many as the set
+    holds, largest first). The set's optimum is the optimum on all the data once no other
+    loss exceeds its maximum. Typically about ``n_params + 1`` losses tie there, so the
+    set stays small (unless the optimum is a constant model, where all losses tie).
 
-    ``n_iter`` counts the ERM iterations and the interior-point iterations of all solves.
-    The result is converged when no loss outside the set exceeds its maximum and the
-    gradient of the losses weighted by the solver's multipliers ``lambda`` of ``loss_i <=
-    t``, plus the penalty's, has no entry above ``tol``: a subgradient of ``F`` when
-    ``lambda`` is a point of the ball (always, for a ball that concentrates) whose
-    expected loss is within ``_TIE_SLACK`` of the robust loss.
+    ``n_iter`` counts the ERM iterations and the interior-point iterations of all solves,
+    at most ``max_iter``: a solve that would exceed it is cut off, and the last finished
+    one stands (the ERM point if none did). The result is converged when no loss outside
+    the set exceeds its maximum and the gradient of the losses weighted by the solver's
+    multipliers ``lambda`` of ``loss_i <= t``, plus the penalty's, has no entry above
+    ``tol``: a subgradient of ``F`` when ``lambda`` is a point of the ball (always, for a
+    ball that concentrates) whose expected loss is within ``_CONIC_SLACK`` of the robust
+    loss. Like the descent paths, it never returns a point worse than ``theta``.
 
     For a smaller radius, ``F`` is at most the largest loss plus the penalty, with equality
     where the tied top losses can hold all the worst case's mass; so the max-loss optimum,
@@ -680,69 +718,174 @@ def max_loss(
     result is unconverged) from its own point ``theta``: no ERM iterations then, nor the
     costly search of :func:`_certify` when the multipliers fail.
     """
-    import cvxpy as cp  # only the conic solves need cvxpy: importing skrate stays light
-
     data = problem.on_support()
-    n_iter = 0
+    theta0, n_iter = theta, 0
     if max_set is None:
-        start = erm_lbfgs(data, theta, min(max_iter, _ERM_START), tol)
-        theta, n_iter = start.theta, start.n_iter
+        start = data.objective(theta)[0]
+        warm = erm_lbfgs(data, theta, min(max_iter, _ERM_START), tol)
+        theta, n_iter = warm.theta, warm.n_iter
     losses, _ = data.losses(theta)
-    n, (d, k) = losses.size, (data.X.shape[1], data.n_outputs)
+    n = losses.size
     working = np.argsort(-losses, kind="stable")[: min(n, max(2 * (data.n_params + 1), 16))]
-    root_ridge = np.sqrt(np.broadcast_to(data.ridge, (d, k)))
-    while True:
-        X_set = data.dense_features(working)
-        W, t = cp.Variable((d, k)), cp.Variable()
-        Z = X_set @ W
-        if data.fit_intercept:
-            b = cp.Variable(k)
-            Z = Z + np.ones((working.size, 1)) @ cp.reshape(b, (1, k), order="C")
-        epigraph = convex_loss(data.loss, Z, data.T[working]) <= t
-        penalty = 0.5 * cp.sum_squares(cp.multiply(root_ridge, W))
-        conic = cp.Problem(cp.Minimize(t + penalty), [epigraph])
-        try:
-            _solve_quietly(conic, **_CLARABEL_TOLERANCES)
-        except cp.error.SolverError:
-            return Result(theta, n_iter, False)
-        n_iter += int(conic.solver_stats.num_iters or 0)
-        if conic.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or W.value is None:
-            return Result(theta, n_iter, False)
-        theta = W.value.ravel()
-        if data.fit_intercept:
-            theta = np.concatenate([theta, b.value])
+    result = Result(theta, n_iter, False, conic=True)
+    while n_iter < max_iter:
+        solved, weights, used = _solve_working_set(data, working, max_iter - n_iter)
+        n_iter += used
+        if solved is None:  # failed or cut off: the last finished solve stands
+            result.n_iter = n_iter
+            break
         if callback is not None:
-            callback(theta)
-        losses, dZ = data.losses(theta)
+            callback(solved)
+        losses, dZ = data.losses(solved)
         top = losses[working].max()
         outside = np.ones(n, dtype=bool)
         outside[working] = False
         excess = np.flatnonzero(outside & (losses > top + _MAX_LOSS_SLACK * max(1.0, abs(top))))
+        full = np.zeros(n)
+        full[working] = weights
+        result = _multiplier_test(data, solved, full, losses, dZ, tol, n_iter, excess.size)
         if excess.size == 0 or n_iter >= max_iter:
             break
         # Doubling the set at most keeps each solve small and the rounds few.
         excess = excess[np.argsort(-losses[excess], kind="stable")[: working.size]]
         if max_set is not None and working.size + excess.size > max_set:
-            return Result(theta, n_iter, False, n_outside=excess.size)
+            return result
         working = np.concatenate([working, excess])
-    weights = np.zeros(n)
-    weights[working] = np.maximum(np.asarray(epigraph.dual_value, dtype=float).ravel(), 0.0)
+    if max_set is not None:
+        return result
+    if not (result.converged or result.n_outside or math.isnan(result.grad_max)):
+        # The multipliers are only as accurate as the conic solve, which on badly scaled
+        # features is not enough; the smallest subgradient over the tied losses is exact.
+        result = _certify(data, result, tol)
+    return _best(data, result, theta0, start)
+
+
+def _solve_working_set(data: LinearDRO, working: np.ndarray, max_iter: int):
+    """The max-loss optimum on the rows ``working``, with Clarabel's multipliers.
+
+    Returns ``(theta, multipliers of the rows, interior-point iterations)``; ``theta`` and
+    the multipliers are ``None`` when the solve failed or needed more than ``max_iter``
+    iterations. Equal rows (features and target) are one constraint, in a canonical
+    order: repeated constraints make the conic problem degenerate, and on sklearn's
+    repeated-samples check Clarabel then stopped 1e-7 above the optimum it reaches to
+    1e-10 on the weighted rows. Their multiplier is shared in proportion to ``q``, which
+    keeps it nearest ``q`` for the ball.
+    """
+    import cvxpy as cp  # only the conic solves need cvxpy: importing skrate stays light
+
+    d, k = data.X.shape[1], data.n_outputs
+    X_set, T_set = data.dense_features(working), data.T[working]
+    rows = np.column_stack([X_set, T_set.reshape(working.size, -1)])
+    _, first, group = np.unique(rows, axis=0, return_index=True, return_inverse=True)
+    group = group.ravel()
+    W, t = cp.Variable((d, k)), cp.Variable()
+    Z = X_set[first] @ W
+    if data.fit_intercept:
+        b = cp.Variable(k)
+        Z = Z + np.ones((first.size, 1)) @ cp.reshape(b, (1, k), order="C")
+    epigraph = convex_loss(data.loss, Z, T_set[first]) <= t
+    root_ridge = np.sqrt(np.broadcast_to(data.ridge, (d, k)))
+    penalty = 0.5 * cp.sum_squares(cp.multiply(root_ridge, W))
+    conic = cp.Problem(cp.Minimize(t + penalty), [epigraph])
+    try:
+        _solve_quietly(conic, max_iter=max_iter, **_CLARABEL_TOLERANCES)
+    except cp.error.SolverError:
+        return None, None, 0
+    used = int(conic.solver_stats.num_iters or 0)
+    if conic.status not in (cp.OPTIMAL, cp.OPTIMAL_INACCURATE) or W.value is None:
+        return None, None, used
+    theta = W.value.ravel()
+    if data.fit_intercept:
+        theta = np.concatenate([theta, b.value])
+    multipliers = np.maximum(np.asarray(epigraph.dual_value, dtype=float).ravel(), 0.0)
+    polished = _polish(data, X_set[first], T_set[first], theta, multipliers)
+    if polished is not None:
+        theta, multipliers = polished
+    q = data.q[working]
+    return theta, multipliers[group] * q / np.bincount(group, weights=q)[group], used
+
+
+def _polish(data: LinearDRO, X: np.ndarray, T: np.ndarray, theta: np.ndarray,
+            multipliers: np.ndarray):
+    """A conic max-loss solution on the rows ``X`` (centred features) refined to rounding.
+
+    Clarabel's solution is accurate in the objective, to its tolerance, but along the
+    directions only the penalty curves (more parameters than tied losses) only to about
+    the square root of it: on sklearn's repeated-samples check, the same rows once
+    weighted and once repeated (equal up to rounding) gave coefficients 5.6e-6 apart. If
+    the losses of positive multiplier, the set ``A``, have independent gradients (at most
+    ``n_params + 1`` of them; not at a constant optimum, where all tie), the optimum is
+    the root of the optimality conditions
+
+        ridge * W + sum_{i in A} lambda_i grad loss_i = 0,  loss_i = t (i in A),
+        sum_{i in A} lambda_i = 1,
+
+    which Newton's method (least-squares steps: multinomial scores leave a direction of
+    the intercepts free) reaches to rounding in a few steps from there. Returns ``(theta,
+    multipliers)``, or ``None`` if the root is not reached, a multiplier turns negative
+    or another row's loss exceeds ``t``: the conic solution then stands.
+    """
+    d, k, P = data.X.shape[1], data.n_outputs, data.n_params
+    active = multipliers > _POLISH_ACTIVE * multipliers.sum()
+    m = int(np.count_nonzero(active))
+    if not 0 < m <= P + 1 or P + m + 1 > _POLISH_MAX_SIZE:
+        return None
+    rows = np.hstack([X, np.ones((X.shape[0], 1))]) if data.fit_intercept else X
+    A, T_A = rows[active], T[active]
+    pen = np.zeros(P)
+    pen[: d * k] = np.broadcast_to(data.ridge, (d, k)).ravel()
+    lam = multipliers[active] / multipliers[active].sum()
+    z = np.concatenate([theta, lam, [data.loss(A @ theta.reshape(-1, k), T_A)[0].max()]])
+    best = None
+    for _ in range(_POLISH_STEPS):
+        theta, lam, t = z[:P], z[P:-1], z[-1]
+        Z = A @ theta.reshape(-1, k)
+        losses, dZ = data.loss(Z, T_A)
+        G = np.einsum("ij,ic->ijc", A, dZ).reshape(m, P)  # row i: grad loss_i, like theta
+        residual = np.concatenate([pen * theta + G.T @ lam, losses - t, [lam.sum() - 1.0]])
+        size = _sup(residual)
+        if best is not None and not size < 0.5 * best[0]:
+            break  # rounding reached, or no convergence
+        best = size, z
+        H = np.einsum("i,ij,il,ice->jcle", lam, A, A, score_hessian(data.loss, Z),
+                      optimize=True)
+        J = np.zeros((P + m + 1, P + m + 1))
+        J[:P, :P] = np.diag(pen) + H.reshape(P, P)
+        J[:P, P:-1], J[P:-1, :P] = G.T, G
+        J[P:-1, -1], J[-1, P:-1] = -1.0, 1.0
+        z = z + np.linalg.lstsq(J, -residual, rcond=None)[0]
+    size, z = best
+    theta, lam, t = z[:P], z[P:-1], z[-1]
+    top = data.loss(rows @ theta.reshape(-1, k), T)[0].max()
+    exceeds = top > t + _MAX_LOSS_SLACK * max(1.0, abs(t))
+    if size > _POLISH_RESIDUAL * max(1.0, abs(t)) or lam.min() < 0.0 or exceeds:
+        return None
+    polished = np.zeros_like(multipliers)
+    polished[active] = lam
+    return theta, polished
+
+
+def _multiplier_test(data: LinearDRO, theta, weights, losses, dZ, tol: float, n_iter: int,
+                     n_outside: int) -> Result:
+    """The max-loss solution ``theta`` tested with the multipliers ``weights`` (all rows).
+
+    Their ``gap`` as an epsilon-subgradient is the shortfall of their expected loss below
+    the robust loss (infinite if they are no point of the ball), within ``_CONIC_SLACK``
+    for convergence.
+    """
     total = weights.sum()
     if not total > 0:
-        return Result(theta, n_iter, False, n_outside=excess.size)
-    weights /= total
+        return Result(theta, n_iter, False, n_outside=n_outside, conic=True)
+    weights = weights / total
     grad_max = _sup(data.weighted_gradient(theta, weights, dZ))
     robust = float(_worst_case(losses, data.q, data.divergence, data.radius)[0] @ losses)
     inside = (data.concentrated()
               or _ball_divergence(weights, data.q, data.divergence) <= data.radius)
-    subgradient = inside and weights @ losses >= robust - _TIE_SLACK * max(1.0, abs(robust))
-    result = Result(theta, n_iter, excess.size == 0 and subgradient and grad_max <= tol,
-                    grad_max, excess.size)
-    if excess.size or result.converged or max_set is not None:
-        return result
-    # The multipliers are only as accurate as the conic solve, which on badly scaled
-    # features is not enough; the smallest subgradient over the tied losses is exact.
-    return _certify(data, result, tol)
+    gap = max(robust - float(weights @ losses), 0.0) if inside else math.inf
+    near = gap <= _CONIC_SLACK * max(1.0, abs(robust))
+    converged = n_outside == 0 and near and grad_max <= tol
+    return Result(theta, n_iter, converged, grad_max, n_outside, gap,
+                  robust + data.penalty(theta), conic=True)
 
 
 def dual_lbfgs(

@@ -1,6 +1,7 @@
 """Distributionally robust learning: inner maximisation, solvers and estimators."""
 
 import warnings
+from dataclasses import replace
 
 import cvxpy as cp
 import numpy as np
@@ -9,7 +10,10 @@ from scipy.optimize import minimize_scalar
 from sklearn.datasets import load_breast_cancer, load_iris, make_classification
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
 from sklearn.linear_model import Ridge
-from sklearn.utils.estimator_checks import check_non_transformer_estimators_n_iter
+from sklearn.utils.estimator_checks import (
+    check_non_transformer_estimators_n_iter,
+    check_sample_weight_equivalence_on_dense_data,
+)
 
 from skrate import (
     DROClassifier,
@@ -196,6 +200,33 @@ def test_robust_loss_is_monotone_in_the_radius(divergence):
     assert values[0] == pytest.approx(losses.mean())
     assert values[-1] == losses.max()
     assert np.all(np.diff(values[:-1]) > 0)
+
+
+@pytest.mark.parametrize("divergence", ["chi2", "kl"])
+@pytest.mark.parametrize("radius", [1e-18, 1e-16, 1e-14, 1e-12, 1e-8])
+def test_tiny_radius_keeps_the_worst_case_in_the_ball(divergence, radius):
+    # 1 + 2 radius rounds to 1 below 1e-16 and keeps few of its digits above: the chi2
+    # worst case at 1e-18 had 222 times the radius, and 1.0002 times it at 1e-12; the KL
+    # divergence, a difference of terms of order sqrt(radius), was lost to rounding.
+    losses = np.random.default_rng(23).normal(size=64)
+    q = np.full(64, 1 / 64)  # exact, so that q sums to 1
+    p, _ = _worst_case(losses, q, divergence, radius)
+    r = (p - q) / q  # exact: p is within a factor 2 of q
+    # sum q (1 + r) log(1 + r) - r: the KL divergence in terms of one sign each
+    value = (0.5 * q @ r**2 if divergence == "chi2"
+             else q @ ((1.0 + r) * np.log1p(r) - r))
+    assert value == pytest.approx(radius, rel=1e-6)
+    # To leading order the worst case gains sqrt(2 radius Var(losses)) over the mean.
+    gain = robust_loss(losses, divergence, radius) - losses.mean()
+    assert gain == pytest.approx(np.sqrt(2.0 * radius * losses.var()), rel=1e-3)
+
+
+@pytest.mark.parametrize("divergence", ["chi2", "kl"])
+def test_radius_below_the_rounding_of_the_weights_gives_the_base_distribution(divergence):
+    losses = np.random.default_rng(23).normal(size=64)
+    p = worst_case_weights(losses, divergence, 1e-300)
+    np.testing.assert_allclose(p, 1 / 64, rtol=1e-15)
+    assert robust_loss(losses, divergence, 1e-300) == pytest.approx(losses.mean(), abs=1e-15)
 
 
 @pytest.mark.parametrize("divergence", ["chi2", "kl"])
@@ -640,9 +671,86 @@ def test_large_radius_with_sample_weights_is_the_max_loss_over_their_support(sol
 def test_max_loss_path_stops_unconverged_at_max_iter():
     problem = _binary_problem(n=200, d=3, radius=1e6)
     result = _dro_solvers.max_loss(problem, np.zeros(problem.n_params), 3, 1e-4)
-    assert not result.converged and result.n_iter >= 3
+    assert not result.converged and result.n_iter == 3
     full = _dro_solvers.max_loss(problem, np.zeros(problem.n_params), 1000, 1e-4)
     assert full.converged and full.grad_max <= 1e-4
+
+
+@pytest.mark.parametrize("seed, weighted", [(4, False), (6, False), (7, False), (5, True),
+                                          (10, True)])
+def test_max_loss_constant_optimum_converges_without_warning(seed, weighted):
+    # At a constant max-loss optimum all 200 losses tie and Clarabel stops up to 2e-8
+    # above it: its multipliers fell short of the robust loss by more than the descent
+    # paths' slack (1.69e-8 against 1.49e-8), and the fit warned that a gradient entry of
+    # 4.9e-7 failed tol=1e-4, advising to increase tol.
+    X, y = make_classification(200, 6, random_state=seed, flip_y=0.05)
+    sw = np.random.default_rng(seed).uniform(0.5, 2.0, 200) if weighted else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        clf = DROClassifier(radius=1e4).fit(X, y, sample_weight=sw)
+    assert np.log(2) <= clf.objective_ <= np.log(2) * (1 + 1e-7)
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
+@pytest.mark.parametrize("max_iter", [1, 3, 12, 25])
+def test_max_loss_path_keeps_to_max_iter_and_the_start(solver, max_iter):
+    # The max-loss path bounded only its ERM start by max_iter and returned its last
+    # point: max_iter=3 reported 30 iterations at objective 23.8, against log 2 at the
+    # start coef_ = 0.
+    X, y = _scaled_breast_cancer()
+    with pytest.warns(ConvergenceWarning, match=f"stopped at max_iter={max_iter} "):
+        clf = DROClassifier(radius=1000, max_iter=max_iter, solver=solver).fit(X, y)
+    assert 1 <= clf.n_iter_ <= max_iter
+    assert clf.objective_ <= np.log(2) * (1 + 1e-15)
+
+
+@pytest.mark.parametrize("Estimator", [DROClassifier, DRORegressor])
+@pytest.mark.parametrize("divergence", ["chi2", "kl"])
+@pytest.mark.parametrize("radius", [1.0, 100.0])
+@pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
+def test_weights_are_repeated_samples_at_large_radii(Estimator, divergence, radius, solver):
+    # Radius 1 ends at the max-loss optimum, radius 100 is beyond its bound. Clarabel
+    # stopped 1.1e-7 above it on the repeated rows (duplicate constraints), whose
+    # smoothed path then ended 5.8e-5 (relative) above it, and solutions accurate in the
+    # objective to 1e-10 differed by 5.6e-6 in the coefficients: predict_proba differed by
+    # 3e-3 to 6e-3 (radius 0.5 to 3) and 1.1e-5 (radius 100).
+    check_sample_weight_equivalence_on_dense_data(
+        Estimator.__name__,
+        Estimator(divergence=divergence, radius=radius, solver=solver, random_state=0))
+
+
+@pytest.mark.parametrize("divergence", ["chi2", "kl"])
+def test_repeated_samples_reach_the_weighted_objective(divergence):
+    rng = np.random.RandomState(42)  # sklearn's data for the check above
+    X, y, sw = rng.rand(15, 30), rng.randint(0, 3, size=15), rng.randint(0, 5, size=15)
+    kw = dict(divergence=divergence, radius=1.0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        weighted = DROClassifier(**kw).fit(X, y, sample_weight=sw)
+        repeated = DROClassifier(**kw).fit(X.repeat(sw, axis=0), y.repeat(sw))
+    assert repeated.objective_ == pytest.approx(weighted.objective_, rel=1e-12)
+    np.testing.assert_allclose(repeated.coef_, weighted.coef_, rtol=1e-10, atol=1e-12)
+
+
+def test_smoothed_path_returns_a_better_max_loss_point_found_on_the_way(monkeypatch):
+    # On sklearn's repeated samples the smoothed path passes the tol test 5.8e-5
+    # (relative) above the max-loss optimum, which the path found on the way. That point
+    # was kept only when the path failed its test; it is the better one even when its
+    # own test fails (as it did before the conic solves were refined).
+    max_loss = _dro_solvers.max_loss
+
+    def failing(*args, **kwargs):
+        return replace(max_loss(*args, **kwargs), converged=False)
+
+    rng = np.random.RandomState(42)
+    X, y, sw = rng.rand(15, 30), rng.randint(0, 3, size=15), rng.randint(0, 5, size=15)
+    optimum = DROClassifier(divergence="kl", radius=1.0).fit(X, y, sample_weight=sw)
+    monkeypatch.setattr(_dro_solvers, "max_loss", failing)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf = DROClassifier(divergence="kl", radius=1.0).fit(X.repeat(sw, axis=0),
+                                                             y.repeat(sw))
+    assert clf.objective_ == pytest.approx(optimum.objective_, rel=1e-12)
 
 
 def _scaled_breast_cancer():
@@ -891,21 +999,33 @@ def test_constant_feature_is_left_to_the_intercept(sparse):
 
 
 @pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
-def test_unfinished_working_set_is_the_reason_given(solver):
-    # At max_iter the max-loss path's gradient test passes on its working set, but
-    # losses outside the set still exceed the set's maximum.
+def test_unfinished_working_set_is_the_reason_given(monkeypatch, solver):
+    # max_iter cuts the second conic solve off after one iteration: the first solve's
+    # optimum stands, its gradient test passed on its working set, but losses outside
+    # the set still exceed the set's maximum.
     rng = np.random.default_rng(20)
     X = rng.normal(size=(300, 5))
     y = X @ rng.normal(size=5) + rng.normal(size=300)
-    with pytest.warns(ConvergenceWarning, match="stopped at max_iter=1") as record:
-        DRORegressor(radius=1000, max_iter=1, solver=solver).fit(X, y)
+    solves = []
+    solve = _dro_solvers._solve_working_set
+
+    def recording(data, working, max_iter):
+        found = solve(data, working, max_iter)
+        solves.append((max_iter, found[2]))
+        return found
+
+    monkeypatch.setattr(_dro_solvers, "_solve_working_set", recording)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        DRORegressor(radius=1000, solver=solver).fit(X, y)
+    (budget, first), _ = solves[:2]
+    max_iter = 1000 - budget + first + 1  # the ERM start, the first solve, one more
+    with pytest.warns(ConvergenceWarning, match=f"stopped at max_iter={max_iter} ") as record:
+        reg = DRORegressor(radius=1000, max_iter=max_iter, solver=solver).fit(X, y)
     message = str(record[0].message)
     assert "samples outside the working set" in message and "passed on the set" in message
     assert "before the gradient test" not in message and "increase max_iter" in message
-    problem = LinearDRO(X, y, LOSSES["squared"], np.full(300, 1 / 300), "chi2", 1000.0,
-                        1e-3, 1, True)
-    result = _dro_solvers.max_loss(problem, np.zeros(problem.n_params), 1, 1e-4)
-    assert not result.converged and result.n_outside > 0 and result.grad_max <= 1e-4
+    assert reg.n_iter_ == max_iter
 
 
 @pytest.mark.parametrize("Estimator", [DROClassifier, DRORegressor])
@@ -932,6 +1052,35 @@ def test_stall_message_names_its_cause():
     message = clf._convergence_message(kink)
     assert "not differentiable" in message and "0.001 of the objective" in message
     assert "increase tol" not in message
+
+
+def test_max_loss_messages_name_their_cause():
+    # A conic result once fell back to the descent paths' wording ("no step decreasing
+    # the objective any more", "increase tol") whatever had failed.
+    clf = DROClassifier(max_iter=50)
+    conic = dict(conic=True, objective=0.7)
+    inaccurate = clf._convergence_message(Result(np.zeros(3), 20, False, 2e-3, gap=1e-5,
+                                                 **conic))
+    assert "conic solution of the maximum-loss problem" in inaccurate
+    assert "within 1e-05 of the objective" in inaccurate and "accuracy" in inaccurate
+    outside = clf._convergence_message(Result(np.zeros(3), 20, False, 2e-3, gap=np.inf,
+                                              **conic))
+    assert "no distribution of the divergence ball" in outside
+    multipliers = clf._convergence_message(Result(np.zeros(3), 20, False, 2e-3, gap=1e-9,
+                                                  **conic))
+    assert "of its multipliers" in multipliers and "increase tol" in multipliers
+    cut = clf._convergence_message(Result(np.zeros(3), 50, False, 2e-3, gap=1e-5, **conic))
+    assert "stopped at max_iter=50 at the conic solution" in cut
+    unfinished = clf._convergence_message(Result(np.zeros(3), 50, False, **conic))
+    assert "before a conic solve of the maximum-loss problem finished" in unfinished
+    failed = clf._convergence_message(Result(np.zeros(3), 20, False, **conic))
+    assert "conic solver of the maximum-loss problem failed" in failed
+    for message in (inaccurate, outside, multipliers, cut, unfinished, failed):
+        assert "no step decreasing" not in message, message
+    for message in (inaccurate, outside, cut, unfinished, failed):
+        assert "increase tol" not in message, message
+    for message in (cut, unfinished):
+        assert "increase max_iter" in message
 
 
 @pytest.mark.parametrize("Estimator", [DROClassifier, DRORegressor])
@@ -966,6 +1115,61 @@ def test_nan_input_and_bad_weights_are_rejected(Estimator):
     X_before = X.copy()
     Estimator().fit(X, y)
     np.testing.assert_array_equal(X, X_before)
+
+
+def test_weights_whose_sum_overflows_are_normalised():
+    # A finite sum overflowing to infinity made every normalised weight 0: "zero-size
+    # array to reduction operation maximum which has no identity".
+    rng = np.random.default_rng(24)
+    X = rng.normal(size=(60, 3))
+    y = (X[:, 0] + 0.5 * rng.normal(size=60) > 0).astype(int)
+    huge = np.full(60, 1e307)
+    np.testing.assert_array_equal(DROClassifier().fit(X, y, sample_weight=huge).coef_,
+                                  DROClassifier().fit(X, y).coef_)
+    losses = np.arange(60.0)
+    assert robust_loss(losses, "chi2", 0.1, sample_weight=huge) == pytest.approx(
+        robust_loss(losses, "chi2", 0.1), rel=1e-15)
+    p = worst_case_weights(losses, "kl", 0.1, sample_weight=np.r_[huge[:59], 1.5e308])
+    assert np.all(np.isfinite(p)) and p.sum() == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("scale", [1e-200, 1e200])
+def test_features_of_extreme_scale_give_the_rescaled_fit(sparse, scale):
+    # Their variance under- or overflowed: scale 0 taken for a constant column (1e-200)
+    # or infinite (1e200), and coef_ silently 0.
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(25)
+    X = rng.normal(size=(100, 3))
+    y = X @ [1.0, -2.0, 0.5] + 0.3 * rng.normal(size=100)
+    container = sp.csr_matrix if sparse else np.asarray
+    reference = DRORegressor(alpha=0.0).fit(container(X), y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        scaled = DRORegressor(alpha=0.0).fit(container(X * scale), y)
+    np.testing.assert_allclose(scaled.coef_ * scale, reference.coef_, rtol=1e-6)
+    assert scaled.objective_ == pytest.approx(reference.objective_, rel=1e-8)
+
+
+def test_extreme_target_scales_fit_or_name_y():
+    rng = np.random.default_rng(26)
+    X = rng.normal(size=(100, 3))
+    y = X @ [1.0, -2.0, 0.5] + 0.3 * rng.normal(size=100)
+    reference = DRORegressor().fit(X, y)
+    tiny = DRORegressor().fit(X, y * 1e-200)  # once coef_ 0 and objective_ 0
+    np.testing.assert_allclose(tiny.coef_ * 1e200, reference.coef_, rtol=1e-6)
+    # Its squared errors leave the float range: once NaN coef_ without a word.
+    with pytest.raises(ValueError, match="y is too large"):
+        DRORegressor().fit(X, X[:, 0] * 1e200)
+    # A penalty alpha / scale^2 beyond the float range zeroes the feature's coefficient,
+    # its contribution below any rounding (once a NaN penalty at 0).
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        frozen = DRORegressor().fit(np.c_[X[:, :2], X[:, 2] * 1e-200], y)
+    assert np.all(np.isfinite(frozen.coef_)) and frozen.coef_[2] == 0.0
+    np.testing.assert_allclose(frozen.coef_[:2], DRORegressor().fit(X[:, :2], y).coef_,
+                               rtol=1e-6)
 
 
 def test_failed_refit_leaves_the_estimator_unfitted():
