@@ -50,7 +50,7 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
     def _check_X(self, X, y="no_validation", **kwargs):
         if self._raw_X:
             # a user's estimator may take text, categories and NaN, and refuses what it cannot
-            # take itself: its tags do not know (a Pipeline with an imputer says allow_nan=False)
+            # take itself: only its fit knows (tags guess, e.g. a Pipeline's from its first step)
             return validate_data(self, X, y, dtype=None, ensure_all_finite="allow-nan", **kwargs)
         return validate_numeric(self, X, y, dtype=np.float64, advice=self._text_advice, **kwargs)
 

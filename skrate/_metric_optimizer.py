@@ -66,6 +66,15 @@ def applicable_solvers(kinds) -> tuple[str, ...]:
     return ()
 
 
+def _out_of_fold(folds, n: int, score) -> np.ndarray:
+    """Each row's score by a model fitted without its fold: ``score(train, test)`` scores the rows
+    ``test``; the folds test every row once (checked by ``MetricOptimizer._folds``)."""
+    z = np.empty(n)
+    for train, test in folds:
+        z[test] = score(train, test)
+    return z
+
+
 def _warn_if_cells_undecodable(oracle: PluginOracle, columns: list[str], data, X, n_decode: int) -> None:
     """Warn when the oracle answers with one threshold although each group column is one-hot in
     ``X``: the intersections of several columns are products of their indicators, not linear
@@ -466,13 +475,18 @@ class MetricOptimizer(RateClassifierBase):
         else:
             self._model = ProbabilityScoreModel(est, X_in.shape[1], positive)
         theta = score_threshold(self._model.n_features)
-        if self._cv() is None or frozen:  # a frozen model was fitted on other rows: its scores are honest
+        if not self._cross_fits_estimator():
             return self._model.augment(X_in, log_odds(est, X_in, positive)), theta
         # out-of-fold log-odds: what the thresholds meet on new rows, not the fit's own optimism
-        z = np.empty(data.n)
-        for train, test in self._folds(X_in, data.y):
-            z[test] = log_odds(fit(clone(base), train), _safe_indexing(X_in, test))
+        z = _out_of_fold(self._folds(X_in, data.y), data.n,
+                         lambda train, test: log_odds(fit(clone(base), train), _safe_indexing(X_in, test)))
         return self._model.augment(X_in, z), theta
+
+    def _cross_fits_estimator(self) -> bool:
+        """Whether ``estimator`` is cross-fitted; a frozen model was fitted on other rows, so its
+        scores are honest as they are."""
+        return (self.estimator is not None and self._cv() is not None
+                and not isinstance(self.estimator, FrozenEstimator))
 
     def _cv(self, cross_fit_builtin: bool = True):
         """``cv`` with ``"auto"`` resolved: 5 folds for ``estimator`` and, when
@@ -492,12 +506,13 @@ class MetricOptimizer(RateClassifierBase):
         folds = self._folds(X, data.y, strict=self.cv != "auto")
         if folds is None:
             return None
-        z = np.empty(data.n)
         design = Design(X).X
-        for train, test in folds:
+
+        def score(train, test):
             theta = fit_logistic(design[train], data.y[train], data.sample_weight[train], self.alpha, init=theta_full)
-            z[test] = design[test] @ theta[:-1] + theta[-1]
-        return with_score(design, z), score_threshold(X.shape[1])
+            return design[test] @ theta[:-1] + theta[-1]
+
+        return with_score(design, _out_of_fold(folds, data.n, score)), score_threshold(X.shape[1])
 
     def _folds(self, X, y01: np.ndarray, strict: bool = True) -> list | None:
         """The ``cv`` splits, each training fold holding both classes; when they cannot be made,
@@ -622,11 +637,11 @@ class MetricOptimizer(RateClassifierBase):
             self._model if self.estimator is None else self._model.linear)
         oracle = None
         if uses_oracle:
-            augmented = self.estimator is not None or cross_fit
+            # the cells decode from x alone, not from an appended score column
+            n_decode = X_fit.shape[1] - (self.estimator is not None or cross_fit)
             columns = program_group_columns(program)
-            oracle = PluginOracle(X_fit, theta_eta, group_cells(columns, data), data.sample_weight,
-                                  n_decode=X_fit.shape[1] - augmented)
-            _warn_if_cells_undecodable(oracle, columns, data, X_fit, X_fit.shape[1] - augmented)
+            oracle = PluginOracle(X_fit, theta_eta, group_cells(columns, data), data.sample_weight, n_decode=n_decode)
+            _warn_if_cells_undecodable(oracle, columns, data, X_fit, n_decode)
         if solver == "ratio":
             traj = solve_ratio_game(program, RatioProgram(program, data_fit), game_model, X_fit, oracle=oracle,
                                     xi_learning_rate=self.xi_learning_rate, init_params=init_params, **common)
@@ -645,8 +660,7 @@ class MetricOptimizer(RateClassifierBase):
         self.random_seed_ = int(gen.integers(2**62))
         self._set_solutions(program, traj)
         self._check_feasible(program, traj, constraints, data_fit, game_model, X_fit,
-                             cross_fit or (self.estimator is not None and self._cv() is not None
-                                           and not isinstance(self.estimator, FrozenEstimator)))
+                             cross_fit or self._cross_fits_estimator())
         if cross_fit:  # weight v on the score z = x . w_eta + b_eta is weight v w_eta on x
             v = traj.params[:, -2:-1]
             self.candidates_ = np.hstack([traj.params[:, :-2] + v * eta_full[:-1],
