@@ -18,14 +18,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 
 from ._divergence import DIVERGENCES, _normalised
 from ._dro_losses import LOSSES
-from ._dro_solvers import (
-    _CONIC_SLACK,
-    _TIE_SLACK,
-    LinearDRO,
-    Result,
-    dynamic_sgd,
-    primal_lbfgs,
-)
+from ._dro_solvers import LinearDRO, Result, dynamic_sgd, primal_lbfgs
 from .utils._validation import unfitted_on_error, validate_numeric
 
 # the parameters of the sampled path and of stopping, the same for both estimators
@@ -241,7 +234,7 @@ class _BaseDRO(BaseEstimator):
             why = (f"at {conic}, whose multipliers are no distribution of the divergence "
                    f"ball, so no subgradient ({test}: {gradient})")
             hint = "the descent path ended above it: check the fit against an exact solver"
-        elif result.conic and result.gap > _CONIC_SLACK * max(1.0, abs(result.objective)):
+        elif result.conic and not result.gap_ok:
             why = (f"at {conic}, whose multipliers are a subgradient only to within "
                    f"{result.gap:.3g} of the objective ({test}: {gradient})")
             hint = "that is the solver's accuracy there: the objective is within about it"
@@ -259,7 +252,7 @@ class _BaseDRO(BaseEstimator):
     @staticmethod
     def _stall_hint(result: Result) -> str:
         """What to change when a descent path found no step decreasing the objective."""
-        if result.gap <= _TIE_SLACK * max(1.0, abs(result.objective)):
+        if result.gap_ok:
             return "rounding keeps that tol out of reach: increase tol"
         # The smoothing continuation ran out of temperatures next to tied losses.
         return (f"the objective is not differentiable there (tied losses) and the gradient "

@@ -163,6 +163,11 @@ class LinearDRO:
         X = self.X[rows]
         return (X.toarray() if hasattr(X, "toarray") else np.asarray(X)) - self.offset
 
+    def design_rows(self, X: np.ndarray) -> np.ndarray:
+        """Dense features ``X`` with a column of ones when there is an intercept: the rows whose
+        products with ``theta`` (reshaped, W then b) are the scores."""
+        return np.hstack([X, np.ones((X.shape[0], 1))]) if self.fit_intercept else X
+
     def row_sq(self) -> np.ndarray:
         """``||(x_i - offset, 1)||^2`` per row (without the 1 when there is no intercept)."""
         sq = (row_norms(self.X, squared=True) - 2.0 * np.asarray(self.X @ self.offset).ravel()
@@ -278,9 +283,10 @@ class Result:
     :func:`max_loss` whose loss still exceeds the set's maximum. ``gap`` is the
     ``epsilon`` of that gradient as an epsilon-subgradient (0 where ``F`` is
     differentiable, see :func:`_continuation`; infinite for multipliers outside the
-    ball), ``objective`` is ``F(theta)`` when the solver has it. ``conic`` marks a result
-    of :func:`max_loss`, whose iterations are interior-point ones and whose gradient is
-    its multipliers'.
+    ball), and ``gap_ok`` whether the test that measured it found it within its slack
+    (``_TIE_SLACK``, or ``_CONIC_SLACK`` for multipliers). ``objective`` is ``F(theta)``
+    when the solver has it. ``conic`` marks a result of :func:`max_loss`, whose iterations
+    are interior-point ones and whose gradient is its multipliers'.
     """
 
     theta: np.ndarray
@@ -291,6 +297,7 @@ class Result:
     gap: float = 0.0
     objective: float = math.nan
     conic: bool = False
+    gap_ok: bool = True
 
 
 def _sup(v: np.ndarray) -> float:
@@ -336,17 +343,13 @@ def _certify(problem: LinearDRO, result: Result, tol: float) -> Result:
     import cvxpy as cp  # only the conic solves need cvxpy: importing skrate stays light
 
     data = problem.on_support()
-    n, d, k = data.X.shape[0], data.X.shape[1], data.n_outputs
+    n, k = data.X.shape[0], data.n_outputs
     if n * data.n_params > _CERTIFY_MAX_ENTRIES:
         return result
     losses, dZ = data.losses(result.theta)
     p_star, _ = _worst_case(losses, data.q, data.divergence, data.radius)
     robust = float(p_star @ losses)
-    X = data.dense_features()
-    # Row i: the gradient of loss_i in theta, laid out like theta (W row-major, then b).
-    G = np.einsum("ij,ic->ijc", X, dZ).reshape(n, d * k)
-    if data.fit_intercept:
-        G = np.hstack([G, dZ])
+    G = _loss_gradients(data.design_rows(data.dense_features()), dZ)
     W, _ = data.unpack(result.theta)
     shift = np.concatenate([(data.ridge * W).ravel(), np.zeros(k * data.fit_intercept)])
     p = cp.Variable(n, nonneg=True)
@@ -370,8 +373,14 @@ def _certify(problem: LinearDRO, result: Result, tol: float) -> Result:
     grad_max = _sup(G.T @ p_found + shift)
     if grad_max < result.grad_max or math.isnan(result.grad_max):
         return replace(result, converged=grad_max <= tol, grad_max=grad_max,
-                       gap=max(robust - float(losses @ p_found), 0.0))
+                       gap=max(robust - float(losses @ p_found), 0.0), gap_ok=True)
     return result
+
+
+def _loss_gradients(rows: np.ndarray, dZ: np.ndarray) -> np.ndarray:
+    """Row i: the gradient of loss_i in theta, laid out like theta (W row-major, then b), from
+    the design ``rows`` (:meth:`LinearDRO.design_rows`) and the losses' score gradients."""
+    return np.einsum("ij,ic->ijc", rows, dZ).reshape(rows.shape[0], -1)
 
 
 def _two_loop(grad: np.ndarray, pairs: list) -> np.ndarray:
@@ -462,7 +471,7 @@ def _continuation(problem: LinearDRO, theta, mu: float, max_iter: int, tol: floa
     point (:func:`_improves`), the point is the result, with its own test's outcome.
     """
     mu_end = _TIE_SLACK * mu
-    few = 2 * max(2 * (problem.n_params + 1), 16)
+    few = 2 * _first_working_size(problem)
     tried, alt = False, None
     while True:
         result = stage(theta, mu, n_iter)
@@ -470,7 +479,7 @@ def _continuation(problem: LinearDRO, theta, mu: float, max_iter: int, tol: floa
         _, grad, value, gap, _, temperature = problem.smoothed_objective(theta, mu)
         tight = gap <= _TIE_SLACK * max(1.0, abs(value))
         result = Result(theta, n_iter, tight and _sup(grad) <= tol, _sup(grad), gap=gap,
-                        objective=value)
+                        objective=value, gap_ok=tight)
         if not (tight or n_iter >= max_iter or mu <= mu_end or tried):
             _, _, p, _ = problem.objective(theta)
             if np.count_nonzero(p > _TIE_SLACK * p.max()) <= few:
@@ -726,7 +735,7 @@ def max_loss(
         theta, n_iter = warm.theta, warm.n_iter
     losses, _ = data.losses(theta)
     n = losses.size
-    working = np.argsort(-losses, kind="stable")[: min(n, max(2 * (data.n_params + 1), 16))]
+    working = np.argsort(-losses, kind="stable")[: min(n, _first_working_size(data))]
     result = Result(theta, n_iter, False, conic=True)
     while n_iter < max_iter:
         solved, weights, used = _solve_working_set(data, working, max_iter - n_iter)
@@ -758,6 +767,12 @@ def max_loss(
         # features is not enough; the smallest subgradient over the tied losses is exact.
         result = _certify(data, result, tol)
     return _best(data, result, theta0, start)
+
+
+def _first_working_size(problem: LinearDRO) -> int:
+    """Rows of :func:`max_loss`'s first working set: twice the ``n_params + 1`` losses that
+    typically tie at its optimum, at least 16."""
+    return max(2 * (problem.n_params + 1), 16)
 
 
 def _solve_working_set(data: LinearDRO, working: np.ndarray, max_iter: int):
@@ -830,7 +845,7 @@ def _polish(data: LinearDRO, X: np.ndarray, T: np.ndarray, theta: np.ndarray,
     m = int(np.count_nonzero(active))
     if not 0 < m <= P + 1 or P + m + 1 > _POLISH_MAX_SIZE:
         return None
-    rows = np.hstack([X, np.ones((X.shape[0], 1))]) if data.fit_intercept else X
+    rows = data.design_rows(X)
     A, T_A = rows[active], T[active]
     pen = np.zeros(P)
     pen[: d * k] = np.broadcast_to(data.ridge, (d, k)).ravel()
@@ -841,7 +856,7 @@ def _polish(data: LinearDRO, X: np.ndarray, T: np.ndarray, theta: np.ndarray,
         theta, lam, t = z[:P], z[P:-1], z[-1]
         Z = A @ theta.reshape(-1, k)
         losses, dZ = data.loss(Z, T_A)
-        G = np.einsum("ij,ic->ijc", A, dZ).reshape(m, P)  # row i: grad loss_i, like theta
+        G = _loss_gradients(A, dZ)
         residual = np.concatenate([pen * theta + G.T @ lam, losses - t, [lam.sum() - 1.0]])
         size = _sup(residual)
         if best is not None and not size < 0.5 * best[0]:
@@ -885,7 +900,7 @@ def _multiplier_test(data: LinearDRO, theta, weights, losses, dZ, tol: float, n_
     near = gap <= _CONIC_SLACK * max(1.0, abs(robust))
     converged = n_outside == 0 and near and grad_max <= tol
     return Result(theta, n_iter, converged, grad_max, n_outside, gap,
-                  robust + data.penalty(theta), conic=True)
+                  robust + data.penalty(theta), conic=True, gap_ok=near)
 
 
 def dual_lbfgs(

@@ -1048,7 +1048,7 @@ def test_stall_message_names_its_cause():
     with pytest.warns(ConvergenceWarning, match="rounding keeps that tol out of reach"):
         DROClassifier(tol=0.0).fit(X, y)
     clf = DROClassifier()
-    kink = Result(np.zeros(3), 5, False, 1e-3, gap=1e-3, objective=0.7)
+    kink = Result(np.zeros(3), 5, False, 1e-3, gap=1e-3, objective=0.7, gap_ok=False)
     message = clf._convergence_message(kink)
     assert "not differentiable" in message and "0.001 of the objective" in message
     assert "increase tol" not in message
@@ -1060,7 +1060,7 @@ def test_max_loss_messages_name_their_cause():
     clf = DROClassifier(max_iter=50)
     conic = dict(conic=True, objective=0.7)
     inaccurate = clf._convergence_message(Result(np.zeros(3), 20, False, 2e-3, gap=1e-5,
-                                                 **conic))
+                                                 gap_ok=False, **conic))
     assert "conic solution of the maximum-loss problem" in inaccurate
     assert "within 1e-05 of the objective" in inaccurate and "accuracy" in inaccurate
     outside = clf._convergence_message(Result(np.zeros(3), 20, False, 2e-3, gap=np.inf,
@@ -1069,7 +1069,7 @@ def test_max_loss_messages_name_their_cause():
     multipliers = clf._convergence_message(Result(np.zeros(3), 20, False, 2e-3, gap=1e-9,
                                                   **conic))
     assert "of its multipliers" in multipliers and "increase tol" in multipliers
-    cut = clf._convergence_message(Result(np.zeros(3), 50, False, 2e-3, gap=1e-5, **conic))
+    cut = clf._convergence_message(Result(np.zeros(3), 50, False, 2e-3, gap=1e-5, gap_ok=False, **conic))
     assert "stopped at max_iter=50 at the conic solution" in cut
     unfinished = clf._convergence_message(Result(np.zeros(3), 50, False, **conic))
     assert "before a conic solve of the maximum-loss problem finished" in unfinished
