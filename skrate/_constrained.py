@@ -471,9 +471,12 @@ class ConstrainedClassifier(RateClassifierBase):
         linear = self.margins_ if isinstance(self.margin, str) else None  # "auto" sets them on the linear forms g
 
         def measure(solution, part):
-            """``solution``'s violation of each constraint on ``part``, and the margins, in own units."""
+            """``solution``'s violation of each constraint on ``part``, and on the part the
+            solution is chosen on the margins, in own units (None elsewhere)."""
             rows, p = data.take(parts[part]), self.stochastic_model(solution).proba(_safe_indexing(X, parts[part]))
             violation = np.array([r["violation"] for r in violation_rows(self.constraints_, rows, p)])
+            if part != chosen_on:
+                return violation, None
             return violation, self.margins_ if linear is None else in_own_units(self.constraints_, linear, rows, p)
 
         on = {part: measure(self.solution, part) for part in parts}

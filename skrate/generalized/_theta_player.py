@@ -34,7 +34,7 @@ class SurrogateTheta:
         self.A_cols = None if self.full else sp.csc_matrix(A)
         self.order, self.at = rng.permutation(self.n), 0
         self._pos_neg = None
-        self._cache = self._cache_theta = None
+        self._cache = None
 
     def batch(self) -> np.ndarray:
         """Draw the next batch; return the batch estimate of the rates ``A @ 1[f > 0]`` (without b)."""
@@ -50,7 +50,6 @@ class SurrogateTheta:
             self.scale = self.n / self.batch_size
         self._cache = None  # the previous batch's activations are not held through this forward pass
         self.scores, self._cache = self.model.forward(self.Xb, self.theta)
-        self._cache_theta = self.theta  # the parameters the cache is valid for
         return self.scale * (self.Ab @ (self.scores > 0).astype(float))
 
     def surrogate_rates(self, direction: np.ndarray) -> np.ndarray:
@@ -69,8 +68,7 @@ class SurrogateTheta:
 
     def step(self, row_weights: np.ndarray) -> None:
         coef = self.scale * (self.ATb @ row_weights)
-        cache = self._cache if self._cache_theta is self.theta else None  # unless theta was replaced since batch()
-        self._cache = self._cache_theta = None
+        cache, self._cache = self._cache, None  # the activations of batch(), at this theta
         grad = self.model.backward(self.Xb, self.theta, surrogate_grad(self.scores, coef, self.surrogate), self.XTb,
                                    cache=cache)
         self.theta = self.adam.step(self.theta, grad + self.reg * self.theta)

@@ -72,10 +72,14 @@ class ProbabilityScoreModel:
         # x only decodes the group cells; a missing value the estimator took must not make the
         # score NaN (weight 0 times NaN), so it reads as 0 there, in fit and predict alike
         if sp.issparse(X):
-            X = sp.csr_matrix(X, dtype=float, copy=True)
-            X.data = np.nan_to_num(X.data, nan=0.0)
+            X = sp.csr_matrix(X, dtype=float)
+            if np.isnan(X.data).any():  # copied only then: with_score copies anyway
+                X = X.copy()
+                X.data = np.nan_to_num(X.data, nan=0.0)
         else:
-            X = np.nan_to_num(np.asarray(X, dtype=float), nan=0.0)
+            X = np.asarray(X, dtype=float)
+            if np.isnan(X).any():
+                X = np.nan_to_num(X, nan=0.0)
         return with_score(X, z)
 
     def scores_many(self, X, thetas: np.ndarray) -> np.ndarray:
