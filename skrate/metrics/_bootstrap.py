@@ -137,10 +137,8 @@ class RateParts:
 
     def cell_sums(self, counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
         """``(S_w, S_wp)`` (cells x B) for row counts ``counts`` (B x rows); None is the sample."""
-        if counts is None:
-            counts = np.ones((1, self.n))
-        counts = np.atleast_2d(counts)
-        s_w = np.empty((self.n_cells, counts.shape[0]))
+        counts = [None] if counts is None else np.atleast_2d(counts)
+        s_w = np.empty((self.n_cells, len(counts)))
         s_wp = np.empty_like(s_w)
         for j, k in enumerate(counts):
             s_w[:, j], s_wp[:, j] = self._sums(k)
@@ -161,9 +159,6 @@ class RateParts:
 
     def rate_values(self, counts: np.ndarray | None = None) -> np.ndarray:
         """Basic rates (rates x B) for row counts ``counts`` (B x rows); None is the sample itself."""
-        if counts is None:
-            s_w, s_wp = self._sums(None)
-            return self.rates_from_sums(s_w[:, None], s_wp[:, None])
         return self.rates_from_sums(*self.cell_sums(counts))
 
     def term_values(self, rates: np.ndarray) -> np.ndarray:
@@ -194,8 +189,7 @@ def _chunk(parts: RateParts, seed: int, size: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
     rates = np.empty((len(parts.rates), size))
     for j in range(size):  # one resample at a time: O(rows + cells) memory
-        s_w, s_wp = parts._sums(resample_counts(rng, parts.n))
-        rates[:, j] = parts.rates_from_sums(s_w[:, None], s_wp[:, None])[:, 0]
+        rates[:, j] = parts.rate_values(resample_counts(rng, parts.n))[:, 0]
     return parts.term_values(rates)
 
 
