@@ -371,12 +371,19 @@ def targets(df: pd.DataFrame) -> list[dict]:
     rows, so not a claim)."""
     out = []
 
-    def row(data, target, d, ok, text):
+    def row(data, target, d, ok, text, default=DEFAULT + " ("):
+        """A target judged on the row whose method starts with ``default``."""
         best = d[ok(d)]
-        out.append({"data": data, "target": target,
-                    "defaults": text(d[d.method.str.startswith(DEFAULT + " (")].iloc[0]),
-                    "met (defaults)": "met" if ok(d[d.method.str.startswith(DEFAULT + " (")]).iloc[0] else "NOT met",
+        ours = d[d.method.str.startswith(default)]
+        out.append({"data": data, "target": target, "defaults": text(ours.iloc[0]),
+                    "met (defaults)": "met" if ok(ours).iloc[0] else "NOT met",
                     "rows meeting it": ", ".join(best.method) or "none"})
+
+    def f1_met(x, shift):
+        return (x.test_f1 >= shift) & (x.test_gap <= 0.02)
+
+    def f1_text(r):
+        return f"F1 {r.test_f1:.4f}, gap {r.test_gap:+.4f}"
 
     for data in df.data.unique():
         # the targets compare the linear model class with LogisticRegression; rows with a
@@ -396,8 +403,7 @@ def targets(df: pd.DataFrame) -> list[dict]:
         f = d[d.task == "F1"]
         shift = base[(base.task == "F1") & base.method.str.startswith("post-shift grid (")].test_f1.iloc[0]
         row(data, f"F1: test F1 >= post-shift ({shift:.4f}) and test gap <= 0.02", f,
-            lambda x, shift=shift: (x.test_f1 >= shift) & (x.test_gap <= 0.02),
-            lambda r: f"F1 {r.test_f1:.4f}, gap {r.test_gap:+.4f}")
+            lambda x, shift=shift: f1_met(x, shift), f1_text)
         out[-1]["defaults"] += f" (reach of LogisticRegression thresholds: F1 {reach.f1:.4f})"
         for task, col in (("G-mean", "test_gmean"), ("H-mean", "test_hmean")):
             t = base[base.task == task]
@@ -414,16 +420,11 @@ def targets(df: pd.DataFrame) -> list[dict]:
             out[-1]["defaults"] += f" ({ours - peer[col]:+.4f} ± {se:.4f})"
             out[-1]["met (defaults)"] = verdict(ours >= peer[col] - 1e-9, peer[col] - ours, se)
         shift_h = base[(base.task == "F1") & base.method.str.startswith("post-shift grid on Hist")].test_f1.iloc[0]
-        est_f1 = mo[(mo.task == "F1") & (mo.method == "MetricOptimizer defaults, estimator=HistGradientBoosting")].iloc[0]
-        met = (est_f1.test_f1 >= shift_h) & (est_f1.test_gap <= 0.02)
-        hgb_f1 = mo[(mo.task == "F1") & mo.method.str.contains("estimator=")]
-        out.append({"data": data, "target": f"F1, estimator=HistGradientBoosting: test F1 >= post-shift on "
-                                            f"HistGradientBoosting ({shift_h:.4f}) and test gap <= 0.02",
-                    "defaults": f"F1 {est_f1.test_f1:.4f}, gap {est_f1.test_gap:+.4f} (reach of HistGradientBoosting "
-                                f"thresholds: F1 {reach_h.f1:.4f})",
-                    "met (defaults)": "met" if met else "NOT met",
-                    "rows meeting it": ", ".join(hgb_f1[(hgb_f1.test_f1 >= shift_h) & (hgb_f1.test_gap <= 0.02)].method)
-                    or "none"})
+        row(data, f"F1, estimator=HistGradientBoosting: test F1 >= post-shift on HistGradientBoosting "
+                  f"({shift_h:.4f}) and test gap <= 0.02", mo[(mo.task == "F1") & mo.method.str.contains("estimator=")],
+            lambda x, shift=shift_h: f1_met(x, shift), f1_text,
+            default="MetricOptimizer defaults, estimator=HistGradientBoosting")
+        out[-1]["defaults"] += f" (reach of HistGradientBoosting thresholds: F1 {reach_h.f1:.4f})"
         for task, col in (("G-mean", "test_gmean"), ("H-mean", "test_hmean")):
             t = base[base.task == task]
             est_row = mo[(mo.task == task) & (mo.method == "MetricOptimizer defaults, estimator=HistGradientBoosting")]
