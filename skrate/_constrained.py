@@ -13,7 +13,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from ._base import RateClassifierBase
 from .exceptions import InfeasibleConstraintsWarning
 from .models import LinearModel, MLPModel
-from ._holdout import constraint_columns, holdout_split
+from ._holdout import check_goal_columns, check_held_out_values, constraint_columns, holdout_split
 from .problem import (compile_problem, confidence_margins, evaluate_term, in_own_units, least_violation,
                       report_rows, tightened, violation_rows, zero_denominator_reason)
 from .rates import Expression, Ratio, as_constraints, as_expression
@@ -162,9 +162,12 @@ class ConstrainedClassifier(RateClassifierBase):
     weights_ : ndarray of shape (n_snapshots,)
         Weights of the solution selected by ``solution``.
     train_objective_ : ndarray of shape (n_snapshots,)
-        Objective of each candidate on the training data.
+        Objective of each candidate on the training data (the training part, with a held-out
+        set).
     train_constraints_ : ndarray of shape (n_constraints, n_snapshots)
-        Constraint values ``g_j`` (``<= 0`` is met) of each candidate on the training data.
+        Constraint values ``g_j`` (``<= 0`` is met; margins included) of each candidate on the
+        data the solution is chosen on: the training data, or the held-out rows when there are
+        some (``validation_fraction``, ``validation_mask``).
     feasible_ : bool
         Whether the m-stochastic solution meets every constraint (with its margin) on the
         data the solution is chosen on, every ratio defined there, whatever ``solution`` is.
@@ -339,6 +342,7 @@ class ConstrainedClassifier(RateClassifierBase):
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
         rng = check_random_state(self.random_state)
         gen = np.random.default_rng(rng.randint(np.iinfo(np.int32).max))
+        check_goal_columns(objective, constraints, data)
         train, held = self._split(data, constraints, validation_mask, gen)
         # where the held-out rows come from, for errors about them (a mask overrides the fraction)
         source = "validation_mask" if validation_mask is not None else f"validation_fraction={self.validation_fraction}"
@@ -346,18 +350,24 @@ class ConstrainedClassifier(RateClassifierBase):
             raise ValueError(f"solver='lagrangian' updates its multipliers on surrogate rates of the training rows, "
                              f"so it cannot use the held-out rows of {source}; use solver='proxy_lagrangian' or "
                              "'proxy_lagrangian_ext' with a held-out set.")
-        problem = compile_problem(objective, constraints, data.take(train) if held is not None else data)
-        held_problem = None if held is None else self._compile_held_out(objective, constraints, data.take(held), source)
-        expanded = problem.constraints
-        self.margins_ = self._margins(expanded, data.take(held) if held is not None else data)
+        fit_data = data if held is None else data.take(train)
+        held_data = None if held is None else data.take(held)
+        problem = compile_problem(objective, constraints, fit_data)
+        expanded = problem.constraints  # over the training rows' group values, on both sides
+        if held is not None:
+            check_held_out_values(constraints, fit_data, held_data, source)
+            held_problem = self._compile_held_out(objective, expanded, held_data, source)
+        else:
+            held_problem = None
+        self.margins_ = self._margins(expanded, data if held is None else held_data)
         if isinstance(self.margin, str) or self.margin is None:
             for p in (problem, held_problem):  # "auto": the spread of each constraint's linear form g
                 if p is not None:
                     p.b[1:] += self.margins_
         else:  # the user's margins, in each constraint's own units (a ratio's included)
             tight = [tightened(c, m) for c, m in zip(expanded, self.margins_)]
-            problem = compile_problem(objective, tight, data.take(train) if held is not None else data)
-            held_problem = None if held is None else self._compile_held_out(objective, tight, data.take(held), source)
+            problem = compile_problem(objective, tight, fit_data)
+            held_problem = None if held is None else self._compile_held_out(objective, tight, held_data, source)
         check_oracle_params(self.estimator, self.solver)
         if self.solver in ORACLE_SOLVERS:
             self._model, traj = fit_oracle_game(
@@ -434,7 +444,7 @@ class ConstrainedClassifier(RateClassifierBase):
         if isinstance(self.margin, str):
             return confidence_margins(constraints, data, self.margin_confidence)
         margin = np.asarray(self.margin, dtype=float)
-        if margin.ndim and (margin.shape != (m,) or (margin < 0).any()):
+        if (margin.ndim and margin.shape != (m,)) or (margin < 0).any():
             raise ValueError(f"margin must be 'auto', a number >= 0 or one number >= 0 per constraint "
                              f"({m} after expanding group columns: {[str(c) for c in constraints]}); got {self.margin!r}.")
         bad = np.flatnonzero(~np.isfinite(margin.ravel()))
@@ -482,6 +492,16 @@ class ConstrainedClassifier(RateClassifierBase):
         on = {part: measure(self.solution, part) for part in parts}
         mixture = on[chosen_on] if self.solution == "m_stochastic" else measure("m_stochastic", chosen_on)
         self.margins_ = on[chosen_on][1]
+        # an "auto" ratio margin in its own units divides by the solution's denominator: keep it
+        # per solution for constraint_report(solution=...)
+        self._solution_margins = {self.solution: self.margins_}
+        if linear is not None and any(isinstance(t, Ratio) for c in self.constraints_ for t in (c.lhs, c.rhs)):
+            rows = data.take(parts[chosen_on])
+            kept = [n for n in self.solutions_ if n != "T_stochastic" or self.solver not in ORACLE_SOLVERS
+                    or self.solution == "T_stochastic"]  # the oracle solvers drop T_stochastic's models
+            for name in set(kept) - {self.solution}:
+                p = self.stochastic_model(name).proba(_safe_indexing(X, parts[chosen_on]))
+                self._solution_margins[name] = in_own_units(self.constraints_, linear, rows, p)
         # a ratio's linear form holds trivially when its denominator is 0 (precision of a model
         # that predicts no positives): met in form, undefined in fact
         self.feasible_ = bool(lp_feasible) and not np.isnan(mixture[0]).any()
@@ -579,7 +599,8 @@ class ConstrainedClassifier(RateClassifierBase):
         for key in constraint_columns(self.constraints_):
             data.groups.column(key)  # a missing column is an error, not an undefined constraint
         rows, empty = report_rows(self.constraints_, data, p)
-        rows = [{**row, "margin": margin} for row, margin in zip(rows, self.margins_)]
+        margins = self._solution_margins.get(self.solution if solution is None else solution, self.margins_)
+        rows = [{**row, "margin": margin} for row, margin in zip(rows, margins)]
         self._warn_uncovered(data, empty)
         rows.append({"constraint": f"objective: {self.objective_}", "lhs": evaluate_term(self.objective_, data, p),
                      "rhs": np.nan, "violation": np.nan, "margin": np.nan})

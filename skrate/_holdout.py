@@ -16,6 +16,30 @@ def constraint_columns(constraints: list[Constraint]) -> list[str]:
     return group_columns(r.slice for c in constraints for r in c.rates)
 
 
+def check_goal_columns(objective, constraints: list[Constraint], data: RateData) -> None:
+    """Validate every group column the goals filter on or expand over on all rows, before a
+    split: an error (a missing value) then counts rows as they were given."""
+    keys = {k for c in constraints for k in c.expand_keys}
+    keys |= set(constraint_columns(constraints)) | set(group_columns(r.slice for r in objective.rates))
+    for key in sorted(keys):
+        data.groups.column(key)
+
+
+def check_held_out_values(constraints: list[Constraint], train: RateData, held: RateData, source: str) -> None:
+    """Refuse held-out rows whose values of a column the constraints expand over differ from the
+    training rows': the constraints are expanded over the training rows' values, so a value only
+    held out would be neither trained nor checked, and one never held out could not be checked."""
+    for key in sorted({k for c in constraints for k in c.expand_keys}):
+        trained, checked = set(train.groups.values(key)), set(held.groups.values(key))
+        for values, where in ((checked - trained, "held-out rows and no training row"),
+                              (trained - checked, "training rows and no held-out row")):
+            if values:
+                raise ValueError(f"On the {held.n} held-out rows ({source}): the value(s) {sorted(values)} of the "
+                                 f"group column {key!r}, which constraints expand over, are held by {where}; "
+                                 "every value needs rows on both sides. Move rows of it to the other side, or "
+                                 "leave them out.")
+
+
 def _named_slices(constraints: list[Constraint], data: RateData) -> dict[str, np.ndarray]:
     """Each slice the constraints measure a rate on, split by label: description -> rows."""
     out = {}

@@ -222,3 +222,77 @@ def test_a_numeric_margin_moves_a_ratio_bound_in_its_own_units():
     np.testing.assert_allclose(clf.margins_, [0.02])
     row = clf.constraint_report(X, y).iloc[0]
     assert row["violation"] == pytest.approx(0.7 - precision) and row["margin"] == 0.02
+
+
+def test_a_ratio_margin_counts_the_spread_of_the_labels():
+    # precision >= c reads c ppr - tp_proportion <= 0; predicting every row positive, its estimate
+    # is c - mean(y), whose spread comes from the labels alone (the decisions are fixed)
+    rng = np.random.default_rng(3)
+    n, c = 400, 0.505
+    y = rng.integers(0, 2, n)
+    data = RateData(y, np.ones(n), GroupTable.from_input({"g": np.zeros(n)}, None, n))
+    s = confidence_margins([parse_constraint(f"precision >= {c}")], data, 0.95)[0] / 1.6448536269514722
+    draws = [c - rng.integers(0, 2, n).mean() for _ in range(4000)]
+    assert s >= 0.97 * np.std(draws)
+    # the error's label term is in its range too: mean(err) of a fixed model spreads by sqrt(e (1 - e) / n)
+    s_err = confidence_margins([parse_constraint("error_rate <= 0.3")], data, 0.95)[0] / 1.6448536269514722
+    np.testing.assert_allclose(s_err, 0.5 / np.sqrt(n))
+
+
+def test_an_auto_ratio_margin_holds_on_fresh_data_at_the_stated_level():
+    rng = np.random.default_rng(0)
+    X_new, y_new, _ = _population(200_000, rng)
+    held = []
+    for seed in range(20):
+        X, y, _ = _population(400, np.random.default_rng(200 + seed))
+        clf = ConstrainedClassifier("precision >= 0.8", objective="-tpr", margin="auto", max_iter=150,
+                                    random_state=seed).fit(X, y)
+        p = clf.predict_proba(X_new)[:, 1]
+        held.append((p * y_new).sum() / p.sum() >= 0.8)
+    assert np.mean(held) >= 0.9  # margin_confidence=0.95
+
+
+@pytest.mark.parametrize("margin", [None, "auto", 0.01])
+def test_held_out_rows_must_hold_the_values_constraints_expand_over(margin):
+    X, y, g = _population(600, np.random.default_rng(8))
+    g = g.copy()
+    mask = np.arange(600) % 3 == 0
+    only_held = g.copy()
+    only_held[np.flatnonzero(mask)[:20]] = "c"
+    with pytest.raises(ValueError, match=r"On the 200 held-out rows \(validation_mask\): the value\(s\) \['c'\] of the "
+                                         r"group column 'group', .* held by held-out rows and no training row"):
+        ConstrainedClassifier("ppr[group] >= ppr - 0.1", margin=margin, max_iter=5).fit(
+            X, y, groups=only_held, validation_mask=mask)
+    only_train = g.copy()
+    only_train[np.flatnonzero(~mask)[:20]] = "c"
+    with pytest.raises(ValueError, match=r"\['c'\] .* held by training rows and no held-out row"):
+        ConstrainedClassifier("ppr[group] >= ppr - 0.1", margin=margin, max_iter=5).fit(
+            X, y, groups=only_train, validation_mask=mask)
+
+
+def test_a_missing_group_value_is_named_at_its_row_as_given():
+    X, y, g = _population(400, np.random.default_rng(9))
+    g = g.astype(object)
+    g[350] = None
+    mask = np.arange(400) < 100
+    with pytest.raises(ValueError, match=r"missing value in 1 rows \(first: row 350\)"):
+        ConstrainedClassifier("ppr[group] >= 0.1", max_iter=5).fit(X, y, groups=g, validation_mask=mask)
+
+
+def test_a_negative_margin_is_refused_in_every_form():
+    X, y, g = _population(300, np.random.default_rng(10))
+    for margin in (-0.05, np.asarray(-0.05), [-0.05, -0.05]):
+        with pytest.raises(ValueError, match="'?margin'? (parameter of ConstrainedClassifier )?must be"):
+            ConstrainedClassifier("ppr[group] >= 0.1", margin=margin, max_iter=5).fit(X, y, groups=g)
+
+
+def test_the_report_gives_each_solution_its_own_ratio_margin():
+    X, y, g = _population(1500, np.random.default_rng(11))
+    spec = "precision[group=a] >= 0.8"
+    kwargs = dict(objective="-tpr", margin="auto", max_iter=150, random_state=0)
+    mixture = ConstrainedClassifier(spec, **kwargs).fit(X, y, groups=g)
+    best = ConstrainedClassifier(spec, solution="best", **kwargs).fit(X, y, groups=g)
+    assert best.margins_[0] != mixture.margins_[0]  # the denominators differ
+    report = mixture.constraint_report(X, y, groups=g, solution="best")
+    np.testing.assert_allclose(report["margin"].iloc[0], best.margins_[0], rtol=1e-12)
+    np.testing.assert_allclose(mixture.constraint_report(X, y, groups=g)["margin"].iloc[0], mixture.margins_[0])

@@ -109,8 +109,8 @@ def check_rate(rate: Rate, data: RateData) -> None:
                          "estimator.set_fit_request(baseline=True) and scorer.set_score_request(baseline=True).")
 
 
-def _rate_row(rate: Rate, data: RateData) -> tuple[np.ndarray, np.ndarray, float]:
-    """Column indices, values of the sparse row, and the constant of one basic rate."""
+def slice_weights(rate: Rate, data: RateData) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of a basic rate's slice and their weights in its mean (summing to 1)."""
     if rate.slice.expand:
         raise ValueError(f"The rate {rate} still expands over {', '.join(rate.slice.expand)}; "
                          "expand the constraint first.")
@@ -121,8 +121,21 @@ def _rate_row(rate: Rate, data: RateData) -> tuple[np.ndarray, np.ndarray, float
     if not total > 0:
         raise UndefinedRateError(_describe_empty(rate, data, mask), rate=rate)
     idx = np.flatnonzero(mask)
-    v, c = _coefficients(rate.kind, None if data.y is None else data.y[idx], None if data.baseline is None else data.baseline[idx])
-    wi = w[idx] / total
+    return idx, w[idx] / total
+
+
+def rate_coefficients(rate: Rate, data: RateData, idx: np.ndarray, y: np.ndarray | None = None):
+    """Per-example ``(v, c)`` of a basic rate on the rows ``idx``: its value is the slice-mean of
+    ``v * yhat + c``. ``y`` replaces the labels of those rows (default: ``data.y``)."""
+    if y is None:
+        y = None if data.y is None else data.y[idx]
+    return _coefficients(rate.kind, y, None if data.baseline is None else data.baseline[idx])
+
+
+def _rate_row(rate: Rate, data: RateData) -> tuple[np.ndarray, np.ndarray, float]:
+    """Column indices, values of the sparse row, and the constant of one basic rate."""
+    idx, wi = slice_weights(rate, data)
+    v, c = rate_coefficients(rate, data, idx)
     values = wi * v
     keep = values != 0
     return idx[keep], values[keep], float(np.dot(wi, c))

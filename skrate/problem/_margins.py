@@ -6,19 +6,28 @@ import numpy as np
 from scipy.stats import norm
 
 from ..rates import Constraint, Ratio
-from ._compile import RateData, compile_expressions
+from ..rates._expression import NEEDS_LABELS, RATE_KINDS
+from ..rates._slice import LABEL
+from ._compile import RateData, rate_coefficients, slice_weights
 from ._evaluate import evaluate_term
 
 
 def confidence_margins(constraints: list[Constraint], data: RateData, confidence: float) -> np.ndarray:
     """A margin per constraint so that, met with it on ``data``, it holds on new data.
 
-    A constraint is linear in the decisions, ``g = sum_i a_i yhat_i + c`` (its row of the rate
-    matrix: ``a_i`` sums the constraint's coefficients over the slices row i belongs to, over
-    the slices' weights). Each example contributes independently, so the standard deviation
-    of the estimate is about ``sqrt(sum_i a_i^2 v_i)`` with ``v_i`` the variance of a decision;
-    with the worst case ``v_i = 1/4`` this is ``s = ||a||_2 / 2``. Overlapping slices are
-    accounted for exactly (``tpr[g] - tpr`` has smaller coefficients than either rate alone).
+    A constraint is linear in the decisions: its estimate ``g`` sums each example's
+    contribution ``f_i(y_i, yhat_i)``, the constraint's coefficients over the slices row i
+    belongs to, over the slices' weights. The examples are independent, so the standard
+    deviation of ``g`` is about ``sqrt(sum_i Var f_i)``, and ``Var f_i <= r_i^2 / 4`` with
+    ``r_i`` the range of ``f_i`` (Popoviciu's inequality) over what is random in it: the
+    decision ``yhat_i`` in ``[0, 1]`` and, for a rate whose slice does not fix the label
+    (``precision = tp_proportion / ppr``, ``error_rate``, ``wins``), the label too. A slice
+    that fixes the label (``tpr``, ``fpr``, ``label=1``) is a sample of its own class, whose
+    size the normal approximation takes as given. So ``s = ||r||_2 / 2``; overlapping slices
+    are accounted for exactly (``tpr[g] - tpr`` has smaller coefficients than either rate
+    alone), and the linear form ``c D - N`` of a ratio constraint ``N / D >= c`` counts the
+    labels' spread: ``c ppr - tp_proportion`` ranges over 1 / n per example, not ``|c - y| / n``.
+
     The margin is ``z * s``, ``z`` the one-sided normal quantile of ``confidence``: meeting
     ``g + margin <= 0`` on ``data`` implies ``g <= 0`` in the population with about that
     probability per constraint (normal approximation, the solution's selection aside).
@@ -26,9 +35,29 @@ def confidence_margins(constraints: list[Constraint], data: RateData, confidence
     """
     if not constraints:
         return np.zeros(0)
-    A, _ = compile_expressions([c.expression for c in constraints], data)
-    row_norms = np.sqrt(np.asarray(A.multiply(A).sum(axis=1)).ravel())
-    return norm.ppf(confidence) * 0.5 * row_norms
+    spread = np.array([_spread(c.expression, data) for c in constraints])
+    return norm.ppf(confidence) * 0.5 * spread
+
+
+def _spread(expression, data: RateData) -> float:
+    """``||r||_2`` of :func:`confidence_margins`: per example, the range of its contribution
+    over the decision and, where a slice leaves it free, the label."""
+    f = np.zeros((data.n, 2, 2))  # each example's contribution at label (0, 1) x decision (0, 1)
+    for rate, coef in expression.terms:
+        idx, weight = slice_weights(rate, data)
+        if rate.kind in NEEDS_LABELS and not _fixes_label(rate):
+            for label in (0, 1):
+                v, c = rate_coefficients(rate, data, idx, np.full(idx.shape, label))
+                f[idx, label] += coef * weight[:, None] * np.stack([c, v + c], axis=1)
+        else:  # the same at either label
+            v, c = rate_coefficients(rate, data, idx)
+            f[idx] += (coef * weight[:, None] * np.stack([c, v + c], axis=1))[:, None, :]
+    ranges = f.max(axis=(1, 2)) - f.min(axis=(1, 2))
+    return float(np.sqrt(np.dot(ranges, ranges)))
+
+
+def _fixes_label(rate) -> bool:
+    return RATE_KINDS[rate.kind][1] is not None or any(key == LABEL for key, _ in rate.slice.filters)
 
 
 def in_own_units(constraints: list[Constraint], margins: np.ndarray, data: RateData,
