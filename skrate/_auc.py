@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import copy
 import warnings
 from contextlib import nullcontext
 from dataclasses import replace
 from numbers import Integral, Real
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import expit
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
@@ -18,8 +20,8 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._auc_calibration import RowReservoir, fit_platt
 from ._auc_objective import ClassStatistics, smooth_objective, stream_loss
-from ._auc_solvers import (column_scale, diverged, minibatch_smoothness, solve_exact, spam,
-                           spam_epoch, vrspam)
+from ._auc_solvers import (column_scale, diverged, minibatch_smoothness, pinned_scale,
+                           solve_exact, spam, spam_epoch, vrspam)
 from ._prox import elastic_net_penalty
 from .utils._validation import unfitted_on_error, validate_numeric
 
@@ -52,13 +54,14 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
     l1_ratio : float, default=0.5
         Share of L1 in the elastic-net penalty, used only with ``penalty="elasticnet"``.
     solver : {"vrspam", "spam", "exact", "auto"}, default="vrspam"
-        ``"exact"`` forms the ``d x d`` quadratic (O(n d^2)) and minimises it: one linear
-        solve for ``"l2"``, accelerated proximal gradient polished by an exact solve on the
-        sign pattern for ``"l1"``/``"elasticnet"``. ``"spam"``: proximal SGD with step
-        ``eta0 / sqrt(k)`` in pass ``k``. ``"vrspam"``: one SPAM pass, then proximal SVRG
-        with the constant step ``eta0``. Both stochastic solvers are preconditioned by the
-        column scales (see ``eta0``), which leaves their minimiser unchanged. ``"auto"``:
-        ``"exact"`` when ``n_features <= 1000``, else ``"vrspam"``.
+        ``"exact"`` forms the ``d x d`` quadratic (O(n d^2)) and minimises it: one
+        equilibrated linear solve for ``"l2"`` (the least-squares solution of minimum norm in
+        the equilibrated variables when ``alpha=0`` leaves it singular), accelerated proximal
+        gradient polished by an exact solve on the sign pattern for ``"l1"``/``"elasticnet"``.
+        ``"spam"``: proximal SGD with step ``eta0 / sqrt(k)`` in pass ``k``. ``"vrspam"``: one
+        SPAM pass, then proximal SVRG with the constant step ``eta0``. Both stochastic solvers
+        are preconditioned by the column scales (see ``eta0``), which leaves their minimiser
+        unchanged. ``"auto"``: ``"exact"`` when ``n_features <= 1000``, else ``"vrspam"``.
     max_iter : int, default=30
         Maximum number of passes over the data (stochastic solvers; one pass is ``n``
         example gradients: VRSPAM's full gradient and each inner epoch count one pass each).
@@ -85,10 +88,12 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         columns ``X / s``, with ``s_j`` the root mean square of the centred column ``j`` (at
         least a tenth of its largest deviation from its mean; 1 for a constant column), an
         exact reparametrisation ``w = v / s`` with the penalty kept in the original units, so
-        coordinate ``j`` moves with step ``eta0 / s_j**2``.
+        coordinate ``j`` moves with step ``eta0 / s_j**2``; a column constant in the data (in
+        ``partial_fit``: in all rows seen so far) does not move, its coefficient stays 0.
         ``"auto"`` is ``1 / L_b`` where ``L_b`` is the expected smoothness of a minibatch
         gradient on ``X / s``, bounded from the norms of the examples (see ``doc/auc.rst``);
-        it needs no tuning, whatever the units of the features. ``partial_fit`` keeps the
+        it needs no tuning, whatever the units of the features. It is 0 (no step) when
+        ``L_b`` is: the gradient is then only rounding error. ``partial_fit`` keeps the
         scales of a preceding stochastic ``fit``, or takes those of its first chunk.
     random_state : int, RandomState instance or None, default=None
         Seeds the minibatch order (and the calibration reservoir of ``partial_fit``).
@@ -124,7 +129,8 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         The solver used (resolves ``"auto"``).
     step_size_ : float or None
         Base step size of the stochastic solvers, in the preconditioned units (see ``eta0``;
-        None after ``"exact"`` with ``eta0="auto"``).
+        None after ``"exact"`` with ``eta0="auto"``, and before ``partial_fit`` has seen both
+        classes).
     objective_ : float
         ``P(coef_)`` on the training data (only set by ``fit``).
 
@@ -213,6 +219,31 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
                                  f"{classes.tolist()}.")
         return classes, (y == classes[1]).astype(np.int8)
 
+    def _validate(self, X, y, reset: bool):
+        """Validated ``(X, y)``; a sparse ``X`` in canonical CSR form (a copy if it was not)."""
+        X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64, reset=reset,
+                                y_numeric=False)
+        if sp.issparse(X) and not X.has_canonical_format:
+            # duplicate stored entries would count as separate values in the column scales
+            # and the row norms of the step's bound
+            X = X.copy()
+            X.sum_duplicates()
+        return X, y
+
+    def _step_size(self, smoothness: float) -> float:
+        """The base step: ``eta0``, or ``1 / smoothness`` for ``"auto"``."""
+        if self.eta0 != "auto":
+            return float(self.eta0)
+        # a zero bound leaves no gradient but rounding error (every column pinned, or every row
+        # at the centre): there is nothing to step along, and 1 / 0 would amplify that error
+        return 1.0 / smoothness if smoothness > 0 else 0.0
+
+    @staticmethod
+    def _calibration(X, y01: np.ndarray, w: np.ndarray) -> tuple[float, np.ndarray]:
+        """``(slope, intercept_)`` of the Platt calibration of the scores ``X @ w``."""
+        cal = fit_platt(np.asarray(X @ w).ravel(), y01)
+        return cal.slope, np.array([cal.offset])
+
     @staticmethod
     def _check_divergence(loss: float, solver: str, step_size: float) -> None:
         """FloatingPointError when the loss of an iterate shows its steps diverged."""
@@ -220,12 +251,6 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
             raise FloatingPointError(
                 f"The {solver} solver diverged (loss {loss:.3g} at its iterate, against 0.5 "
                 f"at zero coefficients) with step size {step_size:.3g}; use a smaller eta0.")
-
-    def _calibrate(self, X, y01: np.ndarray) -> None:
-        w = self.coef_.ravel()
-        cal = fit_platt(np.asarray(X @ w).ravel(), y01)
-        self._calibration_slope = cal.slope
-        self.intercept_ = np.array([cal.offset])
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
@@ -256,8 +281,7 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
             raises leaves the estimator unfitted.
         """
         with unfitted_on_error(self):  # a failed (re)fit leaves no mix of old and new state
-            X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64,
-                                    y_numeric=False)
+            X, y = self._validate(X, y, reset=True)
             self.classes_, y01 = self._encode_target(y)
             self._fit(X, y01)
         return self
@@ -272,17 +296,17 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         self.solver_ = solver
         # the column scales and the step's smoothness bound cost passes: only the stochastic
         # solvers need them now (after "exact", partial_fit takes the scales of its first chunk)
-        scale = None if solver == "exact" else column_scale(X)
-        self._fit_smoothness = (0.0 if solver == "exact" else
-                                minibatch_smoothness(X, y01, stats, self.batch_size, scale))
-        if self.eta0 != "auto":
-            self.step_size_ = float(self.eta0)
-        elif solver == "exact":
-            self.step_size_ = None
+        if solver == "exact":
+            scale, step, self._fit_smoothness = None, None, 0.0
+            self.step_size_ = None if self.eta0 == "auto" else float(self.eta0)
         else:
-            self.step_size_ = 1.0 / max(self._fit_smoothness, np.finfo(float).tiny)
-        common = dict(alpha=self.alpha, l1_ratio=l1_ratio,
-                      step=None if solver == "exact" else self.step_size_ / scale**2,
+            scale = column_scale(X)
+            solver_scale = pinned_scale(scale, stats)  # constant columns pinned at zero
+            self._fit_smoothness = minibatch_smoothness(X, y01, stats, self.batch_size,
+                                                        solver_scale)
+            self.step_size_ = self._step_size(self._fit_smoothness)
+            step = self.step_size_ / solver_scale**2
+        common = dict(alpha=self.alpha, l1_ratio=l1_ratio, step=step,
                       max_iter=self.max_iter, batch_size=self.batch_size, rng=rng,
                       callback=self.callback, verbose=self.verbose)
         if solver == "exact":
@@ -309,7 +333,7 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         self.coef_ = result.coef.reshape(1, -1)
         self.n_iter_ = int(np.ceil(result.n_passes - 1e-9))
         self.objective_ = loss + elastic_net_penalty(result.coef, self.alpha, l1_ratio)
-        self._calibrate(X, y01)
+        self._calibration_slope, self.intercept_ = self._calibration(X, y01, result.coef)
         # later partial_fit calls continue from here
         self._init_stream(stats, n_calls=self.n_iter_, smoothness=self._fit_smoothness,
                           scale=scale)
@@ -351,7 +375,8 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         seen so far), preconditioned by column scales (see ``eta0``): those of a preceding
         stochastic ``fit``, else (on a fresh stream or after ``solver="exact"``) those of the
         first chunk, then kept fixed. That chunk should show the spread of every feature (a
-        feature constant in it keeps scale 1).
+        feature constant in it keeps scale 1). Features constant in all the rows seen so far
+        keep a zero coefficient. Chunks may be dense or sparse, in any mix.
         Updates start once both classes have been seen. The calibration is refitted on a
         uniform reservoir of at most 2000 rows seen so far.
 
@@ -372,7 +397,9 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         ------
         FloatingPointError
             When the step diverges (a user-set ``eta0`` too large). A call that raises leaves
-            the estimator as it was (unfitted, on the first call).
+            the estimator as it was (unfitted, on the first call): its statistics, reservoir
+            and random generator included, so that the stream goes on as if the call had not
+            been made.
         """
         first = not hasattr(self, "classes_")
         # a rejected first call leaves the estimator unfitted; a later one leaves it as it was,
@@ -389,8 +416,7 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
             elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
                 raise ValueError(f"classes {np.unique(classes).tolist()} differ from the "
                                  f"classes {self.classes_.tolist()} seen before.")
-            X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64,
-                                    reset=first)
+            X, y = self._validate(X, y, reset=first)
             classes, y01 = self._encode_target(y, classes if first else self.classes_)
             if first:
                 self.classes_ = classes
@@ -404,31 +430,37 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
     def _partial_fit(self, X, y01: np.ndarray) -> None:
         # then fixed for the whole stream: changing scales would not be a reparametrisation
         scale = column_scale(X) if self._scale is None else self._scale
-        # committed at the end, so that a diverging step leaves the stream as it was
+        # the new state is built aside (copies of the statistics, the generator and the
+        # reservoir) and committed at the end, once nothing can fail: a call that raises
+        # leaves the stream as it was
         stats = replace(self._stats)
         stats.update(X, y01)  # makes new arrays: self._stats keeps its own
+        rng = copy.deepcopy(self._rng)
         w, n_calls, smoothness = self.coef_.ravel(), self._n_calls, self._smoothness
+        step_size = getattr(self, "step_size_", None)
         if stats.ready():
             n_calls += 1
+            # columns constant so far are pinned at zero until they vary
+            solver_scale = pinned_scale(scale, stats)
             smoothness = max(smoothness, minibatch_smoothness(X, y01, stats, self.batch_size,
-                                                              scale))
-            step_size = (1.0 / max(smoothness, np.finfo(float).tiny) if self.eta0 == "auto"
-                         else float(self.eta0))
-            step = step_size / np.sqrt(n_calls) / scale**2
+                                                              solver_scale))
+            step_size = self._step_size(smoothness)
+            step = step_size / np.sqrt(n_calls) / solver_scale**2
             # diverging steps overflow: FloatingPointError reports them, not numpy's warnings
             with np.errstate(over="ignore", invalid="ignore"):
                 w = spam_epoch(w, X, y01, stats, step, self.alpha, self._l1_ratio(),
-                               self.batch_size, self._rng)
+                               self.batch_size, rng)
                 loss = stream_loss(w, X, y01, stats)
             self._check_divergence(loss, "SPAM", step_size)
-            self.step_size_ = step_size
-        self._scale, self._stats = scale, stats
-        self._n_calls, self._smoothness = n_calls, smoothness
-        self._reservoir.add(X, y01, self._rng)
+        reservoir = copy.copy(self._reservoir)  # add() replaces its arrays
+        reservoir.add(X, y01, rng)
+        calibration = self._calibration(reservoir.X, reservoir.y, w)
+        self._scale, self._stats, self._rng, self._reservoir = scale, stats, rng, reservoir
+        self._n_calls, self._smoothness, self.step_size_ = n_calls, smoothness, step_size
+        self._calibration_slope, self.intercept_ = calibration
         self.t_ += X.shape[0]
         self.coef_ = w.reshape(1, -1)
         self.n_iter_ = 1
-        self._calibrate(self._reservoir.X, self._reservoir.y)
 
     # ------------------------------------------------------------------ predict
     def decision_function(self, X) -> np.ndarray:

@@ -96,8 +96,13 @@ class RowReservoir:
         return res
 
     def add(self, X, y: np.ndarray, rng: np.random.Generator) -> None:
+        """Offer the rows of a chunk, dense or sparse whatever the earlier chunks were.
+
+        The reservoir is sparse once a sparse chunk came. Its arrays are replaced, never
+        changed in place, so a shallow copy taken before is left as it was.
+        """
         n = X.shape[0]
-        stack = sp.vstack if sp.issparse(X) else np.vstack
+        stack = sp.vstack if sp.issparse(X) or sp.issparse(self.X) else np.vstack
         if self.X is None:
             self.X, self.y = X[:0], y[:0]
         # filling phase: the first `capacity` rows always enter

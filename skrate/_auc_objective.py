@@ -31,6 +31,7 @@ import scipy.sparse as sp
 
 __all__ = [
     "ClassStatistics",
+    "column_extremes",
     "full_gradient",
     "gradient_and_loss",
     "minibatch_gradient",
@@ -46,9 +47,17 @@ def _column_sum(X) -> np.ndarray:
     return np.asarray(X.sum(axis=0)).ravel()
 
 
+def column_extremes(X) -> tuple[np.ndarray, np.ndarray]:
+    """Smallest and largest value of every column (implicit zeros included for sparse ``X``)."""
+    if sp.issparse(X):
+        return tuple(np.asarray(m.toarray()).ravel() for m in (X.min(axis=0), X.max(axis=0)))
+    return X.min(axis=0), X.max(axis=0)
+
+
 @dataclass
 class ClassStatistics:
-    """Running class counts and feature sums: all the solvers need besides ``X``.
+    """Running class counts, feature sums and column extremes: all the solvers need besides
+    ``X``.
 
     ``y`` is coded 1 (positive) / 0 (negative).
     """
@@ -57,23 +66,38 @@ class ClassStatistics:
     n_neg: int
     sum_pos: np.ndarray
     sum_neg: np.ndarray
+    low: np.ndarray
+    high: np.ndarray
 
     @classmethod
     def from_data(cls, X, y: np.ndarray) -> "ClassStatistics":
         pos = y == 1
-        return cls(int(pos.sum()), int((~pos).sum()), _column_sum(X[pos]), _column_sum(X[~pos]))
+        return cls(int(pos.sum()), int((~pos).sum()), _column_sum(X[pos]),
+                   _column_sum(X[~pos]), *column_extremes(X))
 
     @classmethod
     def empty(cls, n_features: int) -> "ClassStatistics":
-        return cls(0, 0, np.zeros(n_features), np.zeros(n_features))
+        return cls(0, 0, np.zeros(n_features), np.zeros(n_features),
+                   np.full(n_features, np.inf), np.full(n_features, -np.inf))
 
     def update(self, X, y: np.ndarray) -> None:
-        """Add a chunk of examples (streaming)."""
+        """Add a chunk of examples (streaming); makes new arrays, never changes old ones."""
         pos = y == 1
         self.n_pos += int(pos.sum())
         self.n_neg += int((~pos).sum())
         self.sum_pos = self.sum_pos + _column_sum(X[pos])
         self.sum_neg = self.sum_neg + _column_sum(X[~pos])
+        low, high = column_extremes(X)
+        self.low, self.high = np.minimum(self.low, low), np.maximum(self.high, high)
+
+    @property
+    def constant(self) -> np.ndarray:
+        """Mask of the columns whose values seen so far are all equal (all, before any row).
+
+        Such a column has no gradient, only the rounding error of its centred values: the
+        solvers pin its coefficient at zero.
+        """
+        return ~(self.high > self.low)
 
     @property
     def p(self) -> float:

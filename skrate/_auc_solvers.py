@@ -26,16 +26,21 @@ import scipy.sparse as sp
 from sklearn.utils.extmath import row_norms
 from sklearn.utils.sparsefuncs import mean_variance_axis
 
-from ._auc_objective import ClassStatistics, gradient_and_loss, minibatch_gradient, quadratic_form
+from ._auc_objective import (ClassStatistics, column_extremes, gradient_and_loss,
+                              minibatch_gradient, quadratic_form)
 from ._prox import elastic_net_penalty, prox_elastic_net
 
 _MAX_PEAK = 10.0  # largest deviation from the mean of a preconditioned column, in scales
 # The loss is 1/2 at w = 0, so at most 1/2 at the minimiser: an iterate whose loss is 1e8 times
 # that has scores spread 1e4 times too wide, beyond any noise of a step that converges
 _DIVERGED_LOSS = 1e8
+# Relative rounding error of a centred value x - m: m is a running mean, whose sums carry an
+# error relative to the magnitude of the values (a few eps per addition)
+_ROUNDING = 1e-12
 
 __all__ = ["SolverResult", "column_scale", "diverged", "dual_objective",
-           "minibatch_smoothness", "solve_exact", "spam", "spam_epoch", "vrspam"]
+           "minibatch_smoothness", "pinned_scale", "solve_exact", "spam", "spam_epoch",
+           "vrspam"]
 
 
 @dataclass
@@ -137,14 +142,43 @@ def column_scale(X) -> np.ndarray:
     -------
     ndarray of shape (n_features,)
     """
-    if sp.issparse(X):
-        mean, var = mean_variance_axis(X, axis=0)
-        high, low = (m.toarray().ravel() for m in (X.max(axis=0), X.min(axis=0)))
-    else:
-        mean, var = X.mean(axis=0), X.var(axis=0)
-        high, low = X.max(axis=0), X.min(axis=0)
+    mean, var = mean_variance_axis(X, axis=0) if sp.issparse(X) else (X.mean(axis=0),
+                                                                       X.var(axis=0))
+    low, high = column_extremes(X)
     peak = np.maximum(high - mean, mean - low)
     return np.where(high > low, np.maximum(np.sqrt(var), peak / _MAX_PEAK), 1.0)
+
+
+def pinned_scale(scale: np.ndarray, stats: ClassStatistics) -> np.ndarray:
+    """The column scales the stochastic solvers use: infinite for the columns constant so far.
+
+    An infinite scale pins the coefficient (the step ``eta / s**2`` is 0) of a column that has
+    no gradient but rounding error, and leaves that error out of :func:`minibatch_smoothness`
+    (the column of ``X / s`` is 0).
+    """
+    return np.where(stats.constant, np.inf, scale)
+
+
+def _sq_distances(X, u: np.ndarray) -> np.ndarray:
+    """Squared distances of the rows of ``X`` to ``u``, those within rounding of 0 set to 0.
+
+    Computed from centred values: the expansion ``||x||^2 - 2 x.u + ||u||^2`` would lose them
+    on columns far from zero. Dense rows are centred; a sparse row's is ``||u||^2`` with the
+    ``u_j^2`` of its stored entries replaced by ``(x_j - u_j)^2``, which cancels only on those
+    ``u_j^2`` (an error of order eps ``||u||^2``). A centred value is known up to
+    ``_ROUNDING`` times the magnitude of ``x`` and ``u``.
+    """
+    uu = u @ u
+    floor = _ROUNDING**2 * (row_norms(X, squared=True) + uu)
+    if sp.issparse(X):
+        stored = u[X.indices]
+        D = X.copy()
+        D.data = (D.data - stored) ** 2 - stored**2
+        sq = np.asarray(D.sum(axis=1)).ravel() + uu
+        floor = floor + _ROUNDING * uu
+    else:
+        sq = row_norms(X - u, squared=True)
+    return np.where(sq > floor, sq, 0.0)
 
 
 def minibatch_smoothness(X, y: np.ndarray, stats: ClassStatistics, batch_size: int,
@@ -155,7 +189,9 @@ def minibatch_smoothness(X, y: np.ndarray, stats: ClassStatistics, batch_size: i
     Lipschitz constant is ``L_i = ||x_i - c|| ||x_i - m_other|| / p_class``. For minibatches of
     ``b`` out of ``n`` examples drawn without replacement the expected smoothness is
     ``n (b-1) / (b (n-1)) * mean(L_i) + (n-b) / (b (n-1)) * max(L_i)`` (Gower et al., 2019,
-    Prop. 3.8, with ``mean(L_i)`` bounding ``||Q||``).
+    Prop. 3.8, with ``mean(L_i)`` bounding ``||Q||``). Distances within rounding of zero
+    count as zero, so that rows which coincide up to rounding give a bound of 0, not one of
+    rounding noise whose inverse would be a huge step.
 
     Parameters
     ----------
@@ -166,7 +202,8 @@ def minibatch_smoothness(X, y: np.ndarray, stats: ClassStatistics, batch_size: i
     batch_size : int
     scale : ndarray of shape (n_features,), default=None
         Column scales ``s``: the bound of the preconditioned problem, on the columns
-        ``X / s``. None means no scaling.
+        ``X / s`` (an infinite scale, see :func:`pinned_scale`, drops the column). None means
+        no scaling.
 
     Returns
     -------
@@ -177,14 +214,11 @@ def minibatch_smoothness(X, y: np.ndarray, stats: ClassStatistics, batch_size: i
         # X @ diag(1 / s) keeps sparse input sparse
         X = X @ sp.diags(1.0 / scale) if sp.issparse(X) else X / scale
         c, mean_pos, mean_neg = c / scale, mean_pos / scale, mean_neg / scale
-    sq = row_norms(X, squared=True)
     pos = y == 1
-    xc = np.asarray(X @ c).ravel()
-    dist_c = np.sqrt(np.maximum(sq - 2 * xc + c @ c, 0.0))
-    # ||x - m||^2 = ||x||^2 - 2 x.m + ||m||^2, with m the other class's mean
-    xm = np.where(pos, np.asarray(X @ mean_neg).ravel(), np.asarray(X @ mean_pos).ravel())
-    mm = np.where(pos, mean_neg @ mean_neg, mean_pos @ mean_pos)
-    dist_m = np.sqrt(np.maximum(sq - 2 * xm + mm, 0.0))
+    dist_c = np.sqrt(_sq_distances(X, c))
+    dist_m = np.empty(len(y))  # to the other class's mean
+    dist_m[pos] = np.sqrt(_sq_distances(X[pos], mean_neg))
+    dist_m[~pos] = np.sqrt(_sq_distances(X[~pos], mean_pos))
     L = dist_c * dist_m / np.where(pos, stats.p, 1.0 - stats.p)
     n, b = len(L), min(batch_size, len(L))
     if n == 1:
@@ -222,18 +256,33 @@ def _quadratic_prox_gradient(Q, delta, alpha, l1_ratio, w0, tol, max_steps):
     return w, False, max_steps
 
 
-def _solve_symmetric(A, b, assume_a):
-    """``(A^-1 b, ill_conditioned)``, with ``A``'s diagonal equilibrated first.
+def _solve_symmetric(A, b):
+    """``(x, singular)`` solving ``A x = b`` for a positive semi-definite ``A``, its diagonal
+    equilibrated first.
 
     Columns in very different units make ``A`` look ill-conditioned to LAPACK although the
-    solve is accurate: equilibrated, only (nearly) collinear columns leave it so.
+    solve is accurate: equilibrated, only (nearly) collinear columns leave it so. A Cholesky
+    solve of the equilibrated system serves unless it fails or LAPACK finds it numerically
+    singular; then the eigenvalues of that system (unit diagonal, so that its rounding noise
+    is a multiple of eps whatever the units) at most ``size * eps`` times the largest count as
+    zero, and ``x`` is the least-squares solution of minimum norm in the equilibrated
+    variables (which does not depend on the units of the columns either). ``singular`` says
+    whether eigenvalues were dropped.
     """
     d = np.sqrt(np.diag(A))
     d = np.where(d > 0, d, 1.0)
+    A, b = A / np.outer(d, d), b / d
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", scipy.linalg.LinAlgWarning)
-        x = scipy.linalg.solve(A / np.outer(d, d), b / d, assume_a=assume_a) / d
-    return x, any(issubclass(c.category, scipy.linalg.LinAlgWarning) for c in caught)
+        try:
+            x = scipy.linalg.solve(A, b, assume_a="pos")
+        except scipy.linalg.LinAlgError:
+            x = None
+    if x is not None and not any(issubclass(c.category, scipy.linalg.LinAlgWarning)
+                                 for c in caught):
+        return x / d, False
+    x, _, rank, _ = scipy.linalg.lstsq(A, b, cond=len(b) * np.finfo(float).eps)
+    return x / d, rank < len(b)
 
 
 def _polish_support(Q, delta, alpha, l1_ratio, w):
@@ -246,7 +295,7 @@ def _polish_support(Q, delta, alpha, l1_ratio, w):
     A = Q[np.ix_(support, support)] + lam2 * np.eye(support.size)
     try:
         # an inaccurate candidate fails the optimality check below
-        ws = _solve_symmetric(A, delta[support] - lam1 * sign, "sym")[0]
+        ws = _solve_symmetric(A, delta[support] - lam1 * sign)[0]
     except (scipy.linalg.LinAlgError, ValueError):
         return w
     if np.any(np.sign(ws) != sign):
@@ -264,34 +313,36 @@ def solve_exact(X, y: np.ndarray, alpha: float, l1_ratio: float, *, tol: float =
                 max_steps: int = 100_000) -> SolverResult:
     """Minimiser of the penalised objective from the ``d x d`` quadratic form.
 
-    Ridge (``l1_ratio == 0``): one linear solve of ``(Q + alpha I) w = delta``, the
-    minimum-norm least-squares solution when that system is singular (``alpha == 0``).
+    Constant columns get a coefficient of exactly zero: the problem is solved on the others
+    (a constant column's entries in ``Q`` and ``delta`` are rounding noise). Ridge
+    (``l1_ratio == 0``): one linear solve of ``(Q + alpha I) w = delta``, equilibrated, the
+    least-squares solution of minimum norm in the equilibrated variables when that system is
+    singular (:func:`_solve_symmetric`); a singular system with ``alpha > 0`` warns.
     Otherwise accelerated proximal gradient (FISTA with restart) on the quadratic, then the
     sign pattern found is solved exactly and kept when it satisfies the optimality conditions
     (the result is then converged even if FISTA stopped at ``max_steps``).
     """
     Q, delta = quadratic_form(X, y)
-    d = len(delta)
-    if l1_ratio == 0:
-        A = Q + alpha * np.eye(d)
-        try:
-            if alpha <= 0:
-                raise scipy.linalg.LinAlgError("no ridge term")
-            w, ill_conditioned = _solve_symmetric(A, delta, "pos")
-            if ill_conditioned:
-                warnings.warn("The exact solver's linear system is ill-conditioned (nearly "
-                              "collinear features and a small alpha): the coefficients may be "
-                              "inaccurate. Increase alpha, or drop or combine collinear "
-                              "features.", UserWarning)
-        except (scipy.linalg.LinAlgError, ValueError):
-            w = scipy.linalg.lstsq(A, delta, cond=1e-12)[0]
+    free = ~ClassStatistics.from_data(X, y).constant
+    Q, delta = Q[np.ix_(free, free)], delta[free]
+    w = np.zeros(len(free))
+    if not free.any():
         return SolverResult(w, 1.0, True)
-    w, converged, _ = _quadratic_prox_gradient(Q, delta, alpha, l1_ratio, np.zeros(d), tol,
-                                               max_steps)
-    polished = _polish_support(Q, delta, alpha, l1_ratio, w)
+    if l1_ratio == 0:
+        w[free], singular = _solve_symmetric(Q + alpha * np.eye(len(delta)), delta)
+        if singular and alpha > 0:
+            warnings.warn("The exact solver's linear system is ill-conditioned (nearly "
+                          "collinear features and a small alpha): the coefficients may be "
+                          "inaccurate. Increase alpha, or drop or combine collinear "
+                          "features.", UserWarning)
+        return SolverResult(w, 1.0, True)
+    w_free, converged, _ = _quadratic_prox_gradient(Q, delta, alpha, l1_ratio,
+                                                    np.zeros(len(delta)), tol, max_steps)
+    polished = _polish_support(Q, delta, alpha, l1_ratio, w_free)
+    w[free] = polished
     # a kept polish meets the optimality conditions, however far FISTA got on a badly
     # conditioned (e.g. unscaled) quadratic
-    return SolverResult(polished, 1.0, converged or polished is not w)
+    return SolverResult(w, 1.0, converged or polished is not w_free)
 
 
 # ----------------------------------------------------------------------------- stochastic

@@ -721,11 +721,10 @@ def test_exact_solve_is_equilibrated_against_columns_in_extreme_units():
     # units alone are not flagged; what is left ill-conditioned after equilibration is
     units = np.array([1e8, 1e-8])
     A = np.array([[2.0, 1.0], [1.0, 2.0]]) * np.outer(units, units)
-    x, ill = _solve_symmetric(A, units, "pos")
+    x, ill = _solve_symmetric(A, units)
     assert not ill
     np.testing.assert_allclose(x * units, [1 / 3, 1 / 3], rtol=1e-12)
-    assert _solve_symmetric(np.array([[1.0, 1.0 - 3e-16], [1.0 - 3e-16, 1.0]]), np.ones(2),
-                            "pos")[1]
+    assert _solve_symmetric(np.array([[1.0, 1.0 - 3e-16], [1.0 - 3e-16, 1.0]]), np.ones(2))[1]
 
 
 @pytest.mark.parametrize("offset", [1e3, 1e7])
@@ -740,3 +739,143 @@ def test_sparse_quadratic_form_is_stable_with_a_large_offset(offset):
     a = AUCClassifier(solver="exact").fit(X, y)
     b = AUCClassifier(solver="exact").fit(sp.csr_matrix(X), y)
     np.testing.assert_allclose(b.coef_, a.coef_, rtol=1e-6, atol=1e-9)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("start", ["partial_fit", "fit"])
+def test_partial_fit_mixes_sparse_and_dense_chunks(start):
+    # a dense chunk after a sparse one crashed the calibration reservoir
+    X, y = _data(n=300, d=5, seed=28)
+    mixed, dense = (AUCClassifier(alpha=0.05, random_state=0) for _ in range(2))
+    if start == "fit":
+        mixed.fit(sp.csr_matrix(X), y)
+        dense.fit(X, y)
+    chunks = np.array_split(np.arange(len(y)), 4)
+    for chunk, kind in zip(chunks, [sp.csr_matrix, np.asarray, sp.csr_matrix, np.asarray]):
+        mixed.partial_fit(kind(X[chunk]), y[chunk], classes=[0, 1])
+        dense.partial_fit(X[chunk], y[chunk], classes=[0, 1])
+    np.testing.assert_allclose(mixed.coef_, dense.coef_, rtol=1e-9)
+    np.testing.assert_allclose(mixed.predict_proba(X), dense.predict_proba(X), rtol=1e-9)
+    assert mixed.t_ == dense.t_
+
+
+@pytest.mark.parametrize("failure", ["divergence", "reservoir"])
+def test_failed_partial_fit_call_leaves_the_stream_as_it_was(failure, monkeypatch):
+    # the class statistics, the call count, the reservoir and the minibatch generator: a
+    # stream that had a failing call goes on as one that never made it
+    X, y = _data(n=200, d=5, seed=29)
+    chunks = np.array_split(np.arange(len(y)), 4)
+    failed, clean = (AUCClassifier(eta0=0.05, random_state=0) for _ in range(2))
+    for clf in (failed, clean):
+        clf.partial_fit(X[chunks[0]], y[chunks[0]], classes=[0, 1])
+    if failure == "divergence":  # raised after the SPAM pass drew its minibatches
+        with pytest.raises(FloatingPointError, match="SPAM solver diverged"):
+            failed.partial_fit(X[chunks[1]] * 1e4, y[chunks[1]])
+    else:
+        def fail(*args):
+            raise RuntimeError("reservoir")
+
+        with monkeypatch.context() as patch:
+            patch.setattr(RowReservoir, "add", fail)
+            with pytest.raises(RuntimeError, match="reservoir"):
+                failed.partial_fit(X[chunks[1]], y[chunks[1]])
+    for chunk in chunks[1:]:
+        for clf in (failed, clean):
+            clf.partial_fit(X[chunk], y[chunk])
+    np.testing.assert_array_equal(failed.coef_, clean.coef_)
+    np.testing.assert_array_equal(failed.intercept_, clean.intercept_)
+    assert (failed.t_, failed._n_calls) == (clean.t_, clean._n_calls)
+
+
+@pytest.mark.parametrize("factor", [1e-6, 1e6])
+def test_exact_without_penalty_is_equilibrated(factor):
+    # the minimiser does not depend on the units of a column (a column in small units got a
+    # zero coefficient)
+    X, y = _data(n=200, d=4, seed=30)
+    factors = np.array([1.0, 1.0, factor, 1.0])
+    ref = solve_exact(X, y, 0.0, 0.0).coef
+    np.testing.assert_allclose(solve_exact(X * factors, y, 0.0, 0.0).coef * factors, ref,
+                               rtol=1e-8)
+    # singular: a duplicate column in other units shares the weight in its own units (the
+    # minimum norm of the equilibrated variables), as a duplicate in the same units does
+    Xd = np.column_stack([X, X[:, 0] * factor])
+    w = solve_exact(Xd, y, 0.0, 0.0).coef
+    assert w[-1] * factor == pytest.approx(w[0], rel=1e-6)
+    assert w[0] + w[-1] * factor == pytest.approx(ref[0], rel=1e-6)
+    # only constant features: rounding noise is not inverted
+    np.testing.assert_array_equal(solve_exact(np.full((100, 2), 0.1), y[:100], 0.0, 0.0).coef,
+                                  0.0)
+
+
+def test_a_zero_step_bound_takes_no_step():
+    # with eta0="auto" a bound of 0 gave the step 1 / tiny = 4.5e307
+    X, y = _data(n=300, d=5, seed=15)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        # a stream whose first rows are one repeated record: nothing to learn from them yet
+        Xr, yr = X.copy(), y.copy()
+        Xr[:3], yr[:3] = Xr[0], [0, 1, 0]
+        clf = AUCClassifier(alpha=0.0, random_state=0)
+        for i in range(3):
+            clf.partial_fit(Xr[i:i + 1], yr[i:i + 1], classes=[0, 1])
+        assert clf.step_size_ == 0.0
+        np.testing.assert_array_equal(clf.coef_, 0.0)
+        for i in range(3, len(yr)):
+            clf.partial_fit(Xr[i:i + 1], yr[i:i + 1])
+        assert roc_auc_score(yr, clf.decision_function(Xr)) > 0.8
+        # a row at the mean of the earlier ones, up to the rounding of that mean
+        for rows in ([-0.1, 0.3, 0.1], [0.1, 0.3, 0.2]):
+            clf = AUCClassifier(alpha=0.0, random_state=0)
+            for value, label in zip(rows, [0, 0, 1]):
+                clf.partial_fit([[value]], [label], classes=[0, 1])
+            np.testing.assert_array_equal(clf.coef_, 0.0)
+        # fit on constant features only
+        for solver in ("spam", "vrspam"):
+            flat = AUCClassifier(solver=solver, alpha=0.0, random_state=0).fit(
+                np.full((100, 2), 0.1), y[:100])
+            assert flat.step_size_ == 0.0
+            np.testing.assert_array_equal(flat.coef_, 0.0)
+
+
+def test_sparse_duplicate_entries_are_summed_without_touching_the_input():
+    X, y = _data(n=120, d=4, seed=32)
+    X = np.where(np.abs(X) > 0.8, X, 0.0)
+    csr = sp.csr_matrix(X)
+    # every stored value split in two halves: valid CSR, not canonical
+    dup = sp.csr_matrix((np.repeat(csr.data / 2, 2), np.repeat(csr.indices, 2),
+                         2 * csr.indptr), shape=X.shape)
+    np.testing.assert_array_equal(dup.toarray(), X)
+    data = dup.data.copy()
+    for solver in ("spam", "vrspam"):
+        a = AUCClassifier(solver=solver, max_iter=3, tol=0.0, random_state=0)
+        b = AUCClassifier(solver=solver, max_iter=3, tol=0.0, random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            a.fit(X, y)
+            b.fit(dup, y)
+        assert b.step_size_ == pytest.approx(a.step_size_, rel=1e-12)
+        np.testing.assert_allclose(b.coef_, a.coef_, rtol=1e-9)
+    a = AUCClassifier(random_state=0).partial_fit(X, y, classes=[0, 1])
+    b = AUCClassifier(random_state=0).partial_fit(dup, y, classes=[0, 1])
+    np.testing.assert_allclose(b.coef_, a.coef_, rtol=1e-9)
+    np.testing.assert_array_equal(dup.data, data)  # still the duplicates
+    assert len(dup.data) == 2 * csr.nnz
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
+@pytest.mark.parametrize("penalty", ["l2", "l1", "elasticnet"])
+@pytest.mark.parametrize("solver", ["exact", "spam", "vrspam"])
+def test_constant_features_get_exactly_zero_coefficients(solver, penalty):
+    X, y = _data(n=200, d=3, seed=33)
+    Xc = np.column_stack([X, np.full(200, 0.1), np.full(200, -3e5)])
+    clf = AUCClassifier(solver=solver, penalty=penalty, random_state=0).fit(Xc, y)
+    np.testing.assert_array_equal(clf.coef_[0, -2:], 0.0)
+    assert np.all(np.isfinite(clf.coef_))
+    # partial_fit: as long as they are constant
+    stream = AUCClassifier(penalty=penalty, random_state=0)
+    for chunk in np.array_split(np.arange(len(y)), 4):
+        stream.partial_fit(Xc[chunk], y[chunk], classes=[0, 1])
+    np.testing.assert_array_equal(stream.coef_[0, -2:], 0.0)
+    Xc[-5:, -1] += 1.0  # then varies: no longer pinned
+    stream.partial_fit(Xc[-50:], y[-50:])
+    assert stream.coef_[0, -1] != 0
