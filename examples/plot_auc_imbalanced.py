@@ -6,8 +6,9 @@ With 3% positives, accuracy says little and a model should rank well. ``AUCClass
 maximises a square-loss surrogate of the ROC-AUC with the variance-reduced stochastic
 proximal algorithm (VRSPAM, Dan and Sahoo), here compared with a logistic regression. On
 this data both rank about equally well (the logistic loss is slightly better here); the AUC
-learner's point is that it optimises the ranking directly, in a single streaming pass with
-memory independent of the number of pairs, and takes elastic-net penalties.
+learner's point is that it optimises the ranking directly, in a few passes over the rows
+(never over the pairs: its memory does not grow with their number), and takes elastic-net
+penalties; ``partial_fit`` learns from a stream chunk by chunk.
 """
 
 # %%
