@@ -15,7 +15,7 @@ coefficients in the original units, so the minimiser is that of the problem in
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from scipy.optimize import minimize
@@ -64,6 +64,33 @@ def linear_loss(loss: str, S: np.ndarray, Y: np.ndarray) -> tuple[np.ndarray, np
     E = np.exp(shifted)
     total = E.sum(axis=1, keepdims=True)
     return (np.log(total) - np.sum(shifted * Y, axis=1, keepdims=True))[:, 0], E / total - Y
+
+
+def loss_curvature(loss: str, S: np.ndarray, Y: np.ndarray) -> np.ndarray:
+    """Second derivatives ``d^2 f_i / d s_ik^2`` of the losses in their scores.
+
+    Parameters
+    ----------
+    loss : {"squared", "logistic", "multinomial"}
+    S : ndarray of shape (m, K)
+        Scores, as for :func:`linear_loss`.
+    Y : ndarray
+        Targets, as for :func:`linear_loss`.
+
+    Returns
+    -------
+    ndarray of shape (m, K)
+        At most ``CURVATURE[loss]``: 1, ``p (1 - p)`` for the probability ``p`` of
+        the label, ``p_k (1 - p_k)`` for that of class ``k``.
+    """
+    if loss == "squared":
+        return np.ones_like(S)
+    if loss == "logistic":
+        p = expit(Y * S[:, 0])
+        return (p * (1.0 - p))[:, None]
+    E = np.exp(S - S.max(axis=1, keepdims=True))
+    p = E / E.sum(axis=1, keepdims=True)
+    return p * (1.0 - p)
 
 
 # ------------------------------------------------------------------------- penalties
@@ -352,6 +379,8 @@ class TrimmedFit:
     n_iter: int
     objective: list = field(default_factory=list)  # after each epoch / C-step
     converged: bool = False
+    # False when the model is an exact refit (concentration steps) short of its tol
+    refit_converged: bool = True
 
 
 # ---------------------------------------------------------------------------- SMART
@@ -593,7 +622,7 @@ def smart(
             # number, a quasi-Newton refit does not; and refits followed by exact
             # weight steps cannot cycle (each change of the kept set lowers the
             # objective). Not again on a set where it gained nothing.
-            W_p, b_p = fit_weighted(P, w / h, W, b, tol=tol * ref / np.sqrt(W.size + b.size))
+            W_p, b_p, _ = fit_weighted(P, w / h, W, b, tol=tol * ref / np.sqrt(W.size + b.size))
             losses, D_now = linear_loss(P.loss, P.scores(W_p, b_p), Y)
             f_p = kept_sum(w, losses) / h + P.alpha * P.penalty_value(W_p)
             stalled_key = None if f_p < objective[-1] else key
@@ -615,6 +644,53 @@ def smart(
 
 
 # -------------------------------------------------------------- concentration steps
+# L-BFGS iterations between two updates of the Jacobi scaling of an exact refit: the
+# curvature of the logistic losses falls by orders of magnitude as the fit separates
+# the classes, and a scaling from the start would leave the Hessian badly conditioned.
+_RESCALE_EVERY = 100
+
+
+def refit_scaling(
+    problem: TrimmedProblem, X: np.ndarray, c: np.ndarray, curvature: np.ndarray
+) -> np.ndarray:
+    """Jacobi scaling of the coefficients for an exact refit.
+
+    The columns have a scale of 1 already, but the penalty is taken in their original
+    units: a feature in small units (a ratio of order ``1e-3``) has a penalty curvature
+    ``alpha / coef_scale^2`` orders of magnitude above the data's, and where the
+    model separates the classes most losses are nearly flat. Either way the Hessian
+    of the refit gets a condition number that first-order and quasi-Newton steps do
+    not overcome in any sensible number of iterations; its Jacobi scaling does
+    most of the work.
+
+    Parameters
+    ----------
+    problem : TrimmedProblem
+    X : ndarray of shape (m, n_features)
+        The rows refitted.
+    c : ndarray of shape (m,)
+        Their weights.
+    curvature : ndarray of shape (m,)
+        The second derivative of each row's loss in its scores (mean over scores).
+
+    Returns
+    -------
+    ndarray of shape (n_features,)
+        The square root of the Hessian's diagonal in each coefficient, ``sum_i c_i
+        curvature_i x_ij^2`` plus ``alpha / coef_scale_j^2`` for "l2", relative to
+        the intercept's ``sum_i c_i curvature_i``; 1 where either is 0.
+    """
+    P = problem
+    cv = c * curvature
+    diag = cv @ (X * X)
+    if P.penalty == "l2":
+        diag = diag + P.alpha / P.coef_scale**2
+    ref = float(cv.sum())
+    if not ref > 0:
+        return np.ones(X.shape[1])
+    return np.sqrt(np.where(diag > 0, diag / ref, 1.0))
+
+
 def fit_weighted(
     problem: TrimmedProblem,
     c: np.ndarray,
@@ -623,71 +699,125 @@ def fit_weighted(
     *,
     max_iter: int = 1000,
     tol: float = 1e-6,
-) -> tuple[np.ndarray, np.ndarray]:
+) -> tuple[np.ndarray, np.ndarray, bool]:
     """Minimise ``sum_i c_i f_i(W, b) + alpha R(W)`` for fixed weights ``c``.
 
-    L-BFGS for the smooth penalties, accelerated proximal gradient (FISTA) for
-    "l1" and plain proximal gradient for the non-convex "l0"; each stops when no
-    entry of the projected gradient (L-BFGS) or of the gradient mapping exceeds
-    ``tol``, or after ``max_iter`` iterations.
+    L-BFGS for the smooth penalties, accelerated proximal gradient (FISTA, with
+    adaptive restart) for "l1" and plain proximal gradient for the non-convex "l0".
+    Each works on the coefficients ``D * W`` for the Jacobi scaling ``D`` of
+    :func:`refit_scaling`, at the start and, for L-BFGS, every ``_RESCALE_EVERY``
+    iterations. Each stops when no entry of the gradient (L-BFGS: the projected one)
+    or of the gradient mapping, in the units of ``W``, exceeds ``tol``, after
+    ``max_iter`` iterations, or (L-BFGS) when a run between two rescalings no longer
+    lowers the objective: rounding errors then exceed ``tol``.
+
+    Parameters
+    ----------
+    problem : TrimmedProblem
+    c : ndarray of shape (n_samples,)
+        Non-negative weight of each sample's loss.
+    W0 : ndarray of shape (n_features, n_scores)
+        Start (warm start) of the coefficients.
+    b0 : ndarray of shape (n_scores,)
+        Start of the intercepts.
+    max_iter : int, default=1000
+        Most iterations of the inner solver, in all.
+    tol : float, default=1e-6
+        Largest entry of the gradient (mapping) accepted at the solution.
+
+    Returns
+    -------
+    W : ndarray of shape (n_features, n_scores)
+    b : ndarray of shape (n_scores,)
+    converged : bool
+        Whether the test on ``tol`` was met.
     """
     P = problem
-    X, Y, alpha = P.X, P.Y, P.alpha
+    rows = np.flatnonzero(c)
+    Xs, Ys, cs = P.X[rows], P.Y[rows], c[rows]
     d, K = W0.shape
     fi = float(P.fit_intercept)
-    rows = np.flatnonzero(c)
-    Xs, Ys, cs = X[rows], Y[rows], c[rows]
 
-    def smooth(W, b):
-        ls, D = linear_loss(P.loss, Xs @ W + b, Ys)
-        cD = cs[:, None] * D
-        return float(cs @ ls), Xs.T @ cD, cD.sum(axis=0) * fi
+    def scaled(W, b):
+        """The refit in ``u = D * W``: columns ``X / D``, penalty of ``u / (D * coef_scale)``."""
+        curvature = loss_curvature(P.loss, Xs @ W + b, Ys).mean(axis=1)
+        D = refit_scaling(P, Xs, cs, curvature)
+        return D[:, None], Xs / D, P.coef_scale * D
 
+    def smooth(Xu, U, b):
+        ls, dS = linear_loss(P.loss, Xu @ U + b, Ys)
+        cD = cs[:, None] * dS
+        return float(cs @ ls), Xu.T @ cD, cD.sum(axis=0) * fi
+
+    W, b = W0.copy(), b0.copy()
     if P.penalty in ("l2", "none"):
-        # alpha ||W / s||^2 / 2: the l2 penalty of the coefficients in original units
-        lam = (alpha if P.penalty == "l2" else 0.0) / P.coef_scale[:, None] ** 2
+        used, f_last = 0, np.inf
+        while used < max_iter:
+            D, Xu, scale = scaled(W, b)
+            # alpha ||W / s||^2 / 2: the l2 penalty of the coefficients in original units
+            lam = (P.alpha if P.penalty == "l2" else 0.0) / scale[:, None] ** 2
 
-        def fun(theta):
-            W, b = theta[: d * K].reshape(d, K), theta[d * K :]
-            f, gW, gb = smooth(W, b)
-            return f + 0.5 * float(np.sum(lam * W * W)), np.concatenate(
-                [(gW + lam * W).ravel(), gb]
+            def fun(theta):
+                U, intercept = theta[: d * K].reshape(d, K), theta[d * K :]
+                f, gU, gb = smooth(Xu, U, intercept)
+                return f + 0.5 * float(np.sum(lam * U * U)), np.concatenate(
+                    [(gU + lam * U).ravel(), gb]
+                )
+
+            # ftol=0: the gradient test alone. L-BFGS-B's test on the decrease of f,
+            # relative to max(|f|, 1), stops it where f changes by little but the
+            # gradient is still large: a small objective, or an ill-conditioned kept set
+            # (leverage rows). The gradient in W is D times the one in u: gtol / max(D)
+            # meets tol in the units of W.
+            res = minimize(
+                fun,
+                np.concatenate([(D * W).ravel(), b]),
+                jac=True,
+                method="L-BFGS-B",
+                options={
+                    "maxiter": min(_RESCALE_EVERY, max_iter - used),
+                    "gtol": tol / D.max(initial=1.0),
+                    "ftol": 0.0,
+                },
             )
+            used += res.nit
+            W, b = res.x[: d * K].reshape(d, K) / D, res.x[d * K :].copy()
+            grad_W = D * res.jac[: d * K].reshape(d, K)
+            if max(np.max(np.abs(grad_W)), np.max(np.abs(res.jac[d * K :]), initial=0.0)) <= tol:
+                return W, b, True
+            if not res.fun < f_last:  # no progress: rounding sets the limit
+                break
+            f_last = res.fun
+        return W, b, False
 
-        # ftol=0: the gradient test alone. L-BFGS-B's test on the decrease of f, relative
-        # to max(|f|, 1), stops it where f changes by little but the gradient is still
-        # large: a small objective, or an ill-conditioned kept set (leverage rows).
-        res = minimize(
-            fun,
-            np.concatenate([W0.ravel(), b0]),
-            jac=True,
-            method="L-BFGS-B",
-            options={"maxiter": max_iter, "gtol": tol, "ftol": 0.0},
-        )
-        return res.x[: d * K].reshape(d, K), res.x[d * K :].copy()
-
-    kappa = CURVATURE[P.loss]
-    Xt = np.hstack([Xs, np.ones((rows.size, 1))]) if P.fit_intercept else Xs
-    L = kappa * float(np.linalg.eigvalsh(Xt.T @ (cs[:, None] * Xt))[-1])
+    D, Xu, scale = scaled(W, b)
+    Q = replace(P, X=Xu, Y=Ys, coef_scale=scale, groups=None, floors=None)  # for its prox
+    Xt = np.hstack([Xu, np.ones((rows.size, 1))]) if P.fit_intercept else Xu
+    L = CURVATURE[P.loss] * float(np.linalg.eigvalsh(Xt.T @ (cs[:, None] * Xt))[-1])
     eta = 1.0 / max(L, np.finfo(float).tiny)
     accelerate = P.penalty == "l1"
-    W, b = W0.copy(), b0.copy()
-    Wy, by, t = W, b, 1.0
+    U = D * W
+    Uy, by, t = U, b, 1.0
     for _ in range(max_iter):
-        _, gW, gb = smooth(Wy, by)
-        W_new = P.prox(Wy - eta * gW, eta)
+        _, gU, gb = smooth(Xu, Uy, by)
+        U_new = Q.prox(Uy - eta * gU, eta)
         b_new = by - eta * gb
-        mapping = max(np.max(np.abs(Wy - W_new)) / eta, np.max(np.abs(gb), initial=0.0))
+        # the gradient mapping in the units of W: D times the one in u
+        mapping = max(np.max(np.abs(D * (Uy - U_new))) / eta, np.max(np.abs(gb), initial=0.0))
         if accelerate:
+            # adaptive restart (O'Donoghue and Candes, 2015): drop the momentum when it
+            # points against the step, which keeps FISTA fast on an ill-conditioned set
+            if np.sum((Uy - U_new) * (U_new - U)) + np.sum((by - b_new) * (b_new - b)) > 0:
+                t = 1.0
             t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
             mom = (t - 1.0) / t_new
-            Wy, by, t = W_new + mom * (W_new - W), b_new + mom * (b_new - b), t_new
+            Uy, by, t = U_new + mom * (U_new - U), b_new + mom * (b_new - b), t_new
         else:
-            Wy, by = W_new, b_new
-        W, b = W_new, b_new
+            Uy, by = U_new, b_new
+        U, b = U_new, b_new
         if mapping <= tol:
-            break
-    return W, b
+            return U / D, b, True
+    return U / D, b, False
 
 
 def concentration_steps(
@@ -695,13 +825,16 @@ def concentration_steps(
     *,
     max_iter: int = 100,
     tol: float = 1e-6,
+    refit_max_iter: int = 1000,
 ) -> TrimmedFit:
     """Alternating minimisation (concentration steps, as in FAST-LTS).
 
     Start from the fit on all samples; then repeat: keep the ``h`` samples with the
-    smallest losses (the exact minimiser over ``w``), refit on them exactly (warm
+    smallest losses (the exact minimiser over ``w``), refit on them exactly
+    (:func:`fit_weighted` to ``tol``, at most ``refit_max_iter`` iterations, warm
     started), until the kept set stops changing. Each step can only lower the
-    objective; the result is a local solution.
+    objective; the result is a local solution when the last refit met ``tol``
+    (``TrimmedFit.refit_converged``).
 
     References
     ----------
@@ -711,7 +844,11 @@ def concentration_steps(
     P = problem
     n, d = P.X.shape
     K = P.n_scores
-    W, b = fit_weighted(P, np.full(n, 1.0 / n), np.zeros((d, K)), np.zeros(K), tol=tol)
+
+    def refit(c, W, b):
+        return fit_weighted(P, c, W, b, max_iter=refit_max_iter, tol=tol)
+
+    W, b, refit_converged = refit(np.full(n, 1.0 / n), np.zeros((d, K)), np.zeros(K))
     w = np.full(n, P.h / n)
     objective = [P.objective(W, b, w)]
     converged, n_iter = False, 0
@@ -722,6 +859,6 @@ def concentration_steps(
             converged = True
             break
         w = w_new
-        W, b = fit_weighted(P, w / P.h, W, b, tol=tol)
+        W, b, refit_converged = refit(w / P.h, W, b)
         objective.append(P.objective(W, b, w))
-    return TrimmedFit(W, b, w, n_iter, objective, converged)
+    return TrimmedFit(W, b, w, n_iter, objective, converged, refit_converged)

@@ -25,6 +25,10 @@ from ._smart import (
 )
 from .utils._validation import unfitted_on_error, validate_numeric
 
+# Iteration limit of each exact refit of the concentration steps, per concentration step
+# allowed: one knob, max_iter, raises both.
+_REFIT_ITER_PER_STEP = 100
+
 _REFERENCES = """
     References
     ----------
@@ -102,8 +106,10 @@ _PARAMETERS = """
 
     max_iter : int, default=100
         Maximum number of epochs ("smart") or concentration steps
-        ("alternating"). A fit that reaches it before its stopping test (see
-        ``tol``) is met emits a :class:`~sklearn.exceptions.ConvergenceWarning`.
+        ("alternating"); each exact refit of "alternating" runs at most ``100 *
+        max_iter`` iterations. A fit that reaches either limit before its stopping
+        test (see ``tol``) is met emits a
+        :class:`~sklearn.exceptions.ConvergenceWarning`.
 
     tol : float, default=1e-4
         "smart" stops when the model is stationary for its kept samples (the
@@ -112,12 +118,17 @@ _PARAMETERS = """
         smaller, but at least ``tol`` times that median) and the kept samples are
         the best for the model (to within ``tol``, relative). When the kept set
         settles (or the epochs cycle between kept sets), the model is refitted on
-        it exactly to that tolerance. "alternating" refits exactly (inner
-        tolerance ``min(tol, 1e-6)``) and stops when the kept set is stable. Both
-        return a local solution, not necessarily the global one (see the user
-        guide). Both solve in units where the features and, for
-        :class:`TrimmedRegressor`, the target have a (trimmed) scale of 1, so the
-        fit does not depend on the units of the data.
+        it exactly to that tolerance. "alternating" refits exactly (no entry of the
+        gradient above ``min(tol, 1e-6)``) and stops when the kept set is stable.
+        Both return a local solution, not necessarily the global one (see the user
+        guide); a small gradient bounds the objective's distance from the minimum
+        on the kept samples only up to the conditioning there, so on raw,
+        nearly separable data a smaller ``tol`` can still lower the objective
+        noticeably. Both solve in units where the features and, for
+        :class:`TrimmedRegressor`, the target have a (trimmed) scale of 1, so
+        their steps and tests do not depend on the units of the data; the
+        minimiser does only through the penalty, which is taken of the
+        coefficients in the units given (see the user guide).
 
     random_state : int, RandomState instance or None, default=None
         Seeds the minibatch order and block draws of "smart".
@@ -256,7 +267,12 @@ class _BaseTrimmed(BaseEstimator):
             bool(self.fit_intercept), coef_scale=scale, groups=groups, floors=floors,
         )
         if self.solver == "alternating":
-            fit = concentration_steps(problem, max_iter=self.max_iter, tol=min(self.tol, 1e-6))
+            fit = concentration_steps(
+                problem,
+                max_iter=self.max_iter,
+                tol=self._refit_tol(),
+                refit_max_iter=_REFIT_ITER_PER_STEP * self.max_iter,
+            )
         else:
             seed = check_random_state(self.random_state).randint(np.iinfo(np.int32).max)
             fit = smart(
@@ -285,11 +301,25 @@ class _BaseTrimmed(BaseEstimator):
         for name, value in attributes.items():
             setattr(self, name, value)
 
+    def _refit_tol(self) -> float:
+        """Tolerance of the exact refits of the concentration steps."""
+        return min(self.tol, 1e-6)
+
     def _warn_if_not_converged(self, fit):
-        if fit.converged:
+        if fit.converged and fit.refit_converged:
             return
         name = type(self).__name__
-        if self.solver == "alternating":
+        if fit.converged:
+            msg = (
+                f"{name}(solver='alternating'): the exact refit on the final kept set "
+                f"stopped with a gradient (in standardised units) above {self._refit_tol():g}, "
+                f"within its limit of {_REFIT_ITER_PER_STEP} * max_iter = "
+                f"{_REFIT_ITER_PER_STEP * self.max_iter} iterations, so the fit is not a local "
+                "solution to within tol. The kept set is ill-conditioned: drop or combine "
+                "nearly collinear features, or raise alpha; look for gross leverage rows (a "
+                "few rows far out in X); or raise max_iter."
+            )
+        elif self.solver == "alternating":
             msg = (
                 f"{name}(solver='alternating'): the kept set still changed at the last of "
                 f"max_iter={self.max_iter} concentration steps, so the fit is not a local "
@@ -380,7 +410,8 @@ class TrimmedRegressor(RegressorMixin, _BaseTrimmed):
         Warns
         -----
         ConvergenceWarning
-            When the solver stops at ``max_iter`` before its stopping test is met.
+            When the solver stops at ``max_iter`` before its stopping test is met,
+            or the last exact refit of "alternating" at its iteration limit.
         """
         with unfitted_on_error(self):
             X, y = validate_numeric(self, X, y, dtype=np.float64, y_numeric=True)
@@ -483,7 +514,8 @@ class TrimmedClassifier(ClassifierMixin, _BaseTrimmed):
         Warns
         -----
         ConvergenceWarning
-            When the solver stops at ``max_iter`` before its stopping test is met.
+            When the solver stops at ``max_iter`` before its stopping test is met,
+            or the last exact refit of "alternating" at its iteration limit.
         """
         with unfitted_on_error(self):
             X, y = validate_numeric(self, X, y, dtype=np.float64)

@@ -25,8 +25,10 @@ from skrate._smart import (
     TrimmedProblem,
     column_scaling,
     concentration_steps,
+    fit_weighted,
     hard_threshold,
     linear_loss,
+    loss_curvature,
     penalty_value,
     smart,
     trimmed_location,
@@ -332,6 +334,25 @@ def test_loss_derivative_matches_finite_differences(loss, K):
         ref = np.log(np.exp(S).sum(axis=1)) - (S * Y).sum(axis=1)
         np.testing.assert_allclose(f, ref)
 
+
+
+@pytest.mark.parametrize("loss,K", [("squared", 1), ("logistic", 1), ("multinomial", 4)])
+def test_loss_curvature_matches_finite_differences(loss, K):
+    rng = np.random.default_rng(2)
+    m = 7
+    S = 3.0 * rng.normal(size=(m, K))
+    if loss == "squared":
+        Y = rng.normal(size=m)
+    elif loss == "logistic":
+        Y = rng.choice([-1.0, 1.0], size=m)
+    else:
+        Y = np.eye(K)[rng.integers(0, K, size=m)]
+    eps = 1e-6
+    for k in range(K):
+        E = np.zeros_like(S)
+        E[:, k] = eps
+        fd = (linear_loss(loss, S + E, Y)[1][:, k] - linear_loss(loss, S - E, Y)[1][:, k]) / (2 * eps)
+        np.testing.assert_allclose(loss_curvature(loss, S, Y)[:, k], fd, rtol=1e-6, atol=1e-9)
 
 def test_hard_threshold_is_the_l0_prox():
     v = np.linspace(-3, 3, 61)
@@ -667,6 +688,101 @@ def test_badly_scaled_trimmed_fit_matches_concentration_steps(params):
     assert best.objective_ == pytest.approx(alt.objective_, rel=1e-6)
 
 
+
+# ------------------------------------------------------------------ exact refits
+def _gradient_in_standardised_units(X, Y, loss, alpha, c, W, b):
+    """Gradient of ``sum_i c_i f_i + alpha ||W||^2 / 2`` in the units the solvers use."""
+    offset, scale = column_scaling(X, True)
+    Z = (X - offset) / scale
+    V, b0 = W * scale[:, None], b + offset @ W  # the same model on Z
+    D = c[:, None] * linear_loss(loss, Z @ V + b0, Y)[1]
+    return np.r_[(Z.T @ D + alpha * V / scale[:, None] ** 2).ravel(), D.sum(axis=0)]
+
+
+@pytest.mark.parametrize("data", ["breast_cancer", "iris"])
+def test_fit_weighted_reports_whether_the_gradient_met_tol(data):
+    # raw features: units from 1e-3 to 1e3 (breast cancer), nearly separable classes;
+    # the l2 penalty on the coefficients in those units is badly conditioned
+    X, y = load_breast_cancer(return_X_y=True) if data == "breast_cancer" else load_iris(
+        return_X_y=True
+    )
+    loss = "logistic" if data == "breast_cancer" else "multinomial"
+    Y = np.where(y == 1, 1.0, -1.0) if loss == "logistic" else np.eye(3)[y]
+    offset, scale = column_scaling(X, True)
+    P = TrimmedProblem(
+        (X - offset) / scale, Y, loss, float(len(y)), "l2", 1e-2, True, coef_scale=scale
+    )
+    c = np.full(len(y), 1.0 / len(y))
+    K = P.n_scores
+    start = np.zeros((X.shape[1], K)), np.zeros(K)
+    for max_iter, expected in [(3, False), (1000, True)]:
+        V, b, converged = fit_weighted(P, c, *start, max_iter=max_iter, tol=1e-6)
+        assert converged is expected
+        W = V / scale[:, None]
+        grad = _gradient_in_standardised_units(X, Y, loss, 1e-2, c, W, b - offset @ W)
+        assert bool(np.abs(grad).max() <= 1e-6) is expected
+
+
+def test_concentration_steps_reach_the_minimum_on_their_kept_set_with_raw_features():
+    # every refit used to stop at L-BFGS's iteration limit, 18% above the minimum on
+    # its kept set, without a warning
+    X, y = load_breast_cancer(return_X_y=True)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        clf = TrimmedClassifier(solver="alternating", alpha=1e-2).fit(X, y)
+    keep = clf.inlier_mask_
+    coef, intercept = _cvxpy_fit(X, y, "logistic", "l2", 1e-2, keep.astype(float))
+
+    def objective(w, b):
+        margin = np.where(y[keep] == 1, 1.0, -1.0) * (X[keep] @ w + b)
+        return np.mean(np.logaddexp(0.0, -margin)) + 1e-2 * w @ w / 2
+
+    assert objective(clf.coef_[0], clf.intercept_[0]) == pytest.approx(
+        objective(coef, intercept), rel=1e-6
+    )
+
+
+def _nearly_collinear(seed=0, n=100, spread=1e-2):
+    """Three near copies of one column (and two others), 10% gross targets."""
+    rng = np.random.default_rng(seed)
+    z = rng.normal(size=(n, 1))
+    X = np.hstack([z + spread * rng.normal(size=(n, 3)), rng.normal(size=(n, 2))])
+    y = X @ [1.0, 0.0, 0.0, 1.0, -1.0] + 0.1 * rng.normal(size=n)
+    y[: n // 10] += 20.0
+    return X, y
+
+
+def test_l1_refits_on_nearly_collinear_features_meet_their_tolerance():
+    # FISTA used to stop at its hidden iteration limit with a gradient mapping 50
+    # times its tolerance (coefficients 10, -12, 3 on the near copies), silently
+    X, y = _nearly_collinear()
+    alpha = 1e-4
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        reg = TrimmedRegressor(penalty="l1", alpha=alpha, solver="alternating").fit(X, y)
+    keep = reg.inlier_mask_
+    assert not keep[:10].any()
+    # optimality of the lasso on the kept samples, in the units of X
+    residual = y[keep] - reg.predict(X[keep])
+    grad = -X[keep].T @ residual / keep.sum()
+    coef = reg.coef_
+    violation = np.where(coef != 0, np.abs(grad + alpha * np.sign(coef)), np.abs(grad) - alpha)
+    assert violation.max() <= 1e-5
+    assert abs(residual.mean()) <= 1e-5
+
+
+def test_a_final_refit_short_of_its_tolerance_warns():
+    # l0 is refitted by plain proximal gradient, which crawls along near copies of a
+    # column: the refit on the final kept set runs out of iterations
+    X, y = _nearly_collinear()
+    reg = TrimmedRegressor(penalty="l0", alpha=1e-4, solver="alternating", max_iter=10)
+    with pytest.warns(ConvergenceWarning, match=r"exact refit on the final kept set.*= 1000 it"
+                      r".*collinear.*raise max_iter"):
+        reg.fit(X, y)
+    assert reg.n_iter_ < 10  # the kept set is stable: only the refit failed
+    check_is_fitted(reg)
+
+
 def _regression_in_units(seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(400, 3))
@@ -867,6 +983,34 @@ def test_trim_fraction_out_of_range_names_the_parameter(value):
     with pytest.raises(InvalidParameterError, match="trim_fraction"):
         TrimmedRegressor(trim_fraction=value).fit(X, y)
 
+
+
+@pytest.mark.parametrize("Est", [TrimmedRegressor, TrimmedClassifier])
+def test_an_invalid_parameter_is_refused_before_the_previous_fit_is_touched(Est):
+    # scikit-learn's convention: parameters are checked before fitting starts
+    X, y, _ = _classification_with_flips()
+    est = Est(alpha=1e-2, random_state=0).fit(X, y)
+    coef = est.coef_.copy()
+    with pytest.raises(InvalidParameterError, match="trim_fraction"):
+        est.set_params(trim_fraction=1.5).fit(X, y)
+    np.testing.assert_array_equal(est.coef_, coef)
+    with pytest.raises(ValueError, match="n_inliers"):  # an error while fitting leaves no state
+        est.set_params(trim_fraction=0.1, n_inliers=10 * len(y)).fit(X, y)
+    with pytest.raises(NotFittedError):
+        check_is_fitted(est)
+
+
+@pytest.mark.parametrize(
+    "target", [lambda y: y.astype(str).astype(object), lambda y: y.astype(str),
+               lambda y: y.astype(bytes)], ids=["object", "str", "bytes"],
+)
+def test_text_target_of_the_regressor_is_named(target):
+    pd = pytest.importorskip("pandas")
+    X, y, _, _ = _regression_with_outliers(n=50)
+    labels = np.where(y > 0, "high", "low")
+    for y_text in (target(labels), pd.Series(target(labels))):
+        with pytest.raises(ValueError, match=r"^y has non-numeric values, and TrimmedRegressor"):
+            TrimmedRegressor().fit(pd.DataFrame(X), y_text)
 
 def test_trim_fraction_is_not_lost_to_floating_point_rounding():
     # floor(0.29 * 100) is 28 in floating point (0.29 * 100 = 28.999999999999996)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
 
@@ -36,20 +37,47 @@ def unfitted_on_error(estimator):
         raise
 
 
+def _converts(a) -> bool:
+    """Whether ``a`` (array-like or sparse) converts to floats."""
+    try:
+        np.asarray(a.data if sp.issparse(a) else a, dtype=np.float64)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def _text_target_error(estimator, exc: Exception) -> ValueError:
+    return ValueError(
+        f"y has non-numeric values, and {type(estimator).__name__} fits a numeric target ({exc}). "
+        "Pass numbers; class labels call for a classifier.")
+
+
 def validate_numeric(estimator, X, y="no_validation", *, advice: str = "", **kwargs):
     """``validate_data`` for an estimator that fits numeric features; text in ``X`` is refused
-    naming the offending columns (of a DataFrame) and how to encode them."""
+    naming the offending columns (of a DataFrame) and how to encode them, text in a target
+    asked to be numeric (``y_numeric=True``) naming ``y``."""
+    y_numeric = kwargs.get("y_numeric", False)
     try:
-        return validate_data(estimator, X, y, **kwargs)
+        out = validate_data(estimator, X, y, **kwargs)
     except ValueError as exc:
         if "could not convert" not in str(exc):
             raise
+        # X is converted first: if it converts, the failure was y's
+        if y_numeric and _converts(X):
+            raise _text_target_error(estimator, exc) from exc
         dtypes = getattr(X, "dtypes", None)
         columns = [] if dtypes is None else [str(c) for c, t in dtypes.items() if not _is_numeric(t)]
         where = f"the non-numeric columns {columns}" if columns else "non-numeric values"
         raise ValueError(
             f"X has {where}, and {type(estimator).__name__} fits numeric features ({exc}). Encode them "
             f"first, e.g. with OneHotEncoder in a Pipeline before it{advice}.") from exc
+    if y_numeric and out[1].dtype.kind in "SU":
+        # scikit-learn converts an object y to floats but passes an array of strings through
+        try:
+            return out[0], out[1].astype(np.float64)
+        except ValueError as exc:
+            raise _text_target_error(estimator, exc) from exc
+    return out
 
 
 def check_sample_weight(sample_weight, n: int) -> np.ndarray:
