@@ -310,7 +310,7 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
                       max_iter=self.max_iter, batch_size=self.batch_size, rng=rng,
                       callback=self.callback, verbose=self.verbose)
         if solver == "exact":
-            result = solve_exact(X, y01, self.alpha, l1_ratio)
+            result = solve_exact(X, y01, self.alpha, l1_ratio, stats=stats)
             if not result.converged:
                 warnings.warn("The exact solver's proximal-gradient iterations stopped before "
                               "reaching their tolerance; the coefficients are approximate.",

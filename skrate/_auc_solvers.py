@@ -310,7 +310,7 @@ def _polish_support(Q, delta, alpha, l1_ratio, w):
 
 
 def solve_exact(X, y: np.ndarray, alpha: float, l1_ratio: float, *, tol: float = 1e-10,
-                max_steps: int = 100_000) -> SolverResult:
+                max_steps: int = 100_000, stats: ClassStatistics | None = None) -> SolverResult:
     """Minimiser of the penalised objective from the ``d x d`` quadratic form.
 
     Constant columns get a coefficient of exactly zero: the problem is solved on the others
@@ -320,10 +320,11 @@ def solve_exact(X, y: np.ndarray, alpha: float, l1_ratio: float, *, tol: float =
     singular (:func:`_solve_symmetric`); a singular system with ``alpha > 0`` warns.
     Otherwise accelerated proximal gradient (FISTA with restart) on the quadratic, then the
     sign pattern found is solved exactly and kept when it satisfies the optimality conditions
-    (the result is then converged even if FISTA stopped at ``max_steps``).
+    (the result is then converged even if FISTA stopped at ``max_steps``). ``stats``, the
+    :class:`ClassStatistics` of ``X, y`` when the caller has them, saves a pass.
     """
     Q, delta = quadratic_form(X, y)
-    free = ~ClassStatistics.from_data(X, y).constant
+    free = ~(ClassStatistics.from_data(X, y) if stats is None else stats).constant
     Q, delta = Q[np.ix_(free, free)], delta[free]
     w = np.zeros(len(free))
     if not free.any():
