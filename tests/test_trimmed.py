@@ -312,17 +312,19 @@ def test_trimmed_location_ignores_gross_values_at_either_end():
 
 
 # ------------------------------------------------------------------ losses / prox
+def _scores_and_targets(loss, K, seed, spread=1.0, m=7):
+    rng = np.random.default_rng(seed)
+    S = spread * rng.normal(size=(m, K))
+    if loss == "squared":
+        return S, rng.normal(size=m)
+    if loss == "logistic":
+        return S, rng.choice([-1.0, 1.0], size=m)
+    return S, np.eye(K)[rng.integers(0, K, size=m)]
+
+
 @pytest.mark.parametrize("loss,K", [("squared", 1), ("logistic", 1), ("multinomial", 4)])
 def test_loss_derivative_matches_finite_differences(loss, K):
-    rng = np.random.default_rng(1)
-    m = 7
-    S = rng.normal(size=(m, K))
-    if loss == "squared":
-        Y = rng.normal(size=m)
-    elif loss == "logistic":
-        Y = rng.choice([-1.0, 1.0], size=m)
-    else:
-        Y = np.eye(K)[rng.integers(0, K, size=m)]
+    S, Y = _scores_and_targets(loss, K, seed=1)
     f, D = linear_loss(loss, S, Y)
     eps = 1e-6
     for k in range(K):
@@ -335,24 +337,16 @@ def test_loss_derivative_matches_finite_differences(loss, K):
         np.testing.assert_allclose(f, ref)
 
 
-
 @pytest.mark.parametrize("loss,K", [("squared", 1), ("logistic", 1), ("multinomial", 4)])
 def test_loss_curvature_matches_finite_differences(loss, K):
-    rng = np.random.default_rng(2)
-    m = 7
-    S = 3.0 * rng.normal(size=(m, K))
-    if loss == "squared":
-        Y = rng.normal(size=m)
-    elif loss == "logistic":
-        Y = rng.choice([-1.0, 1.0], size=m)
-    else:
-        Y = np.eye(K)[rng.integers(0, K, size=m)]
+    S, Y = _scores_and_targets(loss, K, seed=2, spread=3.0)
     eps = 1e-6
     for k in range(K):
         E = np.zeros_like(S)
         E[:, k] = eps
         fd = (linear_loss(loss, S + E, Y)[1][:, k] - linear_loss(loss, S - E, Y)[1][:, k]) / (2 * eps)
         np.testing.assert_allclose(loss_curvature(loss, S, Y)[:, k], fd, rtol=1e-6, atol=1e-9)
+
 
 def test_hard_threshold_is_the_l0_prox():
     v = np.linspace(-3, 3, 61)
