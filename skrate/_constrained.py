@@ -13,7 +13,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from ._base import RateClassifierBase
 from .exceptions import InfeasibleConstraintsWarning
 from .models import LinearModel, MLPModel
-from ._holdout import check_goal_columns, check_held_out_values, constraint_columns, holdout_split
+from ._holdout import check_goal_columns, check_held_out_values, holdout_split
 from .problem import (compile_problem, confidence_margins, evaluate_term, in_own_units, least_violation,
                       report_rows, tightened, violation_rows, zero_denominator_reason)
 from .rates import Expression, Ratio, as_constraints, as_expression
@@ -494,14 +494,12 @@ class ConstrainedClassifier(RateClassifierBase):
         self.margins_ = on[chosen_on][1]
         # an "auto" ratio margin in its own units divides by the solution's denominator: keep it
         # per solution for constraint_report(solution=...)
-        self._solution_margins = {self.solution: self.margins_}
+        self._solution_margins = {self.solution: self.margins_, "m_stochastic": mixture[1]}
         if linear is not None and any(isinstance(t, Ratio) for c in self.constraints_ for t in (c.lhs, c.rhs)):
-            rows = data.take(parts[chosen_on])
             kept = [n for n in self.solutions_ if n != "T_stochastic" or self.solver not in ORACLE_SOLVERS
                     or self.solution == "T_stochastic"]  # the oracle solvers drop T_stochastic's models
-            for name in set(kept) - {self.solution}:
-                p = self.stochastic_model(name).proba(_safe_indexing(X, parts[chosen_on]))
-                self._solution_margins[name] = in_own_units(self.constraints_, linear, rows, p)
+            for name in set(kept) - set(self._solution_margins):
+                self._solution_margins[name] = measure(name, chosen_on)[1]
         # a ratio's linear form holds trivially when its denominator is 0 (precision of a model
         # that predicts no positives): met in form, undefined in fact
         self.feasible_ = bool(lp_feasible) and not np.isnan(mixture[0]).any()
@@ -596,8 +594,7 @@ class ConstrainedClassifier(RateClassifierBase):
         y = self._check_scoring_labels(X, y)
         p = self.predict_proba(X_raw, solution=solution)[:, 1]
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
-        for key in constraint_columns(self.constraints_):
-            data.groups.column(key)  # a missing column is an error, not an undefined constraint
+        check_goal_columns(self.objective_, self.constraints_, data)  # an error, not an undefined constraint
         rows, empty = report_rows(self.constraints_, data, p)
         margins = self._solution_margins.get(self.solution if solution is None else solution, self.margins_)
         rows = [{**row, "margin": margin} for row, margin in zip(rows, margins)]

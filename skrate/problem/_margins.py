@@ -45,13 +45,11 @@ def _spread(expression, data: RateData) -> float:
     f = np.zeros((data.n, 2, 2))  # each example's contribution at label (0, 1) x decision (0, 1)
     for rate, coef in expression.terms:
         idx, weight = slice_weights(rate, data)
-        if rate.kind in NEEDS_LABELS and not _fixes_label(rate):
-            for label in (0, 1):
-                v, c = rate_coefficients(rate, data, idx, np.full(idx.shape, label))
-                f[idx, label] += coef * weight[:, None] * np.stack([c, v + c], axis=1)
-        else:  # the same at either label
-            v, c = rate_coefficients(rate, data, idx)
-            f[idx] += (coef * weight[:, None] * np.stack([c, v + c], axis=1))[:, None, :]
+        free = rate.kind in NEEDS_LABELS and not _fixes_label(rate)
+        for label in (0, 1) if free else (None,):
+            v, c = rate_coefficients(rate, data, idx, None if label is None else np.full(idx.shape, label))
+            labels = slice(None) if label is None else slice(label, label + 1)  # else the same at either
+            f[idx, labels] += (coef * weight[:, None] * np.stack([c, v + c], axis=1))[:, None, :]
     ranges = f.max(axis=(1, 2)) - f.min(axis=(1, 2))
     return float(np.sqrt(np.dot(ranges, ranges)))
 
