@@ -300,7 +300,7 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
             scale, step, self._fit_smoothness = None, None, 0.0
             self.step_size_ = None if self.eta0 == "auto" else float(self.eta0)
         else:
-            scale = column_scale(X)
+            scale = column_scale(X, (stats.low, stats.high))
             solver_scale = pinned_scale(scale, stats)  # constant columns pinned at zero
             self._fit_smoothness = minibatch_smoothness(X, y01, stats, self.batch_size,
                                                         solver_scale)

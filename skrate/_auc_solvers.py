@@ -124,7 +124,7 @@ def _relative_gap(w: np.ndarray, X, y: np.ndarray, stats: ClassStatistics, alpha
     return grad, value, float(gap)
 
 
-def column_scale(X) -> np.ndarray:
+def column_scale(X, extremes: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """Column scales of the preconditioned stochastic solvers (see the module docstring).
 
     A step is limited by the largest curvature, which a column in large units sets for all
@@ -137,6 +137,9 @@ def column_scale(X) -> np.ndarray:
     Parameters
     ----------
     X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+    extremes : (ndarray, ndarray), default=None
+        The columns' smallest and largest values, when already known (as
+        :class:`ClassStatistics` holds them); computed from ``X`` otherwise.
 
     Returns
     -------
@@ -144,7 +147,7 @@ def column_scale(X) -> np.ndarray:
     """
     mean, var = mean_variance_axis(X, axis=0) if sp.issparse(X) else (X.mean(axis=0),
                                                                        X.var(axis=0))
-    low, high = column_extremes(X)
+    low, high = column_extremes(X) if extremes is None else extremes
     peak = np.maximum(high - mean, mean - low)
     return np.where(high > low, np.maximum(np.sqrt(var), peak / _MAX_PEAK), 1.0)
 
