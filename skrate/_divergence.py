@@ -85,14 +85,14 @@ def _excess(Q, rest, radius: float):
 def _chi2(
     losses: np.ndarray, q: np.ndarray, radius: float, eta_hint: float | None = None
 ) -> tuple[np.ndarray, float]:
+    """The chi2 worst case ``(p, eta)`` of losses whose largest is 0 (:func:`_worst_case`
+    maps them to [-1, 0]), so the cumulative moments below keep their precision."""
     if eta_hint is not None and np.isfinite(eta_hint):
         found = _chi2_guess(losses, q, radius, eta_hint)
         if found is not None:
             return found
     order = np.argsort(-losses, kind="stable")
-    l_sorted = losses[order]
-    # Centre at the largest loss so the cumulative moments keep their precision.
-    z = l_sorted - l_sorted[0]
+    z = losses[order]
     qs = q[order]
     # Candidate active sets: the top groups of equal losses (ends of tie groups).
     ends = np.flatnonzero(np.append(z[1:] != z[:-1], True))
@@ -113,7 +113,7 @@ def _chi2(
     p_sorted = qs * np.maximum(z - eta[k], 0.0)
     p = np.empty_like(p_sorted)
     p[order] = p_sorted / p_sorted.sum()
-    return p, float(eta[k] + l_sorted[0])
+    return p, float(eta[k])
 
 
 def _expm1_minus_x(x: np.ndarray, e: np.ndarray) -> np.ndarray:
@@ -145,14 +145,15 @@ def _tilt(t: float, z: np.ndarray, q: np.ndarray, log_q: np.ndarray, spread: flo
         p /= p.sum()
         R = float(q @ _expm1_minus_x(x, e))
         kl = float(q @ (x * e)) / (1.0 + R) - math.log1p(R)
+        mean = p @ z
     else:  # exponents beyond 1 would overflow: shift them by their largest
         a = log_q + t * z
         top = a.max()
         e = np.exp(a - top)
         total = e.sum()
         p = e / total
-        kl = t * (p @ z) - top - np.log(total)
-    mean = p @ z
+        mean = p @ z
+        kl = t * mean - top - np.log(total)
     return p, float(kl), float(t * (p @ (z - mean) ** 2))
 
 
@@ -289,6 +290,16 @@ def _smoothed_worst_case(
     for ``q`` itself, 0 when all mass is on the top losses).
     """
     exact, eta = _worst_case(losses, q, divergence, radius, eta_hint)
+    p, value, robust, temperature = _smoothing(losses, q, divergence, radius, mu, exact, eta)
+    return p, value, robust, eta, temperature
+
+
+def _smoothing(
+    losses: np.ndarray, q: np.ndarray, divergence: str, radius: float, mu: float,
+    exact: np.ndarray, eta: float,
+) -> tuple[np.ndarray, float, float, float]:
+    """:func:`_smoothed_worst_case` from the exact worst case ``(exact, eta)`` of the
+    losses, for callers that also need it: ``(p, F_mu, F, temperature)``."""
     robust = float(exact @ losses)
     if divergence == "chi2":
         # eta = -inf: p = q (no tilt), infinitely hot; eta = top: all mass on the top.
@@ -298,7 +309,7 @@ def _smoothed_worst_case(
     if temperature >= mu:
         # The ball binds, D(p) = radius, unless the worst case is q itself.
         shift = mu * radius if temperature < np.inf else 0.0
-        return exact, robust - shift, robust, eta, temperature
+        return exact, robust - shift, robust, temperature
     # The top of the support: a larger loss of weight 0 would cost the centred losses
     # their precision.
     top = np.max(losses, where=q > 0, initial=-np.inf)
@@ -306,7 +317,7 @@ def _smoothed_worst_case(
         with np.errstate(divide="ignore"):
             a = np.log(q) + (losses - top) / mu
         lse = logsumexp(a)
-        return np.exp(a - lse), float(top + mu * lse), robust, eta, temperature
+        return np.exp(a - lse), float(top + mu * lse), robust, temperature
     # chi2: p = q (l - t)_+ / mu with E_q[(l - t)_+] = mu. That expectation is piecewise
     # linear and decreasing in t; at the k-th largest loss it is S_k - Q_k l_k (prefix sums
     # of q l and q in decreasing order), so the root lies past the last loss where it is
@@ -320,7 +331,7 @@ def _smoothed_worst_case(
     ratio = np.maximum(z - t, 0.0) / mu  # p / q
     p = q * ratio
     value = float(top + p @ z - 0.5 * mu * (q @ (ratio - 1.0) ** 2))
-    return p, value, robust, eta, temperature
+    return p, value, robust, temperature
 
 
 def _base_distribution(n: int, sample_weight) -> np.ndarray:

@@ -44,6 +44,7 @@ from ._divergence import (
     _dual,
     _into_ball,
     _smoothed_worst_case,
+    _smoothing,
     _worst_case,
 )
 from ._dro_losses import convex_loss, score_hessian
@@ -219,9 +220,10 @@ class LinearDRO:
         return value, (self.weighted_gradient(theta, p, dZ) if grad else None), p, eta
 
     def smoothed_objective(self, theta: np.ndarray, mu: float, eta_hint: float | None = None):
-        """``(F_mu(theta), its gradient, F(theta), gap, eta, temperature)``: the objective
+        """``(F_mu(theta), its gradient, F(theta), gap, eta, temperature, p)``: the objective
         smoothed at temperature ``mu`` (:func:`~skrate._divergence._smoothed_worst_case`,
-        which also gives ``eta`` and the exact ``temperature``; ``mu = 0`` is ``F``).
+        which also gives ``eta`` and the exact ``temperature``; ``mu = 0`` is ``F``), and the
+        exact worst case ``p`` (as in :meth:`objective`), which it computes anyway.
 
         The gradient is that of the ``p_mu``-weighted loss plus the penalty, and ``gap =
         F(theta) - (p_mu @ losses + penalty) >= 0``. As ``p_mu`` is a point of the ball, the
@@ -230,12 +232,13 @@ class LinearDRO:
         the smoothing leaves the worst case exact.
         """
         losses, dZ = self.losses(theta)
-        p, value, robust, eta, temperature = _smoothed_worst_case(
-            losses, self.q, self.divergence, self.radius, mu, eta_hint)
+        exact, eta = _worst_case(losses, self.q, self.divergence, self.radius, eta_hint)
+        p, value, robust, temperature = _smoothing(
+            losses, self.q, self.divergence, self.radius, mu, exact, eta)
         penalty = self.penalty(theta)
         gap = max(robust - float(p @ losses), 0.0)
         return (value + penalty, self.weighted_gradient(theta, p, dZ), robust + penalty, gap,
-                eta, temperature)
+                eta, temperature, exact)
 
     def sampled_objective(
         self, theta: np.ndarray, eta_hint: float | None, row_sq: np.ndarray, mu: float = 0.0
@@ -476,20 +479,19 @@ def _continuation(problem: LinearDRO, theta, mu: float, max_iter: int, tol: floa
     while True:
         result = stage(theta, mu, n_iter)
         theta, n_iter = result.theta, result.n_iter
-        _, grad, value, gap, _, temperature = problem.smoothed_objective(theta, mu)
+        _, grad, value, gap, _, temperature, p = problem.smoothed_objective(theta, mu)
         tight = gap <= _TIE_SLACK * max(1.0, abs(value))
-        result = Result(theta, n_iter, tight and _sup(grad) <= tol, _sup(grad), gap=gap,
+        grad_max = _sup(grad)
+        result = Result(theta, n_iter, tight and grad_max <= tol, grad_max, gap=gap,
                         objective=value, gap_ok=tight)
         if not (tight or n_iter >= max_iter or mu <= mu_end or tried):
-            _, _, p, _ = problem.objective(theta)
             if np.count_nonzero(p > _TIE_SLACK * p.max()) <= few:
                 tried = True
                 alt = max_loss(problem, theta, max_iter - n_iter, tol, max_set=few)
                 n_iter += alt.n_iter
                 if alt.converged:
                     return replace(alt, n_iter=n_iter)
-                if math.isnan(alt.objective):
-                    alt.objective = problem.objective(alt.theta)[0]
+                alt.objective = _objective_of(problem, alt)
                 result.n_iter = n_iter
         if tight or n_iter >= max_iter or mu <= mu_end:
             if alt is not None and _improves(alt.objective, result):
@@ -513,6 +515,13 @@ def _improves(value: float, result: Result) -> bool:
     return value < result.objective - slack
 
 
+def _objective_of(problem: LinearDRO, result: Result) -> float:
+    """``F`` at ``result``'s point: its own ``objective``, evaluated when the solver had none."""
+    if math.isnan(result.objective):
+        return problem.objective(result.theta)[0]
+    return result.objective
+
+
 def _best(problem: LinearDRO, result: Result, theta0: np.ndarray, start: float) -> Result:
     """An unconverged ``result``, or the start ``theta0`` (``F = start``) if that is better.
 
@@ -522,10 +531,7 @@ def _best(problem: LinearDRO, result: Result, theta0: np.ndarray, start: float) 
     """
     if result.converged:
         return result
-    end = result.objective
-    if math.isnan(end):
-        end = problem.objective(result.theta)[0]
-    if start < end:
+    if start < _objective_of(problem, result):
         return replace(result, theta=theta0.copy(), objective=start)
     return result
 
@@ -678,7 +684,7 @@ def primal_lbfgs(
 
     def stage(theta, mu, n_iter):
         def fun(theta):
-            value, grad, _, _, eta[0], _ = problem.smoothed_objective(theta, mu, eta[0])
+            value, grad, _, _, eta[0], _, _ = problem.smoothed_objective(theta, mu, eta[0])
             return value, grad
 
         return _lbfgs(fun, theta, max_iter - n_iter, tol, callback, memory=memory,
