@@ -31,7 +31,7 @@ def _shift(v: np.ndarray, h: float, cap: np.ndarray | float = np.inf) -> float:
     return t_hi if g_lo <= g_hi else t_lo + (g_lo - h) * (t_hi - t_lo) / (g_lo - g_hi)
 
 
-def _raise_far_below(v, h, groups, floors):
+def _raise_far_below(v, h, floored):
     """``v`` with the entries that project to 0 at any value raised to just below the rest.
 
     Far below the rest (a gradient step along a huge or an inf loss) ``v_i - 1`` rounds
@@ -39,10 +39,11 @@ def _raise_far_below(v, h, groups, floors):
     segment. The shift is at least the ``ceil(h)``-th largest entry minus 1 (there the
     mass is at least ``h``) and each group's at least its ``ceil(floor)``-th largest
     minus 1, so an entry 2 below the least of those is 0 in the projection either way.
+    ``floored`` holds ``(k, members, floor)`` of each group ``k`` with a positive floor,
+    ``members`` its mask.
     """
     sets = [(v, h)] if h > 0 else []
-    if floors is not None:
-        sets += [(v[groups == k], m) for k, m in enumerate(floors) if m > 0]
+    sets += [(v[members], m) for _, members, m in floored]
     if not sets:
         return v
 
@@ -100,12 +101,17 @@ def project_capped_simplex(
         )
     if h == n:
         return np.ones(n)
-    v = _raise_far_below(v, h, groups, floors)
+    # the members of each group with a floor, found once for both uses below
+    floored = []
+    if floors is not None:
+        positive = np.flatnonzero(np.asarray(floors) > 0)
+        floored = [(k, groups == k, float(floors[k])) for k in positive]
+    v = _raise_far_below(v, h, floored)
     cap = np.inf
     if floors is not None:
         group_cap = np.full(len(floors), np.inf)
-        for k in np.flatnonzero(np.asarray(floors) > 0):
-            group_cap[k] = _shift(v[groups == k], float(floors[k]))
+        for k, members, m in floored:
+            group_cap[k] = _shift(v[members], m)
         cap = group_cap[groups]
     elif h == 0:
         return np.zeros(n)

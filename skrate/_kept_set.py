@@ -16,6 +16,22 @@ if TYPE_CHECKING:
     from skrate._smart import TrimmedProblem
 
 
+def keep_first(v: np.ndarray, rows: np.ndarray, f: int) -> tuple[np.ndarray, float]:
+    """The ``f`` smallest of the losses ``v`` of ``rows`` (``1 <= f <= v.size``) and
+    the ``f``-th smallest ``t``; of the losses equal to ``t``, those of the first rows.
+
+    The tie rule of a floor, for :meth:`TrimmedProblem.greedy` and :class:`KeptSet`
+    alike: a stable sort by group and loss would keep the same rows.
+    """
+    t = np.partition(v, f - 1)[f - 1]
+    keep = v <= t
+    extra = np.count_nonzero(keep) - f
+    if extra:  # equal losses at the cut: drop those of the last rows
+        at = np.flatnonzero(v == t)
+        keep[at[np.argsort(rows[at])[-extra:]]] = False
+    return keep, t
+
+
 class KeptSet:
     """The exact weight block of SMART, ``keep_smallest`` of a loss table that
     changes a few rows at a time.
@@ -42,11 +58,7 @@ class KeptSet:
         n = P.X.shape[0]
         self.band = self.min_band = max(1, int(band))
         self.max_band = max(self.band, n // 8)
-        sizes = np.array([rows.size for rows in P.group_rows], dtype=np.intp)
-        if sizes.size:  # as many kept by each floor as keep_smallest keeps
-            self.f = np.clip(np.ceil(np.asarray(P.floors, dtype=float)), 0, sizes).astype(np.intp)
-        else:
-            self.f = sizes
+        self.f = P.floor_counts  # as many kept by each floor as keep_smallest keeps
         self.floor_groups = [int(k) for k in np.flatnonzero(self.f > 0)]
         self.m = round(P.h) - int(self.f.sum())  # kept beyond the floors
         # a cut of the rest with rows either side (else the full selection is as cheap)
@@ -73,9 +85,11 @@ class KeptSet:
         return z
 
     def _full(self, losses, w):
-        w_new, _, top, low = self.P.greedy(losses, bounds=True)
+        """The full selection as an update against ``w``, and the rows left after the
+        floors (which the zones need)."""
+        w_new, rest, top, low = self.P.greedy(losses, bounds=True)
         idx = np.flatnonzero(w_new != w)
-        return idx, w_new[idx], top, low
+        return (idx, w_new[idx], top, low), rest
 
     @staticmethod
     def _cut(v, k, band):
@@ -95,13 +109,12 @@ class KeptSet:
             self.band = max(self.band // 2, self.min_band)
         self.valid, self.pending, self.lasted = False, [], 0
         if not self.incremental:
-            return self._full(losses, w)
+            return self._full(losses, w)[0]
         if self.wait > 0:  # zones were too dense to help: the full selection for now
             self.wait -= 1
-            return self._full(losses, w)
-        w_new, rest, top, low = self.P.greedy(losses, bounds=True)
-        idx = np.flatnonzero(w_new != w)
-        result = idx, w_new[idx], top, low
+            return self._full(losses, w)[0]
+        result, rest = self._full(losses, w)
+        _, _, top, low = result
         if np.isnan(top) or np.isnan(low):  # NaN losses (a diverging epoch): no zones
             return result
         P, G, M = self.P, self.f.size, self.band
@@ -187,12 +200,7 @@ class KeptSet:
             if not 1 <= need <= r.size:
                 return self._rebuild(losses, w, outgrown=True)
             v = losses[r]
-            t = np.partition(v, need - 1)[need - 1]
-            by_floor = v <= t
-            extra = np.count_nonzero(by_floor) - need
-            if extra:
-                at = np.flatnonzero(v == t)
-                by_floor[at[np.argsort(r[at])[-extra:]]] = False
+            by_floor, t = keep_first(v, r, need)
             top = max(top, float(t))
             if self.lo_g[k] <= self.hi:  # else all the others are trimmed
                 v_rest = v[~by_floor]
@@ -208,7 +216,7 @@ class KeptSet:
             return self._rebuild(losses, w, outgrown=True)
         theta, low = np.partition(l_near, [k - 1, k])[k - 1 : k + 1]
         if not theta < low:  # equal losses at the cut: argpartition's choice
-            return self._full(losses, w)
+            return self._full(losses, w)[0]
         rows.append(self.near)
         vals.append(losses[self.near] <= theta)
         for r, v, by_floor in floors:

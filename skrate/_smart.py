@@ -23,7 +23,7 @@ from scipy.special import expit
 from sklearn.utils.extmath import row_norms
 
 from skrate._capped_simplex import project_capped_simplex
-from skrate._kept_set import KeptSet
+from skrate._kept_set import KeptSet, keep_first
 from skrate._prox import elastic_net_penalty, prox_elastic_net
 
 # Bound on the second derivative of each loss in the score: the Lipschitz constant of
@@ -220,18 +220,24 @@ class TrimmedProblem:
     n_scores: int = field(init=False)
 
     group_rows: list = field(init=False, repr=False, compare=False)
+    floor_counts: np.ndarray = field(init=False, repr=False, compare=False)
 
     def __post_init__(self):
         self.n_scores = self.Y.shape[1] if self.loss == "multinomial" else 1
         if self.coef_scale is None:
             self.coef_scale = np.ones(self.X.shape[1])
-        # the rows of each group with a floor, in increasing order: found once, not at
-        # every weight step
+        # the rows of each group with a floor, in increasing order, and how many of them
+        # the floor keeps (ceil(floors[k]), at most the group): found once, not at every
+        # weight step, and shared with KeptSet so both select alike
         self.group_rows = []
+        self.floor_counts = np.zeros(0, dtype=np.intp)
         if self.floors is not None:
             order = np.argsort(self.groups, kind="stable")
             counts = np.bincount(self.groups, minlength=len(self.floors))
             self.group_rows = np.split(order, np.cumsum(counts)[:-1])[: len(self.floors)]
+            sizes = np.array([rows.size for rows in self.group_rows], dtype=np.intp)
+            ceil = np.ceil(np.asarray(self.floors, dtype=float))
+            self.floor_counts = np.clip(ceil, 0, sizes).astype(np.intp)
 
     def scores(self, W, b):
         return self.X @ W + b
@@ -276,8 +282,7 @@ class TrimmedProblem:
         h = round(self.h)
         w = np.zeros(losses.shape[0])
         rest, tops = None, []  # tops: the largest loss each floor keeps
-        for rows, floor in zip(self.group_rows, self.floors if self.floors is not None else ()):
-            f = min(int(np.ceil(floor)), rows.size)  # ranks below the floor
+        for rows, f in zip(self.group_rows, self.floor_counts.tolist()):
             if f <= 0:
                 continue
             v = losses[rows]
@@ -285,13 +290,8 @@ class TrimmedProblem:
                 w[rows] = 1.0
                 tops.append(v.max())
                 continue
-            t = np.partition(v, f - 1)[f - 1]
-            if t == t:
-                keep = v <= t
-                extra = np.count_nonzero(keep) - f
-                if extra:  # equal losses at the cut: the first rows
-                    keep[np.flatnonzero(v == t)[-extra:]] = False
-            else:  # NaN: all the numbers, then the first NaN
+            keep, t = keep_first(v, rows, f)
+            if t != t:  # NaN: all the numbers, then the first NaN
                 keep = ~np.isnan(v)
                 keep[np.flatnonzero(~keep)[: f - np.count_nonzero(keep)]] = True
             w[rows] = keep
@@ -330,8 +330,13 @@ class TrimmedProblem:
             b[0] = trimmed_location(self.Y, round(self.h))[0]
         return b
 
-    def start(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """SMART's start: ``W = 0``, :meth:`start_intercept` and weights for them.
+    def start_model(self) -> tuple[np.ndarray, np.ndarray]:
+        """SMART's start of the model: ``W = 0`` and :meth:`start_intercept`."""
+        return np.zeros((self.X.shape[1], self.n_scores)), self.start_intercept()
+
+    def start_weights(self, losses: np.ndarray) -> np.ndarray:
+        """SMART's start of the weights, given the ``losses`` at :meth:`start_model`
+        (taken by the caller, which needs them anyway for its tables).
 
         For the squared loss the weights keep the ``h`` smallest losses there (the
         targets nearest the trimmed location): gross targets are trimmed from the first
@@ -340,11 +345,10 @@ class TrimmedProblem:
         the start (log 2, log K) and so every weight optimal; the uniform ``h / n``
         favours no sample (as for a fractional ``h``, which the exact weights miss).
         """
-        n, d = self.X.shape
-        W, b = np.zeros((d, self.n_scores)), self.start_intercept()
         if self.loss == "squared" and float(self.h).is_integer():
-            return W, b, self.keep_smallest(self.losses(W, b))
-        return W, b, np.full(n, self.h / n)
+            return self.keep_smallest(losses)
+        n = self.X.shape[0]
+        return np.full(n, self.h / n)
 
     def lipschitz(self) -> tuple[float, float]:
         """Lipschitz constants of the gradient in ``(W, b)`` of the smooth part.
@@ -446,7 +450,7 @@ def smart(
     weights, step ``1 / L(b)``) is at most ``tol`` times a reference, and the
     weights are optimal for the exact losses to within ``tol`` (relative) of the
     weighted loss. The reference is the norm of that mapping at the start
-    (:meth:`TrimmedProblem.start`), or the median norm of the per-sample gradients
+    (:meth:`TrimmedProblem.start_model`), or the median norm of the per-sample gradients
     there when smaller, but at least ``tol`` times that median (a start already
     stationary has a gradient of rounding size). A small decrease
     of the objective alone is not enough: on a badly conditioned problem it is
@@ -492,8 +496,9 @@ def smart(
         step_size = step_scale / max(L_b, 1e-12)  # all-zero design: any step
     eta = eta_ref = float(step_size)
 
-    W, b, w = P.start()
+    W, b = P.start_model()
     loss_tab, D = linear_loss(P.loss, P.scores(W, b), Y)
+    w = P.start_weights(loss_tab)
 
     def aggregate(w, D):
         c = w / h
@@ -556,7 +561,8 @@ def smart(
             w[idx] = w_idx
         return w, agg_W, agg_b
 
-    objective = [P.objective(W, b, w)]
+    # P.objective(W, b, w) term for term, on the losses already at hand
+    objective = [kept_sum(w, loss_tab) / h + P.alpha * P.penalty_value(W)]
     n_iter, converged, rejected, grow = 0, False, 0, step_growth
     seen, stalled_key = {np.packbits(w > 0.5).tobytes()}, None  # kept sets after epochs
     for epoch in range(max_iter):
