@@ -65,7 +65,7 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
         if self.classes_.shape[0] == 1:
             raise ValueError(f"y holds one class only, {self.classes_.tolist()[0]!r}; binary classification needs "
                              "examples of both classes (rates such as tpr and fpr are defined on each).")
-        if y_type != "binary" or self.classes_.shape[0] != 2:
+        if y_type != "binary":  # two classes: one was refused above
             raise ValueError(
                 "Only binary classification is supported. The type of the target is "
                 f"{y_type}, with {self.classes_.shape[0]} class(es): {self.classes_.tolist()[:10]}; "

@@ -623,8 +623,7 @@ class MetricOptimizer(RateClassifierBase):
             theta_eta = fit_logistic(X, data.y, data.sample_weight, self.alpha)
         # the built-in logistic regression cross-fitted like an estimator: the oracle plays on
         # [x, out-of-fold log-odds], and the answers fold back into linear models of x below
-        cross_fit = (uses_oracle and self.estimator is None and not isinstance(metric, PRAUC)
-                     and self._cv(cross_fit_builtin=not constraints) is not None)
+        cross_fit = uses_oracle and self.estimator is None and self._cv(cross_fit_builtin=not constraints) is not None
         eta_full = theta_eta
         folded = self._out_of_fold_logistic(X, data, eta_full) if cross_fit else None
         cross_fit = folded is not None

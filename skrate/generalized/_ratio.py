@@ -104,8 +104,7 @@ def solve_ratio_game(
     """
     m = program.n_constraints
     player = SurrogateTheta(model, X, ratios.A, surrogate=surrogate, learning_rate=learning_rate, alpha=alpha,
-                            batch_size=None if oracle is not None else batch_size, rng=rng,
-                            init_params=init_params)
+                            batch_size=batch_size, rng=rng, init_params=init_params, oracle=oracle)
     if oracle is not None and init_params is None:  # the plug-in model's own threshold, eta(x) > 1/2
         player.theta = oracle.theta_eta.copy()
     c, owner = ratios.coef, ratios.owner
@@ -130,10 +129,7 @@ def solve_ratio_game(
         current, owner_w = player.theta.copy(), np.concatenate(([1.0], mu))
         snaps.offer(t, current, owner_w)
         weights = np.concatenate([lam * c, -lam * xi])
-        if oracle is None:
-            player.step(weights)
-        else:
-            player.theta = oracle.best_response(player.AT @ weights)
+        player.step(weights)
         obj, phi = _values(ratios, c * N / np.maximum(D, 1e-3), m)
         if m:
             mu = np.clip(mu + lambda_learning_rate * phi, 0.0, lambda_bound)

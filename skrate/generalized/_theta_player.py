@@ -17,10 +17,15 @@ from ..solvers._rate_game import _surrogate_rates
 
 
 class SurrogateTheta:
-    """Adam steps on the surrogate of ``row_weights . (A @ yhat)``, full-batch or minibatch."""
+    """Adam steps on the surrogate of ``row_weights . (A @ yhat)``, full-batch or minibatch;
+    with a plug-in ``oracle``, its exact best responses instead (full-batch)."""
 
     def __init__(self, model, X, A: sp.csr_matrix, *, surrogate: str, learning_rate: float, alpha: float,
-                 batch_size: int | None, rng: np.random.Generator, init_params: np.ndarray | None = None):
+                 batch_size: int | None, rng: np.random.Generator, init_params: np.ndarray | None = None,
+                 oracle=None):
+        self.oracle = oracle
+        if oracle is not None:  # an exact answer needs every row's cost
+            batch_size = None
         design = Design(X)
         self.model, self.X, self.XT, self.A = model, design.X, design.T, A
         self.n = self.X.shape[0]
@@ -67,6 +72,9 @@ class SurrogateTheta:
         return np.where(direction >= 0, upper, lower)
 
     def step(self, row_weights: np.ndarray) -> None:
+        if self.oracle is not None:
+            self.theta = self.oracle.best_response(self.AT @ row_weights)
+            return
         coef = self.scale * (self.ATb @ row_weights)
         cache, self._cache = self._cache, None  # the activations of batch(), at this theta
         grad = self.model.backward(self.Xb, self.theta, surrogate_grad(self.scores, coef, self.surrogate), self.XTb,

@@ -137,8 +137,8 @@ def solve_three_player(
     blocks, linear = _blocks(program)
     mu = np.zeros(m)
     player = SurrogateTheta(model, X, A, surrogate=surrogate, learning_rate=learning_rate, alpha=alpha,
-                            batch_size=None if theta_kind == "oracle" else batch_size, rng=rng,
-                            init_params=init_params)
+                            batch_size=batch_size, rng=rng, init_params=init_params,
+                            oracle=oracle if theta_kind == "oracle" else None)
     if theta_kind == "oracle":
         cost = player.AT @ _linear_weights(A.shape[0], linear, mu)
         # a zero cost (a non-linear objective before any play) has no preferred answer: start from
@@ -167,10 +167,7 @@ def solve_three_player(
         current = player.theta.copy()
         snaps.offer(t, current, owner_w)
         weights_prev = weights
-        if theta_kind == "oracle":
-            player.theta = oracle.best_response(player.AT @ weights)
-        else:
-            player.step(weights)
+        player.step(weights)
         if lam_kind == "ogd":
             for blk in blocks:
                 free = np.isnan(blk.fixed)

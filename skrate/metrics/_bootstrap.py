@@ -92,8 +92,7 @@ class RateParts:
             check_rate(rate, data)
             for key, values in rate.slice.filters:
                 if key not in (LABEL, BASELINE) and (key, values) not in filters:
-                    data.groups.column(key)
-                    if data.groups.unknown(key, values):
+                    if data.groups.unknown(key, values):  # a missing column raises here first
                         data.groups.mask(key, values)  # raises, naming the known values
                     filters[key, values] = None
         keys = dict.fromkeys(key for key, _ in filters)
@@ -135,10 +134,15 @@ class RateParts:
     def n_cells(self) -> int:
         return self.V.shape[1]
 
-    def cell_sums(self, counts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """``(S_w, S_wp)`` (cells x B) for row counts ``counts`` (B x rows); None is the sample."""
-        counts = [None] if counts is None else np.atleast_2d(counts)
-        s_w = np.empty((self.n_cells, len(counts)))
+    def cell_sums(self, counts=None, size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """``(S_w, S_wp)`` (cells x B) for row counts ``counts`` (B x rows); None is the sample.
+        ``counts`` may also be an iterable of ``size`` count vectors, read one at a time."""
+        if counts is None:
+            counts, size = [None], 1
+        elif size is None:
+            counts = np.atleast_2d(counts)
+            size = len(counts)
+        s_w = np.empty((self.n_cells, size))
         s_wp = np.empty_like(s_w)
         for j, k in enumerate(counts):
             s_w[:, j], s_wp[:, j] = self._sums(k)
@@ -187,10 +191,9 @@ def resample_counts(rng: np.random.Generator, n: int) -> np.ndarray:
 
 def _chunk(parts: RateParts, seed: int, size: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
-    rates = np.empty((len(parts.rates), size))
-    for j in range(size):  # one resample at a time: O(rows + cells) memory
-        rates[:, j] = parts.rate_values(resample_counts(rng, parts.n))[:, 0]
-    return parts.term_values(rates)
+    # one resample's row counts at a time: O(rows + cells x size) memory
+    counts = (resample_counts(rng, parts.n) for _ in range(size))
+    return parts.term_values(parts.rates_from_sums(*parts.cell_sums(counts, size)))
 
 
 def bootstrap_values(parts: RateParts, n_bootstrap: int, random_state=None, n_jobs=None) -> np.ndarray:
