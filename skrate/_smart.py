@@ -640,9 +640,11 @@ def smart(
         if done:
             converged = True
             break
-    # finish with the exact weight block on the exact losses (never raises the objective)
-    w_exact = P.keep_smallest(P.losses(W, b))
-    f_exact = P.objective(W, b, w_exact)
+    # finish with the exact weight block on the exact losses (never raises the objective);
+    # every exit leaves loss_tab exact at (W, b): an accepted epoch or a refit refreshes
+    # it, a rejected one restores the table saved with the model
+    w_exact = P.keep_smallest(loss_tab)
+    f_exact = kept_sum(w_exact, loss_tab) / h + P.alpha * P.penalty_value(W)
     if f_exact < objective[-1]:
         w = w_exact
         objective.append(f_exact)
