@@ -293,6 +293,30 @@ def test_constraint_helpers_expand_per_group():
 
 
 
+def test_filters_on_columns_named_like_parameters_go_through_where():
+    # "group" is the column a 1-D groups= array becomes; "beta" is f_measure's own parameter
+    y, g, yhat, _ = _data()
+    n = len(y)
+    data = RateData(y, np.ones(n), GroupTable.from_input({"group": g, "beta": g}, None, n))
+    a = g == "a"
+    f_a, f_b = f1_score(y[a], yhat[a]), f1_score(y[~a], yhat[~a])
+    for column in ("group", "beta"):
+        parity = f_measure_parity({column: "a"}, {column: "b"}, 0.02)
+        assert parity.label == f"f_measure[{column}=a] >= f_measure[{column}=b] - 0.02"
+        program = compile_program("error", [parity], data)
+        assert float(program.values(program.rates(yhat))[1][0]) == pytest.approx(f_b - f_a - 0.02)
+    tpr_a, tnr_a = yhat[a & (y == 1)].mean(), 1 - yhat[a & (y == 0)].mean()
+    checks = [(g_mean(where={"group": "a"}), 1 - np.sqrt(tpr_a * tnr_a)),
+              (h_mean(where={"beta": "a"}), 1 - 2 * tpr_a * tnr_a / (tpr_a + tnr_a)),
+              (error(where={"group": "a"}), np.mean(yhat[a] != y[a])),
+              (precision(where={"group": "a"}), precision_score(y[a], yhat[a])),
+              (f_measure(2.0, where={"beta": "a"}), 1 - fbeta_score(y[a], yhat[a], beta=2.0))]
+    for metric, expected in checks:
+        assert _value(metric, data, yhat) == pytest.approx(expected)
+    with pytest.raises(ValueError, match="'beta' is filtered twice"):
+        kld(where={"beta": "a"}, beta="a")
+
+
 def test_reported_values_are_nan_where_a_ratio_is_undefined_but_the_solvers_keep_the_clipped_value():
     from skrate.generalized._program import program_values
 

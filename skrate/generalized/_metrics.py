@@ -25,6 +25,7 @@ from scipy.special import rel_entr
 from ..rates import Expression, Rate, Ratio, Slice, as_expression
 from ..rates import _functions as R
 from ..rates._functions import RATE_FUNCTIONS, RATIO_NAMES, display_ratio
+from ..rates._functions import _filters as merge_filters
 
 _EPS = 1e-6
 CLASSES = ("linear", "convex", "concave", "ratio", "nonconvex")
@@ -664,7 +665,8 @@ class MetricConstraint:
 
 
 # -- constructors -------------------------------------------------------------------------------
-def error(group: str | Iterable[str] | None = None, **filters: Any) -> MetricSum:
+def error(group: str | Iterable[str] | None = None, *, where: dict[str, Any] | None = None,
+          **filters: Any) -> MetricSum:
     """The error rate P(yhat != y) on a slice (linear).
 
     Parameters
@@ -672,6 +674,9 @@ def error(group: str | Iterable[str] | None = None, **filters: Any) -> MetricSum
     group : str or list of str, optional
         Group columns to expand over: as an objective, the sum over their values; in a
         constraint, one constraint per value.
+    where : dict, optional
+        Filters as a dict, for column names that are not valid keywords or that name a
+        parameter (``group``).
     **filters
         Group column = value (or list of values) restricting the slice.
 
@@ -679,10 +684,12 @@ def error(group: str | Iterable[str] | None = None, **filters: Any) -> MetricSum
     -------
     MetricSum
     """
-    return LinearRate(R.error_rate(group, **filters)).as_sum()
+    filters = merge_filters(where, filters)
+    return LinearRate(R.error_rate(group, where=filters)).as_sum()
 
 
-def f_measure(beta: float = 1.0, group: str | Iterable[str] | None = None, **filters: Any) -> MetricSum:
+def f_measure(beta: float = 1.0, group: str | Iterable[str] | None = None, *,
+              where: dict[str, Any] | None = None, **filters: Any) -> MetricSum:
     """``1 - F_beta`` on a slice: minimise it to maximise the F-measure (a ratio of rates).
 
     Parameters
@@ -692,6 +699,9 @@ def f_measure(beta: float = 1.0, group: str | Iterable[str] | None = None, **fil
     group : str or list of str, optional
         Group columns to expand over (a sum over groups as an objective, one constraint per
         group in a constraint).
+    where : dict, optional
+        Filters as a dict, for column names that are not valid keywords or that name a
+        parameter (``group``).
     **filters
         Group column = value(s) restricting the slice.
 
@@ -701,11 +711,12 @@ def f_measure(beta: float = 1.0, group: str | Iterable[str] | None = None, **fil
     """
     if not (_scalar(beta) and beta > 0):
         raise ValueError(f"beta of the F-measure must be a positive number, got {beta!r}.")
-    return FMeasure(R.tp_proportion(group, **filters), R.ppr(group, **filters), R.label_rate(group, **filters),
+    filters = merge_filters(where, filters)
+    return FMeasure(R.tp_proportion(group, where=filters), R.ppr(group, where=filters), R.label_rate(group, where=filters),
                     float(beta)).as_sum()
 
 
-def g_mean(group=None, **filters) -> MetricSum:
+def g_mean(group=None, *, where=None, **filters) -> MetricSum:
     """``1 - sqrt(TPR * TNR)`` on a slice (convex).
 
     Parameters
@@ -713,6 +724,9 @@ def g_mean(group=None, **filters) -> MetricSum:
     group : str or list of str, optional
         Group columns to expand over: as an objective, the sum over their values; in a
         constraint, one constraint per value.
+    where : dict, optional
+        Filters as a dict, for column names that are not valid keywords or that name a
+        parameter (``group``).
     **filters
         Group column = value (or list of values) restricting the slice.
 
@@ -720,10 +734,11 @@ def g_mean(group=None, **filters) -> MetricSum:
     -------
     MetricSum
     """
-    return GMean(R.tpr(group, **filters), R.tnr(group, **filters)).as_sum()
+    filters = merge_filters(where, filters)
+    return GMean(R.tpr(group, where=filters), R.tnr(group, where=filters)).as_sum()
 
 
-def h_mean(group=None, **filters) -> MetricSum:
+def h_mean(group=None, *, where=None, **filters) -> MetricSum:
     """``1 - 2 TPR TNR / (TPR + TNR)`` on a slice (convex).
 
     Parameters
@@ -731,6 +746,9 @@ def h_mean(group=None, **filters) -> MetricSum:
     group : str or list of str, optional
         Group columns to expand over: as an objective, the sum over their values; in a
         constraint, one constraint per value.
+    where : dict, optional
+        Filters as a dict, for column names that are not valid keywords or that name a
+        parameter (``group``).
     **filters
         Group column = value (or list of values) restricting the slice.
 
@@ -738,10 +756,11 @@ def h_mean(group=None, **filters) -> MetricSum:
     -------
     MetricSum
     """
-    return HMean(R.tpr(group, **filters), R.tnr(group, **filters)).as_sum()
+    filters = merge_filters(where, filters)
+    return HMean(R.tpr(group, where=filters), R.tnr(group, where=filters)).as_sum()
 
 
-def q_mean(group=None, **filters) -> MetricSum:
+def q_mean(group=None, *, where=None, **filters) -> MetricSum:
     """``sqrt((FNR^2 + FPR^2) / 2)`` on a slice (convex).
 
     Parameters
@@ -749,6 +768,9 @@ def q_mean(group=None, **filters) -> MetricSum:
     group : str or list of str, optional
         Group columns to expand over: as an objective, the sum over their values; in a
         constraint, one constraint per value.
+    where : dict, optional
+        Filters as a dict, for column names that are not valid keywords or that name a
+        parameter (``group``).
     **filters
         Group column = value (or list of values) restricting the slice.
 
@@ -756,10 +778,11 @@ def q_mean(group=None, **filters) -> MetricSum:
     -------
     MetricSum
     """
-    return QMean(R.fnr(group, **filters), R.fpr(group, **filters)).as_sum()
+    filters = merge_filters(where, filters)
+    return QMean(R.fnr(group, where=filters), R.fpr(group, where=filters)).as_sum()
 
 
-def kld(group=None, *, reference: str = "overall", **filters) -> MetricSum:
+def kld(group=None, *, reference: str = "overall", where=None, **filters) -> MetricSum:
     """KL-divergence between the true and the predicted positive proportion (convex).
 
     Parameters
@@ -770,6 +793,9 @@ def kld(group=None, *, reference: str = "overall", **filters) -> MetricSum:
     reference : {"overall", "slice"}, default="overall"
         Whether ``p`` is the positive proportion of all examples or of the slice itself
         (quantification within the slice).
+    where : dict, optional
+        Filters as a dict, for column names that are not valid keywords or that name a
+        parameter (``group``).
     **filters
         Group column = value (or list of values) restricting the slice.
 
@@ -786,8 +812,9 @@ def kld(group=None, *, reference: str = "overall", **filters) -> MetricSum:
     """
     if reference not in ("overall", "slice"):
         raise ValueError(f"reference must be 'overall' or 'slice', got {reference!r}.")
-    p = R.label_rate() if reference == "overall" else R.label_rate(group, **filters)
-    return KLD(p, R.ppr(group, **filters)).as_sum()
+    filters = merge_filters(where, filters)
+    p = R.label_rate() if reference == "overall" else R.label_rate(group, where=filters)
+    return KLD(p, R.ppr(group, where=filters)).as_sum()
 
 
 def max_of(*rates) -> MetricSum:
@@ -848,7 +875,7 @@ def ratio(numerator, denominator) -> MetricSum:
     return RatioAtom(_linear(numerator, "ratio"), _linear(denominator, "ratio")).as_sum()
 
 
-def precision(group=None, **filters) -> MetricSum:
+def precision(group=None, *, where=None, **filters) -> MetricSum:
     """Precision ``tp / ppr`` on a slice, a ratio of rates.
 
     As a loss to minimise, use ``1 - precision()`` (the metric name ``"precision"``).
@@ -858,6 +885,9 @@ def precision(group=None, **filters) -> MetricSum:
     group : str or list of str, optional
         Group columns to expand over: as an objective, the sum over their values; in a
         constraint, one constraint per value.
+    where : dict, optional
+        Filters as a dict, for column names that are not valid keywords or that name a
+        parameter (``group``).
     **filters
         Group column = value (or list of values) restricting the slice.
 
@@ -866,7 +896,8 @@ def precision(group=None, **filters) -> MetricSum:
     MetricSum
         A ratio-class metric.
     """
-    return ratio(R.tp_proportion(group, **filters), R.ppr(group, **filters))
+    filters = merge_filters(where, filters)
+    return ratio(R.tp_proportion(group, where=filters), R.ppr(group, where=filters))
 
 
 def rate_function(fn: Callable, rates, *, convexity: str = "convex", gradient: Callable | None = None,
@@ -939,7 +970,7 @@ def kld_fairness(group: str, epsilon: float) -> MetricConstraint:
     return MetricConstraint(kld(group) - epsilon, f"kld{{slice}} <= {epsilon:g}", Slice.make({}, group))
 
 
-def g_mean_at_least(value: float, group=None, **filters) -> MetricConstraint:
+def g_mean_at_least(value: float, group=None, *, where=None, **filters) -> MetricConstraint:
     """``G-mean >= value`` on a slice (one per value of ``group`` when given).
 
     Parameters
@@ -948,6 +979,9 @@ def g_mean_at_least(value: float, group=None, **filters) -> MetricConstraint:
         Lower bound on ``sqrt(TPR * TNR)``.
     group : str or list of str, optional
         Group columns to expand over: one constraint per value.
+    where : dict, optional
+        Filters as a dict, for column names that are not valid keywords or that name a
+        parameter (``group``).
     **filters
         Group column = value (or list of values) restricting the slice.
 
@@ -957,8 +991,9 @@ def g_mean_at_least(value: float, group=None, **filters) -> MetricConstraint:
         Convex; reads ``g_mean[group=value] >= value`` once expanded.
     """
     value = _finite(value, "value of g_mean_at_least")
+    filters = merge_filters(where, filters)
     where = Slice.make(filters, () if group is None else group)
-    return MetricConstraint(g_mean(group, **filters) - (1.0 - value), f"g_mean{{slice}} >= {value:g}", where)
+    return MetricConstraint(g_mean(group, where=filters) - (1.0 - value), f"g_mean{{slice}} >= {value:g}", where)
 
 
 def predictive_parity(group: str, epsilon: float) -> list[MetricConstraint]:
@@ -1003,7 +1038,8 @@ def f_measure_parity(protected: dict, other: dict, epsilon: float, beta: float =
     """
     epsilon = _finite(epsilon, "epsilon of f_measure_parity")
     # F_other - F_prot - eps = (1 - F_prot) - (1 - F_other) - eps
-    gap = f_measure(beta, **protected) - f_measure(beta, **other)
+    # where=: a filter on a column named like a parameter of f_measure ("group", "beta")
+    gap = f_measure(beta, where=protected) - f_measure(beta, where=other)
     label = f"f_measure[{_filters_text(protected)}] >= f_measure[{_filters_text(other)}] - {epsilon:g}"
     return MetricConstraint(gap - epsilon, label)
 
