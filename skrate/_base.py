@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
 from sklearn.utils import get_tags
@@ -11,6 +13,25 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .problem import GroupTable, RateData
 from .solutions import StochasticModel
 from .utils._validation import check_baseline, check_sample_weight, validate_numeric
+
+
+def warn_uncovered(method: str, data: RateData, fitted: dict[str, set], empty: list[str],
+                   advice: str) -> None:
+    """Say which fitted constraints a report's rows leave undefined (``empty``, reported as NaN)
+    and which group values of theirs no fitted constraint covers: the fitted constraints were
+    expanded over the values of each column in ``fitted`` seen in fit. ``advice`` says how to
+    expand over these rows' values instead."""
+    new = {k: sorted(set(data.groups.values(k)) - vs) for k, vs in fitted.items() if k in data.groups.raw}
+    new = {k: v for k, v in new.items() if v}
+    notes = []
+    if empty:
+        notes.append(f"no rows fall in a slice of {len(empty)} constraint(s), reported as NaN: {empty}")
+    if new:
+        notes.append("these rows hold group values the model was not constrained on (its constraints "
+                     f"were expanded over the values seen in fit): {new}; {advice}")
+    if notes:
+        # stacklevel: past this function and the report method, to the caller's line
+        warnings.warn(f"{method}: " + "; ".join(notes) + ".", UserWarning, stacklevel=3)
 
 
 class RateClassifierBase(ClassifierMixin, BaseEstimator):

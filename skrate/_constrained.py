@@ -10,7 +10,7 @@ from sklearn.base import _fit_context
 from sklearn.utils import _safe_indexing, check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
-from ._base import RateClassifierBase
+from ._base import RateClassifierBase, warn_uncovered
 from .exceptions import InfeasibleConstraintsWarning
 from .models import LinearModel, MLPModel
 from ._holdout import check_goal_columns, check_held_out_values, holdout_split
@@ -291,10 +291,7 @@ class ConstrainedClassifier(RateClassifierBase):
     def _make_model(self, n_features: int):
         if self.model == "linear":
             return LinearModel(n_features)
-        sizes = tuple(int(s) for s in self.hidden_layer_sizes)
-        if not sizes or min(sizes) < 1:
-            raise ValueError(f"hidden_layer_sizes must be positive integers, got {self.hidden_layer_sizes!r}.")
-        return MLPModel(n_features, sizes)
+        return MLPModel(n_features, self.hidden_layer_sizes)
 
     # not skipped: the oracle solvers fit the user's estimator, whose parameters must be validated
     @_fit_context(prefer_skip_nested_validation=False)
@@ -454,24 +451,11 @@ class ConstrainedClassifier(RateClassifierBase):
             raise ValueError(f"{which} is {margin.flat[j]}; margins must be finite numbers >= 0.")
         return np.full(m, margin)
 
-    def _warn_uncovered(self, data, empty: list[str]) -> None:
-        """Say which fitted constraints these rows leave undefined, and which group values of
-        theirs no fitted constraint covers (the expansion is the one made at fit time)."""
-        fitted: dict[str, set] = {}
-        for key in {k for c in as_constraints(self.constraints) for k in c.expand_keys}:
-            fitted[key] = {v for c in self.constraints_ for r in c.rates for k, vs in r.slice.filters
-                           if k == key for v in vs}
-        new = {k: sorted(set(data.groups.values(k)) - vs) for k, vs in fitted.items() if k in data.groups.raw}
-        new = {k: v for k, v in new.items() if v}
-        notes = []
-        if empty:
-            notes.append(f"no rows fall in a slice of {len(empty)} constraint(s), reported as NaN: {empty}")
-        if new:
-            notes.append("these rows hold group values the model was not constrained on (its constraints "
-                         f"were expanded over the values seen in fit): {new}; audit(model, X, y, groups=..., "
-                         "constraints=model.constraints) expands over these rows' values")
-        if notes:
-            warnings.warn("constraint_report: " + "; ".join(notes) + ".", UserWarning, stacklevel=3)
+    def _expanded_values(self) -> dict[str, set]:
+        """The values of each group column the constraints were expanded over in fit."""
+        return {key: {v for c in self.constraints_ for r in c.rates for k, vs in r.slice.filters
+                      if k == key for v in vs}
+                for key in {k for c in as_constraints(self.constraints) for k in c.expand_keys}}
 
     def _fit_report(self, X, data, train, held, lp_feasible: bool, problem):
         """Violations in the constraints' own units on each part, ``margins_`` in them too; then
@@ -598,7 +582,9 @@ class ConstrainedClassifier(RateClassifierBase):
         rows, empty = report_rows(self.constraints_, data, p)
         margins = self._solution_margins.get(self.solution if solution is None else solution, self.margins_)
         rows = [{**row, "margin": margin} for row, margin in zip(rows, margins)]
-        self._warn_uncovered(data, empty)
+        warn_uncovered("constraint_report", data, self._expanded_values(), empty,
+                       "audit(model, X, y, groups=..., constraints=model.constraints) expands over "
+                       "these rows' values")
         rows.append({"constraint": f"objective: {self.objective_}", "lhs": evaluate_term(self.objective_, data, p),
                      "rhs": np.nan, "violation": np.nan, "margin": np.nan})
         try:

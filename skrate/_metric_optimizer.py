@@ -14,13 +14,14 @@ from sklearn.utils import _safe_indexing, check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
-from ._base import RateClassifierBase
+from ._base import RateClassifierBase, warn_uncovered
 from .exceptions import InfeasibleConstraintsWarning
 from .generalized._metrics import Metric, as_objective, score_loss
 from .generalized._mixture import best_mixture
 from .generalized._plugin_oracle import PluginOracle, cell_decoders, fit_logistic
 from .generalized._pr_auc import PRAUC, deployed_params, initial_params, stacked_problem
 from .generalized._program import (
+    Expansion,
     as_metric_constraints,
     compile_program,
     group_cells,
@@ -401,11 +402,18 @@ class MetricOptimizer(RateClassifierBase):
         labels = [objective_label or program.objective.label] + [c.label for c in program.constraints]
         described = ", ".join(f"'{label}' is {kind}" for label, kind in zip(labels, kinds) if kind != "linear")
         if not ok:
+            if set(kinds) & {"concave", "nonconvex"}:
+                advice = ("Reformulate: maximise a concave metric by minimising its negative (a user "
+                          "function's class is its convexity= argument).")
+            else:  # convex and ratio pieces together
+                advice = ("Convex and ratio metrics do not mix. A ratio bounded by a constant is linear "
+                          "in the rates once multiplied out, which every solver takes: give it as a core "
+                          "rate constraint, e.g. the string 'precision >= 0.7' or "
+                          "skrate.rates.precision() >= 0.7.")
             raise ValueError(
                 f"No solver of MetricOptimizer has guarantees for this problem ({described}): the "
                 "convex solvers (three_player, oracle, frank_wolfe, spade, nemsis) need convex metrics, "
-                "the ratio solver sums of ratios of rates. Reformulate, e.g. maximise a concave metric "
-                "by minimising its negative.")
+                f"the ratio solver sums of ratios of rates. {advice}")
         if program_reads_baseline(program):  # thresholds of eta(x) cannot follow the baseline's decisions
             surrogate = ", ".join(s for s in ok if s not in PLUGIN_SOLVERS)
             reason = ("The problem compares the model with the baseline's decisions (churn, wins, losses or a "
@@ -551,10 +559,7 @@ class MetricOptimizer(RateClassifierBase):
     def _make_model(self, n_features: int, solver: str):
         if self.model == "linear" or CONFIGURATIONS.get(solver, ("",))[0] == "oracle":
             return LinearModel(n_features)
-        sizes = tuple(int(s) for s in self.hidden_layer_sizes)
-        if not sizes or min(sizes) < 1:
-            raise ValueError(f"hidden_layer_sizes must be positive integers, got {self.hidden_layer_sizes!r}.")
-        return MLPModel(n_features, sizes)
+        return MLPModel(n_features, self.hidden_layer_sizes)
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y, *, groups=None, sample_weight=None, baseline=None):
@@ -599,7 +604,9 @@ class MetricOptimizer(RateClassifierBase):
                                  f"score, one bias per recall level); got constraints={self.constraints!r}, "
                                  f"model={self.model!r}, estimator={self.estimator!r}.")
             X_fit, data_fit, objective, constraints = stacked_problem(metric, X, data)
-        program = compile_program(objective, constraints, data_fit)
+        expansion = Expansion(data_fit.groups)
+        program = compile_program(objective, constraints, data_fit, expansion)
+        self._expansion = expansion.frozen()  # later rows expand into the fitted constraints
         solver = self._choose_solver(program, "pr_auc" if isinstance(metric, PRAUC) else None)
         rng = check_random_state(self.random_state)
         gen = np.random.default_rng(rng.randint(np.iinfo(np.int32).max))
@@ -739,12 +746,15 @@ class MetricOptimizer(RateClassifierBase):
         -------
         dict
             ``{"objective": psi, label: phi_j, ...}`` with ``phi_j <= 0`` meaning met; the
-            labels are those of ``constraints_``. A rate constraint with a ratio side reads in
-            the ratio's units (``0.8 - precision`` for ``precision >= 0.8``; NaN when the ratio
-            is undefined), as ``ConstrainedClassifier.constraint_report`` does, and a metric
-            constraint holding a ratio with a zero denominator (``predictive_parity`` for a group
-            without positive predictions) is NaN; ``train_constraints_`` keep the linear form
-            the solvers work with.
+            labels are those of ``constraints_``: a constraint over a bare group column stands
+            for the values seen in ``fit``. One that these rows leave undefined (a value none of
+            them holds, an empty slice) is NaN, with a warning, which also names the group
+            values of these rows that no fitted constraint covers. A rate constraint with a
+            ratio side reads in the ratio's units (``0.8 - precision`` for ``precision >= 0.8``;
+            NaN when the ratio is undefined), as ``ConstrainedClassifier.constraint_report``
+            does, and a metric constraint holding a ratio with a zero denominator
+            (``predictive_parity`` for a group without positive predictions) is NaN;
+            ``train_constraints_`` keep the linear form the solvers work with.
 
         Raises
         ------
@@ -763,7 +773,11 @@ class MetricOptimizer(RateClassifierBase):
         else:
             objective, constraints = metric, self.constraints
             p = self.predict_proba(X_raw, solution=solution)[:, 1]
-        return program_values(objective, constraints, data, p)
+        undefined: list[str] = []
+        values = program_values(objective, constraints, data, p, self._expansion, undefined)
+        warn_uncovered("metric_values", data, self._expansion.values(), undefined,
+                       "make_violation_scorer(model.constraints) expands over these rows' values")
+        return {"objective": values["objective"], **{label: values.get(label, np.nan) for label in self.constraints_}}
 
 
 def _as_loss(spec) -> Metric:

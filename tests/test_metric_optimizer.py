@@ -27,6 +27,7 @@ from skrate.generalized import (
     kld_fairness,
     max_of,
     min_of,
+    precision,
     predictive_parity,
     pr_auc,
     rate_function,
@@ -353,11 +354,19 @@ def test_refuses_solvers_without_guarantees():
         MetricOptimizer(metric="f1", solver="three_player", max_iter=5).fit(X, y)
     with pytest.raises(ValueError, match="solver='ratio' does not apply.*three_player, oracle, frank_wolfe"):
         MetricOptimizer(metric="g_mean", solver="ratio", max_iter=5).fit(X, y)
-    with pytest.raises(ValueError, match="No solver.*concave"):
+    with pytest.raises(ValueError, match="No solver.*concave.*minimising its negative"):
         MetricOptimizer(metric=min_of("tpr", "tnr"), max_iter=5).fit(X, y)
-    with pytest.raises(ValueError, match=r"No solver.*is convex.*\[g=a\].*is ratio"):
+    with pytest.raises(ValueError, match=r"No solver.*is convex.*\[g=a\].*is ratio.*do not mix") as err:
         MetricOptimizer(metric="g_mean", constraints=[f_measure_parity({"g": "a"}, {"g": "b"}, 0.1)],
                         max_iter=5).fit(X, y, groups={"g": np.where(X[:, 0] > 0, "a", "b")})
+    assert "negative" not in str(err.value)  # nothing in this problem is concave
+    # the linear form the message points to is taken, and means the same bound
+    with pytest.raises(ValueError, match="do not mix.*'precision >= 0.7'"):
+        MetricOptimizer(metric="g_mean", constraints=[precision() >= 0.7], max_iter=5).fit(X, y)
+    clf = MetricOptimizer(metric="g_mean", constraints="precision >= 0.7", max_iter=50,
+                          random_state=0).fit(X, y)
+    proba = clf.predict_proba(X)[:, 1]
+    assert clf.feasible_ and proba @ y / proba.sum() >= 0.7 - 1e-6
 
 
 def test_undefined_metric_on_fit_data_names_metric_and_slice():
@@ -874,6 +883,32 @@ def test_pr_auc_recall_levels_are_labelled_as_the_user_knows_them():
     assert est.constraints_ == [f"recall >= {tau:g} (pr_auc level {k + 1} of 4)"
                                 for k, tau in enumerate(pr_auc().levels)]
     assert list(est.metric_values(X, y))[1:] == est.constraints_
+
+
+def test_metric_values_report_the_fitted_constraints_on_rows_with_other_group_values():
+    X, y, g = _two_groups(600, seed=3)
+    est = MetricOptimizer(metric="g_mean", constraints=[kld_fairness("g", 0.05), "precision[g] >= 0.3"],
+                          max_iter=60, random_state=0).fit(X, y, groups={"g": g})
+    assert est.constraints_ == ["kld[g=a] <= 0.05", "kld[g=b] <= 0.05", "precision[g=a] >= 0.3",
+                                "precision[g=b] >= 0.3"]
+    full = est.metric_values(X, y, groups={"g": g})
+    a = g == "a"
+    # a split without value b: the fitted constraints, b's undefined, not silently dropped
+    with pytest.warns(UserWarning, match=r"no rows fall in a slice of 2 constraint\(s\).*kld\[g=b\]"):
+        only_a = est.metric_values(X[a], y[a], groups={"g": g[a]})
+    assert list(only_a) == ["objective"] + est.constraints_
+    assert np.isnan(only_a["kld[g=b] <= 0.05"]) and np.isnan(only_a["precision[g=b] >= 0.3"])
+    p = est.predict_proba(X[a])[:, 1]
+    assert only_a["precision[g=a] >= 0.3"] == pytest.approx(0.3 - p @ y[a] / p.sum())
+    assert only_a["precision[g=a] >= 0.3"] == pytest.approx(full["precision[g=a] >= 0.3"])
+    # a value never seen in fit: named, and no constraint made up for it
+    g_new = np.where(np.arange(g.size) < 50, "c", g)
+    with pytest.warns(UserWarning, match=r"not constrained on.*'g': \['c'\]"):
+        with_c = est.metric_values(X, y, groups={"g": g_new})
+    assert list(with_c) == ["objective"] + est.constraints_
+    prior, ppr_a = y.mean(), est.predict_proba(X[g_new == "a"])[:, 1].mean()
+    kl = prior * np.log(prior / ppr_a) + (1 - prior) * np.log((1 - prior) / (1 - ppr_a))
+    assert with_c["kld[g=a] <= 0.05"] == pytest.approx(kl - 0.05)
 
 
 def test_metric_values_read_a_ratio_constraint_in_its_own_units():

@@ -11,10 +11,11 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
-from ..problem import RateData, compile_expressions, expand_constraints, violation_rows
+from ..exceptions import UndefinedRateError
+from ..problem import RateData, compile_expressions, expand_constraints, report_rows
 from ..rates import Constraint, Ratio
 from ..rates._expression import NEEDS_BASELINE
-from ..rates._slice import BASELINE, group_columns
+from ..rates._slice import BASELINE, RESERVED, group_columns
 from ._metrics import LinearRate, MaxOf, MetricConstraint, MetricSum, RatioAtom, as_metric
 
 
@@ -71,6 +72,37 @@ class MetricProgram:
         obj = self.objective.value(r)
         cons = np.array([c.value(r) for c in self.constraints]) if self.constraints else np.zeros((0,) + np.shape(obj))
         return obj, cons
+
+
+class Expansion:
+    """The combinations of group values a program is expanded over, recorded on the fit rows.
+
+    Built on the fit rows' :class:`~skrate.problem.GroupTable`, it answers and records every
+    ``combinations(keys)`` the expansion asks for; :meth:`frozen` keeps only those answers, so
+    that rows seen later (a test split without some value, or with a new one) expand into the
+    fitted constraints, labelled as in ``constraints_``.
+    """
+
+    def __init__(self, groups=None, recorded: dict | None = None):
+        self._groups = groups
+        self.recorded = {} if recorded is None else recorded
+
+    def combinations(self, keys: tuple[str, ...]) -> list[tuple[str, ...]]:
+        keys = tuple(keys)
+        if self._groups is not None and keys not in self.recorded:
+            self.recorded[keys] = self._groups.combinations(keys)
+        return self.recorded[keys]
+
+    def frozen(self) -> "Expansion":
+        return Expansion(None, dict(self.recorded))
+
+    def values(self) -> dict[str, set]:
+        """The values of each expanded column."""
+        out: dict[str, set] = {}
+        for keys, combos in self.recorded.items():
+            for i, key in enumerate(keys):
+                out.setdefault(key, set()).update(combo[i] for combo in combos)
+        return out
 
 
 def group_cells(program_groups: list[str], data: RateData) -> np.ndarray:
@@ -152,24 +184,29 @@ def as_metric_constraints(spec) -> list:
     return as_constraints(spec)
 
 
-def compile_program(objective, constraints, data: RateData) -> MetricProgram:
+def compile_program(objective, constraints, data: RateData, expand_over=None,
+                    undefined: list | None = None) -> MetricProgram:
     """Expand group columns and compile every atom's rates on ``data``.
 
     An objective over a bare group column is the sum over its values; a constraint over one
     stands for one constraint per value. A ``max_of`` / ``min_of`` over one is the max (min) over
-    the rates of all its values. A metric undefined on the data (an empty slice, a
-    class proportion of 0 or 1 for a KL-divergence, no positives for an F-measure) raises an
-    error naming the metric and its slice.
+    the rates of all its values. The values are those of ``expand_over`` (an
+    :class:`Expansion`), by default those of ``data``. A metric undefined on the data (an empty
+    slice, a class proportion of 0 or 1 for a KL-divergence, no positives for an F-measure)
+    raises an error naming the metric and its slice; but given a list ``undefined`` (a report
+    on later rows), a constraint whose slice these rows leave empty, or that names a group
+    value none of them holds, is left out of the program and its label appended to the list.
     """
-    objective = _expand_objective(as_metric(objective), data.groups)
+    groups = data.groups if expand_over is None else expand_over
+    objective = _expand_objective(as_metric(objective), groups)
     # (metric, role, the text the user wrote: a core constraint's, not its rearrangement's)
     sums: list[tuple[MetricSum, str, str]] = [(objective, "objective", str(objective))]
     for con in as_metric_constraints(constraints):
         if isinstance(con, Constraint):
-            for c in expand_constraints([con], data.groups):
+            for c in expand_constraints([con], groups):
                 sums.append((LinearRate(c.expression).as_sum(), "constraint", str(c)))
         else:
-            for bound in _expand(con, data.groups):
+            for bound in _expand(con, groups):
                 sums.append((bound.metric, "constraint", str(bound)))
     labels = _unique([text if role == "constraint" else f"objective: {text}" for _, role, text in sums])
     rows, consts, compiled, cache = [], [], [], {}
@@ -182,16 +219,27 @@ def compile_program(objective, constraints, data: RateData) -> MetricProgram:
                     A_a, b_a = compile_expressions(list(atom.exprs), data)
                     atom.check(b_a)
                 except ValueError as exc:
+                    if undefined is not None and role == "constraint" and _unmeasured(atom, data, exc):
+                        undefined.append(label)
+                        break
                     raise ValueError(f"The {role} '{text}' cannot be measured on this data: {exc}") from None
                 cache[atom] = np.arange(n_rows, n_rows + len(atom.exprs))
                 rows.append(A_a)
                 consts.append(b_a)
                 n_rows += len(atom.exprs)
             atoms.append((float(coef), atom, cache[atom]))
-        compiled.append(CompiledSum(metric.constant, atoms, label, metric.kind, metric))
+        if not (undefined and undefined[-1] == label):
+            compiled.append(CompiledSum(metric.constant, atoms, label, metric.kind, metric))
     A = sp.vstack(rows).tocsr() if rows else sp.csr_matrix((0, data.n))
     b = np.concatenate(consts) if consts else np.zeros(0)
     return MetricProgram(A, b, compiled[0], compiled[1:])
+
+
+def _unmeasured(atom, data: RateData, exc: ValueError) -> bool:
+    """Whether ``exc`` says the rows leave a slice of ``atom`` empty, or lack a group value it names."""
+    return isinstance(exc, UndefinedRateError) or any(
+        data.groups.unknown(k, vs) for e in atom.exprs for r in e.rates for k, vs in r.slice.filters
+        if k not in RESERVED)
 
 
 def _unique(labels: list[str]) -> list[str]:
@@ -211,18 +259,19 @@ def ratio_constraints(constraints) -> list:
             if isinstance(c, Constraint) and any(isinstance(t, Ratio) for t in (c.lhs, c.rhs))]
 
 
-def ratio_violations(constraints, data, p: np.ndarray) -> dict:
+def ratio_violations(constraints, data, p: np.ndarray, expand_over=None) -> dict:
     """``{label: (violation, denominator)}`` of the (expanded) rate constraints with a ratio side at
     the expected decisions ``p``: the violation in the ratio's units (``0.8 - precision``), as in
     ConstrainedClassifier's report, not in the solvers' linear form (``ppr * (0.8 - precision)``);
     NaN where the denominator is 0 and the ratio undefined."""
-    expanded = expand_constraints(ratio_constraints(constraints), data.groups)
+    expanded = expand_constraints(ratio_constraints(constraints), data.groups if expand_over is None else expand_over)
     return {row["constraint"]: (float(row["violation"]),
                                 next(t.denominator for t in (con.lhs, con.rhs) if isinstance(t, Ratio)))
-            for con, row in zip(expanded, violation_rows(expanded, data, p))}
+            for con, row in zip(expanded, report_rows(expanded, data, p)[0])}
 
 
-def program_values(objective, constraints, data: RateData, p: np.ndarray) -> dict:
+def program_values(objective, constraints, data: RateData, p: np.ndarray, expand_over=None,
+                   undefined: list | None = None) -> dict:
     """``{"objective": psi, label: phi_j, ...}`` of the expected decisions ``p`` on ``data``.
 
     ``phi_j <= 0`` is met; a rate constraint with a ratio side reads in the ratio's units (NaN
@@ -230,12 +279,12 @@ def program_values(objective, constraints, data: RateData, p: np.ndarray) -> dic
     hold (``precision`` in ``predictive_parity``) has a zero denominator, which the solvers clip.
     The objective keeps the solvers' value.
     """
-    program = compile_program(objective, constraints, data)
+    program = compile_program(objective, constraints, data, expand_over, undefined)
     r = program.rates(p)
     obj, cons = program.values(r)
     out = {"objective": float(obj)}
     out.update({c.label: float(v) if c.defined(r) else float("nan")
                 for c, v in zip(program.constraints, np.atleast_1d(cons))})
-    out.update({label: value for label, (value, _) in ratio_violations(constraints, data, p).items()
+    out.update({label: value for label, (value, _) in ratio_violations(constraints, data, p, expand_over).items()
                 if label in out})
     return out
