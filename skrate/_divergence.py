@@ -34,8 +34,10 @@ from sklearn.utils._param_validation import Interval, StrOptions, validate_param
 
 DIVERGENCES = ("chi2", "kl")
 
-# Largest inverse temperature tried for KL before treating the ball as concentrated.
-_KL_MAX_INV_TEMP = 1e8
+# Largest inverse temperature tried for KL. The root is finite whenever the caller finds the
+# ball short of the top losses, but a loss within a relative delta of the largest puts it
+# near 1 / delta: up to 1e16 for a tie broken by the last bit, further for subnormal gaps.
+_KL_MAX_INV_TEMP = 1e300
 
 
 def _concentrated(losses: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -130,13 +132,17 @@ def _expm1_minus_x(x: np.ndarray, e: np.ndarray) -> np.ndarray:
     return out
 
 
-def _tilt(t: float, z: np.ndarray, q: np.ndarray, log_q: np.ndarray, spread: float):
+def _tilt(t: float, z: np.ndarray, z_top: np.ndarray, q: np.ndarray, log_q: np.ndarray,
+          spread: float):
     """``p_t ∝ q exp(t z)``, ``KL(p_t || q)`` and its derivative ``t Var_{p_t}(z)``.
 
-    ``z`` has ``q``-mean 0 and largest magnitude ``spread``. ``KL = t E_p[z] - log E_q[exp(t z)]`` is of order ``t^2`` for
-    a small ``t``, which its two terms of order ``t`` would leave to their rounding (and a
-    small radius to it), so there it is ``D / (1 + R) - log1p(R)`` with ``x = t z``, ``D =
-    E_q[x expm1(x)]`` and ``R = E_q[expm1(x) - x]``: sums of terms of one sign each.
+    ``z`` has ``q``-mean 0 and largest magnitude ``spread``; ``z_top`` is the same up to a
+    shift, with largest value exactly 0. ``KL = t E_p[z] - log E_q[exp(t z)]`` is of order
+    ``t^2`` for a small ``t``, which its two terms of order ``t`` would leave to their
+    rounding (and a small radius to it), so there it is ``D / (1 + R) - log1p(R)`` with ``x =
+    t z``, ``D = E_q[x expm1(x)]`` and ``R = E_q[expm1(x) - x]``: sums of terms of one sign
+    each. A large ``t`` reads ``z_top``, where losses near the largest keep their tiny gaps
+    exactly (centring would round them away) and the exponents ``t z_top`` cannot overflow.
     """
     if t * spread <= 1.0:
         x = t * z
@@ -145,16 +151,17 @@ def _tilt(t: float, z: np.ndarray, q: np.ndarray, log_q: np.ndarray, spread: flo
         p /= p.sum()
         R = float(q @ _expm1_minus_x(x, e))
         kl = float(q @ (x * e)) / (1.0 + R) - math.log1p(R)
-        mean = p @ z
+        var = p @ (z - p @ z) ** 2
     else:  # exponents beyond 1 would overflow: shift them by their largest
-        a = log_q + t * z
+        a = log_q + t * z_top
         top = a.max()
         e = np.exp(a - top)
         total = e.sum()
         p = e / total
-        mean = p @ z
+        mean = p @ z_top
         kl = t * mean - top - np.log(total)
-    return p, float(kl), float(t * (p @ (z - mean) ** 2))
+        var = p @ (z_top - mean) ** 2
+    return p, float(kl), float(t * var)
 
 
 def _kl(
@@ -163,6 +170,7 @@ def _kl(
     # z: the losses scaled to [-1, 0] by _worst_case. t = 1 / eta is an inverse
     # temperature, and KL(p_t || q) increases with t from 0 to -log Q (all mass on the top).
     # Neither depends on a shift of z: centred, t z is small where t is (see _tilt).
+    z_top = z - z.max()
     z = z - q @ z
     spread = float(np.max(np.abs(z)))
     with np.errstate(divide="ignore"):
@@ -177,7 +185,7 @@ def _kl(
     # (the bracket [lo, hi] always holds the root).
     for _ in range(200):
         t_p = t
-        p, kl, slope = _tilt(t, z, q, log_q, spread)
+        p, kl, slope = _tilt(t, z, z_top, q, log_q, spread)
         gap = kl - radius
         if abs(gap) <= 1e-13 * radius:
             break

@@ -115,6 +115,23 @@ def test_chi2_large_radius_zeroes_the_small_losses_exactly():
     np.testing.assert_allclose(np.polyval(slope, losses[support]), p[support], atol=1e-12)
 
 
+@pytest.mark.parametrize("gap", [1e-1, 1e-5, 1e-9, "ulp"])
+def test_kl_worst_case_on_near_tied_top_losses_stays_in_the_ball(gap):
+    # A loss just below the largest puts the inverse temperature of the root near 1 / gap;
+    # the mass went all to the largest loss, outside the ball, for gaps below 1e-5.
+    second = np.nextafter(1.0, 0.0) if gap == "ulp" else 1.0 - gap
+    losses, radius = np.array([0.0, 1.0, second]), 0.8
+    p = worst_case_weights(losses, "kl", radius)
+    assert _divergence(p, np.full(3, 1 / 3), "kl") == pytest.approx(radius, rel=1e-9)
+    # the root puts (almost) nothing on the loss 0: the two top losses share the mass as the
+    # two-point distribution on the ball's boundary does
+    two_point = minimize_scalar(lambda a: (a * np.log(3 * a) + (1 - a) * np.log(3 * (1 - a)) - radius) ** 2,
+                                bounds=(0.5, 1.0 - 1e-12), method="bounded", options={"xatol": 1e-12}).x
+    assert p[0] < 1e-9
+    assert p[1] == pytest.approx(two_point, abs=1e-6) and p[1] >= p[2]
+    assert robust_loss(losses, "kl", radius) == pytest.approx(p @ losses, rel=1e-15)
+
+
 @pytest.mark.parametrize("divergence", ["chi2", "kl"])
 def test_extreme_losses_are_scaled_before_the_worst_case(divergence):
     # The worst case does not change under a positive affine map of the losses; the
