@@ -117,6 +117,20 @@ def test_variants_reach_feasibility(params):
     assert _max_violation(clf.constraint_report(X, y, groups=g)) <= 1e-3
 
 
+@pytest.mark.parametrize("sizes", [(), (0,), (-3,), (4.7,), (True,), (8, "8")])
+@pytest.mark.parametrize("estimator", ["ConstrainedClassifier", "MetricOptimizer"])
+def test_hidden_layer_sizes_must_be_positive_integers(estimator, sizes):
+    import skrate
+
+    X, y, g = _fair_data(200)
+    cls = getattr(skrate, estimator)
+    with pytest.raises(ValueError, match=r"hidden_layer_sizes must be positive integers, got"):
+        cls(model="mlp", hidden_layer_sizes=sizes, max_iter=5).fit(X, y)
+    # numpy integers are integers
+    fitted = cls(model="mlp", hidden_layer_sizes=[np.int64(3)], max_iter=5, random_state=0).fit(X, y)
+    assert fitted._model.sizes == (X.shape[1], 3, 1)
+
+
 def test_precision_and_churn_constraints():
     X, y, g = _fair_data()
     baseline = LogisticRegression().fit(X[:, :2], y).predict(X[:, :2])

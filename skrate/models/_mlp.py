@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
 
 
@@ -15,8 +17,12 @@ class MLPModel:
     """
 
     def __init__(self, n_features: int, hidden_layer_sizes: tuple[int, ...]):
+        # an estimator's parameter as given: a fractional width is refused, not rounded down
+        if not hidden_layer_sizes or not all(
+                isinstance(s, Integral) and not isinstance(s, bool) and s >= 1 for s in hidden_layer_sizes):
+            raise ValueError(f"hidden_layer_sizes must be positive integers, got {hidden_layer_sizes!r}.")
         self.n_features = n_features
-        self.sizes = (n_features, *hidden_layer_sizes, 1)
+        self.sizes = (n_features, *(int(s) for s in hidden_layer_sizes), 1)
         self._shapes = [(a, b) for a, b in zip(self.sizes[:-1], self.sizes[1:])]
         self.n_params = sum(a * b + b for a, b in self._shapes)
 
