@@ -349,6 +349,7 @@ def _estimator(args, constraints):
     before the data is read."""
     import skrate
     from ._metric_optimizer import _as_loss
+    from .generalized._pr_auc import PRAUC
     from .rates import Ratio, as_expression
 
     if args.metric is not None:
@@ -364,9 +365,12 @@ def _estimator(args, constraints):
         except ValueError as exc:  # its message lists the metric names, or names the loss of a score
             raise CLIError(f"invalid --metric: {_cli_text(exc)}", EXIT_USAGE) from None
         _refuse_baseline(_metric_rates(metric), "--metric")
+        if constraints and isinstance(metric, PRAUC):  # one score stacked at several thresholds
+            raise CLIError(f"invalid --metric: {args.metric} is optimised alone, with no --constraint; "
+                           "drop the constraints, or choose another metric", EXIT_USAGE)
         return optimizer(metric=args.metric, constraints=constraints or None, max_iter=args.max_iter,
                          random_state=args.random_state)
-    objective = args.objective or "error"
+    objective = "error" if args.objective is None else args.objective
     try:
         parsed = as_expression(objective)
     except ValueError as exc:  # SpecParseError: its message lists the rate names, or says what is wrong where
@@ -377,6 +381,11 @@ def _estimator(args, constraints):
                        "them: give it a loss, a ratio that is lower when better (e.g. 'fpr / tpr'), or a "
                        "metric name such as f1 or precision, which stand for their losses", EXIT_USAGE)
     _refuse_baseline(parsed.rates, "--objective")
+    spread = sorted({k for r in parsed.rates for k in r.slice.expand})
+    if spread:
+        raise CLIError(f"invalid --objective: {objective!r} expands over the group column "
+                       f"{', '.join(spread)}, which a single objective cannot; name a value (e.g. "
+                       f"{spread[0]}=<value>), or constrain every value with --constraint", EXIT_USAGE)
     return skrate.ConstrainedClassifier(constraints=constraints or None, objective=objective,
                                         max_iter=args.max_iter, random_state=args.random_state)
 
@@ -576,8 +585,8 @@ def build_parser() -> argparse.ArgumentParser:
                                           "'fpr + fnr' or -tpr (default: error)")
     fit.add_argument("--metric", help="a loss to minimise with MetricOptimizer instead: a metric name (f1, "
                                        "f<beta> such as f2, g_mean, h_mean, q_mean, kld, precision, pr_auc; each "
-                                       "stands for its loss, so f1 trains for a high F1) or a rate expression, "
-                                       "minimised as written, e.g. 'fpr / tpr'")
+                                       "stands for its loss, so f1 trains for a high F1; pr_auc takes no --constraint) or a rate "
+                                       "expression, minimised as written, e.g. 'fpr / tpr'")
     fit.add_argument("--exclude", help="comma-separated columns that are not features (e.g. an id); "
                                         "every other column, group columns included, is a feature")
     fit.add_argument("--categorical", help="comma-separated feature columns to one-hot encode although they "

@@ -289,6 +289,8 @@ def test_bad_input():
         audit(clf, X, y, sample_weight=np.full(200, np.nan))
     with pytest.raises(ValueError, match="sample_weight has negative entries"):
         audit(clf, X, y, sample_weight=-np.ones(200))
+    with pytest.raises(ValueError, match="X has 0 rows"):  # not a complaint about weights never given
+        audit(clf, X[:0], y[:0], n_bootstrap=0)
 
 
 def test_importing_metrics_needs_no_pandas_and_audit_says_how_to_get_it():

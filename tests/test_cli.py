@@ -128,6 +128,12 @@ BAD = [
      "give either --metric or --objective, not both"),
     (["fit", "missing.csv", "--target", TARGET, "--metric", "tpr / fpr", "--out", "m.joblib"], 2,
      "invalid --metric: MetricOptimizer minimises its metric, and 'tpr / fpr' is a score"),
+    (["fit", "missing.csv", "--target", TARGET, "--objective", "tpr[race]", "--out", "m.joblib"], 2,
+     "invalid --objective: 'tpr[race]' expands over the group column race"),
+    (["fit", "missing.csv", "--target", TARGET, "--objective", "", "--out", "m.joblib"], 2,
+     "invalid --objective: Cannot parse ''"),
+    (["fit", "missing.csv", "--target", TARGET, "--metric", "pr_auc", "--constraint", "ppr >= 0.1", "--out",
+      "m.joblib"], 2, "invalid --metric: pr_auc is optimised alone, with no --constraint"),
     # the command line has no input for a baseline model's decisions
     (["fit", "missing.csv", "--target", TARGET, "--objective", "churn", "--out", "m.joblib"], 2,
      "invalid --objective: the rate churn compares the model with a baseline model's decisions, which the "

@@ -1,6 +1,7 @@
 """Datasets: the bundled COMPAS copy and fetch_adult's cache, download and checksum paths (no network)."""
 
 import hashlib
+import re
 
 import numpy as np
 import pytest
@@ -88,6 +89,10 @@ def test_fetch_adult_rejects_a_corrupt_download(tmp_path, monkeypatch):
 
 def test_fetch_adult_without_download(tmp_path):
     with pytest.raises(OSError, match="download_if_missing=False"):
+        fetch_adult(tmp_path, download_if_missing=False)
+    # a data_home holding one of the two files: the error names the one it lacks
+    (tmp_path / "adult.data").write_text(TRAIN)
+    with pytest.raises(OSError, match=rf"not in {re.escape(str(tmp_path))} \(missing adult.test\) nor in "):
         fetch_adult(tmp_path, download_if_missing=False)
 
 

@@ -66,8 +66,12 @@ def _locate(data_home, download_if_missing: bool) -> Path:
     folder = Path(get_data_home(data_home)) / SUBDIR
     missing = [name for name in REMOTE if not (folder / name).is_file()]
     if missing and not download_if_missing:
-        raise OSError(f"UCI Adult is not in {folder} (missing {', '.join(missing)}) and "
-                      "download_if_missing=False.")
+        where = f"{folder} (missing {', '.join(missing)})"
+        if data_home is not None:  # the folder given is read as is first: say what it lacks too
+            lacks = [name for name in REMOTE if not (Path(data_home) / name).is_file()]
+            where = f"{data_home} (missing {', '.join(lacks)}) nor in {where}"
+        raise OSError(f"UCI Adult is not in {where} and download_if_missing=False; place adult.data "
+                      "and adult.test in data_home.")
     for name in missing:
         url, checksum = REMOTE[name]
         _download(url, checksum, folder / name)

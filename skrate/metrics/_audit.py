@@ -163,6 +163,8 @@ def audit(
     if unknown:
         raise ValueError(f"Unknown audit metric {unknown[0]!r}; choose from {', '.join(sorted(_KINDS))}.")
     n = _num_samples(X)
+    if n == 0:
+        raise ValueError("X has 0 rows: audit measures rates on the rows it is given; pass at least one.")
     y01 = positive_labels(estimator, y)
     if y01.shape[0] != n:
         raise ValueError(f"y has {y01.shape[0]} entries but X has {n} rows.")
