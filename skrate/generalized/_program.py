@@ -212,7 +212,7 @@ def compile_program(objective, constraints, data: RateData, expand_over=None,
     rows, consts, compiled, cache = [], [], [], {}
     n_rows = 0
     for (metric, role, text), label in zip(sums, labels):
-        atoms = []
+        atoms, measured = [], True
         for coef, atom in metric.terms:
             if atom not in cache:
                 try:
@@ -220,7 +220,7 @@ def compile_program(objective, constraints, data: RateData, expand_over=None,
                     atom.check(b_a)
                 except ValueError as exc:
                     if undefined is not None and role == "constraint" and _unmeasured(atom, data, exc):
-                        undefined.append(label)
+                        measured = False
                         break
                     raise ValueError(f"The {role} '{text}' cannot be measured on this data: {exc}") from None
                 cache[atom] = np.arange(n_rows, n_rows + len(atom.exprs))
@@ -228,8 +228,10 @@ def compile_program(objective, constraints, data: RateData, expand_over=None,
                 consts.append(b_a)
                 n_rows += len(atom.exprs)
             atoms.append((float(coef), atom, cache[atom]))
-        if not (undefined and undefined[-1] == label):
+        if measured:
             compiled.append(CompiledSum(metric.constant, atoms, label, metric.kind, metric))
+        else:
+            undefined.append(label)
     A = sp.vstack(rows).tocsr() if rows else sp.csr_matrix((0, data.n))
     b = np.concatenate(consts) if consts else np.zeros(0)
     return MetricProgram(A, b, compiled[0], compiled[1:])
