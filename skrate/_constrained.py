@@ -15,7 +15,7 @@ from .exceptions import InfeasibleConstraintsWarning
 from .models import LinearModel, MLPModel
 from ._holdout import check_goal_columns, check_held_out_values, holdout_split
 from .problem import (compile_problem, confidence_margins, evaluate_term, in_own_units, least_violation,
-                      report_rows, tightened, violation_rows, zero_denominator_reason)
+                      ratio_bound_out_of_range, report_rows, tightened, violation_rows, zero_denominator_reason)
 from .rates import Expression, Ratio, as_constraints, as_expression
 from .solutions import SOLUTIONS, best_iterate, shrink
 from .solvers import GAME_SOLVERS, SURROGATES, solve_rate_game
@@ -170,7 +170,9 @@ class ConstrainedClassifier(RateClassifierBase):
         some (``validation_fraction``, ``validation_mask``).
     feasible_ : bool
         Whether the m-stochastic solution meets every constraint (with its margin) on the
-        data the solution is chosen on, every ratio defined there, whatever ``solution`` is.
+        data the solution is chosen on, every ratio defined there (a ratio over a zero
+        denominator is infinite, met by a lower bound, unless its numerator is 0 too:
+        precision with no positive prediction is undefined), whatever ``solution`` is.
         ``fit`` warns (``InfeasibleConstraintsWarning``) when it does not, and when the
         selected solution, if another, does not.
     margins_ : ndarray of shape (n_constraints,)
@@ -531,7 +533,11 @@ class ConstrainedClassifier(RateClassifierBase):
         else:
             # tell an impossible problem from a model that fell short: the advice differs
             least, hardest = least_violation(problem) if broken else (0.0, 0)
-            if least > 1e-9:
+            beyond = [reason for c in undefined if (reason := ratio_bound_out_of_range(c))]
+            if beyond:  # met in linear form by predicting no positives, where the ratio is undefined
+                advice = (f" No classifier at all can meet {beyond[0]}: its linear form holds only where "
+                          "the ratio is undefined. Loosen or drop that constraint.")
+            elif least > 1e-9:
                 advice = (f" No classifier at all can meet them together on these rows, even one choosing each "
                           f"row's decision freely: the least possible largest violation is {least:.4g}, on "
                           f"'{self.constraints_[hardest]}' (of the constraints' linear forms g <= 0). Loosen or "

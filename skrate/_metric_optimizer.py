@@ -40,7 +40,7 @@ try:
     from sklearn.frozen import FrozenEstimator
 except ImportError:  # scikit-learn < 1.6 has none
     FrozenEstimator = ()
-from .problem import zero_denominator_reason
+from .problem import ratio_bound_out_of_range, zero_denominator_reason
 from .rates import Expression, Ratio
 from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
 from .solvers import SURROGATES
@@ -712,17 +712,20 @@ class MetricOptimizer(RateClassifierBase):
         """None when the mixture ``weights`` meets every constraint, else what it misses."""
         _, cons = program.values(traj.rates @ weights)
         violations = dict(zip(self.constraints_, np.atleast_1d(cons).astype(float)))
-        denominators = {}
+        undefined = {}
         if ratio_constraints(constraints):  # at the expected decisions of the mixture
             p = StochasticModel(model, traj.params, weights).proba(X)
             ratios = {k: v for k, v in ratio_violations(constraints, data, p).items() if k in violations}
             violations.update({k: value for k, (value, _) in ratios.items()})
-            denominators = {k: den for k, (value, den) in ratios.items() if np.isnan(value)}
+            undefined = {k: con for k, (value, con) in ratios.items() if np.isnan(value)}
         if all(v <= 1e-9 for v in violations.values()):  # False at NaN: undefined
             return None
-        if denominators:
-            label, denominator = next(iter(denominators.items()))
-            return f"'{label}' is undefined, because {zero_denominator_reason(denominator)}"
+        if undefined:
+            label, con = next(iter(undefined.items()))
+            ratio = next(t for t in (con.lhs, con.rhs) if isinstance(t, Ratio))
+            beyond = ratio_bound_out_of_range(con)
+            return f"'{label}' is undefined, because {zero_denominator_reason(ratio.denominator)}" + (
+                f"; no classifier at all can meet {beyond}, as its linear form holds only there" if beyond else "")
         label = max(violations, key=violations.get)
         return f"the largest violation is {violations[label]:.4g}, on '{label}'"
 

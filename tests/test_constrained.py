@@ -131,6 +131,30 @@ def test_hidden_layer_sizes_must_be_positive_integers(estimator, sizes):
     assert fitted._model.sizes == (X.shape[1], 3, 1)
 
 
+def test_a_win_loss_ratio_without_losses_is_met_and_an_empty_precision_undefined():
+    from skrate.problem import ratio_value
+
+    np.testing.assert_array_equal(ratio_value([1.0, -1.0, 0.0, 3.0], [0.0, 0.0, 0.0, 2.0]),
+                                  [np.inf, -np.inf, np.nan, 1.5])
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(400, 2))
+    y = (X[:, 0] > 0).astype(int)  # separable: a model can fix the baseline's errors, make none
+    base = (X[:, 0] > 0.5).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InfeasibleConstraintsWarning)  # fixes without a new mistake meet it
+        clf = ConstrainedClassifier("win_loss_ratio >= 2", max_iter=500, random_state=0).fit(X, y, baseline=base)
+    p = clf.predict_proba(X)[:, 1]
+    wins, losses = np.mean((base != y) * np.where(y == 1, p, 1 - p)), np.mean((base == y) * np.where(y == 1, 1 - p, p))
+    assert clf.feasible_ and wins > 0.1 and losses == 0.0
+    row = clf.constraint_report(X, y, baseline=base).iloc[0]
+    assert row["lhs"] == np.inf and row["violation"] == -np.inf
+    # 0 / 0 stays undefined: a precision where nothing is predicted positive
+    never = ConstrainedClassifier("precision >= 0.5", max_iter=5, random_state=0).fit(X, y)
+    never.candidates_ = np.zeros_like(never.candidates_)
+    never.candidates_[:, -1] = -10.0
+    assert np.isnan(never.constraint_report(X, y).iloc[0]["lhs"])
+
+
 def test_precision_and_churn_constraints():
     X, y, g = _fair_data()
     baseline = LogisticRegression().fit(X[:, :2], y).predict(X[:, :2])
@@ -160,6 +184,12 @@ def test_infeasible_problem_warns_with_largest_violation():
         ConstrainedClassifier(["tpr >= 0.98", "fpr <= 0.02"], max_iter=100, random_state=0).fit(X, y, groups=g)
     message = str(caught[0].message)
     assert "No classifier at all" not in message and "train longer (max_iter) or with a larger model" in message
+    # a precision above 1 is met in linear form only by predicting nothing: impossible, not short
+    with pytest.warns(InfeasibleConstraintsWarning) as caught:
+        ConstrainedClassifier("precision[group=a] >= 1.5", max_iter=100, random_state=0).fit(X, y, groups=g)
+    message = str(caught[0].message)
+    assert "No classifier at all can meet 'precision[group=a] >= 1.5': precision[group=a] lies in [0, 1]" in message
+    assert "train longer" not in message
 
 
 def test_a_ratio_met_only_by_predicting_no_positives_is_reported_undefined():

@@ -153,6 +153,10 @@ def test_float_coded_groups_are_named_as_integers():
     np.testing.assert_array_equal(table.mask("bin", ("1.0",)), [False, True, False, True])  # as written in X
     fractional = GroupTable.from_input({"w": np.array([0.5, 1.0])}, None, 2)
     assert fractional.values("w") == ["0.5", "1.0"]
+    # whole codes beyond int64 stay distinct (the cast merged them into one group)
+    huge = GroupTable.from_input({"id": np.array([1e19, 2e19, 1e19])}, None, 3)
+    assert len(huge.values("id")) == 2
+    np.testing.assert_array_equal(huge.mask("id", ("1e19",)), [True, False, True])
 
 
 def test_expansion_over_two_columns_skips_cells_without_rows():

@@ -26,6 +26,8 @@ SPECS = [
     'accuracy[city="New York"] >= 0.7',
     "error_rate[race, sex] <= error_rate + 0.02",
     "1e-3 <= ppr[baseline=1]",
+    "tp_proportion / (2 * ppr) >= 0.3",
+    "tpr / (1 - ppr) >= 0.5",
 ]
 
 
@@ -289,10 +291,14 @@ def test_parity_goals_need_a_group_column(helper, group):
 def test_a_denominator_of_mixed_sign_is_refused():
     # c * (tpr - fpr) - ppr <= 0 would read "met" where the ratio is negative
     for text in ("ppr / (tpr - fpr) >= 2", "ppr / (tpr + fpr - 0.9) >= 1"):
-        with pytest.raises(ValueError, match="can be negative"):
+        with pytest.raises(ValueError, match="can take both signs"):
             parse_constraint(text)
     assert parse_constraint("ppr / (tpr + fpr) >= 2").expression == parse_constraint("2 * tpr + 2 * fpr - ppr <= 0").expression
     assert parse_constraint("ppr / (-tpr - fpr) >= 2") == ((-ppr()) / (tpr() + fpr()) >= 2)
+    # a denominator with negative terms that still cannot go below 0 (1 - ppr is npr) is a ratio
+    assert (parse_constraint("tpr / (1 - ppr) >= 0.5").expression
+            == parse_constraint("0.5 - 0.5 * ppr - tpr <= 0").expression)
+    assert parse_constraint("tpr / (ppr - 1) >= 0.5") == ((-tpr()) / (1 - ppr()) >= 0.5)
 
 
 def test_a_number_divided_by_a_rate_says_how_to_write_it():

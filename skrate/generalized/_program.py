@@ -262,13 +262,12 @@ def ratio_constraints(constraints) -> list:
 
 
 def ratio_violations(constraints, data, p: np.ndarray, expand_over=None) -> dict:
-    """``{label: (violation, denominator)}`` of the (expanded) rate constraints with a ratio side at
+    """``{label: (violation, constraint)}`` of the (expanded) rate constraints with a ratio side at
     the expected decisions ``p``: the violation in the ratio's units (``0.8 - precision``), as in
     ConstrainedClassifier's report, not in the solvers' linear form (``ppr * (0.8 - precision)``);
-    NaN where the denominator is 0 and the ratio undefined."""
+    NaN where the ratio is undefined (``0 / 0``)."""
     expanded = expand_constraints(ratio_constraints(constraints), data.groups if expand_over is None else expand_over)
-    return {row["constraint"]: (float(row["violation"]),
-                                next(t.denominator for t in (con.lhs, con.rhs) if isinstance(t, Ratio)))
+    return {row["constraint"]: (float(row["violation"]), con)
             for con, row in zip(expanded, report_rows(expanded, data, p)[0])}
 
 

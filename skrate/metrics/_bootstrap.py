@@ -19,7 +19,7 @@ import scipy.sparse as sp
 from joblib import Parallel, delayed
 from sklearn.utils import check_random_state
 
-from ..problem import GroupTable, RateData
+from ..problem import GroupTable, RateData, ratio_value
 from ..problem._compile import _coefficients, check_rate, slice_mask
 from ..rates import Ratio
 from ..rates._expression import Rate
@@ -171,9 +171,7 @@ class RateParts:
 
     def _term(self, term, rates: np.ndarray) -> np.ndarray:
         if isinstance(term, Ratio):
-            num, den = self._term(term.numerator, rates), self._term(term.denominator, rates)
-            with np.errstate(invalid="ignore", divide="ignore"):
-                return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)
+            return ratio_value(self._term(term.numerator, rates), self._term(term.denominator, rates))
         out = np.full(rates.shape[1], float(term.constant))
         for rate, coef in term.terms:
             out = out + coef * rates[self.rates[rate]]

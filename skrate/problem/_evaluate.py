@@ -10,10 +10,21 @@ from ..rates._slice import RESERVED
 from ._compile import RateData, compile_expressions, expand_constraints
 
 
+def ratio_value(num, den):
+    """``num / den`` of a ratio: over a zero denominator, infinite with the numerator's sign
+    (wins with no losses: a win-loss ratio above every bound, as its linear form says) and
+    NaN for ``0 / 0`` (precision with no positive prediction: undefined)."""
+    num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = np.where(den > 0, num / np.where(den > 0, den, 1.0),
+                       np.where(num == 0, np.nan, np.sign(num) * np.inf))
+    return float(out) if out.ndim == 0 else out
+
+
 def _side_values(sides: list, data: RateData, decisions: np.ndarray) -> list[float]:
     """Values of expressions and ratios for 0/1 or expected decisions, all compiled in one call
-    (a ratio as its numerator and denominator; NaN for a zero denominator), so a report costs
-    one sparse product, not one per side."""
+    (a ratio as its numerator and denominator, see :func:`ratio_value`), so a report costs one
+    sparse product, not one per side."""
     exprs = [e for side in sides for e in ((side.numerator, side.denominator) if isinstance(side, Ratio) else (side,))]
     if not exprs:
         return []
@@ -23,14 +34,14 @@ def _side_values(sides: list, data: RateData, decisions: np.ndarray) -> list[flo
     for side in sides:
         if isinstance(side, Ratio):
             num, den = next(values), next(values)
-            out.append(float(num / den) if den > 0 else float("nan"))
+            out.append(ratio_value(num, den))
         else:
             out.append(float(next(values)))
     return out
 
 
 def evaluate_term(term: Expression | Ratio, data: RateData, decisions: np.ndarray) -> float:
-    """Value of an expression or ratio for 0/1 or expected decisions (NaN for a zero denominator)."""
+    """Value of an expression or ratio for 0/1 or expected decisions (see :func:`ratio_value`)."""
     return _side_values([term], data, decisions)[0]
 
 
@@ -76,7 +87,7 @@ def constraint_violation(constraint: Constraint, lhs, rhs):
     Returns
     -------
     float or ndarray
-        ``> 0`` when broken; NaN when a side is undefined (a ratio with a zero denominator).
+        ``> 0`` when broken; NaN when a side is undefined (a ratio ``0 / 0``).
         A difference within ``1e-12`` of zero is rounding in the rates' sums (a solution
         meeting a constraint with equality) and is given as 0.
     """

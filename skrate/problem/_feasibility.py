@@ -6,7 +6,12 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
+from ..rates import Constraint, Ratio
+from ..rates._functions import RATIO_NAMES
 from ._compile import RateProblem
+
+# ranges of the named ratios over every classifier (tp <= ppr; wins and losses are rates)
+_RATIO_RANGES = {"precision": (0.0, 1.0), "win_loss_ratio": (0.0, np.inf)}
 
 
 def least_violation(problem: RateProblem) -> tuple[float, int]:
@@ -37,3 +42,28 @@ def least_violation(problem: RateProblem) -> tuple[float, int]:
         return float("nan"), 0
     values = A @ res.x[:n] + b
     return float(res.x[-1]), int(np.argmax(values))
+
+
+def ratio_bound_out_of_range(constraint: Constraint) -> str | None:
+    """Why no classifier meets ``constraint``, a bound on a named ratio beyond the ratio's range
+    (``precision >= 1.5``), in words; else None.
+
+    :func:`least_violation` cannot see it: the ratio's linear form (``1.5 ppr - tp <= 0``) is
+    met by predicting no positives, where the ratio itself is undefined.
+    """
+    ratio, bound, op = ((constraint.lhs, constraint.rhs, constraint.op) if isinstance(constraint.lhs, Ratio)
+                        else (constraint.rhs, constraint.lhs, {"<=": ">=", ">=": "<="}[constraint.op]))
+    if not isinstance(ratio, Ratio) or bound.terms:
+        return None
+    (num, den) = ratio.numerator, ratio.denominator
+    if len(num.terms) != 1 or len(den.terms) != 1 or num.constant or den.constant:
+        return None
+    (rn, scale), (rd, cd) = num.terms[0], den.terms[0]
+    name = RATIO_NAMES.get((rn.kind, rd.kind))
+    if name is None or rn.slice != rd.slice:
+        return None
+    low, high = sorted(scale / cd * np.array(_RATIO_RANGES[name]) + 0.0)  # + 0.0: no "-0"
+    c = bound.constant
+    if (op == ">=" and c > high) or (op == "<=" and c < low):
+        return f"'{constraint}': {ratio} lies in [{low:g}, {high:g}]"
+    return None

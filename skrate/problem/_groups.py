@@ -52,7 +52,8 @@ def _column(values, name: str, n: int) -> np.ndarray:
                          "category of their own.")
     if col.dtype == object and _numbers_only(col):
         col = col.astype(float)  # numbers in an object column (1 and 1.0) are named by value
-    if col.dtype.kind == "f" and np.isfinite(col).all() and np.all(col == np.round(col)):
+    if (col.dtype.kind == "f" and np.isfinite(col).all() and np.all(col == np.round(col))
+            and np.all(np.abs(col) < 2.0**63)):  # beyond, the cast would merge distinct values
         col = col.astype(np.int64)  # a float-coded group (1.0) is named as written in specs (1)
     return col.astype(str)
 

@@ -172,14 +172,17 @@ class Expression(_Algebra):
         if isinstance(other, Expression):
             if not other.terms:
                 return self / other.constant
-            # Rates are >= 0, so a denominator without a positive part is <= 0: negate both
-            # sides to keep it non-negative, as Constraint.expression requires. One that mixes
-            # signs can change sign, and the rearranged constraint would flip with it.
-            if all(c <= 0 for _, c in other.terms) and other.constant <= 0:
+            # Rates lie in [0, 1], so the denominator lies in [low, high]: one never positive is
+            # negated on both sides, to keep it non-negative as Constraint.expression requires
+            # (1 - ppr is npr, never negative). One that can take both signs is refused: the
+            # rearranged constraint would flip with it.
+            low = other.constant + sum(min(c, 0.0) for _, c in other.terms)
+            high = other.constant + sum(max(c, 0.0) for _, c in other.terms)
+            if high <= 0:
                 return Ratio(-self, -other)
-            if all(c >= 0 for _, c in other.terms) and other.constant >= 0:
+            if low >= 0:
                 return Ratio(self, other)
-            raise TypeError(f"Cannot divide by {other}: it can be negative, and a ratio constraint is "
+            raise TypeError(f"Cannot divide by {other}: it can take both signs, and a ratio constraint is "
                             "rearranged as numerator - bound * denominator, which needs a denominator "
                             "of one sign (a sum of rates). Compare the expressions linearly instead.")
         return NotImplemented

@@ -128,13 +128,16 @@ RATIO_NAMES = {("tp_proportion", "ppr"): "precision", ("wins", "losses"): "win_l
 
 
 def display_ratio(ratio: Ratio) -> str:
-    """Named form (``0.5 * precision[race=A]``) where the ratio is a named one, else ``(N) / (D)``."""
+    """Named form (``0.5 * precision[race=A]``) where the ratio is a named one, else ``(N) / (D)``.
+
+    Either parses back to an equal ratio: a named one only when its denominator is the bare rate,
+    since ``tp / (2 ppr)`` and ``0.5 tp / ppr`` are one ratio but not one linear form.
+    """
     num, den = ratio.numerator, ratio.denominator
     if len(num.terms) == 1 and len(den.terms) == 1 and not num.constant and not den.constant:
-        (rn, cn), (rd, cd) = num.terms[0], den.terms[0]
+        (rn, scale), (rd, cd) = num.terms[0], den.terms[0]
         name = RATIO_NAMES.get((rn.kind, rd.kind))
-        if name and rn.slice == rd.slice:
+        if name and rn.slice == rd.slice and cd == 1.0:
             body = str(Rate("ppr", rn.slice)).replace("ppr", name, 1)
-            scale = cn / cd
             return body if scale == 1.0 else "-" + body if scale == -1.0 else f"{Expression((), scale)} * {body}"
     return f"({num}) / ({den})"
