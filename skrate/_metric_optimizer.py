@@ -197,7 +197,9 @@ class MetricOptimizer(RateClassifierBase):
         rows, where ``feasible_`` then certifies them exactly. An int or splitter cross-fits
         either model; ``None`` uses the in-sample probabilities (one fit instead of
         ``cv + 1``). Ignored for the surrogate solvers and ``pr_auc()``, and for a
-        ``FrozenEstimator``, fitted on other rows.
+        ``FrozenEstimator``, fitted on other rows. Rows of zero ``sample_weight`` still take
+        their place in the folds, so with cross-fitting they can move the folds' models a little
+        where dropping them would not.
     model : {"linear", "mlp"}, default="linear"
         Score function of the surrogate solvers (the oracle solvers produce linear models).
     hidden_layer_sizes : tuple of int, default=(16,)
@@ -655,6 +657,8 @@ class MetricOptimizer(RateClassifierBase):
             traj = solve_three_player(program, game_model, X_fit, solver=solver, oracle=oracle,
                                       init_params=init_params, **common)
         self.objective_ = program.objective.metric
+        # what metric_values measures: the problem fitted, not parameters set since
+        self._fitted_problem = (metric, as_metric_constraints(self.constraints))
         self.constraints_ = [c.label for c in program.constraints]
         self.metric_class_ = _problem_class(program)
         self.solver_ = solver
@@ -768,13 +772,13 @@ class MetricOptimizer(RateClassifierBase):
         X = self._features(X)
         y = self._check_scoring_labels(X, y)
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
-        metric = as_objective(self.metric)
+        metric, fitted_constraints = self._fitted_problem
         if isinstance(metric, PRAUC):
             X_big, data, objective, constraints = stacked_problem(metric, X, data)
             weights = self.solutions_[self.solution if solution is None else solution]
             p = StochasticModel(LinearModel(X_big.shape[1]), self._stacked_params, weights).proba(X_big)
         else:
-            objective, constraints = metric, self.constraints
+            objective, constraints = metric, fitted_constraints
             p = self.predict_proba(X_raw, solution=solution)[:, 1]
         undefined: list[str] = []
         values = program_values(objective, constraints, data, p, self._expansion, undefined)

@@ -248,6 +248,16 @@ def test_predictive_parity_holds_on_the_training_data():
     assert np.abs(gaps(est)).max() <= eps + 1e-6, gaps(est)
 
 
+def test_metric_values_measure_the_fitted_problem_not_parameters_set_since():
+    X, y = _one_d(300, seed=4)
+    est = MetricOptimizer(metric="f1", constraints="tpr >= 0.8", max_iter=50, random_state=0).fit(X, y)
+    before = est.metric_values(X, y)
+    est.set_params(metric="error", constraints=None)
+    assert est.metric_values(X, y) == before
+    est.set_params(metric="pr_auc")  # another branch of metric_values; no refit, no effect
+    assert est.metric_values(X, y) == before
+
+
 def test_metric_values_refuses_labels_unseen_in_fit():
     X, y = _one_d(100, seed=16)
     y = np.where(y == 1, "yes", "no").astype(object)
