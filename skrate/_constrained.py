@@ -86,7 +86,8 @@ class ConstrainedClassifier(RateClassifierBase):
     batch_size : int or None, default=None
         None trains full-batch; an int trains on minibatches of that size.
     n_candidates : int, default=100
-        Evenly spaced snapshots of the iterates kept as candidates for the solutions.
+        Evenly spaced snapshots of the iterates kept as candidates for the solutions: at most
+        this many, besides the last iterates (see ``candidates_``).
     validation_fraction : float or None, default=None
         Hold out this fraction of the rows, stratified by label and by the groups the
         constraints name, for the two-dataset proxy-Lagrangian (Cotter et al., ICML 2019):

@@ -365,6 +365,26 @@ def test_early_stopping_certifies_the_lp_optimum_over_stumps(solver):
 
 
 @pytest.mark.parametrize("solver", ORACLE_SOLVERS)
+def test_round_off_in_the_lp_violation_does_not_keep_the_game_going(solver):
+    # the LP mixes models to meet the constraints with equality, and reports a violation like
+    # 1.7e-18 as readily as 0: read as progress, it reset the stall count every move, so the
+    # certificate was never asked for and the game played all max_iter fits, short of the optimum
+    rng = np.random.default_rng(1)
+    x, grp = rng.normal(size=80), (rng.random(80) < 0.4).astype(int)
+    y = (x + 0.8 * rng.normal(size=80) + 0.7 * grp > 0.3).astype(int)
+    X = x[:, None]
+    D = _all_stumps(X)
+    tpr = [D[(y == 1) & (grp == a)].mean(axis=0) for a in (0, 1)]
+    cons = np.array([0.9 - tpr[0], 0.9 - tpr[1], D[grp == 1].mean(axis=0) - D[grp == 0].mean(axis=0) - 0.05])
+    optimum = _lp_optimum(np.abs(D - y[:, None]).mean(axis=0), cons)
+    clf = ConstrainedClassifier(["tpr[group] >= 0.9", "ppr[group=1] <= ppr[group=0] + 0.05"], solver=solver,
+                                estimator=ExhaustiveStump(), random_state=0).fit(X, y, groups=grp)
+    assert clf.n_iter_ < 100 and _certificate_gap(clf) <= 1e-4
+    p = clf.predict_proba(X)[:, 1]
+    assert np.abs(p - y).mean() <= optimum + 1e-4
+
+
+@pytest.mark.parametrize("solver", ORACLE_SOLVERS)
 def test_no_early_stop_while_the_mixture_has_slack(solver):
     # the first proxy-Lagrangian responses are fairer than needed; stopping there would waste accuracy
     X, y, g = _fair(800)

@@ -70,6 +70,26 @@ def test_shrink_infeasible_minimises_violation():
     assert np.count_nonzero(res.weights) <= m + 1
 
 
+@pytest.mark.parametrize("s, tol", [(5e-4, 1e-3), (5e-8, 1e-7), (5e-10, 1e-9)])
+def test_shrink_counts_a_violation_within_tol_feasible_without_failing(s, tol):
+    # the best violation s is positive but within tol: feasible, though beyond the LP's own
+    # tolerance of a bound 0 (the second phase failed as infeasible)
+    lp = shrink(np.array([0.2, 0.3]), np.array([[s, s]]), tol=tol)
+    assert lp.feasible and lp.max_violation == pytest.approx(s)
+    np.testing.assert_array_equal(lp.weights, [1.0, 0.0])
+
+
+def test_n_candidates_bounds_the_evenly_spaced_snapshots():
+    from skrate import ConstrainedClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    y = (X[:, 0] > 0).astype(int)
+    for max_iter in (150, 500, 999):  # the last two: every 5th and every 10th iterate, then the last ones
+        clf = ConstrainedClassifier("ppr >= 0.3", max_iter=max_iter, n_candidates=100, random_state=0).fit(X, y)
+        assert len(clf.candidates_) <= 100 + 2
+
+
 def test_shrink_without_constraints_picks_the_best_candidate():
     res = shrink(np.array([0.3, 0.1, 0.2]), np.zeros((0, 3)))
     np.testing.assert_array_equal(res.weights, [0, 1, 0])

@@ -29,6 +29,28 @@ def test_surrogate_gradient_matches_finite_differences(kind):
     np.testing.assert_allclose(surrogate_grad(f, coef, kind), _fd(lambda s: surrogate_value(s, coef, kind), f), atol=1e-6)
 
 
+@pytest.mark.parametrize("kind", ["hinge", "logistic", "sigmoid"])
+def test_lagrangian_model_gradient_is_that_of_the_rows_own_surrogates(kind):
+    # an example's coefficients differ in sign across rows (error on a positive, a ppr bound):
+    # the model must descend the function the Lagrangian's multipliers ascend
+    from skrate.solvers._rate_game import _surrogate_rates, _surrogate_rates_grad
+
+    rng = np.random.default_rng(1)
+    A = rng.normal(size=(3, 40)) * (rng.random((3, 40)) < 0.7)
+    A_pos, A_neg = sp.csr_matrix(np.maximum(A, 0)), sp.csr_matrix(np.minimum(A, 0))
+    scores = 1.5 * rng.normal(size=40)
+    keep = np.abs(np.abs(scores) - 1) > 1e-3  # away from the hinge kinks
+    A_pos, A_neg, scores = A_pos[:, keep], A_neg[:, keep], scores[keep]
+    weights, b = np.array([1.0, 2.0, 0.5]), rng.normal(size=3)
+    lagrangian = lambda f: weights @ _surrogate_rates(A_pos, A_neg, f, b, kind)  # noqa: E731
+    np.testing.assert_allclose(_surrogate_rates_grad(A_pos, A_neg, scores, weights, kind), _fd(lagrangian, scores),
+                               rtol=1e-6, atol=1e-7)
+    # the surrogate of the weighted sum, which the proxy-Lagrangian's model descends, differs
+    if kind != "sigmoid":
+        combined = surrogate_grad(scores, (A_pos + A_neg).T @ weights, kind)
+        assert not np.allclose(combined, _fd(lagrangian, scores), atol=1e-6)
+
+
 @pytest.mark.parametrize("kind", ["hinge", "logistic"])
 def test_surrogates_bound_the_weighted_indicator(kind):
     rng = np.random.default_rng(1)

@@ -47,9 +47,9 @@ def shrink(objective: np.ndarray, constraints: np.ndarray, tol: float = 1e-9) ->
     constraints : ndarray of shape (m, k)
         Constraint values ``g_j`` (met when ``<= 0``) of each candidate.
     tol : float, default=1e-9
-        Largest violation still counted as feasible. When no mixture is feasible, the
-        objective is minimised with every constraint at most the smallest violation plus
-        ``tol``.
+        Largest violation still counted as feasible. When no mixture is feasible (or the
+        smallest violation is positive but within ``tol``), the objective is minimised with
+        every constraint at most the smallest violation plus ``tol``.
 
     Returns
     -------
@@ -68,9 +68,15 @@ def shrink(objective: np.ndarray, constraints: np.ndarray, tol: float = 1e-9) ->
     A1 = np.hstack([constraints, -np.ones((m, 1))])
     s = float(_vertex(c1, A1, np.zeros(m), k).x[-1])
     feasible = s <= tol
-    bound = 0.0 if feasible else s * (1 + 1e-9) + tol
-    # Phase 2: best objective within that violation.
-    res = _vertex(objective, constraints, np.full(m, bound), None)
+    slack = s * (1 + 1e-9) + tol
+    # Phase 2: best objective within that violation (none, when feasible) ...
+    try:
+        res = _vertex(objective, constraints, np.full(m, 0.0 if feasible else slack), None)
+    except RuntimeError:
+        if not feasible:
+            raise
+        # ... unless s, counted feasible, is beyond the LP solver's own tolerance of 0
+        res = _vertex(objective, constraints, np.full(m, slack), None)
     p = np.clip(res.x, 0.0, None)
     p[p < 1e-12] = 0.0
     p /= p.sum()

@@ -124,9 +124,17 @@ def _decisions(model, X) -> np.ndarray:
     return (np.asarray(model.predict(X)) == 1).astype(float)
 
 
-def _improved(lp, best, tol: float) -> bool:
+def _standing(lp) -> tuple[float, float]:
+    """``(violation, objective)`` of an LP mixture, the order of mixtures, with a violation within
+    round-off of 0 read as 0: the LP reports ``1e-18`` as readily as ``0``, and that must not
+    count as progress (nor its absence as a setback)."""
     objective, violation = lp
-    return violation < best[1] - tol or (violation <= best[1] + 1e-12 and objective < best[0] - tol)
+    return (violation if violation > 1e-12 else 0.0), objective
+
+
+def _improved(lp, best, tol: float) -> bool:
+    (violation, objective), (best_violation, best_objective) = _standing(lp), _standing(best)
+    return violation < best_violation - tol or (violation <= best_violation and objective < best_objective - tol)
 
 
 def solve_oracle_game(
@@ -223,7 +231,7 @@ def solve_oracle_game(
         lp = shrink(np.array(objective), np.array(constraints).T)
         current = (float(np.dot(lp.weights, objective)), lp.max_violation)
         stalled = 0 if _improved(current, best, tol) else stalled + 1
-        best = min(best, current, key=lambda v: (v[1], v[0]))
+        best = min(best, current, key=_standing)
         if stalled >= n_iter_no_change and lp.feasible and len(models) < max_iter:
             check = respond(np.r_[1.0, lp.multipliers])
             gap = current[0] - (check[0] + lp.multipliers @ check[1:])

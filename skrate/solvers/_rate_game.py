@@ -6,9 +6,11 @@ they differ only in the lambda-player. Per iteration, on a batch B:
 
 * scores ``f = model(X_B)``; the lambda-player sees the true 0-1 constraint values
   ``A_B @ 1[f > 0] + b`` (or their surrogates, for the Lagrangian);
-* the theta-player takes an Adam step on ``sum_k lam_k surrogate(rate_k)``, whose gradient
-  with respect to the scores is ``(A_B.T @ lam) * surrogate'(f)``: two sparse products and
-  one backward pass, however many constraints there are.
+* the theta-player takes an Adam step on the surrogate of ``sum_k lam_k rate_k``, whose
+  gradient with respect to the scores is ``(A_B.T @ lam) * surrogate'(f)``: two sparse
+  products and one backward pass, however many constraints there are. For the Lagrangian
+  it is ``sum_k lam_k surrogate(rate_k)`` instead, each row bounded on its own, the function
+  its multipliers ascend: ``(A_B+.T @ lam) * upper'(f) + (A_B-.T @ lam) * lower'(f)``.
 """
 
 from __future__ import annotations
@@ -81,6 +83,14 @@ def _surrogate_rates(A_pos, A_neg, scores, b, kind):
     return A_pos @ up + A_neg @ low + b
 
 
+def _surrogate_rates_grad(A_pos, A_neg, scores, weights, kind):
+    """Gradient in the scores of ``weights @ _surrogate_rates(A_pos, A_neg, scores, b, kind)``:
+    each row's own surrogate, as the Lagrangian's multipliers see them, not the surrogate of
+    the rows' weighted sum (which takes an example's bound from the sign of its combined
+    coefficient, a different function where its coefficients differ in sign across rows)."""
+    return surrogate_grad(scores, A_pos.T @ weights, kind) + surrogate_grad(scores, A_neg.T @ weights, kind)
+
+
 def solve_rate_game(
     problem: RateProblem,
     model,
@@ -128,7 +138,8 @@ def solve_rate_game(
     batch_size : int or None, default=None
         None plays full-batch; otherwise minibatches drawn without replacement per epoch.
     n_candidates : int, default=100
-        Number of evenly spaced snapshots kept (the last iterate is always one).
+        At most this many evenly spaced snapshots are kept, and besides them the iterates
+        of the last iteration and after it.
     rng : numpy.random.Generator
         Draws the initial parameters and the minibatch order.
     init_params : ndarray of shape (n_params,), default=None
@@ -183,7 +194,7 @@ def solve_rate_game(
         A = problem.A
         A_pos, A_neg = A.maximum(0).tocsr(), A.minimum(0).tocsr()
 
-    every = max(1, max_iter // max(1, n_candidates))
+    every = max(1, -(-max_iter // max(1, n_candidates)))  # rounded up: at most n_candidates of them
     snaps, lams = [], []
     order, at = rng.permutation(n), 0
     for t in range(max_iter):
@@ -205,8 +216,11 @@ def solve_rate_game(
         else:
             values = scale * (mix @ (Bb @ (scores > 0).astype(float))) + b
         weights = player.weights()
-        coef = scale * (BbT @ (mixT @ weights))
-        grad = model.backward(Xb, theta, surrogate_grad(scores, coef, surrogate), XTb, cache=cache) + reg * theta
+        if player.needs_surrogate:  # the Lagrangian: both players on the rows' own surrogates
+            dscores = _surrogate_rates_grad(Ap * scale, An * scale, scores, weights, surrogate)
+        else:  # the proxy-Lagrangian: the model on the surrogate of the weighted sum
+            dscores = surrogate_grad(scores, scale * (BbT @ (mixT @ weights)), surrogate)
+        grad = model.backward(Xb, theta, dscores, XTb, cache=cache) + reg * theta
         cache = None  # not held through the next forward pass
         if t % every == 0 or t == max_iter - 1:
             snaps.append(theta.copy())
