@@ -684,8 +684,7 @@ def error(group: str | Iterable[str] | None = None, *, where: dict[str, Any] | N
     -------
     MetricSum
     """
-    filters = merge_filters(where, filters)
-    return LinearRate(R.error_rate(group, where=filters)).as_sum()
+    return LinearRate(R.error_rate(group, where=where, **filters)).as_sum()
 
 
 def f_measure(beta: float = 1.0, group: str | Iterable[str] | None = None, *,
@@ -711,9 +710,8 @@ def f_measure(beta: float = 1.0, group: str | Iterable[str] | None = None, *,
     """
     if not (_scalar(beta) and beta > 0):
         raise ValueError(f"beta of the F-measure must be a positive number, got {beta!r}.")
-    filters = merge_filters(where, filters)
-    return FMeasure(R.tp_proportion(group, where=filters), R.ppr(group, where=filters), R.label_rate(group, where=filters),
-                    float(beta)).as_sum()
+    return FMeasure(R.tp_proportion(group, where=where, **filters), R.ppr(group, where=where, **filters),
+                    R.label_rate(group, where=where, **filters), float(beta)).as_sum()
 
 
 def g_mean(group=None, *, where=None, **filters) -> MetricSum:
@@ -734,8 +732,7 @@ def g_mean(group=None, *, where=None, **filters) -> MetricSum:
     -------
     MetricSum
     """
-    filters = merge_filters(where, filters)
-    return GMean(R.tpr(group, where=filters), R.tnr(group, where=filters)).as_sum()
+    return GMean(R.tpr(group, where=where, **filters), R.tnr(group, where=where, **filters)).as_sum()
 
 
 def h_mean(group=None, *, where=None, **filters) -> MetricSum:
@@ -756,8 +753,7 @@ def h_mean(group=None, *, where=None, **filters) -> MetricSum:
     -------
     MetricSum
     """
-    filters = merge_filters(where, filters)
-    return HMean(R.tpr(group, where=filters), R.tnr(group, where=filters)).as_sum()
+    return HMean(R.tpr(group, where=where, **filters), R.tnr(group, where=where, **filters)).as_sum()
 
 
 def q_mean(group=None, *, where=None, **filters) -> MetricSum:
@@ -778,8 +774,7 @@ def q_mean(group=None, *, where=None, **filters) -> MetricSum:
     -------
     MetricSum
     """
-    filters = merge_filters(where, filters)
-    return QMean(R.fnr(group, where=filters), R.fpr(group, where=filters)).as_sum()
+    return QMean(R.fnr(group, where=where, **filters), R.fpr(group, where=where, **filters)).as_sum()
 
 
 def kld(group=None, *, reference: str = "overall", where=None, **filters) -> MetricSum:
@@ -812,9 +807,8 @@ def kld(group=None, *, reference: str = "overall", where=None, **filters) -> Met
     """
     if reference not in ("overall", "slice"):
         raise ValueError(f"reference must be 'overall' or 'slice', got {reference!r}.")
-    filters = merge_filters(where, filters)
-    p = R.label_rate() if reference == "overall" else R.label_rate(group, where=filters)
-    return KLD(p, R.ppr(group, where=filters)).as_sum()
+    p = R.label_rate() if reference == "overall" else R.label_rate(group, where=where, **filters)
+    return KLD(p, R.ppr(group, where=where, **filters)).as_sum()
 
 
 def max_of(*rates) -> MetricSum:
@@ -896,8 +890,7 @@ def precision(group=None, *, where=None, **filters) -> MetricSum:
     MetricSum
         A ratio-class metric.
     """
-    filters = merge_filters(where, filters)
-    return ratio(R.tp_proportion(group, where=filters), R.ppr(group, where=filters))
+    return ratio(R.tp_proportion(group, where=where, **filters), R.ppr(group, where=where, **filters))
 
 
 def rate_function(fn: Callable, rates, *, convexity: str = "convex", gradient: Callable | None = None,

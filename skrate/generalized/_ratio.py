@@ -128,8 +128,7 @@ def solve_ratio_game(
         lam = np.minimum(w / Dpos, lambda_bound)
         current, owner_w = player.theta.copy(), np.concatenate(([1.0], mu))
         snaps.offer(t, current, owner_w)
-        weights = np.concatenate([lam * c, -lam * xi])
-        player.step(weights)
+        player.step(np.concatenate([lam * c, -lam * xi]))
         obj, phi = _values(ratios, c * N / np.maximum(D, 1e-3), m)
         if m:
             mu = np.clip(mu + lambda_learning_rate * phi, 0.0, lambda_bound)

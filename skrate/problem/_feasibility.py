@@ -7,7 +7,7 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from ..rates import Constraint, Ratio
-from ..rates._functions import RATIO_NAMES
+from ..rates._functions import named_ratio
 from ._compile import RateProblem
 
 # ranges of the named ratios over every classifier (tp <= ppr; wins and losses are rates)
@@ -53,15 +53,10 @@ def ratio_bound_out_of_range(constraint: Constraint) -> str | None:
     """
     ratio, bound, op = ((constraint.lhs, constraint.rhs, constraint.op) if isinstance(constraint.lhs, Ratio)
                         else (constraint.rhs, constraint.lhs, {"<=": ">=", ">=": "<="}[constraint.op]))
-    if not isinstance(ratio, Ratio) or bound.terms:
+    named = named_ratio(ratio) if isinstance(ratio, Ratio) and not bound.terms else None
+    if named is None:
         return None
-    (num, den) = ratio.numerator, ratio.denominator
-    if len(num.terms) != 1 or len(den.terms) != 1 or num.constant or den.constant:
-        return None
-    (rn, scale), (rd, cd) = num.terms[0], den.terms[0]
-    name = RATIO_NAMES.get((rn.kind, rd.kind))
-    if name is None or rn.slice != rd.slice:
-        return None
+    name, _, scale, cd = named
     low, high = sorted(scale / cd * np.array(_RATIO_RANGES[name]) + 0.0)  # + 0.0: no "-0"
     c = bound.constant
     if (op == ">=" and c > high) or (op == "<=" and c < low):

@@ -127,17 +127,26 @@ RATE_FUNCTIONS = {
 RATIO_NAMES = {("tp_proportion", "ppr"): "precision", ("wins", "losses"): "win_loss_ratio"}
 
 
+def named_ratio(ratio: Ratio):
+    """``(name, slice, a, b)`` of a named ratio ``a N[slice] / (b D[slice])`` (``precision``:
+    ``tp_proportion / ppr``), else None."""
+    num, den = ratio.numerator, ratio.denominator
+    if len(num.terms) != 1 or len(den.terms) != 1 or num.constant or den.constant:
+        return None
+    (rn, a), (rd, b) = num.terms[0], den.terms[0]
+    name = RATIO_NAMES.get((rn.kind, rd.kind))
+    return (name, rn.slice, a, b) if name and rn.slice == rd.slice else None
+
+
 def display_ratio(ratio: Ratio) -> str:
     """Named form (``0.5 * precision[race=A]``) where the ratio is a named one, else ``(N) / (D)``.
 
     Either parses back to an equal ratio: a named one only when its denominator is the bare rate,
     since ``tp / (2 ppr)`` and ``0.5 tp / ppr`` are one ratio but not one linear form.
     """
-    num, den = ratio.numerator, ratio.denominator
-    if len(num.terms) == 1 and len(den.terms) == 1 and not num.constant and not den.constant:
-        (rn, scale), (rd, cd) = num.terms[0], den.terms[0]
-        name = RATIO_NAMES.get((rn.kind, rd.kind))
-        if name and rn.slice == rd.slice and cd == 1.0:
-            body = str(Rate("ppr", rn.slice)).replace("ppr", name, 1)
-            return body if scale == 1.0 else "-" + body if scale == -1.0 else f"{Expression((), scale)} * {body}"
-    return f"({num}) / ({den})"
+    named = named_ratio(ratio)
+    if named is not None and named[3] == 1.0:
+        name, where, scale, _ = named
+        body = str(Rate("ppr", where)).replace("ppr", name, 1)
+        return body if scale == 1.0 else "-" + body if scale == -1.0 else f"{Expression((), scale)} * {body}"
+    return f"({ratio.numerator}) / ({ratio.denominator})"

@@ -210,14 +210,15 @@ def solve_rate_game(
         scores, cache = model.forward(Xb, theta)  # cache: what backward reuses (an MLP's activations)
         if player.needs_surrogate:
             Ap, An = (A_pos, A_neg) if full else (A_pos[:, idx], A_neg[:, idx])
-            values = _surrogate_rates(Ap * scale, An * scale, scores, b, surrogate)
+            Ap, An = Ap * scale, An * scale  # the batch's rows as estimates of the full rates
+            values = _surrogate_rates(Ap, An, scores, b, surrogate)
         elif held_out is not None:
             values = held_problem.values((model.scores(X_held, theta) > 0).astype(float))
         else:
             values = scale * (mix @ (Bb @ (scores > 0).astype(float))) + b
         weights = player.weights()
         if player.needs_surrogate:  # the Lagrangian: both players on the rows' own surrogates
-            dscores = _surrogate_rates_grad(Ap * scale, An * scale, scores, weights, surrogate)
+            dscores = _surrogate_rates_grad(Ap, An, scores, weights, surrogate)
         else:  # the proxy-Lagrangian: the model on the surrogate of the weighted sum
             dscores = surrogate_grad(scores, scale * (BbT @ (mixT @ weights)), surrogate)
         grad = model.backward(Xb, theta, dscores, XTb, cache=cache) + reg * theta
