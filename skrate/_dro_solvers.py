@@ -742,12 +742,11 @@ def max_loss(
     losses, _ = data.losses(theta)
     n = losses.size
     working = np.argsort(-losses, kind="stable")[: min(n, _first_working_size(data))]
-    result = Result(theta, n_iter, False, conic=True)
+    last = None  # the last finished solve: only the one returned gets the multiplier test
     while n_iter < max_iter:
         solved, weights, used = _solve_working_set(data, working, max_iter - n_iter)
         n_iter += used
         if solved is None:  # failed or cut off: the last finished solve stands
-            result.n_iter = n_iter
             break
         if callback is not None:
             callback(solved)
@@ -758,14 +757,19 @@ def max_loss(
         excess = np.flatnonzero(outside & (losses > top + _MAX_LOSS_SLACK * max(1.0, abs(top))))
         full = np.zeros(n)
         full[working] = weights
-        result = _multiplier_test(data, solved, full, losses, dZ, tol, n_iter, excess.size)
+        last = (solved, full, losses, dZ, excess.size)
         if excess.size == 0 or n_iter >= max_iter:
             break
         # Doubling the set at most keeps each solve small and the rounds few.
         excess = excess[np.argsort(-losses[excess], kind="stable")[: working.size]]
         if max_set is not None and working.size + excess.size > max_set:
-            return result
+            break
         working = np.concatenate([working, excess])
+    if last is None:
+        result = Result(theta, n_iter, False, conic=True)
+    else:
+        solved, full, losses, dZ, n_outside = last
+        result = _multiplier_test(data, solved, full, losses, dZ, tol, n_iter, n_outside)
     if max_set is not None:
         return result
     if not (result.converged or result.n_outside or math.isnan(result.grad_max)):

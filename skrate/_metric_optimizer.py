@@ -597,7 +597,7 @@ class MetricOptimizer(RateClassifierBase):
                 raise ValueError(f"X has non-numeric values ({exc}); estimator= takes category and text "
                                  "columns in a DataFrame, whose dtypes mark them.") from exc
         metric = _as_loss(self.metric)
-        constraints = as_metric_constraints(self.constraints)
+        constraints = stated = as_metric_constraints(self.constraints)
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
         X_fit, data_fit, objective = X, data, metric
         if isinstance(metric, PRAUC):
@@ -658,7 +658,7 @@ class MetricOptimizer(RateClassifierBase):
                                       init_params=init_params, **common)
         self.objective_ = program.objective.metric
         # what metric_values measures: the problem fitted, not parameters set since
-        self._fitted_problem = (metric, as_metric_constraints(self.constraints))
+        self._fitted_problem = (metric, stated)
         self.constraints_ = [c.label for c in program.constraints]
         self.metric_class_ = _problem_class(program)
         self.solver_ = solver
