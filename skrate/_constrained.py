@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._base import RateClassifierBase, warn_uncovered
 from .exceptions import InfeasibleConstraintsWarning
-from .models import LinearModel, MLPModel
+from .models import LinearModel, MLPModel, input_scale
 from ._holdout import check_goal_columns, check_held_out_values, holdout_split
 from .problem import (compile_problem, confidence_margins, evaluate_term, in_own_units, least_violation,
                       ratio_bound_out_of_range, report_rows, tightened, violation_rows, zero_denominator_reason)
@@ -79,7 +79,12 @@ class ConstrainedClassifier(RateClassifierBase):
         tens of fits, not hundreds of steps, so its multipliers must move faster) and 2.0
         for the other solvers.
     alpha : float, default=1e-4
-        L2 penalty on the weights (not the intercept).
+        L2 penalty on the weights (not the intercept). Columns whose largest magnitude lies
+        outside ``[2**-5, 2**5]`` (money in cents, micro-units) are divided by the power of two
+        nearest their root mean square before the game plays on them, as a scaler would, so
+        that one step moves every column's scores alike; their weights are penalised in those
+        units and folded back onto ``X`` (``candidates_``, ``callback``). Other columns,
+        one-hot and standardised ones among them, are used as given.
     max_iter : int, default=500
         Number of iterations: a fixed budget for the game solvers; the oracle solvers stop
         earlier once ``tol`` certifies the mixture.
@@ -377,14 +382,24 @@ class ConstrainedClassifier(RateClassifierBase):
         else:
             vars(self).pop("estimators_", None)  # left by an earlier fit with an oracle solver
             self._model = self._make_model(X.shape[1])
+            # the game plays on columns in extreme units divided by powers of two; its parameters
+            # are folded back, so the model, candidates_ and callback all speak of X
+            scale = input_scale(X)
+            X_game = X if scale is None else X / scale
+            callback = self.callback
+            if scale is not None and callback is not None:
+                def callback(iteration, params, values, _user=self.callback):
+                    return _user(iteration, self._model.unscale(params[None], scale)[0], values)
             traj = solve_rate_game(
-                problem, self._model, X[train] if held is not None else X, solver=self.solver,
+                problem, self._model, X_game[train] if held is not None else X_game, solver=self.solver,
                 surrogate=self.surrogate, learning_rate=self.learning_rate,
                 lambda_learning_rate=self._lambda_step(), alpha=self.alpha, max_iter=self.max_iter,
                 batch_size=self.batch_size, n_candidates=self.n_candidates, rng=gen,
-                held_out=None if held is None else (held_problem, X[held]),
-                callback=self.callback, verbose=self.verbose,
+                held_out=None if held is None else (held_problem, X_game[held]),
+                callback=callback, verbose=self.verbose,
             )
+            if scale is not None:
+                traj.params = self._model.unscale(traj.params, scale)
         self.constraints_ = expanded
         self.objective_ = objective
         self.candidates_ = traj.params

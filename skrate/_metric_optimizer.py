@@ -33,7 +33,8 @@ from .generalized._program import (
 )
 from .generalized._ratio import RatioProgram, solve_ratio_game
 from .generalized._three_player import CONFIGURATIONS, solve_three_player
-from .models import Design, LinearModel, MLPModel, ProbabilityScoreModel, log_odds, score_threshold, with_score
+from .models import (Design, LinearModel, MLPModel, ProbabilityScoreModel, input_scale, log_odds, score_threshold,
+                     with_score)
 from .models._oracle import fit_weighted, sample_weight_key, seeded
 
 try:
@@ -228,7 +229,11 @@ class MetricOptimizer(RateClassifierBase):
     lambda_bound : float, default=100.0
         Bound on the magnitude of the multipliers.
     alpha : float, default=1e-4
-        L2 penalty on the weights (and of the plug-in probability model).
+        L2 penalty on the weights (and of the plug-in probability model). Without
+        ``estimator``, columns whose largest magnitude lies outside ``[2**-5, 2**5]`` are divided
+        by the power of two nearest their root mean square before fitting, and their weights
+        penalised in those units, as for :class:`ConstrainedClassifier`; ``candidates_`` and
+        the ``callback``'s parameters are folded back onto ``X``.
     max_iter : int, default=500
     batch_size : int or None, default=None
         None trains full-batch; an int trains the surrogate player on minibatches. The plug-in
@@ -596,6 +601,11 @@ class MetricOptimizer(RateClassifierBase):
             except ValueError as exc:  # text; an object that is no number raises numpy's TypeError
                 raise ValueError(f"X has non-numeric values ({exc}); estimator= takes category and text "
                                  "columns in a DataFrame, whose dtypes mark them.") from exc
+        # the built-in models play on columns in extreme units divided by powers of two; every
+        # parameter handed out (candidates_, the callback's) is folded back onto X
+        scale = input_scale(X) if self.estimator is None else None
+        if scale is not None:
+            X = X / scale
         metric = _as_loss(self.metric)
         constraints = stated = as_metric_constraints(self.constraints)
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
@@ -613,11 +623,16 @@ class MetricOptimizer(RateClassifierBase):
         rng = check_random_state(self.random_state)
         gen = np.random.default_rng(rng.randint(np.iinfo(np.int32).max))
         self._model = self._make_model(X_fit.shape[1], solver)
+        # an MLP's first layer, or the weights on x of any linear game (stacked or cross-fitted)
+        unscale = None if scale is None else (
+            self._model if isinstance(self._model, MLPModel) else LinearModel(X.shape[1])).unscale
         surrogate = self.surrogate if self.surrogate != "auto" else ("logistic" if solver == "ratio" else "hinge")
         common = dict(surrogate=surrogate, learning_rate=self.learning_rate,
                       lambda_learning_rate=self.lambda_learning_rate, lambda_bound=self.lambda_bound,
                       alpha=self.alpha, max_iter=self.max_iter, batch_size=self.batch_size,
                       n_candidates=self.n_candidates, tol=self.tol, rng=gen, callback=self.callback, verbose=self.verbose)
+        if unscale is not None and self.callback is not None:
+            common["callback"] = lambda t, params, rates: self.callback(t, unscale(params[None], scale)[0], rates)
         # the ratio game's theta-player is the plug-in oracle when a probability model is given
         uses_oracle = (self.estimator is not None if solver == "ratio"
                        else CONFIGURATIONS[solver][0] == "oracle")
@@ -679,6 +694,10 @@ class MetricOptimizer(RateClassifierBase):
             self._stacked_params = traj.params
             self.candidates_ = deployed_params(traj.params, X.shape[1], len(metric.levels) // 2)
             self._model = LinearModel(X.shape[1])
+        if unscale is not None:
+            self.candidates_ = unscale(self.candidates_, scale)
+            if isinstance(metric, PRAUC):  # [w, one bias per level]: w on the first columns
+                self._stacked_params = unscale(self._stacked_params, scale)
         return self
 
     def _set_solutions(self, program, traj) -> None:

@@ -409,3 +409,42 @@ def test_a_failed_refit_leaves_the_estimator_unfitted(make):
     with pytest.raises(NotFittedError):
         est.predict(X[:, :2])
     assert est.fit(X, y).predict(X).shape == (200,)
+
+
+def _units_data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 3))
+    y = (X[:, 0] + 0.5 * rng.normal(size=600) > 0).astype(int)
+    g = np.where(rng.random(600) < 0.3, "a", "b")
+    return X, y, g
+
+
+@pytest.mark.parametrize("params", [{}, {"model": "mlp", "hidden_layer_sizes": (4,)},
+                                    {"validation_fraction": 0.3, "batch_size": 64}])
+def test_columns_in_extreme_units_are_fitted_as_in_unit_ones(params):
+    # Columns in powers-of-two units (2^20, 2^-12) train exactly as unit ones: the game divides
+    # them back by a power of two, and the parameters fold onto the user's columns.
+    X, y, g = _units_data()
+    units = np.array([1.0, 2.0**20, 2.0**-12])
+    played = {"unit": [], "scaled": []}
+    fits = {}
+    for name, Z in (("unit", X), ("scaled", X * units)):
+        fits[name] = ConstrainedClassifier(
+            "tpr[group=a] >= 0.8", max_iter=100, random_state=0,
+            callback=lambda it, p, v, seen=played[name]: seen.append(p.copy()), **params).fit(Z, y, groups=g)
+    np.testing.assert_array_equal(fits["scaled"].predict_proba(X * units), fits["unit"].predict_proba(X))
+    if "model" not in params:  # linear: the weights of x are the unit fit's divided by the units
+        np.testing.assert_array_equal(fits["scaled"].candidates_[:, :3] * units, fits["unit"].candidates_[:, :3])
+        np.testing.assert_array_equal(np.array(played["scaled"])[:, :3] * units, np.array(played["unit"])[:, :3])
+
+
+def test_a_column_in_large_units_does_not_sink_the_fit():
+    # a useless column in cents next to unit ones: Adam's steps on its raw weight moved the
+    # scores by 5e4 each and the fit ended near chance
+    X, y, g = _units_data()
+    Xc = X.copy()
+    Xc[:, 1] *= 1e6
+    for model in ("linear", "mlp"):
+        clf = ConstrainedClassifier("tpr >= 0.6", model=model, random_state=0)
+        acc = [np.mean(clf.fit(Z, y).predict(Z) == y) for Z in (X, Xc)]
+        assert acc[1] >= acc[0] - 0.01

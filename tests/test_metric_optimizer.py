@@ -1203,3 +1203,40 @@ def test_mixture_selection_finds_the_feasible_mixture_away_from_the_best_single_
     assert clf.feasible_ and clf.solutions_["m_stochastic"].astype(bool).sum() >= 2
     values = clf.metric_values(X, y, groups={"g": g})
     assert max(v for k, v in values.items() if k != "objective") <= 1e-9
+
+
+@pytest.mark.parametrize("params", [
+    {"metric": "f1"},
+    {"metric": "g_mean"},
+    {"metric": "g_mean", "solver": "three_player", "max_iter": 60},
+    {"metric": "h_mean", "solver": "nemsis", "max_iter": 60},
+    {"metric": "g_mean", "solver": "three_player", "model": "mlp", "hidden_layer_sizes": (4,), "max_iter": 60},
+    {"metric": "pr_auc", "max_iter": 40},
+])
+def test_columns_in_extreme_units_are_fitted_as_in_unit_ones(params):
+    # Columns in powers-of-two units (2^20, 2^-12) train exactly as unit ones; before, the
+    # built-in logistic start stopped at weights of 1e-12 on such data and F1 fell to chance.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(500, 3))
+    y = (X[:, 0] + 0.5 * rng.normal(size=500) > 0).astype(int)
+    units = np.array([1.0, 2.0**20, 2.0**-12])
+    played = {"unit": [], "scaled": []}
+    fits = {}
+    for name, Z in (("unit", X), ("scaled", X * units)):
+        fits[name] = MetricOptimizer(random_state=0, **params, callback=lambda t, p, r, seen=played[name]:
+                                     seen.append(p.copy())).fit(Z, y)
+    np.testing.assert_array_equal(fits["scaled"].predict_proba(X * units), fits["unit"].predict_proba(X))
+    if "model" not in params:
+        np.testing.assert_array_equal(fits["scaled"].candidates_[:, :3] * units, fits["unit"].candidates_[:, :3])
+    if played["unit"]:
+        assert len(played["unit"]) == len(played["scaled"])
+
+
+def test_a_column_in_large_units_does_not_sink_the_metric():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 3))
+    y = (X[:, 0] + 0.5 * rng.normal(size=600) > 0).astype(int)
+    Xc = X.copy()
+    Xc[:, 1] *= 1e6
+    f1 = [f1_score(y, MetricOptimizer("f1", random_state=0).fit(Z, y).predict(Z)) for Z in (X, Xc)]
+    assert f1[1] >= f1[0] - 0.01

@@ -47,3 +47,9 @@ class LinearModel:
         mask = np.ones(self.n_params)
         mask[-1] = 0.0
         return mask
+
+    def unscale(self, thetas: np.ndarray, scale: np.ndarray) -> np.ndarray:
+        """Parameters (k, n_params) fitted on ``X / scale``, as parameters on ``X`` (same scores)."""
+        out = np.array(thetas, dtype=float)
+        out[:, :self.n_features] /= scale
+        return out

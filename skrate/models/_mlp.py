@@ -93,3 +93,12 @@ class MLPModel:
         for a, b in self._shapes:
             parts += [np.ones(a * b), np.zeros(b)]
         return np.concatenate(parts)
+
+    def unscale(self, thetas: np.ndarray, scale: np.ndarray) -> np.ndarray:
+        """Parameters (k, n_params) fitted on ``X / scale``, as parameters on ``X`` (same scores):
+        the first layer's weights of input ``j`` divided by ``scale[j]``."""
+        out = np.array(thetas, dtype=float)
+        d, h = self._shapes[0]
+        first = out[:, :d * h].reshape(len(out), d, h)  # a view: the division lands in out
+        first /= scale[:, None]
+        return out

@@ -1,0 +1,38 @@
+"""Powers of two that bring input columns in extreme units near unit size."""
+
+from __future__ import annotations
+
+import numpy as np
+
+# Columns whose largest magnitude lies within [1/_BAND, _BAND] are left as they are: one-hot and
+# standardised columns, and most counts. A column in cents or in micro-units is not: a step of a
+# first-order method moves every weight by about the same amount, which for a column of size 1e6
+# moves the scores by 1e6 times as much as for its neighbours.
+_BAND = 2.0**5
+
+
+def input_scale(X: np.ndarray) -> np.ndarray | None:
+    """Per-column divisors for the game solvers' model inputs, or None when no column needs one.
+
+    A column whose largest magnitude is outside ``[2**-5, 2**5]`` (and not 0) is divided by the
+    power of two nearest its root mean square; every other column by 1. Division by a power of
+    two is exact, so a column rescaled by a power of two is fitted exactly as before.
+
+    Parameters
+    ----------
+    X : ndarray of shape (n_samples, n_features)
+        Finite training inputs.
+
+    Returns
+    -------
+    ndarray of shape (n_features,) or None
+    """
+    peak = np.abs(X).max(axis=0) if X.shape[0] else np.zeros(X.shape[1])
+    out = ((peak > _BAND) | (peak < 1.0 / _BAND)) & (peak > 0)
+    if not out.any():
+        return None
+    unit = 2.0 ** np.ceil(np.log2(peak[out]))  # X / unit lies in [-1, 1]: its square cannot overflow
+    rms = np.sqrt(np.mean((X[:, out] / unit) ** 2, axis=0))
+    scale = np.ones(X.shape[1])
+    scale[out] = unit * 2.0 ** np.round(np.log2(rms))
+    return scale
