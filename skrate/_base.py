@@ -95,8 +95,7 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
 
     @property
     def weights_(self) -> np.ndarray:
-        check_is_fitted(self)
-        return self.solutions_[self.solution]
+        return self._solution_weights(None)
 
     def stochastic_model(self, solution: str | None = None) -> StochasticModel:
         """The fitted distribution over models of a solution.
@@ -112,11 +111,16 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
             The candidates in the solution's support with their weights; its ``scores(X)``
             gives each model's raw scores.
         """
+        weights = self._solution_weights(solution)  # checks the estimator is fitted first
+        return StochasticModel(self._model, self.candidates_, weights, self.random_seed_)
+
+    def _solution_weights(self, solution: str | None) -> np.ndarray:
+        """The weights over ``candidates_`` of a solution (None: the ``solution`` parameter)."""
         check_is_fitted(self)
         name = self.solution if solution is None else solution
         if name not in self.solutions_:
             raise ValueError(f"Unknown solution {name!r}; choose from {list(self.solutions_)}.")
-        return StochasticModel(self._model, self.candidates_, self.solutions_[name], self.random_seed_)
+        return self.solutions_[name]
 
     def _features(self, X):
         check_is_fitted(self)

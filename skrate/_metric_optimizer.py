@@ -158,7 +158,8 @@ class MetricOptimizer(RateClassifierBase):
         the rates (exact plug-in oracle answers, which settle in a few dozen rounds; constraint
         multipliers ascend as in Algorithm 1) and ``"oracle"`` when one is not (a KL or G-mean
         constraint: follow-the-leader multipliers on it settle slowly, and a tight one may not
-        be met within ``max_iter``);
+        be met within ``max_iter``) or a metric is a ``max_of`` (not smooth: refused by
+        ``"frank_wolfe"``, whose multipliers would jump between its rates);
         ``"three_player"`` with ``model="mlp"`` or when the problem reads the baseline's
         decisions (churn, wins, losses), which the plug-in oracle cannot follow. The oracle
         thresholds per group cell when the
@@ -432,6 +433,16 @@ class MetricOptimizer(RateClassifierBase):
             if self.solver in PLUGIN_SOLVERS:
                 raise ValueError(f"{reason} solver={self.solver!r} does not apply; solvers that do: {surrogate}.")
             ok = tuple(s for s in ok if s not in PLUGIN_SOLVERS)
+        rough = [label for label, metric in zip(labels, [program.objective.metric]
+                                                + [c.metric for c in program.constraints])
+                 if not metric.is_smooth]
+        if rough:  # Frank-Wolfe's guarantee needs a smooth psi: on max_of its candidates alternate
+            if self.solver == "frank_wolfe":
+                raise ValueError(
+                    f"solver='frank_wolfe' needs metrics with a continuous gradient, and {rough[0]!r} is a "
+                    "maximum of rates: its follow-the-leader multipliers jump between the rates and never "
+                    f"settle. Solvers that apply: {', '.join(s for s in ok if s != 'frank_wolfe')}.")
+            ok = tuple(s for s in ok if s != "frank_wolfe")
         if self.estimator is not None:  # only the plug-in oracle uses a probability model
             plugin = tuple(s for s in ok if s in PLUGIN_SOLVERS + ("ratio",))
             if self.solver not in plugin + ("auto",):
@@ -445,9 +456,9 @@ class MetricOptimizer(RateClassifierBase):
         if self.solver == "auto":
             if ok == ("ratio",):
                 return "ratio"
-            if (self.model != "linear" and self.estimator is None) or "frank_wolfe" not in ok:
+            if (self.model != "linear" and self.estimator is None) or "oracle" not in ok:
                 return "three_player"
-            if any(not c.is_linear for c in program.constraints):
+            if rough or any(not c.is_linear for c in program.constraints):
                 # follow-the-leader multipliers on a non-linear constraint settle slowly, and a tight
                 # one may not be met in max_iter rounds; gradient-ascent multipliers settle
                 return "oracle"
@@ -794,7 +805,7 @@ class MetricOptimizer(RateClassifierBase):
         metric, fitted_constraints = self._fitted_problem
         if isinstance(metric, PRAUC):
             X_big, data, objective, constraints = stacked_problem(metric, X, data)
-            weights = self.solutions_[self.solution if solution is None else solution]
+            weights = self._solution_weights(solution)
             p = StochasticModel(LinearModel(X_big.shape[1]), self._stacked_params, weights).proba(X_big)
         else:
             objective, constraints = metric, fitted_constraints

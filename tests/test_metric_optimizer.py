@@ -1240,3 +1240,50 @@ def test_a_column_in_large_units_does_not_sink_the_metric():
     Xc[:, 1] *= 1e6
     f1 = [f1_score(y, MetricOptimizer("f1", random_state=0).fit(Z, y).predict(Z)) for Z in (X, Xc)]
     assert f1[1] >= f1[0] - 0.01
+
+
+def test_max_of_is_not_given_to_frank_wolfe():
+    # Frank-Wolfe's multipliers are the gradient of max at the running average: a one-hot that
+    # jumps between the rates, so its candidates alternated between extreme classifiers and
+    # the mixture ended at 0.36 against a best threshold of 0.26
+    from skrate.generalized import max_of
+    rng = np.random.RandomState(3)
+    y = (rng.rand(120) < 0.3).astype(int)
+    x = rng.randn(120) + 1.2 * y
+    X = x[:, None]
+    cuts = np.r_[x.min() - 1, np.sort(x) + 1e-9]
+    P = np.array([x > c for c in cuts] + [x < c for c in cuts]).astype(float)
+    best = np.maximum(1 - P @ y / y.sum(), P @ (1 - y) / (1 - y).sum()).min()
+    est = MetricOptimizer(metric=max_of("fnr", "fpr"), random_state=0, cv=None).fit(X, y)
+    assert est.solver_ == "oracle"
+    assert est.metric_values(X, y)["objective"] <= best + 0.01
+    with pytest.raises(ValueError, match="frank_wolfe.*maximum of rates.*three_player, oracle"):
+        MetricOptimizer(metric=max_of("fnr", "fpr"), solver="frank_wolfe").fit(X, y)
+
+
+def test_pr_auc_metric_values_names_an_unknown_solution():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] + rng.normal(size=200) > 0).astype(int)
+    est = MetricOptimizer(metric="pr_auc", random_state=0, max_iter=20).fit(X, y)
+    with pytest.raises(ValueError, match="Unknown solution 'bogus'; choose from"):
+        est.metric_values(X, y, solution="bogus")
+
+
+def test_a_ratio_objective_over_no_losses_is_reported_infinite_not_clipped():
+    # wins over losses of 8e-17 (none, up to the rounding of a signed sum) were reported as
+    # -wins / 1e-6, the solvers' clipped value: -159999.99
+    from sklearn.datasets import make_classification
+    from sklearn.linear_model import LogisticRegression
+    X, y = make_classification(300, n_features=4, n_informative=3, n_redundant=0, weights=[0.7],
+                               flip_y=0.1, random_state=0)
+    base = LogisticRegression().fit(X[:100], y[:100]).predict(X)
+    est = MetricOptimizer(metric="win_loss_ratio", model="mlp", random_state=0, max_iter=100,
+                          solution="best").fit(X, y, baseline=base)
+    pred = est.predict(X)
+    wins, losses = np.mean((pred == y) & (base != y)), np.mean((pred != y) & (base == y))
+    value = est.metric_values(X, y, baseline=base)["objective"]
+    if losses == 0:
+        assert wins > 0 and value == -np.inf
+    else:
+        assert value == pytest.approx(-wins / losses)

@@ -248,3 +248,22 @@ def test_scorers_show_what_they_score():
         "make_violation_scorer(max violation of ppr >= 0.1; tpr >= 0.5, decisions='predict')")
     assert repr(make_rate_scorer("fpr", greater_is_better=False)) == (
         "make_rate_scorer(rate fpr, greater_is_better=False, decisions='auto')")
+
+
+def test_ratio_of_rates_that_cancel_to_zero_is_read_as_zero_not_rounding_noise():
+    # baseline == model: wins and losses are 0, but their signed sums came out at 1e-15, and
+    # the win-loss ratio was reported as 0.27 (and 3.8e12 with wins and no losses)
+    from sklearn.linear_model import LogisticRegression
+    from skrate.datasets import load_compas
+    from skrate.metrics import make_rate_scorer, make_violation_scorer
+    d = load_compas()
+    X, y = d.data, d.target
+    clf = LogisticRegression(max_iter=1000).fit(X, y)
+    same = clf.predict(X)
+    assert make_rate_scorer("wins")(clf, X, y, baseline=same) == 0.0
+    assert np.isnan(make_rate_scorer("win_loss_ratio")(clf, X, y, baseline=same))
+    assert np.isnan(make_violation_scorer("win_loss_ratio >= 2")(clf, X, y, baseline=same))
+    worse = same.copy()
+    flip = np.flatnonzero(same == y)[:100]
+    worse[flip] = 1 - worse[flip]  # the model wins on those rows and loses on none
+    assert make_rate_scorer("win_loss_ratio")(clf, X, y, baseline=worse) == np.inf

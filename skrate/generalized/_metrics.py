@@ -95,6 +95,11 @@ class Metric:
         """The metric's class: one of ``CLASSES``."""
         return self.as_sum().kind
 
+    @property
+    def is_smooth(self) -> bool:
+        """Whether every piece has a gradient continuous in the rates (``max_of`` has not)."""
+        return all(atom.smooth for _, atom in self.as_sum().terms)
+
 
 def _comparison(lhs, op: str, rhs) -> str:
     """The constraint as written, ``1 - g_mean(tpr, tnr) <= 0.3``; empty when a side expands over
@@ -146,6 +151,9 @@ class Atom(Metric):
 
     name = "metric"
     bounds = (0.0, 1.0)  # every basic rate lies in [0, 1]: the box of the xi-player
+    # a gradient continuous in the rates: Frank-Wolfe's multipliers are the gradient at the
+    # running average, which for a max jumps between vertices and never settles
+    smooth = True
 
     @property
     def exprs(self) -> tuple[Expression, ...]:
@@ -403,6 +411,7 @@ class MaxOf(Atom):
 
     rates: tuple[Expression, ...]
     name = "max"
+    smooth = False
 
     @property
     def exprs(self):

@@ -12,7 +12,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import UndefinedRateError
-from ..problem import RateData, compile_expressions, expand_constraints, report_rows
+from ..problem import RateData, compile_expressions, expand_constraints, ratio_value, report_rows, reported_rates
 from ..rates import Constraint, Ratio
 from ..rates._expression import NEEDS_BASELINE
 from ..rates._slice import BASELINE, RESERVED, group_columns
@@ -34,6 +34,14 @@ class CompiledSum:
         for coef, atom, idx in self.atoms:
             out = out + coef * atom.value(r[idx])
         return out
+
+    def reported_value(self, r: np.ndarray) -> float:
+        """``value`` at one rate vector with each ratio over a zero denominator read as the core
+        reads it (:func:`skrate.problem.ratio_value`: infinite, NaN for ``0 / 0``), not clipped."""
+        out = self.constant
+        for coef, atom, idx in self.atoms:
+            out += coef * (ratio_value(*r[idx]) if isinstance(atom, RatioAtom) else float(atom.value(r[idx])))
+        return float(out)
 
     @property
     def is_linear(self) -> bool:
@@ -278,12 +286,13 @@ def program_values(objective, constraints, data: RateData, p: np.ndarray, expand
     ``phi_j <= 0`` is met; a rate constraint with a ratio side reads in the ratio's units (NaN
     when the ratio is undefined), the others as the solvers see them, but NaN where a ratio they
     hold (``precision`` in ``predictive_parity``) has a zero denominator, which the solvers clip.
-    The objective keeps the solvers' value.
+    The objective reads such a ratio as the core does: wins over no losses are infinite, ``0 / 0``
+    is NaN.
     """
     program = compile_program(objective, constraints, data, expand_over, undefined)
-    r = program.rates(p)
-    obj, cons = program.values(r)
-    out = {"objective": float(obj)}
+    r = reported_rates(program.A, program.b, p)
+    _, cons = program.values(r)
+    out = {"objective": program.objective.reported_value(r)}
     out.update({c.label: float(v) if c.defined(r) else float("nan")
                 for c, v in zip(program.constraints, np.atleast_1d(cons))})
     out.update({label: value for label, (value, _) in ratio_violations(constraints, data, p, expand_over).items()

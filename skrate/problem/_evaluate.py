@@ -21,6 +21,19 @@ def ratio_value(num, den):
     return float(out) if out.ndim == 0 else out
 
 
+# A rate is a sum of many terms of either sign (losses: baseline-correct rows minus those the
+# model keeps right); one within this many ulps of its terms' magnitude is zero up to rounding
+_ROUNDING = 1e3 * np.finfo(float).eps
+
+
+def reported_rates(A, b: np.ndarray, decisions: np.ndarray) -> np.ndarray:
+    """``A @ decisions + b``, with the values within rounding of zero set to 0: a report reads
+    ratios of them, and wins over losses of 1e-17 (no loss, up to rounding) are not 1e16."""
+    out = A @ decisions + b
+    scale = abs(A) @ np.abs(decisions) + np.abs(b)
+    return np.where(np.abs(out) <= _ROUNDING * scale, 0.0, out)
+
+
 def _side_values(sides: list, data: RateData, decisions: np.ndarray) -> list[float]:
     """Values of expressions and ratios for 0/1 or expected decisions, all compiled in one call
     (a ratio as its numerator and denominator, see :func:`ratio_value`), so a report costs one
@@ -28,8 +41,7 @@ def _side_values(sides: list, data: RateData, decisions: np.ndarray) -> list[flo
     exprs = [e for side in sides for e in ((side.numerator, side.denominator) if isinstance(side, Ratio) else (side,))]
     if not exprs:
         return []
-    A, b = compile_expressions(exprs, data)
-    values = iter(A @ decisions + b)
+    values = iter(reported_rates(*compile_expressions(exprs, data), decisions))
     out = []
     for side in sides:
         if isinstance(side, Ratio):
