@@ -86,13 +86,16 @@ class ConstrainedClassifier(RateClassifierBase):
         units and folded back onto ``X`` (``candidates_``, ``callback``). Other columns,
         one-hot and standardised ones among them, are used as given.
     max_iter : int, default=500
-        Number of iterations: a fixed budget for the game solvers; the oracle solvers stop
-        earlier once ``tol`` certifies the mixture.
+        Number of iterations: a fixed budget for the game solvers. The oracle solvers fit one
+        model per iteration, each kept as a candidate, so they play at most
+        ``min(max_iter, n_candidates)`` iterations, and stop earlier once ``tol`` certifies the
+        mixture.
     batch_size : int or None, default=None
         None trains full-batch; an int trains on minibatches of that size.
     n_candidates : int, default=100
         Evenly spaced snapshots of the iterates kept as candidates for the solutions: at most
-        this many, besides the last iterates (see ``candidates_``).
+        this many, besides the last iterates (see ``candidates_``). For the oracle solvers,
+        every fitted model is a candidate: this bounds the number of fits.
     validation_fraction : float or None, default=None
         Hold out this fraction of the rows, stratified by label and by the groups the
         constraints name, for the two-dataset proxy-Lagrangian (Cotter et al., ICML 2019):
@@ -118,7 +121,8 @@ class ConstrainedClassifier(RateClassifierBase):
         stochastic predictions and the ``estimator``'s ``random_state`` parameters left None
         (its steps' and sub-estimators' included).
     verbose : int, default=0
-        Print progress every tenth of the iterations when > 0.
+        Print progress when > 0: every tenth of the iterations for the game solvers, every
+        fit for the oracle solvers.
     callback : callable, default=None
         ``callback(iteration, params, values)`` after every iteration: ``params`` are the model
         parameters the iteration played (before its update; with the oracle solvers, the
@@ -145,7 +149,7 @@ class ConstrainedClassifier(RateClassifierBase):
         objective by more than ``tol`` over 3 consecutive iterations, one more model is fitted
         at the LP's dual multipliers; fitting stops when that model's Lagrangian shows no
         improvement of the mixture by more than ``tol`` (a column-generation certificate, see
-        :doc:`/oracle`). None fits every iteration.
+        :doc:`/oracle`). None fits every iteration (``min(max_iter, n_candidates)``).
 
     Attributes
     ----------

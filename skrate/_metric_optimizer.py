@@ -8,6 +8,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import _fit_context, clone
 from sklearn.compose import ColumnTransformer
+from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import check_cv
 from sklearn.preprocessing import OneHotEncoder
 from sklearn.utils import _safe_indexing, check_random_state
@@ -36,11 +37,6 @@ from .generalized._three_player import CONFIGURATIONS, solve_three_player
 from .models import (Design, LinearModel, MLPModel, ProbabilityScoreModel, input_scale, log_odds, score_threshold,
                      with_score)
 from .models._oracle import fit_weighted, sample_weight_key, seeded
-
-try:
-    from sklearn.frozen import FrozenEstimator
-except ImportError:  # scikit-learn < 1.6 has none
-    FrozenEstimator = ()
 from .problem import ratio_bound_out_of_range, zero_denominator_reason
 from .rates import Expression, Ratio
 from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
@@ -203,7 +199,8 @@ class MetricOptimizer(RateClassifierBase):
         their place in the folds, so with cross-fitting they can move the folds' models a little
         where dropping them would not.
     model : {"linear", "mlp"}, default="linear"
-        Score function of the surrogate solvers (the oracle solvers produce linear models).
+        Score function of the surrogate solvers; the plug-in solvers (``"oracle"``,
+        ``"frank_wolfe"``) produce linear models and refuse ``"mlp"``.
     hidden_layer_sizes : tuple of int, default=(16,)
     init : {"logistic", "zeros"}, default="logistic"
         Starting point of the linear model of the surrogate solvers: L2-regularised logistic
@@ -466,6 +463,11 @@ class MetricOptimizer(RateClassifierBase):
         if self.solver not in ok:
             raise ValueError(f"solver={self.solver!r} does not apply to this problem ({described}); "
                              f"solvers that do: {', '.join(ok)}.")
+        if self.model != "linear" and self.solver in PLUGIN_SOLVERS:
+            raise ValueError(f"model={self.model!r} has no effect with solver={self.solver!r}: the plug-in "
+                             "oracle's answers are thresholds of a logistic regression, linear models. Use a "
+                             f"surrogate solver ({', '.join(s for s in ok if s not in PLUGIN_SOLVERS)}) for an "
+                             "MLP, or model='linear'.")
         return self.solver
 
     def _takes_raw_X(self) -> bool:

@@ -1287,3 +1287,12 @@ def test_a_ratio_objective_over_no_losses_is_reported_infinite_not_clipped():
         assert wins > 0 and value == -np.inf
     else:
         assert value == pytest.approx(-wins / losses)
+
+
+@pytest.mark.parametrize("solver", ["oracle", "frank_wolfe"])
+def test_an_mlp_is_refused_by_the_plugin_solvers_not_silently_made_linear(solver):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 3))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.raises(ValueError, match=f"model='mlp' has no effect with solver='{solver}'.*three_player"):
+        MetricOptimizer(metric="g_mean", solver=solver, model="mlp").fit(X, y)

@@ -58,6 +58,12 @@ def test_rank_refit_warns_and_ranks_by_the_other_score_when_one_is_nan_everywher
         RankRefit()(_results([np.nan] * 2, [np.nan] * 2))
 
 
+def test_rank_refit_refuses_when_every_setting_lacks_one_score():
+    # neither column is NaN throughout, yet no setting has both: an arbitrary one was picked
+    with pytest.raises(ValueError, match="every setting has a NaN 'error' or 'violation' score"):
+        RankRefit()(_results([np.nan, 0.3], [0.0, np.nan]))
+
+
 def _data(n=1500, seed=0):
     rng = np.random.default_rng(seed)
     race = rng.choice(["a", "b"], n, p=[0.6, 0.4])

@@ -73,6 +73,10 @@ class RankRefit:
             return int(np.nanargmin(values))
         # Settings whose scores failed (NaN) rank last on both.
         bad = ~(np.isfinite(objective) & np.isfinite(violation))
+        if bad.all():  # each setting lacks one score or the other: no two can be compared
+            raise ValueError(f"RankRefit cannot pick a setting: every setting has a NaN {self.error!r} or "
+                             f"{self.violation!r} score (the scorer failed, or a ratio it measures was undefined, "
+                             "in some fold); GridSearchCV's warnings name the error.")
         objective = np.where(bad, np.inf, objective)
         violation = np.where(bad, np.inf, violation)
         pick = best_iterate(objective, violation[None, :])
