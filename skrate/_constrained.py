@@ -11,7 +11,7 @@ from sklearn.utils import _safe_indexing, check_random_state
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._base import RateClassifierBase, warn_uncovered
-from .exceptions import InfeasibleConstraintsWarning
+from .exceptions import InfeasibleConstraintsWarning, UndefinedRateError
 from .models import LinearModel, MLPModel, input_scale
 from ._holdout import check_goal_columns, check_held_out_values, holdout_split
 from .problem import (compile_problem, confidence_margins, evaluate_term, in_own_units, least_violation,
@@ -139,7 +139,8 @@ class ConstrainedClassifier(RateClassifierBase):
         the ``"m_stochastic"``, ``"best"`` and ``"last"`` solutions use are kept (at most
         m + 3), all of them when ``solution="T_stochastic"``. ``X`` reaches the estimator as
         given (a DataFrame keeps its dtypes and column names, so text and categorical columns
-        work with an estimator or pipeline that encodes them). ``model``, ``surrogate``,
+        work with an estimator or pipeline that encodes them); sparse ``X`` is refused, as the
+        reproducible per-row draws of ``predict`` hash dense rows. ``model``, ``surrogate``,
         ``learning_rate``, ``alpha`` and ``batch_size`` do not apply. See :doc:`/oracle`.
     n_jobs : int or None, default=None
         Threads predicting the fitted estimators of the oracle solvers in parallel.
@@ -352,7 +353,7 @@ class ConstrainedClassifier(RateClassifierBase):
         rng = check_random_state(self.random_state)
         gen = np.random.default_rng(rng.randint(np.iinfo(np.int32).max))
         check_goal_columns(objective, constraints, data)
-        train, held = self._split(data, constraints, validation_mask, gen)
+        train, held = self._split(data, objective, constraints, validation_mask, gen)
         # where the held-out rows come from, for errors about them (a mask overrides the fraction)
         source = "validation_mask" if validation_mask is not None else f"validation_fraction={self.validation_fraction}"
         if held is not None and self.solver == "lagrangian":
@@ -361,11 +362,11 @@ class ConstrainedClassifier(RateClassifierBase):
                              "'proxy_lagrangian_ext' with a held-out set.")
         fit_data = data if held is None else data.take(train)
         held_data = None if held is None else data.take(held)
-        problem = compile_problem(objective, constraints, fit_data)
+        problem = self._compile_part(objective, constraints, fit_data, source, held is not None and "training")
         expanded = problem.constraints  # over the training rows' group values, on both sides
         if held is not None:
             check_held_out_values(constraints, fit_data, held_data, source)
-            held_problem = self._compile_held_out(objective, expanded, held_data, source)
+            held_problem = self._compile_part(objective, expanded, held_data, source, "held-out")
         else:
             held_problem = None
         self.margins_ = self._margins(expanded, data if held is None else held_data)
@@ -375,8 +376,8 @@ class ConstrainedClassifier(RateClassifierBase):
                     p.b[1:] += self.margins_
         else:  # the user's margins, in each constraint's own units (a ratio's included)
             tight = [tightened(c, m) for c, m in zip(expanded, self.margins_)]
-            problem = compile_problem(objective, tight, fit_data)
-            held_problem = None if held is None else self._compile_held_out(objective, tight, held_data, source)
+            problem = self._compile_part(objective, tight, fit_data, source, held is not None and "training")
+            held_problem = None if held is None else self._compile_part(objective, tight, held_data, source, "held-out")
         check_oracle_params(self.estimator, self.solver)
         if self.solver in ORACLE_SOLVERS:
             self._model, traj = fit_oracle_game(
@@ -431,7 +432,7 @@ class ConstrainedClassifier(RateClassifierBase):
             return float(self.lambda_learning_rate)
         return LAMBDA_STEPS[self.solver]
 
-    def _split(self, data, constraints, validation_mask, gen):
+    def _split(self, data, objective, constraints, validation_mask, gen):
         if validation_mask is not None:
             mask = np.asarray(validation_mask)
             if mask.dtype.kind in "iuf" and np.isin(mask, (0, 1)).all():
@@ -447,14 +448,22 @@ class ConstrainedClassifier(RateClassifierBase):
             return np.arange(data.n), None
         from .problem import expand_constraints
 
-        return holdout_split(data, expand_constraints(constraints, data.groups), self.validation_fraction,
-                             int(gen.integers(2**31)))
+        # the objective's slices are measured on both sides too: stratified and checked alike
+        return holdout_split(data, expand_constraints([*constraints, objective <= 0], data.groups),
+                             self.validation_fraction, int(gen.integers(2**31)))
 
-    def _compile_held_out(self, objective, constraints, held, source: str):
+    @staticmethod
+    def _compile_part(objective, constraints, part, source: str, side: str | bool):
+        """The problem on the rows ``part``; with a held-out split (``side``: "training" or
+        "held-out"), its errors say which side: the full data may well have what one side lacks."""
         try:
-            return compile_problem(objective, constraints, held)
-        except ValueError as exc:  # say where: the full data may well have what the held-out rows lack
-            raise ValueError(f"On the {held.n} held-out rows ({source}): {exc}") from None
+            return compile_problem(objective, constraints, part)
+        except ValueError as exc:
+            if not side:
+                raise
+            message = f"On the {part.n} {side} rows ({source}): {exc}"
+            raise (UndefinedRateError(message, rate=exc.rate) if isinstance(exc, UndefinedRateError)
+                   else ValueError(message)) from None
 
     def _margins(self, constraints, data) -> np.ndarray:
         m = len(constraints)
@@ -553,10 +562,15 @@ class ConstrainedClassifier(RateClassifierBase):
         else:
             # tell an impossible problem from a model that fell short: the advice differs
             least, hardest = least_violation(problem) if broken else (0.0, 0)
-            beyond = [reason for c in undefined if (reason := ratio_bound_out_of_range(c))]
-            if beyond:  # met in linear form by predicting no positives, where the ratio is undefined
-                advice = (f" No classifier at all can meet {beyond[0]}: its linear form holds only where "
-                          "the ratio is undefined. Loosen or drop that constraint.")
+            # a bound beyond a named ratio's range, the user's margin included: the linear form is met
+            # by predicting no positives, where the ratio is undefined, so the LP cannot see it
+            moved = not (isinstance(self.margin, str) or self.margin is None) and self.margins_.any()
+            stated = ([tightened(c, m) for c, m in zip(self.constraints_, self.margins_)] if moved
+                      else self.constraints_)
+            beyond = [reason for c in stated if (reason := ratio_bound_out_of_range(c))]
+            if beyond:
+                advice = (f" No classifier at all can meet {beyond[0]}{', margin included' if moved else ''}. "
+                          f"Loosen or drop that constraint{' or its margin' if moved else ''}.")
             elif least > 1e-9:
                 advice = (f" No classifier at all can meet them together on these rows, even one choosing each "
                           f"row's decision freely: the least possible largest violation is {least:.4g}, on "

@@ -448,3 +448,15 @@ def test_a_column_in_large_units_does_not_sink_the_fit():
         clf = ConstrainedClassifier("tpr >= 0.6", model=model, random_state=0)
         acc = [np.mean(clf.fit(Z, y).predict(Z) == y) for Z in (X, Xc)]
         assert acc[1] >= acc[0] - 0.01
+
+
+def test_a_margin_that_pushes_a_ratio_bound_out_of_range_is_called_impossible():
+    # precision >= 0.9 with margin 0.2 is precision >= 1.1: the advice said "train longer"
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 2))
+    y = (X[:, 0] + rng.normal(size=400) > 0).astype(int)
+    with pytest.warns(InfeasibleConstraintsWarning) as record:
+        ConstrainedClassifier("precision >= 0.9", margin=0.2, max_iter=100, random_state=0).fit(X, y)
+    message = str(record[-1].message)
+    assert "No classifier at all can meet 'precision >= 1.1': precision lies in [0, 1], margin included" in message
+    assert "or its margin" in message and "train longer" not in message

@@ -1,9 +1,12 @@
 """Constraints that hold on new data: held-out multipliers and confidence margins."""
 
+import warnings
+
 import numpy as np
 import pytest
 
 from skrate import ConstrainedClassifier
+from skrate.exceptions import InfeasibleConstraintsWarning
 from skrate._holdout import holdout_split
 from skrate.problem import GroupTable, RateData, confidence_margins
 from skrate.rates import parse_constraint
@@ -296,3 +299,29 @@ def test_the_report_gives_each_solution_its_own_ratio_margin():
     report = mixture.constraint_report(X, y, groups=g, solution="best")
     np.testing.assert_allclose(report["margin"].iloc[0], best.margins_[0], rtol=1e-12)
     np.testing.assert_allclose(mixture.constraint_report(X, y, groups=g)["margin"].iloc[0], mixture.margins_[0])
+
+
+def test_an_error_of_the_training_side_says_so():
+    # every row of group c held out: the message named 'c' as unknown although groups held it
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    y = (X[:, 0] > 0).astype(int)
+    g = np.where(np.arange(300) < 20, "c", "a")
+    with pytest.raises(ValueError, match=r"On the 150 training rows \(validation_mask\): Unknown value 'c'"):
+        ConstrainedClassifier("tpr[group=c] >= 0.5", max_iter=20).fit(
+            X, y, groups=g, validation_mask=np.arange(300) < 150)
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_the_split_keeps_the_objective_slices_on_both_sides(seed):
+    # 3 positives in group d, named only by the objective: some seeds left them all on one side
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    y = (X[:, 0] > 0).astype(int)
+    g = np.full(300, "a")
+    g[np.flatnonzero(y == 1)[:3]] = "d"
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", InfeasibleConstraintsWarning)
+        clf = ConstrainedClassifier("ppr <= 0.6", objective="fnr[group=d] + error", validation_fraction=0.5,
+                                    max_iter=20, random_state=seed).fit(X, y, groups=g)
+    assert np.isfinite(clf.fit_report_["held_out"]).all()
