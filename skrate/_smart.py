@@ -640,13 +640,14 @@ def smart(
         if done:
             converged = True
             break
-    # finish with the exact weight block on the exact losses (never raises the objective);
-    # every exit leaves loss_tab exact at (W, b): an accepted epoch or a refit refreshes
-    # it, a rejected one restores the table saved with the model
-    w_exact = P.keep_smallest(loss_tab)
-    f_exact = kept_sum(w_exact, loss_tab) / h + P.alpha * P.penalty_value(W)
+    # finish with the exact weight block on the exact losses: the minimiser over the capped
+    # simplex, so it never raises the objective but by rounding, and its weights are 0 / 1
+    # where a finite weight_step on tied losses leaves fractions. Every exit leaves loss_tab
+    # exact at (W, b): an accepted epoch or a refit refreshes it, a rejected one restores the
+    # table saved with the model
+    w = P.keep_smallest(loss_tab)
+    f_exact = kept_sum(w, loss_tab) / h + P.alpha * P.penalty_value(W)
     if f_exact < objective[-1]:
-        w = w_exact
         objective.append(f_exact)
     return TrimmedFit(W, b, w, n_iter, objective, converged)
 

@@ -1168,3 +1168,13 @@ def test_one_class_is_an_error():
         clf.fit(X, np.ones(10))
     with pytest.raises(NotFittedError):
         check_is_fitted(clf)
+
+
+def test_tied_losses_with_a_finite_weight_step_end_on_zero_one_weights():
+    # a heavy l1 penalty zeroes the model: every loss ties, and weight_step=1 left weights of
+    # 0.9 on all 60 rows, so inlier_mask_ kept all of them
+    X = np.random.default_rng(0).normal(size=(60, 2))
+    y = np.repeat([0, 1], 30)
+    m = TrimmedClassifier(weight_step=1.0, penalty="l1", alpha=10, random_state=0).fit(X, y)
+    assert set(np.unique(m.sample_weights_)) <= {0.0, 1.0}
+    assert m.inlier_mask_.sum() == m.n_inliers_
