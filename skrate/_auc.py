@@ -57,7 +57,8 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         ``"exact"`` forms the ``d x d`` quadratic (O(n d^2)) and minimises it: one
         equilibrated linear solve for ``"l2"`` (the least-squares solution of minimum norm in
         the equilibrated variables when ``alpha=0`` leaves it singular), accelerated proximal
-        gradient polished by an exact solve on the sign pattern for ``"l1"``/``"elasticnet"``.
+        gradient on the equilibrated quadratic, polished by an exact solve on the sign
+        pattern, for ``"l1"``/``"elasticnet"``.
         ``"spam"``: proximal SGD with step ``eta0 / sqrt(k)`` in pass ``k``. ``"vrspam"``: one
         SPAM pass, then proximal SVRG with the constant step ``eta0``. Both stochastic solvers
         are preconditioned by the column scales (see ``eta0``), which leaves their minimiser

@@ -161,6 +161,30 @@ def test_exact_matches_cvxpy(l1_ratio, scaled):
 
 
 @pytest.mark.parametrize("l1_ratio", [0.5, 1.0])
+def test_exact_elastic_net_is_exact_on_columns_in_mixed_units(l1_ratio):
+    # breast_cancer's raw column spreads span a factor 2e5: FISTA on the unequilibrated Q
+    # crawled, and its sign-pattern polish then failed on a support with 7 extra columns
+    X, y = load_breast_cancer(return_X_y=True)
+    alpha = 1e-3
+    Q, delta = quadratic_form(X, y)
+    d = np.sqrt(np.diag(Q))
+    v = cp.Variable(len(d))  # the reference solved in v = d * w, where it is accurate
+    penalty = alpha * (l1_ratio * cp.norm1(v / d) + (1 - l1_ratio) / 2 * cp.sum_squares(v / d))
+    cp.Problem(cp.Minimize(0.5 * cp.quad_form(v, cp.psd_wrap(Q / np.outer(d, d)))
+                           - (delta / d) @ v + penalty)).solve(
+        solver=cp.CLARABEL, tol_gap_abs=1e-14, tol_gap_rel=1e-14, tol_feas=1e-14)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        clf = AUCClassifier(solver="exact", penalty="elasticnet", l1_ratio=l1_ratio,
+                            alpha=alpha).fit(X, y)
+    w, ref = clf.coef_.ravel(), v.value / d
+    objective = _objective(ref, X, y, alpha, l1_ratio)
+    assert abs(clf.objective_ - objective) <= 1e-9 * objective
+    np.testing.assert_array_equal(w != 0, np.abs(v.value) > 1e-7)
+    np.testing.assert_allclose(w * d, v.value, atol=1e-6)  # in the units of the columns
+
+
+@pytest.mark.parametrize("l1_ratio", [0.5, 1.0])
 def test_exact_is_converged_once_its_sign_pattern_solve_is_optimal(l1_ratio):
     X, y = _data(n=200, d=6, seed=5)
     short = solve_exact(X, y, 0.02, l1_ratio, max_steps=20)  # FISTA far from its tolerance
@@ -739,6 +763,33 @@ def test_sparse_quadratic_form_is_stable_with_a_large_offset(offset):
     a = AUCClassifier(solver="exact").fit(X, y)
     b = AUCClassifier(solver="exact").fit(sp.csr_matrix(X), y)
     np.testing.assert_allclose(b.coef_, a.coef_, rtol=1e-6, atol=1e-9)
+
+
+def test_sparse_step_matches_dense_with_a_large_offset():
+    # a sparse row's distance to the centre was ||c||^2 with the c_j^2 of its stored entries
+    # replaced: with a column at 1e7 it cancelled below the rounding floor, so every distance,
+    # the step bound and the step were 0 and nothing was learned
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (X.sum(axis=1) + rng.normal(size=200) > 0).astype(int)
+    X[:, [0, 2]] = np.where(np.abs(X[:, [0, 2]]) > 0.5, X[:, [0, 2]], 0.0)
+    X[:, 1] += 1e7
+    Xs = sp.csr_matrix(X)
+    stats = ClassStatistics.from_data(X, y)
+    assert minibatch_smoothness(Xs, y, stats, 16) == pytest.approx(
+        minibatch_smoothness(X, y, stats, 16), rel=1e-12)
+    a = AUCClassifier(random_state=0).fit(X, y)
+    b = AUCClassifier(random_state=0).fit(Xs, y)
+    assert b.step_size_ == pytest.approx(a.step_size_, rel=1e-9)
+    np.testing.assert_allclose(b.coef_, a.coef_, rtol=1e-7)
+    streams = []
+    for Z in (X, Xs):
+        clf = AUCClassifier(random_state=0)
+        for start in range(0, len(y), 50):
+            clf.partial_fit(Z[start:start + 50], y[start:start + 50], classes=[0, 1])
+        streams.append(clf.coef_)
+    np.testing.assert_allclose(streams[1], streams[0], rtol=1e-7)
+    assert np.all(streams[0] > 0.1) and np.all(a.coef_ > 0.1)  # both learned the ranking
 
 
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
