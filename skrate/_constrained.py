@@ -353,7 +353,7 @@ class ConstrainedClassifier(RateClassifierBase):
         rng = check_random_state(self.random_state)
         gen = np.random.default_rng(rng.randint(np.iinfo(np.int32).max))
         check_goal_columns(objective, constraints, data)
-        train, held = self._split(data, objective, constraints, validation_mask, gen)
+        train, held = self._split(data, constraints, validation_mask, gen)
         # where the held-out rows come from, for errors about them (a mask overrides the fraction)
         source = "validation_mask" if validation_mask is not None else f"validation_fraction={self.validation_fraction}"
         if held is not None and self.solver == "lagrangian":
@@ -362,11 +362,11 @@ class ConstrainedClassifier(RateClassifierBase):
                              "'proxy_lagrangian_ext' with a held-out set.")
         fit_data = data if held is None else data.take(train)
         held_data = None if held is None else data.take(held)
-        problem = self._compile_part(objective, constraints, fit_data, source, held is not None and "training")
+        problem = self._compile_part(objective, constraints, fit_data, source, held is not None and "training", data)
         expanded = problem.constraints  # over the training rows' group values, on both sides
         if held is not None:
             check_held_out_values(constraints, fit_data, held_data, source)
-            held_problem = self._compile_part(objective, expanded, held_data, source, "held-out")
+            held_problem = self._compile_part(objective, expanded, held_data, source, "held-out", data)
         else:
             held_problem = None
         self.margins_ = self._margins(expanded, data if held is None else held_data)
@@ -376,8 +376,9 @@ class ConstrainedClassifier(RateClassifierBase):
                     p.b[1:] += self.margins_
         else:  # the user's margins, in each constraint's own units (a ratio's included)
             tight = [tightened(c, m) for c, m in zip(expanded, self.margins_)]
-            problem = self._compile_part(objective, tight, fit_data, source, held is not None and "training")
-            held_problem = None if held is None else self._compile_part(objective, tight, held_data, source, "held-out")
+            problem = self._compile_part(objective, tight, fit_data, source, held is not None and "training", data)
+            held_problem = None if held is None else self._compile_part(objective, tight, held_data, source,
+                                                                        "held-out", data)
         check_oracle_params(self.estimator, self.solver)
         if self.solver in ORACLE_SOLVERS:
             self._model, traj = fit_oracle_game(
@@ -432,7 +433,7 @@ class ConstrainedClassifier(RateClassifierBase):
             return float(self.lambda_learning_rate)
         return LAMBDA_STEPS[self.solver]
 
-    def _split(self, data, objective, constraints, validation_mask, gen):
+    def _split(self, data, constraints, validation_mask, gen):
         if validation_mask is not None:
             mask = np.asarray(validation_mask)
             if mask.dtype.kind in "iuf" and np.isin(mask, (0, 1)).all():
@@ -448,19 +449,20 @@ class ConstrainedClassifier(RateClassifierBase):
             return np.arange(data.n), None
         from .problem import expand_constraints
 
-        # the objective's slices are measured on both sides too: stratified and checked alike
-        return holdout_split(data, expand_constraints([*constraints, objective <= 0], data.groups),
-                             self.validation_fraction, int(gen.integers(2**31)))
+        return holdout_split(data, expand_constraints(constraints, data.groups), self.validation_fraction,
+                             int(gen.integers(2**31)))
 
     @staticmethod
-    def _compile_part(objective, constraints, part, source: str, side: str | bool):
+    def _compile_part(objective, constraints, part, source: str, side: str | bool, data=None):
         """The problem on the rows ``part``; with a held-out split (``side``: "training" or
-        "held-out"), its errors say which side: the full data may well have what one side lacks."""
+        "held-out"), an error that the full ``data`` does not raise (a group value or a label
+        the split left on the other side) says which side."""
         try:
             return compile_problem(objective, constraints, part)
         except ValueError as exc:
             if not side:
                 raise
+            compile_problem(objective, constraints, data)  # an error of the problem itself: unprefixed
             message = f"On the {part.n} {side} rows ({source}): {exc}"
             raise (UndefinedRateError(message, rate=exc.rate) if isinstance(exc, UndefinedRateError)
                    else ValueError(message)) from None

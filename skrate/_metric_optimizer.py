@@ -231,7 +231,7 @@ class MetricOptimizer(RateClassifierBase):
         ``estimator``, columns whose largest magnitude lies outside ``[2**-5, 2**5]`` are divided
         by the power of two nearest their root mean square before fitting, and their weights
         penalised in those units, as for :class:`ConstrainedClassifier`; ``candidates_`` and
-        the ``callback``'s parameters are folded back onto ``X``.
+        the weights on ``x`` in the ``callback``'s parameters are folded back onto ``X``.
     max_iter : int, default=500
     batch_size : int or None, default=None
         None trains full-batch; an int trains the surrogate player on minibatches. The plug-in
@@ -433,13 +433,6 @@ class MetricOptimizer(RateClassifierBase):
         rough = [label for label, metric in zip(labels, [program.objective.metric]
                                                 + [c.metric for c in program.constraints])
                  if not metric.is_smooth]
-        if rough:  # Frank-Wolfe's guarantee needs a smooth psi: on max_of its candidates alternate
-            if self.solver == "frank_wolfe":
-                raise ValueError(
-                    f"solver='frank_wolfe' needs metrics with a continuous gradient, and {rough[0]!r} is a "
-                    "maximum of rates: its follow-the-leader multipliers jump between the rates and never "
-                    f"settle. Solvers that apply: {', '.join(s for s in ok if s != 'frank_wolfe')}.")
-            ok = tuple(s for s in ok if s != "frank_wolfe")
         if self.estimator is not None:  # only the plug-in oracle uses a probability model
             plugin = tuple(s for s in ok if s in PLUGIN_SOLVERS + ("ratio",))
             if self.solver not in plugin + ("auto",):
@@ -450,6 +443,14 @@ class MetricOptimizer(RateClassifierBase):
                 raise ValueError(f"model={self.model!r} has no effect with estimator=: the plug-in oracle's "
                                  "answers threshold the estimator's probabilities. Drop one of them.")
             ok = plugin
+        if rough:  # Frank-Wolfe's guarantee needs a smooth psi: on max_of its candidates alternate
+            ok = tuple(s for s in ok if s != "frank_wolfe")
+            if self.solver == "frank_wolfe":
+                others = [s for s in ok if self.model == "linear" or s not in PLUGIN_SOLVERS]
+                raise ValueError(
+                    f"solver='frank_wolfe' needs metrics with a continuous gradient, and {rough[0]!r} is a "
+                    "maximum of rates: its follow-the-leader multipliers jump between the rates and never "
+                    f"settle. Solvers that apply: {', '.join(others)}.")
         if self.solver == "auto":
             if ok == ("ratio",):
                 return "ratio"

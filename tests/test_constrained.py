@@ -460,3 +460,11 @@ def test_a_margin_that_pushes_a_ratio_bound_out_of_range_is_called_impossible():
     message = str(record[-1].message)
     assert "No classifier at all can meet 'precision >= 1.1': precision lies in [0, 1], margin included" in message
     assert "or its margin" in message and "train longer" not in message
+
+
+def test_a_column_near_the_largest_float_is_scaled_without_overflow():
+    # its power-of-two divisor was 2**1024 = inf, and every candidate NaN
+    X, y, _ = _units_data()
+    X[:, 1] *= 1.5e308 / np.abs(X[:, 1]).max()
+    clf = ConstrainedClassifier(max_iter=30, random_state=0).fit(X, y)
+    assert np.isfinite(clf.candidates_).all() and np.mean(clf.predict(X) == y) > 0.7

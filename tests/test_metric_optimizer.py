@@ -1259,6 +1259,12 @@ def test_max_of_is_not_given_to_frank_wolfe():
     assert est.metric_values(X, y)["objective"] <= best + 0.01
     with pytest.raises(ValueError, match="frank_wolfe.*maximum of rates.*three_player, oracle"):
         MetricOptimizer(metric=max_of("fnr", "fpr"), solver="frank_wolfe").fit(X, y)
+    # the solvers named are those the other parameters allow
+    from sklearn.linear_model import LogisticRegression
+    with pytest.raises(ValueError, match="Solvers that apply: oracle\\.$"):
+        MetricOptimizer(metric=max_of("fnr", "fpr"), solver="frank_wolfe", estimator=LogisticRegression()).fit(X, y)
+    with pytest.raises(ValueError, match="Solvers that apply: three_player, spade, nemsis\\.$"):
+        MetricOptimizer(metric=max_of("fnr", "fpr"), solver="frank_wolfe", model="mlp").fit(X, y)
 
 
 def test_pr_auc_metric_values_names_an_unknown_solution():

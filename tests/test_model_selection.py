@@ -1,5 +1,7 @@
 """RankRefit (Eq. 18 as a GridSearchCV refit) and tradeoff_curve."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -260,3 +262,12 @@ def test_tradeoff_curve_takes_a_list_X_with_groups_as_a_frame():
                            groups=pd.DataFrame(g), constraints=TEMPLATE, slacks=[0.1], random_state=0)
     cols = ["train_error", "train_violation", "test_error", "test_violation"]
     pd.testing.assert_frame_equal(curve[cols], array[cols])
+
+
+def test_rank_refit_reads_an_infinite_score_as_a_score_not_a_failure():
+    # a win-loss ratio with no losses meets its bound by +inf: that setting, with the lower
+    # error, was ranked last as if its scorer had failed
+    assert RankRefit()(_results([0.1, 0.2], [-np.inf, 0.5])) == 0
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert RankRefit()(_results([0.3, 0.2], [-np.inf, -np.inf])) == 1

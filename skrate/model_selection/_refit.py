@@ -20,7 +20,9 @@ class RankRefit:
     A NaN score (GridSearchCV averages in the NaN of a fold whose scorer failed, with
     ``error_score=np.nan``, or whose ratio was undefined) puts its setting last on both ranks.
     When every violation score is NaN, RankRefit warns and picks the lowest error (and when
-    every error score is NaN, the lowest violation); when both are, it raises.
+    every error score is NaN, the lowest violation); when both are, or when every setting lacks
+    one score or the other, it raises. An infinite score (a ratio constraint met by a model
+    with no losses) is no failure: it ranks by its sign.
 
     Parameters
     ----------
@@ -60,7 +62,8 @@ class RankRefit:
         err, vio = (self._column(cv_results, name) for name in (self.error, self.violation))
         # Scores are "higher is better": negate back to error and violation.
         objective, violation = -err, -vio
-        failed = [name for name, v in ((self.error, err), (self.violation, vio)) if not np.isfinite(v).any()]
+        # only NaN is a failed score: an infinite one is a ratio beyond every bound (wins, no losses)
+        failed = [name for name, v in ((self.error, err), (self.violation, vio)) if np.isnan(v).all()]
         if failed:  # a rank over NaN alone ties everything: rank by the other score, or give up
             causes = (f"every {' and every '.join(map(repr, failed))} score is NaN: the scorer failed (or a ratio "
                       "it measures was undefined) in every fold, e.g. groups or baseline not routed to it "
@@ -72,7 +75,7 @@ class RankRefit:
             warnings.warn(f"RankRefit: {causes}. Picking the lowest {other!r} alone.", UserWarning, stacklevel=2)
             return int(np.nanargmin(values))
         # Settings whose scores failed (NaN) rank last on both.
-        bad = ~(np.isfinite(objective) & np.isfinite(violation))
+        bad = np.isnan(objective) | np.isnan(violation)
         if bad.all():  # each setting lacks one score or the other: no two can be compared
             raise ValueError(f"RankRefit cannot pick a setting: every setting has a NaN {self.error!r} or "
                              f"{self.violation!r} score (the scorer failed, or a ratio it measures was undefined, "

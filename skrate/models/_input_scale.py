@@ -31,8 +31,9 @@ def input_scale(X: np.ndarray) -> np.ndarray | None:
     out = ((peak > _BAND) | (peak < 1.0 / _BAND)) & (peak > 0)
     if not out.any():
         return None
-    unit = 2.0 ** np.ceil(np.log2(peak[out]))  # X / unit lies in [-1, 1]: its square cannot overflow
-    rms = np.sqrt(np.mean((X[:, out] / unit) ** 2, axis=0))
+    _, top = np.frexp(peak[out])  # peak < 2**top: X * 2**-top lies in (-1, 1), exactly
+    rms = np.sqrt(np.mean(np.ldexp(X[:, out], -top) ** 2, axis=0))
     scale = np.ones(X.shape[1])
-    scale[out] = unit * 2.0 ** np.round(np.log2(rms))
+    # within the normal range, so that the divisor and its inverse are finite powers of two
+    scale[out] = np.ldexp(1.0, np.clip(top + np.round(np.log2(rms)).astype(int), -1021, 1023))
     return scale
