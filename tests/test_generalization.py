@@ -1,12 +1,9 @@
 """Constraints that hold on new data: held-out multipliers and confidence margins."""
 
-import warnings
-
 import numpy as np
 import pytest
 
 from skrate import ConstrainedClassifier
-from skrate.exceptions import InfeasibleConstraintsWarning
 from skrate._holdout import holdout_split
 from skrate.problem import GroupTable, RateData, confidence_margins
 from skrate.rates import parse_constraint
