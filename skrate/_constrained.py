@@ -12,7 +12,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._base import RateClassifierBase, warn_uncovered
 from .exceptions import InfeasibleConstraintsWarning, UndefinedRateError
-from .models import LinearModel, MLPModel, input_scale
+from .models import LinearModel, MLPModel, folding_callback, input_scale
 from ._holdout import check_goal_columns, check_held_out_values, holdout_split
 from .problem import (compile_problem, confidence_margins, evaluate_term, in_own_units, least_violation,
                       ratio_bound_out_of_range, report_rows, tightened, violation_rows, zero_denominator_reason)
@@ -362,11 +362,13 @@ class ConstrainedClassifier(RateClassifierBase):
                              "'proxy_lagrangian_ext' with a held-out set.")
         fit_data = data if held is None else data.take(train)
         held_data = None if held is None else data.take(held)
-        problem = self._compile_part(objective, constraints, fit_data, source, held is not None and "training", data)
+        # errors on one side of a split name it: the full data may well have what that side lacks
+        train_side = None if held is None else "training"
+        problem = self._compile_part(objective, constraints, fit_data, data, source, train_side)
         expanded = problem.constraints  # over the training rows' group values, on both sides
         if held is not None:
             check_held_out_values(constraints, fit_data, held_data, source)
-            held_problem = self._compile_part(objective, expanded, held_data, source, "held-out", data)
+            held_problem = self._compile_part(objective, expanded, held_data, data, source, "held-out")
         else:
             held_problem = None
         self.margins_ = self._margins(expanded, data if held is None else held_data)
@@ -376,9 +378,9 @@ class ConstrainedClassifier(RateClassifierBase):
                     p.b[1:] += self.margins_
         else:  # the user's margins, in each constraint's own units (a ratio's included)
             tight = [tightened(c, m) for c, m in zip(expanded, self.margins_)]
-            problem = self._compile_part(objective, tight, fit_data, source, held is not None and "training", data)
-            held_problem = None if held is None else self._compile_part(objective, tight, held_data, source,
-                                                                        "held-out", data)
+            problem = self._compile_part(objective, tight, fit_data, data, source, train_side)
+            held_problem = None if held is None else self._compile_part(objective, tight, held_data, data, source,
+                                                                        "held-out")
         check_oracle_params(self.estimator, self.solver)
         if self.solver in ORACLE_SOLVERS:
             self._model, traj = fit_oracle_game(
@@ -392,17 +394,13 @@ class ConstrainedClassifier(RateClassifierBase):
             # are folded back, so the model, candidates_ and callback all speak of X
             scale = input_scale(X)
             X_game = X if scale is None else X / scale
-            callback = self.callback
-            if scale is not None and callback is not None:
-                def callback(iteration, params, values, _user=self.callback):
-                    return _user(iteration, self._model.unscale(params[None], scale)[0], values)
             traj = solve_rate_game(
                 problem, self._model, X_game[train] if held is not None else X_game, solver=self.solver,
                 surrogate=self.surrogate, learning_rate=self.learning_rate,
                 lambda_learning_rate=self._lambda_step(), alpha=self.alpha, max_iter=self.max_iter,
                 batch_size=self.batch_size, n_candidates=self.n_candidates, rng=gen,
                 held_out=None if held is None else (held_problem, X_game[held]),
-                callback=callback, verbose=self.verbose,
+                callback=folding_callback(self.callback, self._model.unscale, scale), verbose=self.verbose,
             )
             if scale is not None:
                 traj.params = self._model.unscale(traj.params, scale)
@@ -453,14 +451,14 @@ class ConstrainedClassifier(RateClassifierBase):
                              int(gen.integers(2**31)))
 
     @staticmethod
-    def _compile_part(objective, constraints, part, source: str, side: str | bool, data=None):
-        """The problem on the rows ``part``; with a held-out split (``side``: "training" or
-        "held-out"), an error that the full ``data`` does not raise (a group value or a label
-        the split left on the other side) says which side."""
+    def _compile_part(objective, constraints, part, data, source: str, side: str | None):
+        """The problem on the rows ``part`` of ``data``; with a held-out split (``side``:
+        "training" or "held-out"), an error that the full ``data`` does not raise (a group value
+        or a label the split left on the other side) says which side."""
         try:
             return compile_problem(objective, constraints, part)
         except ValueError as exc:
-            if not side:
+            if side is None:
                 raise
             compile_problem(objective, constraints, data)  # an error of the problem itself: unprefixed
             message = f"On the {part.n} {side} rows ({source}): {exc}"

@@ -34,8 +34,8 @@ from .generalized._program import (
 )
 from .generalized._ratio import RatioProgram, solve_ratio_game
 from .generalized._three_player import CONFIGURATIONS, solve_three_player
-from .models import (Design, LinearModel, MLPModel, ProbabilityScoreModel, input_scale, log_odds, score_threshold,
-                     with_score)
+from .models import (Design, LinearModel, MLPModel, ProbabilityScoreModel, folding_callback, input_scale, log_odds,
+                     score_threshold, with_score)
 from .models._oracle import fit_weighted, sample_weight_key, seeded
 from .problem import ratio_bound_out_of_range, zero_denominator_reason
 from .rates import Expression, Ratio
@@ -644,9 +644,8 @@ class MetricOptimizer(RateClassifierBase):
         common = dict(surrogate=surrogate, learning_rate=self.learning_rate,
                       lambda_learning_rate=self.lambda_learning_rate, lambda_bound=self.lambda_bound,
                       alpha=self.alpha, max_iter=self.max_iter, batch_size=self.batch_size,
-                      n_candidates=self.n_candidates, tol=self.tol, rng=gen, callback=self.callback, verbose=self.verbose)
-        if unscale is not None and self.callback is not None:
-            common["callback"] = lambda t, params, rates: self.callback(t, unscale(params[None], scale)[0], rates)
+                      n_candidates=self.n_candidates, tol=self.tol, rng=gen,
+                      callback=folding_callback(self.callback, unscale, scale), verbose=self.verbose)
         # the ratio game's theta-player is the plug-in oracle when a probability model is given
         uses_oracle = (self.estimator is not None if solver == "ratio"
                        else CONFIGURATIONS[solver][0] == "oracle")

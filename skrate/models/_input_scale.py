@@ -37,3 +37,12 @@ def input_scale(X: np.ndarray) -> np.ndarray | None:
     # within the normal range, so that the divisor and its inverse are finite powers of two
     scale[out] = np.ldexp(1.0, np.clip(top + np.round(np.log2(rms)).astype(int), -1021, 1023))
     return scale
+
+
+def folding_callback(callback, unscale, scale: np.ndarray | None):
+    """``callback(iteration, params, values)`` as the user wrote it, handed the parameters of a
+    game on ``X / scale`` folded back onto ``X`` by ``unscale(params, scale)`` (a model's
+    ``unscale``); the callback itself when there is nothing to fold."""
+    if callback is None or scale is None:
+        return callback
+    return lambda iteration, params, values: callback(iteration, unscale(params[None], scale)[0], values)
