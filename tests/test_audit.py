@@ -1,5 +1,6 @@
 """audit: numbers against direct computation and fairlearn, bootstrap coverage, reports, bad input."""
 
+import re
 import subprocess
 import sys
 
@@ -8,6 +9,7 @@ import pandas as pd
 import pytest
 from joblib import parallel_backend
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.exceptions import NotFittedError
 from sklearn.linear_model import LogisticRegression
 
 from skrate import ConstrainedClassifier
@@ -283,7 +285,7 @@ def test_bad_input():
         audit(clf, X, y, groups=g, constraints="tpr[age] >= tpr - 0.1")
     with pytest.raises(ValueError, match="n_bootstrap"):
         audit(clf, X, y, n_bootstrap=-1)
-    with pytest.raises(ValueError, match="no classes_"):
+    with pytest.raises(NotFittedError, match="no classes_"):
         audit(LogisticRegression(), X, y)
     with pytest.raises(ValueError, match="sample_weight contains NaN"):
         audit(clf, X, y, sample_weight=np.full(200, np.nan))
@@ -291,6 +293,31 @@ def test_bad_input():
         audit(clf, X, y, sample_weight=-np.ones(200))
     with pytest.raises(ValueError, match="X has 0 rows"):  # not a complaint about weights never given
         audit(clf, X[:0], y[:0], n_bootstrap=0)
+
+
+@pytest.mark.parametrize("name, message", [
+    ("label", "'label' is reserved: in a rate, label=... selects rows by the true label"),
+    ("baseline", "'baseline' is reserved: in a rate, baseline=... selects rows by the baseline decision"),
+    ("all", "group column cannot be called 'all'"),
+    ("constraint", "group column cannot be called 'constraint'"),
+])
+def test_a_group_column_named_like_a_filter_or_a_report_marker_is_refused(name, message):
+    # before, 'label' audited by the true label under the column's counts, and 'all' rows
+    # merged with the overall row
+    X, y, g = _data(200)
+    clf = LogisticRegression().fit(X, y)
+    with pytest.raises(ValueError, match=message):
+        audit(clf, X, y, groups=g.rename(columns={"race": name}), n_bootstrap=0)
+
+
+def test_groups_given_as_column_names_point_at_the_columns():
+    X, y, g = _data(200)
+    frame = pd.DataFrame(X, columns=["x0", "x1", "x2"]).join(g)
+    clf = LogisticRegression().fit(frame[["x0", "x1", "x2"]], y)
+    for names in ("race", ["race"], ["race", "sex"]):
+        shown = [names] if isinstance(names, str) else names
+        with pytest.raises(ValueError, match=rf"names columns, .* groups=X\[{re.escape(repr(shown))}\]"):
+            audit(clf, frame, y, groups=names, n_bootstrap=0)
 
 
 def test_importing_metrics_needs_no_pandas_and_audit_says_how_to_get_it():

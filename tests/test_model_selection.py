@@ -147,6 +147,20 @@ def test_tradeoff_curve_bad_input():
         tradeoff_curve(est, X, y[:-1], groups=g, constraints=TEMPLATE)
 
 
+def test_tradeoff_curve_checks_decisions_before_any_fit():
+    X, y, g = _data(200)
+    fitted = []
+
+    class Counting(ConstrainedClassifier):
+        def fit(self, X, y, **kwargs):
+            fitted.append(1)
+            return super().fit(X, y, **kwargs)
+
+    with pytest.raises(ValueError, match="decisions must be one of"):
+        tradeoff_curve(Counting(max_iter=5), X, y, groups=g, constraints=TEMPLATE, decisions="foo")
+    assert fitted == []
+
+
 def _report_violation(model, X, y, groups, **kwargs):
     report = model.constraint_report(X, y, groups=groups, **kwargs)
     return report["violation"].iloc[:-1].max()  # the last row is the objective

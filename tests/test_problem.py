@@ -188,6 +188,15 @@ def test_groups_in_another_row_order_than_X_are_refused():
                                   list("aabbab"))
 
 
+def test_a_group_column_named_label_is_refused_but_a_feature_of_that_name_is_not():
+    # a filter on it would select by the true label instead
+    with pytest.raises(ValueError, match="'label' is reserved.*Rename the group column"):
+        GroupTable.from_input({"label": np.array(list("abab"))}, None, 4)
+    X = pd.DataFrame({"label": np.arange(4.0)})  # X's columns are only read when named in a spec
+    table = GroupTable.from_input({"g": np.array(list("abab"))}, X, 4)
+    assert table.values("g") == ["a", "b"]
+
+
 def test_groups_are_matched_as_numbers():
     table = GroupTable.from_input({"bin": np.array([1.5, 2.0, 2.0]), "mixed": np.array([1, 1.0, 2], dtype=object)},
                                   None, 3)

@@ -94,7 +94,8 @@ def audit(
         True labels.
     groups : DataFrame, dict of arrays, or array-like of shape (n_samples,), default=None
         Group columns to audit (a 1-D array is the column ``"group"``). Every value of every
-        column gets its own rows.
+        column gets its own rows. The names ``"all"`` and ``"constraint"`` (the report's own
+        rows) and ``"label"`` and ``"baseline"`` (filters of rates) are refused.
     constraints : Constraint, str, or list of them, default=None
         Rate constraints to evaluate, e.g. ``"tpr[race] >= 0.95 * tpr"``; group columns
         expand to one constraint per value.
@@ -170,12 +171,18 @@ def audit(
         raise ValueError(f"y has {y01.shape[0]} entries but X has {n} rows.")
     weights = check_sample_weight(sample_weight, n)
     baseline = check_baseline(baseline, np.asarray(estimator.classes_), n)
+    table = GroupTable.from_input(groups, X, n)
+    own = GroupTable.from_input(groups, None, n)
+    clash = sorted(set(own.raw) & {ALL, CONSTRAINT})
+    if clash:  # the report's attribute column marks the overall and constraint rows by these names
+        raise ValueError(f"audit names its overall rows and its constraint rows 'all' and 'constraint' in the "
+                         f"'attribute' column, so a group column cannot be called {clash[0]!r}; rename it, "
+                         f"e.g. groups=groups.rename(columns={{{clash[0]!r}: 'my_{clash[0]}'}}).")
     p = decisions_of(estimator, X, decisions)
     if not np.all(np.isfinite(p)):
         raise ValueError(f"{type(estimator).__name__} returned non-finite predictions on X.")
 
-    own = GroupTable.from_input(groups, None, n)
-    data = RateData(y01, weights, GroupTable.from_input(groups, X, n), baseline)
+    data = RateData(y01, weights, table, baseline)
     cells = _cells(data.groups, list(own.raw))
     cons = expand_constraints(as_constraints(constraints), data.groups)
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+from sklearn.exceptions import NotFittedError
 
 DECISIONS = ("auto", "predict", "expected")
 
@@ -30,8 +31,8 @@ def is_stochastic(estimator) -> bool:
 def positive_labels(estimator, y, name: str = "y") -> np.ndarray:
     """``y`` as 0/1 with ``classes_[1]`` of the fitted estimator as the positive class."""
     classes = getattr(estimator, "classes_", None)
-    if classes is None:
-        raise ValueError(f"{type(estimator).__name__} has no classes_: pass a fitted classifier.")
+    if classes is None:  # NotFittedError is a ValueError: either kind of handler catches it
+        raise NotFittedError(f"{type(estimator).__name__} has no classes_: pass a fitted classifier.")
     classes = np.asarray(classes)
     if classes.shape[0] != 2:
         raise ValueError(f"Rates are defined for binary classifiers; {type(estimator).__name__} has "
@@ -44,6 +45,12 @@ def positive_labels(estimator, y, name: str = "y") -> np.ndarray:
         raise ValueError(f"{name} holds labels {unknown[:5]} that are not classes of the estimator "
                          f"({classes.tolist()}).")
     return (y == classes[1]).astype(int)
+
+
+def check_decisions(decisions) -> None:
+    """Refuse a ``decisions`` option that is not one of :data:`DECISIONS`."""
+    if decisions not in DECISIONS:
+        raise ValueError(f"decisions must be one of {DECISIONS}, got {decisions!r}.")
 
 
 def decisions_of(estimator, X, decisions: str = "auto") -> np.ndarray:
@@ -63,8 +70,7 @@ def decisions_of(estimator, X, decisions: str = "auto") -> np.ndarray:
     -------
     ndarray of shape (n_samples,)
     """
-    if decisions not in DECISIONS:
-        raise ValueError(f"decisions must be one of {DECISIONS}, got {decisions!r}.")
+    check_decisions(decisions)
     if decisions == "auto":
         decisions = "expected" if is_stochastic(estimator) else "predict"
     classes = np.asarray(estimator.classes_)

@@ -19,7 +19,7 @@ from sklearn.utils.validation import _num_samples, has_fit_parameter
 
 from ..exceptions import InfeasibleConstraintsWarning
 from ..metrics._audit import require_pandas
-from ..metrics._decisions import decisions_of, positive_labels
+from ..metrics._decisions import check_decisions, decisions_of, positive_labels
 from ..problem import GroupTable, RateData, evaluate_term, report_rows
 from ..problem._groups import ROUTING_HINT
 from ..rates import as_constraints, error_rate
@@ -224,6 +224,7 @@ def tradeoff_curve(
     else:
         constraints = _check_template(constraints, "constraints is")
     slacks = _check_slacks(slacks)
+    check_decisions(decisions)
     specs = [_constraints_at(constraints, s) for s in slacks]
     strict = as_constraints(_constraints_at(constraints, 0.0))
     for spec in specs:

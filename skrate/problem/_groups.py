@@ -6,6 +6,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..rates._slice import RESERVED
+
 
 def _missing(col: np.ndarray) -> np.ndarray:
     """Missing entries: NaN, and in object columns also None, pandas' NA and NaT."""
@@ -80,6 +82,7 @@ class GroupTable:
 
     @classmethod
     def from_input(cls, groups, X, n: int) -> "GroupTable":
+        _check_names_given(groups, X, n)
         _check_row_order(groups, X)
         raw: dict = {}
         if _is_frame(X):
@@ -95,6 +98,13 @@ class GroupTable:
                 raise ValueError("groups must be a DataFrame, a dict {name: values} or a 1-D array; "
                                  f"got an array of shape {np.shape(groups)} (a 2-D array has no column names).")
             raw[str(getattr(groups, "name", None) or "group")] = groups
+        given = set(raw) - ({str(k) for k in X.columns} if _is_frame(X) else set())
+        clash = sorted(given & set(RESERVED))
+        if clash:  # a slice filter on it would select by the label or the baseline decision instead
+            raise ValueError(f"The group column name {clash[0]!r} is reserved: in a rate, {clash[0]}=... "
+                             f"selects rows by the {'true label' if clash[0] == 'label' else 'baseline decision'}. "
+                             "Rename the group column, e.g. groups=groups.rename(columns={"
+                             f"{clash[0]!r}: 'my_{clash[0]}'}}).")
         return cls(raw, n, _is_frame(X))
 
     @classmethod
@@ -220,6 +230,18 @@ def _number(value: str) -> float | None:
         return float(value)
     except ValueError:
         return None
+
+
+def _check_names_given(groups, X, n: int) -> None:
+    """Refuse column names passed as ``groups``, which takes each row's group values."""
+    names = [groups] if isinstance(groups, str) else groups if isinstance(groups, (list, tuple)) else None
+    if not names or not all(isinstance(g, str) for g in names):
+        return
+    columns = {str(k) for k in X.columns} if _is_frame(X) else set()
+    if isinstance(groups, str) or (len(names) != n and set(names) <= columns):
+        raise ValueError(f"groups={groups!r} names columns, but groups takes each row's group values: pass the "
+                         f"columns themselves, e.g. groups=X[{names!r}], a DataFrame with one column per group "
+                         "attribute.")
 
 
 def _check_row_order(groups, X) -> None:
