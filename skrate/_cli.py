@@ -190,11 +190,15 @@ def _writing(path: str):
         raise CLIError(f"{path}: cannot write the file ({exc})", EXIT_CANTCREAT) from None
 
 
-def _read_csv(path: str):
+def _read_csv(path: str, text: tuple[str, ...] = ()):
+    """The CSV file as written: only an empty cell is missing (``NA`` or ``None`` may be a category's
+    name), and a column is numbers only when every filled cell is one (``true`` stays text); the
+    columns ``text`` stay text throughout (ids: ``007`` keeps its zeros)."""
     pd = _pandas()
     p = _input(path)
     try:  # utf-8-sig: a byte-order mark (Excel) must not end up in the first column's name
-        frame = pd.read_csv(p, skipinitialspace=True, encoding="utf-8-sig")
+        frame = pd.read_csv(p, skipinitialspace=True, encoding="utf-8-sig", dtype=str, keep_default_na=False,
+                            na_values=[""])
     except UnicodeDecodeError as exc:
         raise CLIError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8, e.g. "
                        f"iconv -f latin1 -t utf-8 {path} > utf8.csv") from None
@@ -204,6 +208,10 @@ def _read_csv(path: str):
         raise CLIError(f"{path}: not a readable CSV file ({str(exc).strip()})") from None
     if frame.shape[0] == 0:
         raise CLIError(f"{path}: the file has a header but no rows")
+    for col in frame.columns.difference(list(text)):
+        number = pd.to_numeric(frame[col], errors="coerce")
+        if (number.notna() | frame[col].isna()).all():  # a "NaN" written out stays a word
+            frame[col] = number
     return frame
 
 
@@ -464,17 +472,35 @@ def _load(path: str) -> dict:
     return payload
 
 
-def _data_for(payload: dict, data: str, needed: dict[str, list[str]]):
+def _data_for(payload: dict, data: str, needed: dict[str, list[str]], text: tuple[str, ...] = ()):
     """The CSV file ``data`` and the model's input from it; the columns of ``needed`` (by role) must be
-    there and filled, as the features must."""
-    frame = _read_csv(data)
+    there and filled, as the features must. The columns ``text`` are read as written."""
+    frame = _read_csv(data, text)
     features = payload["features"]
     for role, columns in {"a feature of the model": features, **needed}.items():
         _need_columns(frame, columns, data, role)
     _no_empty(frame, [c for columns in needed.values() for c in columns] + features, data)
     X = _model_input(frame, features, payload["categorical"], data,
                      "the model was trained on numbers in this column; fix or drop those rows")
+    _warn_unseen(payload, X, data)
     return frame, X
+
+
+def _warn_unseen(payload: dict, X, data: str) -> None:
+    """Warn of category values the model never saw in training: it encodes them as none of its
+    categories, which is right for a rare new value and wrong for a column coded anew (sex as 0/1)."""
+    if not payload["categorical"]:
+        return
+    encoder = payload["model"].named_steps["prepare"].named_transformers_["categorical"]
+    for col, known in zip(payload["categorical"], encoder.categories_):
+        unseen = ~np.isin(X[col].to_numpy(), known)
+        if unseen.any():
+            values = sorted(set(X[col].to_numpy()[unseen].tolist()))
+            shown = ", ".join(map(repr, values[:5])) + (", ..." if len(values) > 5 else "")
+            print(f"warning: {data}: column {col!r} holds {len(values)} value(s) the model never saw in training "
+                  f"({shown}) in {int(unseen.sum())} row(s), the first on line {_line(int(np.argmax(unseen)))}; "
+                  f"the model reads them as none of its categories ({', '.join(map(repr, known[:5].tolist()))}"
+                  f"{', ...' if len(known) > 5 else ''})", file=sys.stderr)
 
 
 def cmd_audit(args) -> int:
@@ -516,8 +542,8 @@ def cmd_predict(args) -> int:
     if args.id in ([prediction, probability] if args.proba else [prediction]):  # would overwrite the ids
         raise CLIError(f"--id {args.id}: predict writes a column {args.id!r} of its own, which would overwrite "
                        f"the ids; rename that column of {args.data} and pass its new name to --id", EXIT_USAGE)
-    frame, X = _data_for(payload, args.data, {})
-    if args.id:  # copied as it is: it may have empty cells
+    frame, X = _data_for(payload, args.data, {}, (args.id,) if args.id else ())
+    if args.id:  # copied as written: it may have empty cells
         _need_columns(frame, [args.id], args.data, "--id")
     out = _pandas().DataFrame({args.id: frame[args.id]} if args.id else {})
     try:
@@ -554,15 +580,20 @@ def cmd_demo(args) -> int:
 def build_parser() -> argparse.ArgumentParser:
     from . import __version__
 
+    # no abbreviated options: "--obj -tpr" would escape _join_spec_values
     parser = argparse.ArgumentParser(
-        prog="skrate", description="Train, audit and apply classifiers whose goals are rates.",
+        prog="skrate", allow_abbrev=False, description="Train, audit and apply classifiers whose goals are rates.",
         epilog="Exit codes: 0 success, 2 wrong command line, 65 unusable input data, 66 missing input file, "
                "73 an output file could not be written.")
     parser.add_argument("--version", action="version", version=f"skrate {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def command(name: str, **kwargs) -> argparse.ArgumentParser:
+        return sub.add_parser(name, allow_abbrev=False, **kwargs)
+
     seed = {"type": _int_in(0, 2 ** 32 - 1), "default": 0, "help": "seed of the randomness (default: %(default)s)"}
 
-    demo = sub.add_parser("demo", help="train and audit models on the bundled COMPAS data (the default)")
+    demo = command("demo", help="train and audit models on the bundled COMPAS data (the default)")
     demo.add_argument("--figure", default="skrate-demo-tradeoff.png",
                       help="where to write the trade-off figure (needs matplotlib; the extension names the "
                            "format, .png when there is none; default: %(default)s)")
@@ -571,7 +602,7 @@ def build_parser() -> argparse.ArgumentParser:
                       help="bootstrap resamples of the audits (default: %(default)s)")
     demo.set_defaults(func=cmd_demo)
 
-    fit = sub.add_parser("fit", help="train a constrained classifier on a CSV file")
+    fit = command("fit", help="train a constrained classifier on a CSV file")
     fit.add_argument("data", help="CSV file (UTF-8) with a header row")
     fit.add_argument("--target", required=True, help="the binary label column")
     fit.add_argument("--positive-class", metavar="VALUE",
@@ -585,8 +616,8 @@ def build_parser() -> argparse.ArgumentParser:
                                           "'fpr + fnr' or -tpr (default: error)")
     fit.add_argument("--metric", help="a loss to minimise with MetricOptimizer instead: a metric name (f1, "
                                        "f<beta> such as f2, g_mean, h_mean, q_mean, kld, precision, pr_auc; each "
-                                       "stands for its loss, so f1 trains for a high F1; pr_auc takes no --constraint) or a rate "
-                                       "expression, minimised as written, e.g. 'fpr / tpr'")
+                                       "stands for its loss, so f1 trains for a high F1; pr_auc takes no "
+                                       "--constraint) or a rate expression, minimised as written, e.g. 'fpr / tpr'")
     fit.add_argument("--exclude", help="comma-separated columns that are not features (e.g. an id); "
                                         "every other column, group columns included, is a feature")
     fit.add_argument("--categorical", help="comma-separated feature columns to one-hot encode although they "
@@ -599,7 +630,7 @@ def build_parser() -> argparse.ArgumentParser:
                      help="no progress output; warnings (e.g. constraints the model does not meet) are still printed")
     fit.set_defaults(func=cmd_fit)
 
-    aud = sub.add_parser("audit", help="per-group rates and constraint violations of a model on a CSV file")
+    aud = command("audit", help="per-group rates and constraint violations of a model on a CSV file")
     aud.add_argument("model", help="a model written by 'skrate fit'")
     aud.add_argument("data", help="CSV file with the model's features and the target")
     aud.add_argument("--target", help="the label column (default: the one the model was fitted on)")
@@ -613,7 +644,7 @@ def build_parser() -> argparse.ArgumentParser:
     aud.add_argument("-q", "--quiet", action="store_true")
     aud.set_defaults(func=cmd_audit)
 
-    pred = sub.add_parser("predict", help="predict labels for a CSV file")
+    pred = command("predict", help="predict labels for a CSV file")
     pred.add_argument("model", help="a model written by 'skrate fit'")
     pred.add_argument("data", help="CSV file with the model's features")
     pred.add_argument("--proba", action="store_true",

@@ -539,3 +539,55 @@ def test_semantic_spec_errors_are_parse_errors_the_command_line_catches():
         assert info.value.pos == pos and info.value.reason and f"near position {pos})" in str(info.value)
         again = pickle.loads(pickle.dumps(info.value))  # as joblib returns it from a worker
         assert str(again) == str(info.value) and again.pos == pos
+
+
+def test_cells_are_read_as_written(syn, tmp_path, monkeypatch, capsys):
+    # 'None' and 'NA' are category names, not empty cells; 'true'/'false' stay the file's labels;
+    # an id keeps its zeros and its digits
+    frame = _synthetic()
+    frame["treatment"] = np.random.default_rng(0).choice(["None", "NA", "Drug"], len(frame))
+    frame["y"] = np.where(frame["y"] == 1, "true", "false")
+    frame["id"] = [f"{i:03d}" for i in range(len(frame))]
+    frame.loc[3, "id"] = "12345678901234567"
+    frame.to_csv(tmp_path / "asis.csv", index=False)
+    fit = ["fit", "asis.csv", "--target", "y", "--exclude", "id,label", "--max-iter", 10, "-q"]
+    code, _, err = _main([*fit, "--positive-class", "true", "--out", "asis.joblib"], tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+    payload = joblib.load(tmp_path / "asis.joblib")
+    assert payload["classes"] == ["false", "true"] and "treatment" in payload["categorical"]
+    code, out, err = _main(["predict", "asis.joblib", "asis.csv", "--id", "id"], tmp_path, monkeypatch, capsys)
+    assert code == 0 and err == ""  # every category was seen in training: no warning
+    pred = pd.read_csv(io.StringIO(out), dtype=str)
+    assert pred["id"].tolist() == frame["id"].tolist() and set(pred["prediction"]) <= {"true", "false"}
+    code, _, err = _main([*fit, "--out", "default.joblib"], tmp_path, monkeypatch, capsys)
+    assert code == 0 and joblib.load(tmp_path / "default.joblib")["classes"] == ["false", "true"]
+
+
+def test_a_numeric_cell_written_nan_is_refused_by_line(syn, tmp_path, monkeypatch, capsys):
+    frame = _synthetic().astype({"x1": object})
+    frame.loc[4, "x1"] = "NA"
+    frame.to_csv(tmp_path / "na.csv", index=False)
+    code, _, err = _main(["predict", syn / "syn.joblib", "na.csv"], tmp_path, monkeypatch, capsys)
+    assert code == 65 and "column 'x1' is numeric, but line 6 holds 'NA'" in err
+
+
+def test_category_values_unseen_in_training_are_warned_of(syn, tmp_path, monkeypatch, capsys):
+    # a column coded anew (grp as numbers) would be read as no known category, silently
+    batch = _synthetic(seed=1)
+    batch["grp"] = batch["grp"].map({"a": 0, "b": 1, "c": "c"})
+    batch.to_csv(tmp_path / "recoded.csv", index=False)
+    for command in (["predict", syn / "syn.joblib", "recoded.csv"],
+                    ["audit", syn / "syn.joblib", "recoded.csv", "--n-bootstrap", 0]):
+        code, _, err = _main(command, tmp_path, monkeypatch, capsys)
+        n_new = int((batch["grp"] != "c").sum())
+        assert code == 0
+        assert (f"warning: recoded.csv: column 'grp' holds 2 value(s) the model never saw in training ('0', '1') "
+                f"in {n_new} row(s)") in err
+        assert "none of its categories ('a', 'b', 'c')" in err
+
+
+def test_abbreviated_options_are_refused(syn, monkeypatch, capsys):
+    # "--obj -tpr" would escape the joining of values that start with a minus sign
+    code, _, err = _main(["fit", "syn.csv", "--target", "y", "--obj", "-tpr", "--out", "a.joblib"], syn,
+                         monkeypatch, capsys)
+    assert code == 2 and "unrecognized arguments: --obj" in err
