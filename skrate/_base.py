@@ -72,7 +72,11 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
         if self._raw_X:
             # a user's estimator may take text, categories and NaN, and refuses what it cannot
             # take itself: only its fit knows (tags guess, e.g. a Pipeline's from its first step)
-            return validate_data(self, X, y, dtype=None, ensure_all_finite="allow-nan", **kwargs)
+            # a frame that mixes categories with nullable numbers (Int64) would be cast to float
+            # as a whole: rows of objects keep both (the estimator still gets the frame itself)
+            mixed = hasattr(X, "iloc") and any(getattr(d, "kind", "O") not in "biufc" for d in X.dtypes)
+            return validate_data(self, X, y, dtype=object if mixed else None, ensure_all_finite="allow-nan",
+                                 **kwargs)
         return validate_numeric(self, X, y, dtype=np.float64, advice=self._text_advice, **kwargs)
 
     def _validate_binary(self, X, y):
@@ -177,7 +181,9 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
         Returns
         -------
         ndarray of shape (n_samples,)
-            Positive where the classifier says ``classes_[1]`` with probability above 1/2.
+            Positive where the classifier says ``classes_[1]`` with probability above 1/2. For a
+            solution with more than one model, ``predict`` draws each row's label with that
+            probability, so it may differ from ``decision_function > 0``.
         """
         return self.predict_proba(X, solution=solution)[:, 1] - 0.5
 

@@ -68,7 +68,7 @@ class ConstrainedClassifier(RateClassifierBase):
         The oracle solvers keep only the fitted estimators of the first three (at most m + 3
         models), unless ``solution="T_stochastic"`` at fit time, which keeps all of them.
         Only ``"m_stochastic"`` is guaranteed to meet the constraints on the training data
-        when a feasible mixture exists; ``"best"`` is the deterministic iterate ranked best
+        when a feasible mixture exists; ``"best"`` is the deterministic candidate ranked best
         by objective and violation together (Eq. 18) and may leave a small violation, which
         ``fit`` warns about (``feasible_`` describes ``"m_stochastic"`` either way).
     learning_rate : float, default=0.05
@@ -164,7 +164,8 @@ class ConstrainedClassifier(RateClassifierBase):
         The objective as parsed (``error_rate`` by default).
     candidates_ : ndarray of shape (n_snapshots, n_params)
         Snapshots of the model parameters (with the oracle solvers, the candidate's index): up to
-        ``n_candidates`` evenly spaced over the iterations, the best iterate and the last.
+        ``n_candidates`` evenly spaced over the iterations, and the last; ``"best"`` is the one
+        of them ranked best (Eq. 18), as in Cotter et al.
     estimators_ : list of fitted estimators or None
         Oracle solvers only: the estimator fitted at each iteration, aligned with
         ``candidates_``; ``None`` where it was dropped after fit (see ``solution``).
@@ -351,7 +352,11 @@ class ConstrainedClassifier(RateClassifierBase):
         constraints = as_constraints(self.constraints)
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
         rng = check_random_state(self.random_state)
-        gen = np.random.default_rng(rng.randint(np.iinfo(np.int32).max))
+        base = rng.randint(np.iinfo(np.int32).max)
+        gen = np.random.default_rng(base)
+        # a stream of its own: the stochastic predictions depend on random_state alone, not on how
+        # many draws the data made the game take (weights as repeated rows predict alike)
+        seed = int(np.random.default_rng([base, 1]).integers(2**62))
         check_goal_columns(objective, constraints, data)
         train, held = self._split(data, constraints, validation_mask, gen)
         # where the held-out rows come from, for errors about them (a mask overrides the fraction)
@@ -411,7 +416,7 @@ class ConstrainedClassifier(RateClassifierBase):
         self.train_constraints_ = traj.constraints
         self.multipliers_ = traj.multipliers
         self.n_iter_ = traj.n_iter
-        self.random_seed_ = int(gen.integers(2**62))
+        self.random_seed_ = seed
         lp = self._set_solutions(traj)
         if self.solver in ORACLE_SOLVERS:
             if self.solution != "T_stochastic":

@@ -635,7 +635,11 @@ class MetricOptimizer(RateClassifierBase):
         self._expansion = expansion.frozen()  # later rows expand into the fitted constraints
         solver = self._choose_solver(program, "pr_auc" if isinstance(metric, PRAUC) else None)
         rng = check_random_state(self.random_state)
-        gen = np.random.default_rng(rng.randint(np.iinfo(np.int32).max))
+        base = rng.randint(np.iinfo(np.int32).max)
+        gen = np.random.default_rng(base)
+        # a stream of its own: the stochastic predictions depend on random_state alone, not on how
+        # many draws the data made the game take (weights as repeated rows predict alike)
+        seed = int(np.random.default_rng([base, 1]).integers(2**62))
         self._model = self._make_model(X_fit.shape[1], solver)
         # an MLP's first layer, or the weights on x of any linear game (stacked or cross-fitted)
         unscale = None if scale is None else (
@@ -695,7 +699,7 @@ class MetricOptimizer(RateClassifierBase):
         self.train_constraints_ = traj.constraints
         self.multipliers_ = traj.multipliers
         self.n_iter_ = traj.n_iter
-        self.random_seed_ = int(gen.integers(2**62))
+        self.random_seed_ = seed
         self._set_solutions(program, traj)
         self._check_feasible(program, traj, constraints, data_fit, game_model, X_fit,
                              cross_fit or self._cross_fits_estimator())

@@ -13,7 +13,7 @@ from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import StandardScaler
 
-from skrate import ConstrainedClassifier
+from skrate import ConstrainedClassifier, MetricOptimizer
 from skrate.exceptions import InfeasibleConstraintsWarning
 from skrate.problem import GroupTable, RateData, constraint_rows
 from skrate.rates import as_constraints
@@ -190,6 +190,24 @@ def test_infeasible_problem_warns_with_largest_violation():
     message = str(caught[0].message)
     assert "No classifier at all can meet 'precision[group=a] >= 1.5': precision[group=a] lies in [0, 1]" in message
     assert "train longer" not in message
+
+
+@pytest.mark.parametrize("make", [
+    lambda: ConstrainedClassifier(constraints="tpr >= 0.9", solution="T_stochastic", random_state=0, max_iter=200),
+    lambda: MetricOptimizer(metric="g_mean", solver="three_player", solution="T_stochastic", random_state=0,
+                            max_iter=100),
+])
+def test_the_seed_of_stochastic_predictions_depends_on_random_state_alone(make):
+    # integer weights and repeated rows fit the same model; the game's draws differ with the row
+    # count, and the predictions' seed used to follow them
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(300, 3))
+    y = (X[:, 0] + rng.normal(size=300) > 0).astype(int)
+    sw = rng.randint(1, 3, 300)
+    a, b = make().fit(X, y, sample_weight=sw), make().fit(X.repeat(sw, axis=0), y.repeat(sw))
+    assert a.random_seed_ == b.random_seed_ == make().fit(X[:150], y[:150]).random_seed_
+    np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X), atol=1e-12)
+    np.testing.assert_array_equal(a.predict(X), b.predict(X))
 
 
 def test_a_ratio_met_only_by_predicting_no_positives_is_reported_undefined():

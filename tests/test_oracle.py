@@ -454,7 +454,7 @@ def _with_text_column(n=600, seed=0):
     return pd.DataFrame({"x": x, "cat": cat}), y, group
 
 
-@pytest.mark.parametrize("kind", ["pipeline", "categorical"])
+@pytest.mark.parametrize("kind", ["pipeline", "categorical", "categorical_and_nullable"])
 def test_estimators_receive_the_dataframe_as_given(kind):
     X, y, group = _with_text_column()
     if kind == "pipeline":  # the final step weighs the examples (step__sample_weight)
@@ -463,11 +463,13 @@ def test_estimators_receive_the_dataframe_as_given(kind):
     else:  # a categorical column named by its column name
         X = X.astype({"cat": "category"})
         est = HistGradientBoostingClassifier(max_iter=10, categorical_features=["cat"], random_state=0)
+    if kind == "categorical_and_nullable":  # next to a category, an Int64 column was cast to float with it
+        X["k"] = pd.array(np.random.default_rng(1).integers(0, 5, X.shape[0]), dtype="Int64")
     before = X.copy()
     clf = ConstrainedClassifier(PARITY, estimator=est, solver="oracle_proxy_lagrangian",
                                 random_state=0).fit(X, y, groups=group)
     pd.testing.assert_frame_equal(X, before)
-    assert list(clf.feature_names_in_) == ["x", "cat"]
+    assert list(clf.feature_names_in_) == list(X.columns)
     p = clf.predict_proba(X)[:, 1]
     _, cons = _parity_rates(y, group, p)
     assert clf.feasible_ and cons.max() <= 1e-9
