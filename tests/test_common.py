@@ -33,8 +33,20 @@ def _instances():
         DROClassifier(divergence="kl", solver="sgd"),
         TrimmedClassifier(solver="alternating"),
         TrimmedRegressor(variance_reduction="svrg", block="random", penalty="l1"),
+        # mixtures of several models, whose predict draws each row's label
+        ConstrainedClassifier(constraints="tpr >= 0.6", solution="T_stochastic", max_iter=100),
+        MetricOptimizer(metric="g_mean", solver="three_player", solution="T_stochastic", max_iter=100),
     ]
     return [cls() for _, cls in all_estimators()] + extra
+
+
+def _expected_failures(estimator) -> dict:
+    """A randomised classifier's predict draws labels with probability predict_proba, so it
+    differs from decision_function > 0 by design (documented in decision_function)."""
+    if getattr(estimator, "solution", None) != "T_stochastic":
+        return {}
+    reason = "predict draws a mixture's labels; decision_function > 0 is the majority label"
+    return {"check_classifiers_train": reason, "check_classifiers_classes": reason}
 
 
 def test_estimators_are_discovered():
@@ -45,7 +57,7 @@ def test_estimators_are_discovered():
     assert names == exported
 
 
-@parametrize_with_checks(_instances())
+@parametrize_with_checks(_instances(), expected_failed_checks=_expected_failures)
 def test_sklearn_compatible(estimator, check):
     check(estimator)
 
