@@ -220,8 +220,21 @@ def test_an_undefined_rate_names_its_constraint_and_how_to_leave_one_value_out()
 
 def test_a_column_named_by_one_of_its_values_points_at_the_filter():
     table = GroupTable.from_input(np.array(["Black", "White"]), None, 2)
-    with pytest.raises(ValueError, match=r"'Black' is a value of the column 'group'.*'tpr\[group=Black\]'"):
+    with pytest.raises(ValueError, match=r"'Black' is a value of the column 'group'.*where=\{'group': 'Black'\}.*"
+                                         r"slice \[group=Black\] after the rate's name"):
         table.column("Black")
+
+
+def test_the_hint_for_a_value_given_as_a_column_parses_and_names_no_rate():
+    # 'tpr[marital-status=Married]' did not parse, and named tpr whatever the rate
+    table = GroupTable.from_input({"marital-status": np.array(["Married", "Single"])}, None, 2)
+    with pytest.raises(ValueError) as info:
+        table.column("Married")
+    message = str(info.value)
+    assert "tpr" not in message
+    spec = message.split("slice ")[1].split(" after")[0]
+    assert spec == '["marital-status"=Married]'
+    assert parse_expression("ppr" + spec) == parse_expression('ppr["marital-status"=Married]')
 
 
 def test_a_positional_groups_frame_is_told_how_to_take_X_index():
@@ -289,3 +302,36 @@ def test_a_coded_table_knows_the_values_no_row_holds():
     np.testing.assert_array_equal(table.mask("g", ("a", "b")), [True, False])
     with pytest.raises(ValueError, match="Unknown value 'd'"):
         table.mask("g", ("d",))
+
+
+def test_integer_ids_beyond_float_precision_stay_distinct():
+    import io
+
+    # pandas reads 21-digit ids as Python ints in an object column; as floats they were one group '1e+20'
+    ids = pd.read_csv(io.StringIO("branch\n100000000000000000001\n100000000000000000002\n100000000000000000001\n"))
+    table = GroupTable.from_input(ids, None, 3)
+    assert table.values("branch") == ["100000000000000000001", "100000000000000000002"]
+    np.testing.assert_array_equal(table.mask("branch", ("100000000000000000001",)), [True, False, True])
+    mixed = GroupTable.from_input({"id": np.array([2**62 + 1, 2**62, 1, 1.0, 10**20, 1e20], dtype=object)}, None, 6)
+    assert mixed.column("id").tolist() == ["4611686018427387905", "4611686018427387904", "1", "1",
+                                           "100000000000000000000", "100000000000000000000"]
+    floats = GroupTable.from_input({"w": np.array([0.5, 1.0, 1e19], dtype=object)}, None, 3)
+    assert floats.values("w") == ["0.5", "1.0", "1e+19"]  # without integers, named as a float column
+
+
+def test_a_series_named_0_is_the_column_0():
+    frame = pd.DataFrame(np.array([["A"], ["B"], ["A"]]))  # no column names: its column is 0
+    for groups in (frame, frame[0]):
+        table = GroupTable.from_input(groups, None, 3)
+        assert sorted(table.raw) == ["0"]
+        assert table.values("0") == ["A", "B"]
+
+
+def test_a_value_equal_to_several_groups_as_a_number_is_refused():
+    table = GroupTable.from_input({"code": np.array(["01", "1", "1.0", "2", "2", "2"])}, None, 6)
+    np.testing.assert_array_equal(table.mask("code", ("1",)), [False, True, False, False, False, False])  # exact
+    np.testing.assert_array_equal(table.mask("code", ("2.0",)), [False, False, False, True, True, True])  # one group
+    for value in ("001", "1.00"):  # matched all three groups without a word
+        with pytest.raises(ValueError, match=r"'code' matches several groups as a number: '01', '1', '1.0'; "
+                                             r"name the one meant exactly"):
+            table.mask("code", (value,))

@@ -8,9 +8,10 @@ from sklearn.base import clone
 
 from skrate import ConstrainedClassifier
 from skrate.rates import (
-    Constraint, Expression, Ratio, SpecParseError, accuracy, as_constraints, churn, equal_odds,
-    equal_opportunity, error_rate, fpr, minimum_recall, no_lost_benefits, not_worse_off,
-    parse_constraint, parse_expression, ppr, precision, statistical_parity, tpr, win_loss_ratio, wins,
+    Constraint, Expression, Ratio, SpecParseError, accurate_coverage, accuracy, as_constraints, churn,
+    equal_accuracy, equal_odds, equal_opportunity, error_rate, fpr, label_rate, losses, minimum_recall,
+    no_lost_benefits, not_worse_off, npr, parse_constraint, parse_expression, ppr, precision,
+    statistical_parity, tpr, win_loss_ratio, wins,
 )
 
 SPECS = [
@@ -301,11 +302,22 @@ def test_a_denominator_of_mixed_sign_is_refused():
     assert parse_constraint("tpr / (ppr - 1) >= 0.5") == ((-tpr()) / (1 - ppr()) >= 0.5)
 
 
-def test_a_number_divided_by_a_rate_says_how_to_write_it():
-    with pytest.raises(ValueError, match="'ppr <= 0.5' for '1 / ppr >= 2'"):
-        parse_constraint("1/ppr >= 2")
-    with pytest.raises(TypeError, match="Cannot divide the number 0.5"):
-        0.5 / tpr()
+def test_a_number_divided_by_a_rate_is_a_ratio_of_a_constant():
+    # as Expression((), c) / rate already built: 1 / ppr >= 2 is 2 * ppr - 1 <= 0, ppr <= 0.5
+    assert 0.5 / tpr() == Expression((), 0.5) / tpr()
+    assert parse_constraint("1/ppr >= 2") == (1 / ppr() >= 2)
+    assert (1 / ppr() >= 2).expression == 2 * ppr() - 1
+    assert parse_constraint("1 / (ppr - 1) <= -2") == (1 / (ppr() - 1) <= -2)  # negated, as for a rate
+    with pytest.raises(TypeError, match="Cannot divide by the ratio precision"):
+        2 / precision()
+
+
+@pytest.mark.parametrize("con", [0 * precision() >= -0.5, (ppr() - ppr() + 0.5) / npr() <= 2,
+                                 -2 * win_loss_ratio() / 4 * 0 <= 1])
+def test_a_ratio_with_a_constant_numerator_round_trips(con):
+    # printed as (c) / (D), which did not parse: a number over a rate was refused
+    assert parse_constraint(str(con)) == con
+    assert parse_expression(str(con.lhs)) == con.lhs
 
 
 def test_a_constraint_given_as_an_expression_is_named():
@@ -349,3 +361,59 @@ def test_rounding_noise_cancels_and_negated_ratios_print_plainly():
     assert (tpr() + 0.1 + 0.2 - 0.3).constant == 0.0
     assert str(-precision()) == "-precision"
     assert parse_expression(str(-precision())) == -precision()
+
+
+@pytest.mark.parametrize("text, pos", [
+    ("tpr[race=Black >= 0.9 * tpr", 15),
+    ("tpr[race >= 0.9 * tpr", 9),
+    ("tpr[race=A|B <= tpr", 13),
+    ("tpr[race, sex >= tpr", 14),
+    ('tpr[race="B" >= tpr', 13),
+])
+def test_a_forgotten_closing_bracket_is_named(text, pos):
+    # was read as a missing comma, or as a column name "race >" to quote
+    with pytest.raises(SpecParseError, match="expected ']' to close the filters before the comparison") as info:
+        parse_constraint(text)
+    assert info.value.pos == pos
+
+
+def _once(*columns):
+    return (c for c in columns)
+
+
+def test_goal_helpers_read_a_one_shot_group_once():
+    # a generator read twice was empty the second time: ppr[race] >= ... became ppr >= ppr - 0.05
+    assert statistical_parity(_once("race")) == statistical_parity("race")
+    assert equal_odds(iter(["race", "sex"])) == equal_odds(["race", "sex"])
+    assert equal_opportunity(map(str, ["race"]), two_sided=True) == equal_opportunity("race", two_sided=True)
+    assert accurate_coverage(_once("race")) == [ppr(group="race") >= label_rate(group="race") - 0.05,
+                                                ppr(group="race") <= label_rate(group="race") + 0.05]
+    assert not_worse_off(_once("race")) == [wins(group="race") - losses(group="race") >= 0]
+    assert no_lost_benefits(_once("race")) == no_lost_benefits("race")
+    assert precision(group=_once("race")) == precision(group="race")
+    assert win_loss_ratio(group=_once("race")) == win_loss_ratio(group="race")
+    assert precision(race=_once("A", "B")) == precision(race=["A", "B"])  # filter values too
+    with pytest.raises(ValueError, match="needs the group column"):
+        statistical_parity(_once())
+
+
+@pytest.mark.parametrize("helper", [statistical_parity, equal_odds, equal_opportunity, equal_accuracy])
+def test_parity_goals_take_an_integer_column_name(helper):
+    # as the rates do: the column 0 of a DataFrame without column names
+    assert helper(0) == helper("0")
+    assert str(equal_opportunity(0)[0]) == "tpr[0] >= tpr - 0.05"
+
+
+def test_a_set_of_filter_values_means_any_of():
+    assert tpr(race={"A", "B"}) == tpr(race=["A", "B"]) == parse_expression("tpr[race=A|B]")
+    assert tpr(race=frozenset({"A"})) == tpr(race="A")
+    assert ppr(g=np.array("a")) == ppr(g="a")  # a 0-d array is one value
+    assert ppr(g=b"ab") == ppr(g=str(b"ab"))  # bytes are one value, not their byte values
+
+
+def test_an_equality_between_rates_says_how_to_write_one():
+    equal = ppr(group="race") == ppr()  # a bool: dataclass equality, kept for round trips and hashing
+    assert equal is False
+    with pytest.raises(TypeError, match=r"== between rate expressions compares them as objects.*two "
+                                        r"constraints, \[a <= b, a >= b\]"):
+        as_constraints([tpr() >= 0.5, equal])

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from numbers import Integral
 
 import numpy as np
 
-from ..rates._slice import RESERVED
+from ..rates._slice import RESERVED, Slice
 
 
 def _missing(col: np.ndarray) -> np.ndarray:
@@ -33,6 +34,27 @@ def _numbers_only(col: np.ndarray) -> bool:
     return infer_dtype(col, skipna=False) in ("integer", "floating", "mixed-integer-float", "decimal")
 
 
+def _object_numbers(col: np.ndarray) -> np.ndarray:
+    """An object column of numbers, named by value so that 1 and 1.0 are one group ``"1"``.
+
+    Without integers it is a float column, named as one. Integers keep every digit (ids read
+    from a CSV as Python ints beyond 2**53 would merge as floats), and whole floats beside
+    them are named as the integer they equal; each distinct value is named once.
+    """
+    import pandas as pd  # present: _numbers_only read the column with it
+
+    codes, uniques = pd.factorize(col)  # equal numbers (1, 1.0) share a code
+    uniques = np.asarray(uniques, dtype=object)
+    integral = np.array([isinstance(v, Integral) for v in uniques], dtype=bool)
+    if not integral.any():
+        return col.astype(float)
+    floats = np.where(integral, 0.0, uniques).astype(float)  # an integer might not fit a float
+    whole = integral | (np.isfinite(floats) & (floats == np.round(floats)))
+    names = floats.astype(str).astype(object)
+    names[whole] = [str(int(v)) for v in uniques[whole]]  # int() of a whole float is exact
+    return names[codes].astype(str)
+
+
 def _check_rows(col: np.ndarray, name: str, n: int) -> None:
     """Refuse a group column that is not one value per row of X."""
     if col.ndim != 1:
@@ -53,7 +75,7 @@ def _column(values, name: str, n: int) -> np.ndarray:
                          f"{int(np.argmax(missing))}); give every row a group value, e.g. fill them with a "
                          "category of their own.")
     if col.dtype == object and _numbers_only(col):
-        col = col.astype(float)  # numbers in an object column (1 and 1.0) are named by value
+        col = _object_numbers(col)  # numbers in an object column (1 and 1.0) are named by value
     if (col.dtype.kind == "f" and np.isfinite(col).all() and np.all(col == np.round(col))
             and np.all(np.abs(col) < 2.0**63)):  # beyond, the cast would merge distinct values
         col = col.astype(np.int64)  # a float-coded group (1.0) is named as written in specs (1)
@@ -97,7 +119,8 @@ class GroupTable:
             if np.ndim(groups) != 1:
                 raise ValueError("groups must be a DataFrame, a dict {name: values} or a 1-D array; "
                                  f"got an array of shape {np.shape(groups)} (a 2-D array has no column names).")
-            raw[str(getattr(groups, "name", None) or "group")] = groups
+            name = getattr(groups, "name", None)  # a Series of a frame without column names is named 0
+            raw[str("group" if name is None else name)] = groups
         given = set(raw) - ({str(k) for k in X.columns} if _is_frame(X) else set())
         clash = sorted(given & set(RESERVED))
         if clash:  # a slice filter on it would select by the label or the baseline decision instead
@@ -153,14 +176,15 @@ class GroupTable:
         return self._cache[key]
 
     def _value_hint(self, key: str) -> str:
-        """When ``key`` is a value of a known column (``tpr(group="Black")``), how to filter on it."""
+        """When ``key`` is a value of a known column (``tpr(group="Black")``), how to filter on it:
+        the slice as a spec writes it (quoted as needed), whatever the rate."""
         for name in sorted(self.raw):
             try:
                 if self._matches(name, key):
                     return (f" {key!r} is a value of the column {name!r}: group= names columns to expand "
-                            f"over; filter on a value with tpr(where={{{name!r}: {key!r}}}) or "
-                            f"'tpr[{name}={key}]'.")
-            except ValueError:  # a column that is no group column (missing values)
+                            f"over; filter on a value with where={{{name!r}: {key!r}}}, or in a spec with the "
+                            f"slice [{Slice.make({name: key})}] after the rate's name.")
+            except ValueError:  # a column that is no group column (missing values), or no such filter
                 continue
         return ""
 
@@ -207,7 +231,13 @@ class GroupTable:
             return [index[value]]
         known = self.values(key)
         number = _number(value)
-        return [] if number is None else [i for i, k in enumerate(known) if _number(k) == number]
+        hits = [] if number is None else [i for i, k in enumerate(known) if _number(k) == number]
+        if len(hits) > 1:  # "01", "1" and "1.0" in a text column: which one was meant?
+            names = [known[i] for i in hits]
+            raise ValueError(f"The value {value!r} for group column {key!r} matches several groups as a number: "
+                             f"{', '.join(map(repr, names))}; name the one meant exactly as written, e.g. "
+                             f"where={{{key!r}: {names[0]!r}}} or [{Slice.make({key: names[0]})}] in a spec.")
+        return hits
 
     def unknown(self, key: str, values: tuple[str, ...]) -> list[str]:
         """The ``values`` no row of column ``key`` holds."""

@@ -25,7 +25,8 @@ def as_constraints(spec) -> list[Constraint]:
     Raises
     ------
     TypeError
-        For a rate expression without a comparison, or any other object.
+        For a rate expression without a comparison, a bool (what ``a == b`` gives: an
+        equality is written as two constraints), or any other object.
     ValueError
         For a string that is not a valid constraint (:class:`SpecParseError`, a subclass,
         pointing at the position).
@@ -40,6 +41,11 @@ def as_constraints(spec) -> list[Constraint]:
         return [c for item in spec for c in as_constraints(item)]
     if isinstance(spec, (Expression, Ratio)):
         raise TypeError(f"{spec} is a rate expression, not a constraint: compare it with <= or >= a bound.")
+    if isinstance(spec, bool):  # what a == b between expressions gives: they compare as values
+        raise TypeError(f"A constraint must be a Constraint or a string, got the bool {spec}: == between rate "
+                        "expressions compares them as objects (the same expression or not) and states no "
+                        "constraint. Write an equality a == b as two constraints, [a <= b, a >= b], or "
+                        "bound the gap on both sides, [a - b <= 0.01, a - b >= -0.01].")
     raise TypeError(f"A constraint must be a Constraint, a string such as 'tpr[race] >= 0.9 * tpr', "
                     f"or a list of them; got {type(spec).__name__}: {spec!r}.")
 

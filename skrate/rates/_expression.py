@@ -110,13 +110,6 @@ class _Algebra:
     def __rmul__(self, other):
         return self * other
 
-    def __rtruediv__(self, other):
-        if _is_scalar(other):
-            raise TypeError(f"Cannot divide the number {_num(other)} by the rate expression {self}: a "
-                            "constraint on 1 / rate is a constraint on the rate (write 'ppr <= 0.5' for "
-                            "'1 / ppr >= 2').")
-        return NotImplemented
-
     def __pos__(self):
         return self
 
@@ -187,6 +180,13 @@ class Expression(_Algebra):
                             "of one sign (a sum of rates). Compare the expressions linearly instead.")
         return NotImplemented
 
+    def __rtruediv__(self, other):
+        # c / D is the ratio Expression((), c) / D builds: the printed form of a ratio with a
+        # constant numerator, (c) / (D), parses back through here
+        if _is_scalar(other):
+            return Expression((), float(other)) / self
+        return NotImplemented
+
     @property
     def rates(self) -> tuple[Rate, ...]:
         return tuple(r for r, _ in self.terms)
@@ -237,6 +237,10 @@ class Ratio(_Algebra):
             # flip the direction of the rearranged constraint.
             return self * (1.0 / _divisor(self, other))
         raise TypeError(f"A ratio ({self}) can only be divided by a constant.")
+
+    def __rtruediv__(self, other):
+        raise TypeError(f"Cannot divide by the ratio {self}: a ratio can only be scaled by a constant "
+                        "and compared with one.")
 
     def __neg__(self):
         return self * -1.0

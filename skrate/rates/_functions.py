@@ -11,12 +11,19 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from ._expression import Expression, Rate, Ratio
-from ._slice import Slice
+from ._slice import Slice, as_columns
 
 
 def _rate(kind: str, group: str | Iterable[str] | None, filters: dict[str, Any]) -> Expression:
-    expand = () if group is None else group
-    return Expression.of(Rate(kind, Slice.make(filters, expand)))
+    return Expression.of(Rate(kind, Slice.make(filters, as_columns(group))))
+
+
+def _ratio(numerator: str, denominator: str, group: str | Iterable[str] | None,
+           where: dict[str, Any] | None, filters: dict[str, Any]) -> Ratio:
+    """``numerator / denominator`` on one slice, built once: a generator given as ``group`` or
+    as a filter's values would be empty when read for the second rate."""
+    where = Slice.make(_filters(where, filters), as_columns(group))
+    return Ratio(Expression.of(Rate(numerator, where)), Expression.of(Rate(denominator, where)))
 
 
 def _filters(where: dict[str, Any] | None, filters: dict[str, Any]) -> dict[str, Any]:
@@ -90,8 +97,7 @@ def precision(group: str | Iterable[str] | None = None, *, where: dict[str, Any]
     Ratio
         ``tp_proportion / ppr`` on the slice.
     """
-    filters = _filters(where, filters)
-    return Ratio(_rate("tp_proportion", group, filters), _rate("ppr", group, filters))
+    return _ratio("tp_proportion", "ppr", group, where, filters)
 
 
 def win_loss_ratio(group: str | Iterable[str] | None = None, *, where: dict[str, Any] | None = None,
@@ -114,8 +120,7 @@ def win_loss_ratio(group: str | Iterable[str] | None = None, *, where: dict[str,
     Ratio
         ``wins / losses`` on the slice.
     """
-    filters = _filters(where, filters)
-    return Ratio(_rate("wins", group, filters), _rate("losses", group, filters))
+    return _ratio("wins", "losses", group, where, filters)
 
 
 RATE_FUNCTIONS = {

@@ -20,6 +20,7 @@ from typing import Iterable
 
 from ._expression import Constraint
 from ._functions import RATE_FUNCTIONS
+from ._slice import as_columns
 
 Group = str | Iterable[str]
 
@@ -52,15 +53,16 @@ def _check_slack(slack: float, multiplicative: bool) -> None:
 
 def _parity(kinds: tuple[str, ...], group: Group, slack: float, multiplicative: bool, two_sided: bool):
     _check_slack(slack, multiplicative)
-    if group is None or (not isinstance(group, str) and not list(group)) or group == "":
+    columns = as_columns(group)  # read once: each constraint names the columns again
+    if columns in ((), ("",)):
         # without a column, r[group] is the overall rate: every constraint would hold trivially
         raise ValueError(f"A parity goal needs the group column(s) to compare, got group={group!r}; "
                          "pass a column name such as group='race', or a list of names.")
     out = []
     for kind in kinds:
-        out.append(_lower(kind, group, slack, multiplicative))
+        out.append(_lower(kind, columns, slack, multiplicative))
         if two_sided:
-            out.append(_upper(kind, group, slack, multiplicative))
+            out.append(_upper(kind, columns, slack, multiplicative))
     return out
 
 
@@ -296,6 +298,7 @@ def accurate_coverage(group: Group, slack: float = 0.05) -> list[Constraint]:
     JMLR 20(172), 2019.
     """
     _check_slack(slack, False)
+    group = as_columns(group)  # read once: both rates name the columns
     label = RATE_FUNCTIONS["label_rate"](group=group)
     ppr = RATE_FUNCTIONS["ppr"](group=group)
     return [ppr >= label - slack, ppr <= label + slack]
@@ -329,6 +332,7 @@ def no_lost_benefits(group: Group, slack: float = 0.0, *, multiplicative: bool =
     JMLR 20(172), 2019.
     """
     _check_slack(slack, multiplicative)
+    group = as_columns(group)  # read once: both rates name the columns
     return [_lower("ppr", group, slack, multiplicative, RATE_FUNCTIONS["baseline_ppr"](group=group))]
 
 
@@ -359,4 +363,5 @@ def not_worse_off(group: Group, slack: float = 0.0) -> list[Constraint]:
     JMLR 20(172), 2019.
     """
     _check_slack(slack, False)
+    group = as_columns(group)  # read once: both rates name the columns
     return [RATE_FUNCTIONS["wins"](group=group) - RATE_FUNCTIONS["losses"](group=group) >= -slack]

@@ -127,10 +127,18 @@ class _Parser:
         value = t[start:self.pos].strip()
         if not value:
             raise SpecParseError(t, start, "a group value")
+        self._check_closed(start, self.pos)
         if "=" in value:  # 'sex=Female age_cat=x': most likely a missing comma
             raise SpecParseError(t, t.index("=", start), "',' between two filters (a value holding '=' goes "
                                                         "in double quotes)")
         return value
+
+    def _check_closed(self, start: int, end: int) -> None:
+        """Refuse a comparison between ``start`` and ``end``, inside the brackets: most likely the
+        closing ']' was forgotten (``tpr[race=Black >= 0.9 * tpr``)."""
+        found = [i for i in (self.text.find(op, start, end) for op in ("<=", ">=")) if i >= 0]
+        if found:
+            raise SpecParseError(self.text, min(found), "']' to close the filters before the comparison")
 
     # -- grammar ----------------------------------------------------------------------
     def constraint(self) -> Constraint:
@@ -238,6 +246,7 @@ class _Parser:
                                                                    'it holds other characters than letters, '
                                                                    'digits and _)')
                     self._skip()
+                    self._check_closed(self.pos, self.pos + 2)
                     if self.text[key_pos] != '"' and self.pos < len(self.text) and self.text[self.pos] not in "=,]":
                         rest = self.text[key_pos:]
                         name = rest[:min([rest.index(ch) for ch in "=,]" if ch in rest] or [len(rest)])].strip()
@@ -256,6 +265,7 @@ class _Parser:
                         expand.append(key)
                     if not self._eat(","):
                         break
+            self._check_closed(self.pos, self.pos + 2)
             self._expect("]", "',' or ']'")
         return self._build(lambda: RATE_FUNCTIONS[name](group=expand or None, where=filters), start)
 

@@ -6,8 +6,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 # Keys with a meaning of their own; every other key names a group column.
 LABEL = "label"
 BASELINE = "baseline"
@@ -19,10 +17,22 @@ def group_columns(slices: Iterable[Slice]) -> list[str]:
     return sorted({k for s in slices for k, _ in s.filters} - set(RESERVED))
 
 
+def as_columns(group: Any) -> tuple[str, ...]:
+    """Group columns given as ``group=``, read once into a tuple of names: None is none, a
+    string or an integer name (``0``, a DataFrame without named columns) is one column, any
+    other iterable (a list, or a generator that a second reading would find empty) is several."""
+    if group is None:
+        return ()
+    if isinstance(group, str) or not isinstance(group, Iterable):
+        return (str(group),)
+    return tuple(str(k) for k in group)
+
+
 def _as_values(value: Any) -> tuple[str, ...]:
     """A filter value or list of values ("any of"), canonicalised to sorted strings."""
-    if isinstance(value, Iterable) and not isinstance(value, (str, bytes)) and np.ndim(value) > 0:
-        # lists, sets, arrays, Series, ranges: "any of"
+    if isinstance(value, Iterable) and not isinstance(value, (str, bytes)) and getattr(value, "ndim", 1) > 0:
+        # lists, sets, arrays, Series, ranges: "any of"; a 0-d array is one value (np.ndim is
+        # no test: it calls a set 0-d too)
         values = tuple(sorted({str(v) for v in value}))
     else:
         values = (str(value),)
@@ -63,8 +73,7 @@ class Slice:
                 bad = [v for v in values if v not in ("0", "1")]
                 if bad:
                     raise ValueError(f"Slice filter {key!r} takes 0 or 1, got {bad[0]!r}.")
-        single = isinstance(expand, str) or not isinstance(expand, Iterable)
-        expand = tuple(str(k) for k in ((expand,) if single else expand))
+        expand = as_columns(expand)
         for key in expand:
             if key in RESERVED:
                 raise ValueError(f"Cannot expand over {key!r}: it is not a group column.")
