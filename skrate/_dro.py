@@ -165,6 +165,11 @@ class _BaseDRO(BaseEstimator):
     def _solve(self, X, T, loss: str, n_outputs: int, sample_weight, scale_target: bool):
         """Fit on the standardised problem (see ``tol``); ``(W, b)`` in the data's units."""
         sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+        # Rows of weight 0 take no part, not even in the standardisation: a huge value
+        # there overflowed its loss (0 * inf = NaN) or its column's scale.
+        n_samples, support = X.shape[0], np.flatnonzero(sw)
+        if support.size < n_samples:
+            X, T, sw = X[support], T[support], sw[support]
         q = _normalised(sw)
         X, x_offset, x_scale = _standardise(X, q, self.fit_intercept)
         t_mean, t_scale = 0.0, 1.0
@@ -176,6 +181,17 @@ class _BaseDRO(BaseEstimator):
                     f"y is too large: its standard deviation {t_scale:.3g} squares beyond "
                     f"the float64 range, the unit of the squared-error objective. Divide y "
                     f"by a constant (its standard deviation) before fitting."
+                )
+            # A sample of normalised weight q_i lies up to 1 / sqrt(q_i) standard deviations
+            # out; beyond 1e154 its loss at coef_ = 0 overflows and the objective is NaN.
+            far = int(np.argmax(np.abs(T)))
+            if abs(T[far]) > np.sqrt(np.finfo(float).max):
+                raise ValueError(
+                    f"y[{support[far]}], of {q[far]:.3g} of the total sample weight, lies "
+                    f"{abs(T[far]):.3g} weighted standard deviations of y (root mean squares "
+                    f"without intercept) out: its squared error in that unit, the "
+                    f"objective's, leaves the float64 range. Give that sample weight 0 (or "
+                    f"remove it) or a larger weight."
                 )
         # The penalty on the original coefficients W_j = t_scale U_j / x_scale_j, over
         # t_scale^2 (the unit of the standardised objective).
@@ -194,7 +210,9 @@ class _BaseDRO(BaseEstimator):
             result = primal_lbfgs(problem, theta, self.max_iter, self.tol)
         if not result.converged:
             warnings.warn(self._convergence_message(result), ConvergenceWarning)
-        objective, _, self.sample_weights_, _ = problem.objective(result.theta)
+        objective, _, p, _ = problem.objective(result.theta)
+        self.sample_weights_ = np.zeros(n_samples)
+        self.sample_weights_[support] = p
         self.objective_ = t_scale**2 * objective
         # A fit whose start already passes the tol test still evaluated it once.
         self.n_iter_ = max(result.n_iter, 1)

@@ -433,8 +433,10 @@ def _descent_step(sub: LinearDRO, theta, state, pairs: list, row_sq, mu):
     candidate, new = found
     s, y = candidate - theta, new.grad - state.grad
     sy = s @ y
-    # Both gradients are on the same sample, so (s, y) is a curvature pair of it.
-    if sy > 1e-10 * (y @ y):
+    # Both gradients are on the same sample, so (s, y) is a curvature pair of it. The test
+    # is on the cosine of s and y, free of scale: s'y > 1e-10 y'y asked for a curvature
+    # below 1e10, and a feature whose penalty alpha / std^2 exceeds that lost every pair.
+    if sy > 1e-10 * math.sqrt(s @ s) * math.sqrt(y @ y):
         pairs = (pairs + [(s, y, 1.0 / sy)])[-_MEMORY:]
     return candidate, new, pairs
 
@@ -484,7 +486,9 @@ def _continuation(problem: LinearDRO, theta, mu: float, max_iter: int, tol: floa
         grad_max = _sup(grad)
         result = Result(theta, n_iter, tight and grad_max <= tol, grad_max, gap=gap,
                         objective=value, gap_ok=tight)
-        if not (tight or n_iter >= max_iter or mu <= mu_end or tried):
+        # "not mu > mu_end": a NaN temperature (from a NaN objective, where no stage moves
+        # and n_iter never reaches max_iter) ends the loop too.
+        if not (tight or n_iter >= max_iter or not mu > mu_end or tried):
             if np.count_nonzero(p > _TIE_SLACK * p.max()) <= few:
                 tried = True
                 alt = max_loss(problem, theta, max_iter - n_iter, tol, max_set=few)
@@ -493,7 +497,7 @@ def _continuation(problem: LinearDRO, theta, mu: float, max_iter: int, tol: floa
                     return replace(alt, n_iter=n_iter)
                 alt.objective = _objective_of(problem, alt)
                 result.n_iter = n_iter
-        if tight or n_iter >= max_iter or mu <= mu_end:
+        if tight or n_iter >= max_iter or not mu > mu_end:
             if alt is not None and _improves(alt.objective, result):
                 return replace(alt, n_iter=n_iter)  # the best point found, with its own test
             return result

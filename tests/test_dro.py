@@ -1229,6 +1229,88 @@ def test_zero_weight_equals_removal(solver):
 
 
 @pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
+@pytest.mark.parametrize("Estimator, huge", [(DRORegressor, "X"), (DRORegressor, "y"),
+                                             (DROClassifier, "X")])
+def test_zero_weight_row_of_any_magnitude_equals_removal(Estimator, huge, solver):
+    # Its loss overflowed (0 * inf = NaN) and its 1e200 entered the column scales: coef_
+    # 0 (lbfgs), objective_ NaN (sgd), and with the huge target a fit that never returned.
+    rng = np.random.default_rng(27)
+    X = rng.normal(size=(30, 3))
+    y = X @ [1.0, -2.0, 0.5] + rng.normal(size=30)
+    if Estimator is DROClassifier:
+        y = (y > 0).astype(int)
+    X_row, y_row = (np.r_[1e200, 0.0, 0.0], y[0]) if huge == "X" else (X[0], 1e200)
+    kw = dict(radius=0.5, solver=solver, random_state=0)
+    removed = Estimator(**kw).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        weighted = Estimator(**kw).fit(np.vstack([X, X_row]), np.r_[y, y_row],
+                                       sample_weight=np.r_[np.ones(30), 0.0])
+    np.testing.assert_array_equal(weighted.coef_, removed.coef_)
+    assert weighted.objective_ == removed.objective_
+    np.testing.assert_array_equal(weighted.sample_weights_, np.r_[removed.sample_weights_, 0])
+
+
+def test_tiny_weight_on_an_overflowing_target_is_a_clear_error():
+    # Positive weight 1e-320 keeps the row, 5e160 standard deviations out: its squared
+    # error overflowed, and the NaN objective hung the fit.
+    rng = np.random.default_rng(27)
+    X = rng.normal(size=(31, 3))
+    y = np.r_[X[:30] @ [1.0, -2.0, 0.5], 1e200]
+    with pytest.raises(ValueError, match=r"y\[30\], of .* leaves the float64 range"):
+        DRORegressor(radius=0.5).fit(X, y, sample_weight=np.r_[np.ones(30), 1e-320])
+
+
+def test_continuation_stops_on_a_nan_objective():
+    # A NaN objective made the first temperature NaN, so "mu <= mu_end" never held, and
+    # the L-BFGS stages on it took no iteration: the loop never reached max_iter.
+    rng = np.random.default_rng(27)
+    T = np.r_[rng.normal(size=29), 1e200]  # its squared error overflows
+    problem = LinearDRO(rng.normal(size=(30, 2)), T, LOSSES["squared"], np.full(30, 1 / 30),
+                        "chi2", 0.5, 1e-3, 1, True)
+    theta = np.zeros(problem.n_params)
+    mu = _dro_solvers._first_temperature(problem.objective(theta)[0])
+    calls = []
+
+    def stage(theta, mu, n_iter):  # a stage that cannot move, like L-BFGS on NaN
+        calls.append(mu)
+        assert len(calls) < 50, "the continuation loop does not stop"
+        return Result(theta, n_iter, False, np.nan)
+
+    with np.errstate(all="ignore"):
+        result = _dro_solvers._continuation(problem, theta, mu, 100, 1e-4, stage)
+    assert len(calls) == 1 and not result.converged
+
+
+@pytest.mark.parametrize("Estimator", [DROClassifier, DRORegressor])
+@pytest.mark.parametrize("radius", [0.0, 0.3])
+def test_sgd_converges_with_a_penalty_of_huge_curvature(Estimator, radius):
+    # alpha / std^2 = 1e11 on the standardised second feature: the curvature pair test
+    # s'y > 1e-10 y'y (a curvature below 1e10) refused every pair, and the path crawled
+    # by steepest descent to max_iter, far from the optimum (coef_[0] 0.18, not 1.2), or
+    # stalled at once.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 2)) * [1.0, 1e-6]
+    y = X @ [1.0, 2e6] + 0.1 * rng.normal(size=100)
+    if Estimator is DROClassifier:
+        y = (y + 0.5 * rng.normal(size=100) > 0).astype(int)
+    # tol 1e-3: at 1e-4 the regressor's last decrease needed is below rounding
+    kw = dict(radius=radius, alpha=0.1, tol=1e-3)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # lbfgs stalls on the classifier
+        reference = Estimator(**kw).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        sgd = Estimator(solver="sgd", random_state=0, **kw).fit(X, y)
+    assert sgd.objective_ <= reference.objective_ * (1 + 1e-10)
+    if Estimator is DRORegressor:
+        assert sgd.objective_ == pytest.approx(reference.objective_, rel=1e-10)
+    if Estimator is DRORegressor and radius == 0.0:
+        np.testing.assert_allclose(sgd.coef_[0], Ridge(alpha=100 * 0.1 / 2).fit(X, y).coef_[0],
+                                   rtol=1e-6)
+
+
+@pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
 def test_sparse_input_gives_the_dense_solution(solver):
     import scipy.sparse as sp
 
