@@ -545,3 +545,16 @@ def test_snapshots_bound_memory_and_keep_the_best_in_order():
     np.testing.assert_array_equal(mus[:-1, 1], played)
     # short runs keep every iterate
     assert Snapshots(max_iter=500, n_candidates=100).stride == 1
+
+
+@pytest.mark.parametrize("make", [
+    lambda g: f_measure(2.0, g), g_mean, h_mean, q_mean, kld, lambda g: kld(g, reference="slice"),
+    precision, lambda g: g_mean_at_least(0.5, g),
+])
+def test_metrics_read_a_one_shot_group_once(make):
+    # a generator read for each rate was empty from the second: g_mean(tpr[race], tnr)
+    assert str(make((c for c in ["race"]))) == str(make(["race"]))
+
+
+def test_g_mean_at_least_reads_one_shot_filter_values_once():
+    assert str(g_mean_at_least(0.5, race=(v for v in "ab"))) == str(g_mean_at_least(0.5, race=["a", "b"]))

@@ -24,8 +24,7 @@ from scipy.special import rel_entr
 
 from ..rates import Expression, Rate, Ratio, Slice, as_expression
 from ..rates import _functions as R
-from ..rates._functions import RATE_FUNCTIONS, RATIO_NAMES, display_ratio
-from ..rates._functions import _filters as merge_filters
+from ..rates._functions import RATE_FUNCTIONS, RATIO_NAMES, display_ratio, rates_on
 
 _EPS = 1e-6
 CLASSES = ("linear", "convex", "concave", "ratio", "nonconvex")
@@ -719,8 +718,7 @@ def f_measure(beta: float = 1.0, group: str | Iterable[str] | None = None, *,
     """
     if not (_scalar(beta) and beta > 0):
         raise ValueError(f"beta of the F-measure must be a positive number, got {beta!r}.")
-    return FMeasure(R.tp_proportion(group, where=where, **filters), R.ppr(group, where=where, **filters),
-                    R.label_rate(group, where=where, **filters), float(beta)).as_sum()
+    return FMeasure(*rates_on(("tp_proportion", "ppr", "label_rate"), group, where, filters), float(beta)).as_sum()
 
 
 def g_mean(group=None, *, where=None, **filters) -> MetricSum:
@@ -741,7 +739,7 @@ def g_mean(group=None, *, where=None, **filters) -> MetricSum:
     -------
     MetricSum
     """
-    return GMean(R.tpr(group, where=where, **filters), R.tnr(group, where=where, **filters)).as_sum()
+    return GMean(*rates_on(("tpr", "tnr"), group, where, filters)).as_sum()
 
 
 def h_mean(group=None, *, where=None, **filters) -> MetricSum:
@@ -762,7 +760,7 @@ def h_mean(group=None, *, where=None, **filters) -> MetricSum:
     -------
     MetricSum
     """
-    return HMean(R.tpr(group, where=where, **filters), R.tnr(group, where=where, **filters)).as_sum()
+    return HMean(*rates_on(("tpr", "tnr"), group, where, filters)).as_sum()
 
 
 def q_mean(group=None, *, where=None, **filters) -> MetricSum:
@@ -783,7 +781,7 @@ def q_mean(group=None, *, where=None, **filters) -> MetricSum:
     -------
     MetricSum
     """
-    return QMean(R.fnr(group, where=where, **filters), R.fpr(group, where=where, **filters)).as_sum()
+    return QMean(*rates_on(("fnr", "fpr"), group, where, filters)).as_sum()
 
 
 def kld(group=None, *, reference: str = "overall", where=None, **filters) -> MetricSum:
@@ -816,8 +814,8 @@ def kld(group=None, *, reference: str = "overall", where=None, **filters) -> Met
     """
     if reference not in ("overall", "slice"):
         raise ValueError(f"reference must be 'overall' or 'slice', got {reference!r}.")
-    p = R.label_rate() if reference == "overall" else R.label_rate(group, where=where, **filters)
-    return KLD(p, R.ppr(group, where=where, **filters)).as_sum()
+    label, ppr = rates_on(("label_rate", "ppr"), group, where, filters)
+    return KLD(R.label_rate() if reference == "overall" else label, ppr).as_sum()
 
 
 def max_of(*rates) -> MetricSum:
@@ -899,7 +897,7 @@ def precision(group=None, *, where=None, **filters) -> MetricSum:
     MetricSum
         A ratio-class metric.
     """
-    return ratio(R.tp_proportion(group, where=where, **filters), R.ppr(group, where=where, **filters))
+    return ratio(*rates_on(("tp_proportion", "ppr"), group, where, filters))
 
 
 def rate_function(fn: Callable, rates, *, convexity: str = "convex", gradient: Callable | None = None,
@@ -993,9 +991,9 @@ def g_mean_at_least(value: float, group=None, *, where=None, **filters) -> Metri
         Convex; reads ``g_mean[group=value] >= value`` once expanded.
     """
     value = _finite(value, "value of g_mean_at_least")
-    filters = merge_filters(where, filters)
-    where = Slice.make(filters, () if group is None else group)
-    return MetricConstraint(g_mean(group, where=filters) - (1.0 - value), f"g_mean{{slice}} >= {value:g}", where)
+    tpr, tnr = rates_on(("tpr", "tnr"), group, where, filters)  # the slice, built once
+    return MetricConstraint(GMean(tpr, tnr).as_sum() - (1.0 - value), f"g_mean{{slice}} >= {value:g}",
+                            tpr.rates[0].slice)
 
 
 def predictive_parity(group: str, epsilon: float) -> list[MetricConstraint]:

@@ -18,12 +18,18 @@ def _rate(kind: str, group: str | Iterable[str] | None, filters: dict[str, Any])
     return Expression.of(Rate(kind, Slice.make(filters, as_columns(group))))
 
 
+def rates_on(kinds: Iterable[str], group: str | Iterable[str] | None, where: dict[str, Any] | None,
+             filters: dict[str, Any]) -> list[Expression]:
+    """The rates ``kinds`` on one slice, built once: a generator given as ``group`` or as a
+    filter's values would be empty when read for a second rate."""
+    on = Slice.make(_filters(where, filters), as_columns(group))
+    return [Expression.of(Rate(kind, on)) for kind in kinds]
+
+
 def _ratio(numerator: str, denominator: str, group: str | Iterable[str] | None,
            where: dict[str, Any] | None, filters: dict[str, Any]) -> Ratio:
-    """``numerator / denominator`` on one slice, built once: a generator given as ``group`` or
-    as a filter's values would be empty when read for the second rate."""
-    where = Slice.make(_filters(where, filters), as_columns(group))
-    return Ratio(Expression.of(Rate(numerator, where)), Expression.of(Rate(denominator, where)))
+    """``numerator / denominator`` on one slice (:func:`rates_on`)."""
+    return Ratio(*rates_on((numerator, denominator), group, where, filters))
 
 
 def _filters(where: dict[str, Any] | None, filters: dict[str, Any]) -> dict[str, Any]:
