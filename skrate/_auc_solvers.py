@@ -268,6 +268,13 @@ def minibatch_smoothness(X, y: np.ndarray, stats: ClassStatistics, batch_size: i
 
 # ----------------------------------------------------------------------------- exact
 
+def _equilibration(Q: np.ndarray) -> np.ndarray:
+    """``d`` with ``Q / outer(d, d)`` of unit diagonal (1 where the diagonal is 0): the
+    scaling that frees a quadratic's conditioning from the units of its columns."""
+    d = np.sqrt(np.diag(Q))
+    return np.where(d > 0, d, 1.0)
+
+
 def _quadratic_prox_gradient(Q, delta, alpha, l1_ratio, w0, tol, max_steps):
     """FISTA with adaptive restart on ``w'Qw/2 - delta'w + elastic net``, equilibrated.
 
@@ -282,8 +289,7 @@ def _quadratic_prox_gradient(Q, delta, alpha, l1_ratio, w0, tol, max_steps):
     ``||D^-1 delta||``: the objective then has a subgradient at ``v_new`` of norm at most
     ``tol ||D^-1 delta||``.
     """
-    d = np.sqrt(np.diag(Q))
-    d = np.where(d > 0, d, 1.0)
+    d = _equilibration(Q)
     Qe, b = Q / np.outer(d, d), delta / d
     L = max(float(scipy.linalg.eigvalsh(Qe, subset_by_index=[len(b) - 1] * 2)[0]), 1e-12)
     threshold = alpha * l1_ratio / (L * d)
@@ -321,8 +327,7 @@ def _solve_symmetric(A, b):
     variables (which does not depend on the units of the columns either). ``singular`` says
     whether eigenvalues were dropped.
     """
-    d = np.sqrt(np.diag(A))
-    d = np.where(d > 0, d, 1.0)
+    d = _equilibration(A)
     A, b = A / np.outer(d, d), b / d
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", scipy.linalg.LinAlgWarning)

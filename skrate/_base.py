@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .problem import GroupTable, RateData
 from .solutions import StochasticModel
-from .utils._validation import check_baseline, check_sample_weight, validate_numeric
+from .utils._validation import _is_numeric, check_baseline, check_sample_weight, validate_numeric
 
 
 def warn_uncovered(method: str, data: RateData, fitted: dict[str, set], empty: list[str],
@@ -74,7 +74,7 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
             # take itself: only its fit knows (tags guess, e.g. a Pipeline's from its first step)
             # a frame that mixes categories with nullable numbers (Int64) would be cast to float
             # as a whole: rows of objects keep both (the estimator still gets the frame itself)
-            mixed = hasattr(X, "iloc") and any(getattr(d, "kind", "O") not in "biufc" for d in X.dtypes)
+            mixed = hasattr(X, "iloc") and not all(_is_numeric(d) for d in X.dtypes)
             return validate_data(self, X, y, dtype=object if mixed else None, ensure_all_finite="allow-nan",
                                  **kwargs)
         return validate_numeric(self, X, y, dtype=np.float64, advice=self._text_advice, **kwargs)

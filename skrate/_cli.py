@@ -493,9 +493,10 @@ def _warn_unseen(payload: dict, X, data: str) -> None:
         return
     encoder = payload["model"].named_steps["prepare"].named_transformers_["categorical"]
     for col, known in zip(payload["categorical"], encoder.categories_):
-        unseen = ~np.isin(X[col].to_numpy(), known)
+        cells = X[col].to_numpy()
+        unseen = ~np.isin(cells, known)
         if unseen.any():
-            values = sorted(set(X[col].to_numpy()[unseen].tolist()))
+            values = sorted(set(cells[unseen].tolist()))
             shown = ", ".join(map(repr, values[:5])) + (", ..." if len(values) > 5 else "")
             print(f"warning: {data}: column {col!r} holds {len(values)} value(s) the model never saw in training "
                   f"({shown}) in {int(unseen.sum())} row(s), the first on line {_line(int(np.argmax(unseen)))}; "

@@ -6,5 +6,5 @@ from ._linear import LinearModel
 from ._mlp import MLPModel
 from ._probability_scores import ProbabilityScoreModel, log_odds, score_threshold, with_score
 
-__all__ = ["Design", "folding_callback", "input_scale", "LinearModel", "MLPModel", "ProbabilityScoreModel", "log_odds", "score_threshold",
-           "with_score"]
+__all__ = ["Design", "folding_callback", "input_scale", "LinearModel", "MLPModel", "ProbabilityScoreModel",
+           "log_odds", "score_threshold", "with_score"]
