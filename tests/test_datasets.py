@@ -96,6 +96,15 @@ def test_fetch_adult_without_download(tmp_path):
         fetch_adult(tmp_path, download_if_missing=False)
 
 
+def test_fetch_adult_reads_a_data_home_given_with_a_tilde(tmp_path, monkeypatch):
+    # '~/adult' holding both files was looked up unexpanded, then downloaded into
+    monkeypatch.setenv("HOME", str(tmp_path))
+    (tmp_path / "adult").mkdir()
+    (tmp_path / "adult" / "adult.data").write_text(TRAIN)
+    (tmp_path / "adult" / "adult.test").write_text(TEST)
+    assert fetch_adult("~/adult", download_if_missing=False).data.shape[0] > 0
+
+
 def test_fetch_adult_names_an_unusable_file(tmp_path):
     folder = tmp_path / "bad"
     folder.mkdir()

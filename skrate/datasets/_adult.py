@@ -61,14 +61,16 @@ def _download(url: str, checksum: str, target: Path) -> None:
 
 def _locate(data_home, download_if_missing: bool) -> Path:
     """The folder holding adult.data and adult.test: ``data_home`` itself or its cache subfolder."""
-    if data_home is not None and all((Path(data_home) / name).is_file() for name in REMOTE):
-        return Path(data_home)
+    if data_home is not None:
+        data_home = Path(data_home).expanduser()  # as get_data_home reads it
+        if all((data_home / name).is_file() for name in REMOTE):
+            return data_home
     folder = Path(get_data_home(data_home)) / SUBDIR
     missing = [name for name in REMOTE if not (folder / name).is_file()]
     if missing and not download_if_missing:
         where = f"{folder} (missing {', '.join(missing)})"
         if data_home is not None:  # the folder given is read as is first: say what it lacks too
-            lacks = [name for name in REMOTE if not (Path(data_home) / name).is_file()]
+            lacks = [name for name in REMOTE if not (data_home / name).is_file()]
             where = f"{data_home} (missing {', '.join(lacks)}) nor in {where}"
         raise OSError(f"UCI Adult is not in {where} and download_if_missing=False; place adult.data "
                       "and adult.test in data_home.")
