@@ -386,6 +386,17 @@ def test_plugin_oracle_is_the_brute_force_best_threshold_per_cell():
     assert cell_decoders(np.column_stack([rng.normal(size=n)]), cells) is None
 
 
+def test_cell_decoders_bound_the_cells_by_the_columns(monkeypatch):
+    rng = np.random.default_rng(0)
+    cells = rng.integers(3, size=200)
+    dropped = (cells[:, None] == np.arange(1, 3)).astype(float)  # one-hot, first level dropped
+    V, c = cell_decoders(dropped, cells)  # 3 cells from 2 columns and the intercept
+    np.testing.assert_allclose(dropped @ V + c, cells[:, None] == np.arange(3), atol=1e-9)
+    # more cells than columns + 1 cannot decode: refused before any n x cells system is formed
+    monkeypatch.setattr(np.linalg, "lstsq", lambda *a, **k: pytest.fail("solved a hopeless system"))
+    assert cell_decoders(dropped, rng.integers(4, size=200)) is None
+
+
 def test_best_mixture_keeps_rates_on_a_small_support():
     _, _, _, data = _data(200)
     rng = np.random.default_rng(0)

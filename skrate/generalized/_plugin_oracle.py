@@ -46,9 +46,12 @@ def cell_decoders(X, cells: np.ndarray, tol: float = 1e-6):
     model on ``X``, which needs no group at prediction time.
     """
     Xd = Design(X).X
+    n_cells = int(cells.max()) + 1
+    if n_cells > Xd.shape[1] + 1:  # disjoint indicators span n_cells dimensions, [X, 1] at most d + 1
+        return None
     Xd = Xd.toarray() if hasattr(Xd, "toarray") else np.asarray(Xd)
     design = np.column_stack([Xd, np.ones(Xd.shape[0])])
-    target = (cells[:, None] == np.arange(cells.max() + 1)[None, :]).astype(float)
+    target = (cells[:, None] == np.arange(n_cells)[None, :]).astype(float)
     coef, *_ = np.linalg.lstsq(design, target, rcond=None)
     if np.abs(design @ coef - target).max() > tol:
         return None
