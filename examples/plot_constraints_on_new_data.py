@@ -7,7 +7,8 @@ construction. On new rows the rates are new estimates, and the model was chosen 
 its training estimates looked good, so the constraint often breaks by about the noise of the
 smallest slice. ``margin="auto"`` tightens each constraint by a confidence bound on its
 estimate (``margin_confidence=0.95`` by default), so that a constraint met with its margin
-on the training rows holds in the population with about that probability.
+on the training rows holds in the population with about that probability (somewhat less, as
+the solution is chosen on those same rows).
 
 Here: positive prediction rates across race within 0.05 of the overall rate (demographic
 parity) on COMPAS, over ten random 70/30 splits, with and without margins. Each split's test violation is itself an estimate
