@@ -722,7 +722,7 @@ class MetricOptimizer(RateClassifierBase):
         one_hot = np.eye(k)
         self.solutions_ = {
             "T_stochastic": np.full(k, 1.0 / k),
-            "best": one_hot[best_iterate(traj.objective, traj.constraints)],
+            "best": one_hot[best_iterate(traj.objective, program.flag_undefined(traj.rates, traj.constraints))],
             "last": one_hot[-1],
         }
         # the rates of a mixture are the mixture of the rates: exact metric values of each solution

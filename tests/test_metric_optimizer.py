@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 import pytest
-from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.base import BaseEstimator, ClassifierMixin, clone
 from sklearn.metrics import f1_score
 from sklearn.svm import LinearSVC
 
@@ -973,18 +973,39 @@ def test_infeasibility_warning_reads_a_ratio_constraint_in_its_own_units():
 
 
 def test_a_ratio_constraint_met_by_predicting_no_positives_is_undefined():
-    X, y = _one_d(200)
+    # labels independent of X: the error-optimal mixture meeting the precision floor's linear form
+    # predicts nothing, which leaves the precision undefined
+    rng = np.random.RandomState(0)
+    X, y = rng.randn(200, 1), (rng.rand(200) < 0.3).astype(int)
     with pytest.warns(InfeasibleConstraintsWarning,
                       match=r"'precision >= 0.9' is undefined, because the model predicts no positives \("):
-        est = MetricOptimizer("f1", constraints="precision >= 0.9", init="zeros", random_state=0).fit(X, y)
+        est = MetricOptimizer("error", constraints="precision >= 0.9", random_state=0).fit(X, y)
     assert not est.feasible_ and est.predict(X).sum() == 0
     assert np.isnan(est.metric_values(X, y)["precision >= 0.9"])
     groups = {"g": np.where(np.arange(200) % 2, "a", "b")}
     with pytest.warns(InfeasibleConstraintsWarning, match=r"'precision\[g=a\] >= 0.9' is undefined, because the "
                                                           r"model predicts no positives in the slice g=a"):
-        est = MetricOptimizer("f1", constraints="precision[g] >= 0.9", init="zeros",
-                              random_state=0).fit(X, y, groups=groups)
+        est = MetricOptimizer("error", constraints="precision[g] >= 0.9", random_state=0).fit(X, y, groups=groups)
     assert not est.feasible_
+
+
+@pytest.mark.parametrize("solver, plugin", [("frank_wolfe", True), ("oracle", False)])
+def test_choosing_among_models_a_ratio_floor_met_by_predicting_nothing_is_not_met(solver, plugin):
+    # 'precision >= 0.85' in its linear form holds for a model predicting nothing: early stopping
+    # took that model as the best feasible point and stopped there, objective 1 (G-mean 0)
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = (X[:, 0] + 0.5 * rng.normal(size=400) > 0.3).astype(int)
+    est = MetricOptimizer("g_mean", constraints="precision >= 0.85", solver=solver,
+                          estimator=LogisticRegression() if plugin else None, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InfeasibleConstraintsWarning)
+        est.fit(X, y)
+    assert est.feasible_ and est.metric_values(X, y)["objective"] < 0.2
+    full = clone(est).set_params(tol=None).fit(X, y)  # no early stop
+    assert est.metric_values(X, y)["objective"] <= full.metric_values(X, y)["objective"] + 0.005
 
 
 def _mixed_frame(pd, dtype):
@@ -1302,3 +1323,17 @@ def test_an_mlp_is_refused_by_the_plugin_solvers_not_silently_made_linear(solver
     y = (X[:, 0] > 0).astype(int)
     with pytest.raises(ValueError, match=f"model='mlp' has no effect with solver='{solver}'.*three_player"):
         MetricOptimizer(metric="g_mean", solver=solver, model="mlp").fit(X, y)
+
+
+@pytest.mark.parametrize("solver", ["frank_wolfe", "oracle"])
+def test_init_sets_the_surrogate_solvers_start_not_the_oracles(solver):
+    # init="zeros" made the oracle solvers start from the first cut, a model predicting nothing:
+    # H-mean under a precision floor then ended at objective 1, infeasible
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = (X[:, 0] + 0.5 * rng.normal(size=400) > 0.3).astype(int)
+    fit = lambda init: MetricOptimizer("h_mean", constraints="precision >= 0.9", solver=solver, init=init, cv=None,
+                                       random_state=0).fit(X, y)
+    zeros, logistic = fit("zeros"), fit("logistic")
+    np.testing.assert_allclose(zeros.candidates_, logistic.candidates_)
+    assert zeros.feasible_

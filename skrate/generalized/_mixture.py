@@ -29,7 +29,9 @@ def _grad(s: CompiledSum, r: np.ndarray) -> np.ndarray:
 
 def _merit(program: MetricProgram, R: np.ndarray, p: np.ndarray, tol: float = 1e-7) -> tuple[float, float]:
     """(largest violation beyond ``tol``, objective): feasible mixtures compare by objective."""
-    obj, cons = program.values(R @ p)
+    r = R @ p
+    obj, cons = program.values(r)
+    cons = program.flag_undefined(r, cons)
     return max(0.0, float(np.max(cons)) - tol) if np.size(cons) else 0.0, float(obj)
 
 
@@ -59,7 +61,7 @@ def best_mixture(program: MetricProgram, R: np.ndarray, starts: list[np.ndarray]
     # that ends infeasible (SLSQP may need to cross higher violations along the first edge),
     # again from the centre of the candidates, where the mixtures the game played lie
     obj, viol = program.values(Ru)
-    viol = np.maximum(viol.max(axis=0), 0.0) if viol.size else np.zeros(k)
+    viol = np.maximum(program.flag_undefined(Ru, viol).max(axis=0), 0.0) if viol.size else np.zeros(k)
     single = np.zeros(k)
     single[np.lexsort((obj, viol))[0]] = 1.0
     for x0 in (single, np.full(k, 1.0 / k)):

@@ -6,7 +6,7 @@ rates of a model are ``A @ yhat + b`` (the core's compiler) and every atom reads
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import scipy.sparse as sp
@@ -28,6 +28,7 @@ class CompiledSum:
     label: str
     kind: str
     metric: MetricSum
+    guards: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))  # rows that must be > 0
 
     def value(self, r: np.ndarray) -> np.ndarray:
         out = self.constant + 0.0 * r[0]
@@ -47,11 +48,14 @@ class CompiledSum:
     def is_linear(self) -> bool:
         return self.kind == "linear"
 
-    def defined(self, r: np.ndarray) -> bool:
-        """Whether every ratio atom has a positive denominator at the rates ``r``. ``value`` clips a
-        zero denominator, as the solvers need for values and gradients; a report reads the ratio
-        as undefined instead (precision of a slice without a predicted positive)."""
-        return all(r[idx[1]] > 0 for _, atom, idx in self.atoms if isinstance(atom, RatioAtom))
+    def defined(self, r: np.ndarray):
+        """Whether every ratio has a positive denominator at the rates ``r`` (shape (K,) or (K, k):
+        one answer per column): a ratio atom's, and a core ratio constraint's, whose linear form
+        ``c D - N <= 0`` holds at ``D = 0`` though the ratio is undefined there (predicting nothing
+        meets ``precision >= 0.8``). ``value`` clips a zero denominator, as the solvers need for
+        values and gradients; a report reads the ratio as undefined instead."""
+        rows = np.concatenate([self.guards] + [idx[1:2] for _, atom, idx in self.atoms if isinstance(atom, RatioAtom)])
+        return np.all(np.asarray(r)[rows] > 0, axis=0)
 
 
 @dataclass
@@ -80,6 +84,14 @@ class MetricProgram:
         obj = self.objective.value(r)
         cons = np.array([c.value(r) for c in self.constraints]) if self.constraints else np.zeros((0,) + np.shape(obj))
         return obj, cons
+
+    def flag_undefined(self, r: np.ndarray, cons: np.ndarray) -> np.ndarray:
+        """The constraint values ``cons`` at ``r`` with those whose ratio is undefined there read as
+        violated without bound: choosing among models, one that meets a ratio's linear form by
+        predicting nothing is not feasible."""
+        if not self.constraints:
+            return cons
+        return np.where(np.array([~c.defined(r) for c in self.constraints]), np.inf, cons)
 
 
 class Expansion:
@@ -208,20 +220,23 @@ def compile_program(objective, constraints, data: RateData, expand_over=None,
     groups = data.groups if expand_over is None else expand_over
     objective = _expand_objective(as_metric(objective), groups)
     # (metric, role, the text the user wrote: a core constraint's, not its rearrangement's)
-    sums: list[tuple[MetricSum, str, str]] = [(objective, "objective", str(objective))]
+    # (metric, role, the text the user wrote: a core constraint's, not its rearrangement's, and the
+    # denominators of its ratio sides, which must stay positive for its linear form to mean it)
+    sums: list[tuple[MetricSum, str, str, tuple]] = [(objective, "objective", str(objective), ())]
     for con in as_metric_constraints(constraints):
         if isinstance(con, Constraint):
             for c in expand_constraints([con], groups):
-                sums.append((LinearRate(c.expression).as_sum(), "constraint", str(c)))
+                guards = tuple(LinearRate(t.denominator) for t in (c.lhs, c.rhs) if isinstance(t, Ratio))
+                sums.append((LinearRate(c.expression).as_sum(), "constraint", str(c), guards))
         else:
             for bound in _expand(con, groups):
-                sums.append((bound.metric, "constraint", str(bound)))
-    labels = _unique([text if role == "constraint" else f"objective: {text}" for _, role, text in sums])
+                sums.append((bound.metric, "constraint", str(bound), ()))
+    labels = _unique([text if role == "constraint" else f"objective: {text}" for _, role, text, _ in sums])
     rows, consts, compiled, cache = [], [], [], {}
     n_rows = 0
-    for (metric, role, text), label in zip(sums, labels):
+    for (metric, role, text, guards), label in zip(sums, labels):
         atoms, measured = [], True
-        for coef, atom in metric.terms:
+        for coef, atom in [*metric.terms, *((0.0, g) for g in guards)]:
             if atom not in cache:
                 try:
                     A_a, b_a = compile_expressions(list(atom.exprs), data)
@@ -237,7 +252,9 @@ def compile_program(objective, constraints, data: RateData, expand_over=None,
                 n_rows += len(atom.exprs)
             atoms.append((float(coef), atom, cache[atom]))
         if measured:
-            compiled.append(CompiledSum(metric.constant, atoms, label, metric.kind, metric))
+            atoms, guarded = atoms[:len(metric.terms)], atoms[len(metric.terms):]
+            compiled.append(CompiledSum(metric.constant, atoms, label, metric.kind, metric,
+                                        np.array([idx[0] for _, _, idx in guarded], dtype=int)))
         else:
             undefined.append(label)
     A = sp.vstack(rows).tocsr() if rows else sp.csr_matrix((0, data.n))

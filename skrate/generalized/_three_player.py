@@ -144,8 +144,10 @@ def solve_three_player(
         # a zero cost (a non-linear objective before any play) has no preferred answer: start from
         # the plug-in model's own threshold, not from the first cut (a model that predicts nothing,
         # which meets ratio constraints in their linear form and stalls Frank-Wolfe's average there)
-        if np.any(cost) or init_params is None:
+        if np.any(cost):
             player.theta = oracle.best_response(cost)
+        elif init_params is None:  # init="zeros" sets the surrogate solvers' start, not this one
+            player.theta = oracle.theta_eta.copy()
     rate_sum = np.zeros(A.shape[0])
     recent = WindowMean(n_iter_no_change)
     stopper = EarlyStopping(tol if player.full else None, n_iter_no_change)
@@ -173,11 +175,13 @@ def solve_three_player(
                 free = np.isnan(blk.fixed)
                 blk.lam = np.minimum(np.maximum(blk.lam + lambda_learning_rate * free * (seen[blk.idx] - blk.xi), -lambda_bound), lambda_bound)
         # the current iterate and the mixture of the recent ones, in one vectorised evaluation
-        obj, cons = program.values(np.column_stack([r, recent.push(r)]))
+        both = np.column_stack([r, recent.push(r)])
+        obj, cons = program.values(both)
         phi = cons[:, 0] if lam_rates == "true" else np.array([c.value(seen) for c in program.constraints])
         if m:
             mu = np.minimum(np.maximum(mu + lambda_learning_rate * phi, 0.0), lambda_bound)
-        here, mixed = stopper.merit(obj[0], cons[:, 0]), stopper.merit(obj[1], cons[:, 1])
+        judged = program.flag_undefined(both, cons)
+        here, mixed = stopper.merit(obj[0], judged[:, 0]), stopper.merit(obj[1], judged[:, 1])
         stop = stopper.update(t, here, mixed)
         if stopper.best_iterate == t:
             snaps.mark_best(t, current, owner_w)
