@@ -392,6 +392,9 @@ def test_cell_decoders_bound_the_cells_by_the_columns(monkeypatch):
     dropped = (cells[:, None] == np.arange(1, 3)).astype(float)  # one-hot, first level dropped
     V, c = cell_decoders(dropped, cells)  # 3 cells from 2 columns and the intercept
     np.testing.assert_allclose(dropped @ V + c, cells[:, None] == np.arange(3), atol=1e-9)
+    # more columns than rows fit any indicator exactly, a group that is not in X included
+    wide = rng.normal(size=(100, 120))
+    assert cell_decoders(wide, rng.integers(2, size=100)) is None
     # more cells than columns + 1 cannot decode: refused before any n x cells system is formed
     monkeypatch.setattr(np.linalg, "lstsq", lambda *a, **k: pytest.fail("solved a hopeless system"))
     assert cell_decoders(dropped, rng.integers(4, size=200)) is None

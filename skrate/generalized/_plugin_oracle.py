@@ -52,8 +52,9 @@ def cell_decoders(X, cells: np.ndarray, tol: float = 1e-6):
     Xd = Xd.toarray() if hasattr(Xd, "toarray") else np.asarray(Xd)
     design = np.column_stack([Xd, np.ones(Xd.shape[0])])
     target = (cells[:, None] == np.arange(n_cells)[None, :]).astype(float)
-    coef, *_ = np.linalg.lstsq(design, target, rcond=None)
-    if np.abs(design @ coef - target).max() > tol:
+    coef, _, rank, _ = np.linalg.lstsq(design, target, rcond=None)
+    # columns spanning every row fit any target: an exact fit then says nothing of new rows
+    if rank >= design.shape[0] or np.abs(design @ coef - target).max() > tol:
         return None
     return coef[:-1], coef[-1]
 
