@@ -1337,3 +1337,26 @@ def test_init_sets_the_surrogate_solvers_start_not_the_oracles(solver):
     zeros, logistic = fit("zeros"), fit("logistic")
     np.testing.assert_allclose(zeros.candidates_, logistic.candidates_)
     assert zeros.feasible_
+
+
+def test_the_mixture_of_a_max_of_rates_is_the_lp_optimum_over_the_candidates():
+    # SLSQP on the kinked max stopped 1e-3 above the optimum; its epigraph is smooth
+    from scipy.optimize import linprog
+
+    from skrate.generalized import max_of
+
+    rng = np.random.default_rng(6)
+    n, n_groups = 400, int(rng.integers(2, 5))
+    g = rng.integers(0, n_groups, n)
+    X = np.column_stack([rng.normal(size=(n, 2)), np.eye(n_groups)[g]])
+    y = (X[:, 0] + 0.3 * g + 0.7 * rng.normal(size=n) > 0.5).astype(int)
+    groups = {"g": np.array(list("abcd"))[g]}
+    est = MetricOptimizer(max_of("error_rate[g]"), solver="three_player", cv=None, random_state=0).fit(
+        X, y, groups=groups)
+    scores = est.stochastic_model("T_stochastic").scores(X)  # every candidate's scores, (n, K)
+    wrong = (scores > 0) != (y[:, None] == 1)
+    R = np.array([wrong[g == v].mean(axis=0) for v in range(n_groups)])  # each group's error, per candidate
+    K = R.shape[1]
+    lp = linprog(np.r_[np.zeros(K), 1.0], A_ub=np.c_[R, -np.ones(n_groups)], b_ub=np.zeros(n_groups),
+                 A_eq=np.r_[np.ones(K), 0.0][None], b_eq=[1.0], bounds=[(0, None)] * K + [(None, None)])
+    assert est.metric_values(X, y, groups=groups)["objective"] <= lp.fun + 1e-6

@@ -27,6 +27,15 @@ def _grad(s: CompiledSum, r: np.ndarray) -> np.ndarray:
     return g
 
 
+def _epigraph(s: CompiledSum) -> tuple[list, list]:
+    """``s``'s atoms split into (smooth ones, non-smooth convex ones). A max of rates with a
+    positive weight is minimised as a variable ``t >= r_j`` for each of its rates: SLSQP then
+    meets a smooth problem, not the kinks where the largest rate changes."""
+    is_kinked = [not atom.smooth and coef > 0 for coef, atom, _ in s.atoms]
+    return ([a for a, kink in zip(s.atoms, is_kinked) if not kink],
+            [a for a, kink in zip(s.atoms, is_kinked) if kink])
+
+
 def _merit(program: MetricProgram, R: np.ndarray, p: np.ndarray, tol: float = 1e-7) -> tuple[float, float]:
     """(largest violation beyond ``tol``, objective): feasible mixtures compare by objective."""
     r = R @ p
@@ -46,14 +55,27 @@ def best_mixture(program: MetricProgram, R: np.ndarray, starts: list[np.ndarray]
     first = hull_vertices(R[_model_rows(program)], np.sort(first))
     Ru = R[:, first]
     k = Ru.shape[1]
-    cons = [{"type": "eq", "fun": lambda p: p.sum() - 1.0, "jac": lambda p: np.ones(k)}]
+    smooth, kinked = _epigraph(program.objective)
+    n_t = len(kinked)  # x = [p, t]: the mixture, then one epigraph variable per kinked atom
+    cons = [{"type": "eq", "fun": lambda x: x[:k].sum() - 1.0, "jac": lambda x: np.r_[np.ones(k), np.zeros(n_t)]}]
     for s in program.constraints:
-        cons.append({"type": "ineq", "fun": lambda p, s=s: -float(s.value(Ru @ p)),
-                     "jac": lambda p, s=s: -(Ru.T @ _grad(s, Ru @ p))})
+        cons.append({"type": "ineq", "fun": lambda x, s=s: -float(s.value(Ru @ x[:k])),
+                     "jac": lambda x, s=s: np.r_[-(Ru.T @ _grad(s, Ru @ x[:k])), np.zeros(n_t)]})
+    for j, (_, _, idx) in enumerate(kinked):  # t_j - r_i >= 0 for every rate i of the max
+        unit = np.zeros((len(idx), n_t))
+        unit[:, j] = 1.0
+        jac = np.hstack([-Ru[idx], unit])
+        cons.append({"type": "ineq", "fun": lambda x, jac=jac: jac @ x, "jac": lambda x, jac=jac: jac})
+    weights = np.array([coef for coef, _, _ in kinked])
 
-    def fun(p):
-        r = Ru @ p
-        return float(program.objective.value(r)), Ru.T @ _grad(program.objective, r)
+    def fun(x):
+        r = Ru @ x[:k]
+        g = np.zeros(r.shape[0])
+        value = program.objective.constant + weights @ x[k:]
+        for coef, atom, idx in smooth:
+            value = value + coef * atom.value(r[idx])
+            g[idx] += coef * atom.gradient(r[idx])
+        return float(value), np.r_[Ru.T @ g, weights]
 
     best = min(starts, key=lambda p: _merit(program, R, p))
     # start at the best single candidate (least violation, then objective): near the optimum
@@ -64,11 +86,13 @@ def best_mixture(program: MetricProgram, R: np.ndarray, starts: list[np.ndarray]
     viol = np.maximum(program.flag_undefined(Ru, viol).max(axis=0), 0.0) if viol.size else np.zeros(k)
     single = np.zeros(k)
     single[np.lexsort((obj, viol))[0]] = 1.0
-    for x0 in (single, np.full(k, 1.0 / k)):
-        res = minimize(fun, x0, jac=True, method="SLSQP", bounds=[(0.0, 1.0)] * k,
+    for p0 in (single, np.full(k, 1.0 / k)):
+        r0 = Ru @ p0
+        x0 = np.r_[p0, [atom.value(r0[idx]) for _, atom, idx in kinked]]
+        res = minimize(fun, x0, jac=True, method="SLSQP", bounds=[(0.0, 1.0)] * k + [(None, None)] * n_t,
                        constraints=cons, options={"maxiter": 200, "ftol": 1e-10})
         p = np.zeros(R.shape[1])
-        p[first] = np.where(res.x > 1e-12, res.x, 0.0)  # SLSQP leaves round-off on unused candidates
+        p[first] = np.where(res.x[:k] > 1e-12, res.x[:k], 0.0)  # SLSQP leaves round-off on unused candidates
         if p.sum() > 0:
             p /= p.sum()
             small = np.count_nonzero(p) <= _model_rows(program).sum() + 1
