@@ -707,7 +707,7 @@ class MetricOptimizer(RateClassifierBase):
             v = traj.params[:, -2:-1]
             self.candidates_ = np.hstack([traj.params[:, :-2] + v * eta_full[:-1],
                                           traj.params[:, -1:] + v * eta_full[-1]])
-        if isinstance(metric, PRAUC):  # predict with the threshold of the middle recall level
+        if isinstance(metric, PRAUC):  # predict with the threshold of the middle (sorted) recall level
             self._stacked_params = traj.params
             self.candidates_ = deployed_params(traj.params, X.shape[1], len(metric.levels) // 2)
             self._model = LinearModel(X.shape[1])

@@ -572,3 +572,82 @@ def test_metrics_read_a_one_shot_group_once(make):
 
 def test_g_mean_at_least_reads_one_shot_filter_values_once():
     assert str(g_mean_at_least(0.5, race=(v for v in "ab"))) == str(g_mean_at_least(0.5, race=["a", "b"]))
+
+
+# -- pr_auc levels, user-function gradients at the box, parity labels, beta --------------------
+def test_pr_auc_levels_are_checked_and_sorted_where_the_metric_is_built():
+    from skrate.generalized import PRAUC
+
+    assert pr_auc(levels=[0.9, 0.1, 0.5]).levels == (0.1, 0.5, 0.9)
+    assert pr_auc(levels=iter([0.9, 0.1, 0.5])) == pr_auc(levels=[0.1, 0.5, 0.9])
+    assert PRAUC((0.9, 0.1, 0.5)).levels == (0.1, 0.5, 0.9)
+    assert str(pr_auc(levels=(0.75, 0.25))) == "1 - pr_auc(levels=[0.25, 0.75])"
+    for bad, why in [([0.5, 0.5], "distinct"), ([0.0, 0.5], "between 0 and 1"), ([0.5, 1.0], "between 0 and 1"),
+                     ([float("nan")], "between 0 and 1"), ([], "at least one"), (0.5, "sequence of numbers"),
+                     (["a"], "sequence of numbers")]:
+        with pytest.raises(ValueError, match=rf"levels of pr_auc.*{why}"):
+            pr_auc(levels=bad)
+
+
+def test_pr_auc_deploys_the_middle_recall_level_whatever_the_order_given():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    y = (X[:, 0] + X[:, 1] + rng.normal(size=300) > 1.0).astype(int)
+    fit = lambda levels: MetricOptimizer(pr_auc(levels=levels), max_iter=60, random_state=0).fit(X, y)
+    given, ordered = fit([0.9, 0.1, 0.5]), fit([0.1, 0.5, 0.9])
+    # the Riemann sum is the same mean of precisions, the deployed threshold that of recall 0.5
+    np.testing.assert_array_equal(given.candidates_, ordered.candidates_)
+    assert given.metric_values(X, y) == ordered.metric_values(X, y)
+    assert given.constraints_[0] == "recall >= 0.1 (pr_auc level 1 of 3)"
+    np.testing.assert_array_equal(given.predict_proba(X), ordered.predict_proba(X))
+
+
+def _in_box_only(r):
+    # undefined outside the box, as a user function of rates may be
+    if np.any(r < 0) or np.any(r > 1):
+        raise AssertionError(f"evaluated outside [0, 1]: {r}")
+    return r[0] ** 1.5 + r[0] + (1 - r[1]) ** 1.5 - 2 * r[1] + r[0] * r[1] + r[2] ** 2
+
+
+def test_user_function_differences_stay_in_the_box_and_are_one_sided_at_its_faces():
+    atom = RateFunction(_in_box_only, (tpr(), tnr(), fpr()))
+    exact = lambda r: np.array([1.5 * r[0] ** 0.5 + 1 + r[1], -1.5 * (1 - r[1]) ** 0.5 - 2 + r[0], 2 * r[2]])
+    for r in ([0.0, 1.0, 0.4], [1.0, 0.0, 0.0], [0.3, 0.6, 1.0]):
+        r = np.array(r)
+        np.testing.assert_allclose(atom.gradient(r), exact(r), atol=2e-3)  # one-sided: O(sqrt(h)) here
+    # a function that is NaN outside the box: the slack answer is the grid's best, not its start
+    f = lambda r: 1 - np.sqrt(r[0] * r[1])
+    user = rate_function(f, ["fnr", "fpr"]).terms[0][1]
+    grid = np.linspace(0, 1, 401)
+    A, B = (v.ravel() for v in np.meshgrid(grid, grid))
+    rng = np.random.default_rng(0)
+    for _ in range(25):
+        lam, w = rng.normal(0, 2, 2), float(rng.choice([0.1, 1.0, 5.0]))
+        with np.errstate(invalid="raise"):
+            xi = best_response(user, lam, w, np.full(2, np.nan), start=rng.random(2))
+        best = np.min(w * f(np.array([A, B])) - lam[0] * A - lam[1] * B)
+        assert w * user.value(xi) - lam @ xi <= best + 1e-4
+
+
+def test_f_measure_parity_labels_its_slices_as_every_slice_reads():
+    listed = f_measure_parity({"g": ["b", "a"]}, {"g": "c"}, 0.1)
+    assert listed.label == "f_measure[g=a|b] >= f_measure[g=c] - 0.1"
+    once = f_measure_parity({"g": iter(["a", "b"])}, {"g": (v for v in ["c"])}, 0.1)
+    assert once.label == listed.label and once.metric == listed.metric  # each read once, both used
+    quoted = f_measure_parity({"home town": ["x/y", "z"]}, {"sex": "F"}, 0.1)
+    assert quoted.label == 'f_measure["home town"="x/y"|z] >= f_measure[sex=F] - 0.1'
+
+
+@pytest.mark.parametrize("beta", [float("inf"), float("nan"), 1e200, 0.0, -1.0])
+def test_f_measure_refuses_a_beta_that_is_not_a_finite_positive_number(beta):
+    with pytest.raises(ValueError, match=r"beta of the F-measure must be a finite number > 0, at most 1e\+150"):
+        f_measure(beta=beta)
+    with pytest.raises(ValueError, match="beta of the F-measure"):
+        f_measure_parity({"g": "a"}, {"g": "b"}, 0.1, beta=beta)
+
+
+def test_f_measure_with_the_largest_beta_is_the_recall_and_its_gradient_finite():
+    atom = f_measure(beta=1e150).terms[0][1]
+    r = np.array([0.3, 0.5, 0.4])  # tp, ppr, pi
+    assert float(atom.value(r)) == pytest.approx(1 - 0.3 / 0.4)
+    np.testing.assert_allclose(atom.gradient(r), [-1 / 0.4, 0.0, 0.3 / 0.4 ** 2], atol=1e-12)

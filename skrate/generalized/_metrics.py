@@ -30,6 +30,10 @@ _EPS = 1e-6
 CLASSES = ("linear", "convex", "concave", "ratio", "nonconvex")
 
 
+# the largest beta of an F-measure: its square stays far from overflow in the solvers' sums
+_MAX_BETA = 1e150
+
+
 def _scalar(x) -> bool:
     return isinstance(x, Real) and not isinstance(x, bool)
 
@@ -266,8 +270,8 @@ class FMeasure(Atom):
     def gradient(self, r):
         r = np.asarray(r, dtype=float)
         d = max(float(self._den(r)), _EPS)
-        c = 1 + self.beta ** 2
-        return np.array([-c / d, c * r[0] / d ** 2, c * r[0] * self.beta ** 2 / d ** 2])
+        g = (1 + self.beta ** 2) / d  # divided before squaring d: no overflow for a large beta
+        return np.array([-g, g * r[0] / d, g * r[0] * (self.beta ** 2 / d)])
 
     def check(self, r):
         if not r[2] > 0:
@@ -470,7 +474,8 @@ class RatioAtom(Atom):
 class RateFunction(Atom):
     """A user function ``fn(r) -> float`` of named rates, with its declared class.
 
-    ``grad`` (``r -> array``) is optional: central differences are used without it.
+    ``grad`` (``r -> array``) is optional: without it, central differences are used inside the box
+    ``[0, 1]^k`` and one-sided ones at its faces, so ``fn`` is only evaluated on the box.
     ``cvx`` (``cvxpy vector -> cvxpy expression``), optional, is the same function in cvxpy: the
     xi-player then solves its problem with cvxpy instead of a quasi-Newton method.
     """
@@ -543,9 +548,15 @@ class RateFunction(Atom):
         r = np.asarray(r, dtype=float)
         if self.grad is not None:
             return np.asarray(self.grad(r), dtype=float)
+        # central differences inside the box, one-sided at its faces: rates live in [0, 1] and the
+        # function may be undefined outside it (sqrt of a negative rate), so no step leaves it
         h = 1e-6
-        eye = np.eye(r.shape[0]) * h
-        return np.array([(self.fn(r + e) - self.fn(r - e)) / (2 * h) for e in eye])
+        out = np.empty(r.shape[0])
+        for i, ri in enumerate(r):
+            lo, hi = r.copy(), r.copy()
+            lo[i], hi[i] = min(max(ri - h, 0.0), ri), max(min(ri + h, 1.0), ri)
+            out[i] = (float(self.fn(hi)) - float(self.fn(lo))) / (hi[i] - lo[i])
+        return out
 
     def bind(self, a):
         return RateFunction(self.fn, _bind_exprs(self.rates, a), self.convexity, self.grad, self.label, self.cvx)
@@ -702,7 +713,7 @@ def f_measure(beta: float = 1.0, group: str | Iterable[str] | None = None, *,
     Parameters
     ----------
     beta : float, default=1.0
-        Weight of recall against precision.
+        Weight of recall against precision: a finite number in ``(0, 1e150]``.
     group : str or list of str, optional
         Group columns to expand over (a sum over groups as an objective, one constraint per
         group in a constraint).
@@ -716,8 +727,11 @@ def f_measure(beta: float = 1.0, group: str | Iterable[str] | None = None, *,
     -------
     MetricSum
     """
-    if not (_scalar(beta) and beta > 0):
-        raise ValueError(f"beta of the F-measure must be a positive number, got {beta!r}.")
+    # an infinite beta gives F = inf / inf = NaN, and a square near overflow overflows in the
+    # solvers' sums; long before the cap F_beta is the recall to machine precision
+    if not (_scalar(beta) and 0 < beta <= _MAX_BETA):
+        raise ValueError(f"beta of the F-measure must be a finite number > 0, at most {_MAX_BETA:g} "
+                         f"(F_beta is the recall long before), got {beta!r}.")
     return FMeasure(*rates_on(("tp_proportion", "ppr", "label_rate"), group, where, filters), float(beta)).as_sum()
 
 
@@ -915,7 +929,8 @@ def rate_function(fn: Callable, rates, *, convexity: str = "convex", gradient: C
         function is checked to be affine and becomes the rate expression with its coefficients
         (``fn`` at zero and at the unit vectors), optimised exactly as if written out.
     gradient : callable, optional
-        ``gradient(r) -> array``; central differences when omitted.
+        ``gradient(r) -> array``; when omitted, finite differences that evaluate ``fn`` only
+        on the box ``[0, 1]^k`` (central inside, one-sided at a rate of 0 or 1).
     name : str, default="rate_function"
     cvxpy : callable, optional
         The same function of a cvxpy vector of rates (``lambda r: cp.norm(r)``): the xi-player
@@ -1039,13 +1054,12 @@ def f_measure_parity(protected: dict, other: dict, epsilon: float, beta: float =
     epsilon = _finite(epsilon, "epsilon of f_measure_parity")
     # F_other - F_prot - eps = (1 - F_prot) - (1 - F_other) - eps
     # where=: a filter on a column named like a parameter of f_measure ("group", "beta")
-    gap = f_measure(beta, where=protected) - f_measure(beta, where=other)
-    label = f"f_measure[{_filters_text(protected)}] >= f_measure[{_filters_text(other)}] - {epsilon:g}"
+    # each slice read once (a generator of values would be empty on a second reading) and
+    # written as every slice is: f_measure[g=a|b]
+    protected, other = Slice.make(protected), Slice.make(other)
+    gap = f_measure(beta, where=dict(protected.filters)) - f_measure(beta, where=dict(other.filters))
+    label = f"f_measure[{protected}] >= f_measure[{other}] - {epsilon:g}"
     return MetricConstraint(gap - epsilon, label)
-
-
-def _filters_text(filters: dict) -> str:
-    return ", ".join(f"{k}={v}" for k, v in filters.items())
 
 
 def _pr_auc() -> Metric:

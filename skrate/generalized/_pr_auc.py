@@ -31,6 +31,11 @@ class PRAUC(Metric):
 
     levels: tuple[float, ...]
 
+    def __post_init__(self):
+        # checked and sorted however the metric is built, so every consumer (the deployed middle
+        # level, the constraint labels, the starting biases) sees the levels in increasing order
+        object.__setattr__(self, "levels", _sorted_levels(self.levels))
+
     @property
     def kind(self) -> str:
         return "ratio"
@@ -51,12 +56,19 @@ def pr_auc(n_thresholds: int = 4, levels=None) -> PRAUC:
     n_thresholds : int, default=4
         Number of recall levels, at the midpoints ``(k + 0.5) / n`` (a midpoint Riemann sum).
     levels : sequence of float in (0, 1), optional
-        Explicit recall levels (overrides ``n_thresholds``).
+        Explicit recall levels (overrides ``n_thresholds``), distinct, in any order: they are
+        kept in increasing order, and the fitted classifier predicts with the threshold of the
+        middle one (``levels[len(levels) // 2]`` once sorted).
 
     Returns
     -------
     PRAUC
         A ratio-class metric, usable only whole as ``MetricOptimizer``'s ``metric``.
+
+    Raises
+    ------
+    ValueError
+        For ``levels`` that are empty, not numbers, outside ``(0, 1)`` or repeated.
 
     References
     ----------
@@ -67,10 +79,26 @@ def pr_auc(n_thresholds: int = 4, levels=None) -> PRAUC:
         if not (isinstance(n_thresholds, (int, np.integer)) and n_thresholds >= 1):
             raise ValueError(f"n_thresholds must be a positive integer, got {n_thresholds!r}.")
         levels = [(k + 0.5) / n_thresholds for k in range(n_thresholds)]
-    levels = tuple(float(v) for v in levels)
-    if not levels or not all(0.0 < v < 1.0 for v in levels):
-        raise ValueError(f"Recall levels must lie strictly between 0 and 1, got {levels}.")
     return PRAUC(levels)
+
+
+def _sorted_levels(levels) -> tuple[float, ...]:
+    """The recall levels, read once, checked and in increasing order: the fitted classifier
+    deploys the middle one, and the labels number them from the lowest."""
+    try:
+        if isinstance(levels, (str, bytes)):
+            raise TypeError
+        values = tuple(float(v) for v in levels)
+    except (TypeError, ValueError):
+        raise ValueError(f"levels of pr_auc must be a sequence of numbers in (0, 1), got {levels!r}.") from None
+    if not values:
+        raise ValueError("levels of pr_auc needs at least one recall level, got none.")
+    if not all(0.0 < v < 1.0 for v in values):
+        raise ValueError(f"levels of pr_auc must be recall levels strictly between 0 and 1, got {list(values)}.")
+    if len(set(values)) < len(values):
+        raise ValueError(f"levels of pr_auc must be distinct, got {list(values)}: a repeated level "
+                         "would count its precision twice in the mean.")
+    return tuple(sorted(values))
 
 
 def stacked_problem(metric: PRAUC, X: np.ndarray, data: RateData):
