@@ -651,3 +651,19 @@ def test_f_measure_with_the_largest_beta_is_the_recall_and_its_gradient_finite()
     r = np.array([0.3, 0.5, 0.4])  # tp, ppr, pi
     assert float(atom.value(r)) == pytest.approx(1 - 0.3 / 0.4)
     np.testing.assert_allclose(atom.gradient(r), [-1 / 0.4, 0.0, 0.3 / 0.4 ** 2], atol=1e-12)
+
+
+def test_the_numeric_slack_answer_is_not_left_where_the_function_is_linear_along_a_direction():
+    # log-sum-exp is linear along (1, 1): L-BFGS-B stalled there, 0.04 above the optimum
+    lse = rate_function(lambda r: np.log(np.exp(3 * r[0]) + np.exp(3 * r[1])) / 3, ["fnr", "fpr"]).terms[0][1]
+    grid = np.linspace(0, 1, 401)
+    A, B = np.meshgrid(grid, grid)
+    rng = np.random.default_rng(1)
+    for _ in range(40):
+        lam, w = rng.normal(0, 2, 2), float(rng.choice([0.1, 1.0, 5.0]))
+        xi = best_response(lse, lam, w, np.full(2, np.nan), start=rng.random(2))
+        on_grid = w * np.log(np.exp(3 * A) + np.exp(3 * B)) / 3 - lam[0] * A - lam[1] * B
+        assert w * lse.value(xi) - lam @ xi <= on_grid.min() + 1e-6
+    lam, w = np.array([3.58436109, 1.19429131]), 5.0  # the stalled case, from its start
+    xi = best_response(lse, lam, w, np.full(2, np.nan), start=np.array([0.27410529, 0.44630484]))
+    np.testing.assert_allclose(xi, [0.3096, 0.0], atol=1e-3)

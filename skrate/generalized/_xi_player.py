@@ -81,8 +81,16 @@ def _numeric(atom, lam, w, fixed, start):
         return w * float(atom.value(r)) - lam[free] @ z, w * atom.gradient(r)[free] - lam[free]
 
     z0 = np.clip(start[free], 0.0, 1.0)
-    res = minimize(fun, z0, jac=True, method="L-BFGS-B", bounds=[(0.0, 1.0)] * int(free.sum()))
-    return full(res.x)
+    bounds = [(0.0, 1.0)] * int(free.sum())
+    res = minimize(fun, z0, jac=True, method="L-BFGS-B", bounds=bounds)
+    z, grad = res.x, fun(res.x)[1]
+    # L-BFGS-B can stall far from the optimum where the function is linear along some direction
+    # (a log-sum-exp along (1, 1)); a projected gradient that is not ~0 says so: finish with SLSQP
+    if np.abs(z - np.clip(z - grad, 0.0, 1.0)).max() > 1e-6:
+        polished = minimize(fun, z, jac=True, method="SLSQP", bounds=bounds)
+        if polished.fun < res.fun:
+            z = np.clip(polished.x, 0.0, 1.0)
+    return full(z)
 
 
 def best_response(atom, lam: np.ndarray, w: float, fixed: np.ndarray, start: np.ndarray | None = None) -> np.ndarray:
