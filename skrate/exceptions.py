@@ -1,5 +1,7 @@
 """Warnings and errors raised by skrate."""
 
+__all__ = ["InfeasibleConstraintsWarning", "UndefinedRateError"]
+
 
 class InfeasibleConstraintsWarning(UserWarning):
     """The fitted classifier does not meet every constraint on the data its solution is chosen on.

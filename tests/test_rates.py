@@ -38,7 +38,10 @@ def test_parse_repr_round_trip(text):
     again = parse_constraint(str(con))
     assert again == con
     assert hash(again) == hash(con)
-    assert eval(repr(con), {"Constraint": lambda s: parse_constraint(s)}) == con
+    assert eval(repr(con), {"parse_constraint": parse_constraint}) == con
+    # every side too: Expression('tpr') built a broken object; the repr calls the parser
+    for side in (con.lhs, con.rhs):
+        assert eval(repr(side), {"parse_expression": parse_expression}) == side
 
 
 def test_objects_and_strings_agree():

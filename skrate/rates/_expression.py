@@ -210,7 +210,7 @@ class Expression(_Algebra):
         return out
 
     def __repr__(self) -> str:
-        return f"Expression({str(self)!r})"
+        return f"parse_expression({str(self)!r})"  # evaluable with skrate.rates' names, unlike the bare fields
 
 
 @dataclass(frozen=True)
@@ -263,7 +263,7 @@ class Ratio(_Algebra):
         return display_ratio(self)
 
     def __repr__(self) -> str:
-        return f"Ratio({str(self)!r})"
+        return f"parse_expression({str(self)!r})"  # evaluable with skrate.rates' names, unlike the bare fields
 
 
 Term = Union[Expression, Ratio]
@@ -349,4 +349,4 @@ class Constraint:
         return f"{self.lhs} {self.op} {self.rhs}"
 
     def __repr__(self) -> str:
-        return f"Constraint({str(self)!r})"
+        return f"parse_constraint({str(self)!r})"  # evaluable with skrate.rates' names, unlike the bare fields
