@@ -7,6 +7,7 @@ import warnings
 from contextlib import nullcontext
 from dataclasses import replace
 from numbers import Integral, Real
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -24,6 +25,9 @@ from ._auc_solvers import (column_scale, diverged, minibatch_smoothness, pinned_
                            solve_exact, spam, spam_epoch, vrspam)
 from ._prox import elastic_net_penalty
 from .utils._validation import unfitted_on_error, validate_numeric
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 __all__ = ["AUCClassifier"]
 
@@ -255,7 +259,7 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike | sp.spmatrix | sp.sparray, y: ArrayLike) -> "AUCClassifier":
         """Fit the classifier on ``(X, y)``.
 
         Parameters
@@ -368,7 +372,8 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         self.t_ = 0
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def partial_fit(self, X, y, classes=None):
+    def partial_fit(self, X: ArrayLike | sp.spmatrix | sp.sparray, y: ArrayLike,
+                    classes: ArrayLike | None = None) -> "AUCClassifier":
         """One SPAM pass over a chunk of a stream (one example or a minibatch at a time).
 
         Class counts and means are running estimates over everything seen so far; the step
@@ -464,7 +469,7 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         self.n_iter_ = 1
 
     # ------------------------------------------------------------------ predict
-    def decision_function(self, X) -> np.ndarray:
+    def decision_function(self, X: ArrayLike | sp.spmatrix | sp.sparray) -> np.ndarray:
         """``X @ coef_ + intercept_``: the AUC score shifted by the calibration's threshold.
 
         Parameters
@@ -480,7 +485,7 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         X = validate_numeric(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
         return np.asarray(X @ self.coef_.ravel()).ravel() + self.intercept_[0]
 
-    def predict_proba(self, X) -> np.ndarray:
+    def predict_proba(self, X: ArrayLike | sp.spmatrix | sp.sparray) -> np.ndarray:
         """Calibrated probabilities, an increasing function of the score (same AUC).
 
         Parameters
@@ -495,7 +500,7 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         p = expit(self._calibration_slope * self.decision_function(X))
         return np.column_stack([1.0 - p, p])
 
-    def predict(self, X) -> np.ndarray:
+    def predict(self, X: ArrayLike | sp.spmatrix | sp.sparray) -> np.ndarray:
         """``classes_[1]`` where the calibrated probability exceeds 1/2.
 
         Parameters

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
@@ -13,6 +14,9 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .problem import GroupTable, RateData
 from .solutions import StochasticModel
 from .utils._validation import _is_numeric, check_baseline, check_sample_weight, validate_numeric
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 
 def warn_uncovered(method: str, data: RateData, fitted: dict[str, set], empty: list[str],
@@ -145,7 +149,7 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
         checked = self._features(X)
         return (X if self._raw_X and hasattr(X, "iloc") else checked), checked
 
-    def predict_proba(self, X, *, solution: str | None = None) -> np.ndarray:
+    def predict_proba(self, X: ArrayLike, *, solution: str | None = None) -> np.ndarray:
         """Class probabilities: column 1 is the probability that the (randomised) classifier says 1.
 
         For a stochastic solution this is ``sum_k p_k 1[f_k(x) > 0]``, so expected rates computed
@@ -166,7 +170,7 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
         p = self.stochastic_model(solution).proba(self._model_input(X)[0])
         return np.column_stack([1.0 - p, p])
 
-    def decision_function(self, X, *, solution: str | None = None) -> np.ndarray:
+    def decision_function(self, X: ArrayLike, *, solution: str | None = None) -> np.ndarray:
         """``predict_proba(X)[:, 1] - 0.5``: ranks as the probabilities do.
 
         The raw scores of the models in the support are ``stochastic_model().scores(X)``.
@@ -187,7 +191,7 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
         """
         return self.predict_proba(X, solution=solution)[:, 1] - 0.5
 
-    def predict(self, X, *, solution: str | None = None) -> np.ndarray:
+    def predict(self, X: ArrayLike, *, solution: str | None = None) -> np.ndarray:
         """Labels. For a stochastic solution each row's label is drawn with its probability
         from a uniform number that is a hash of the row, so predictions are reproducible
         across calls and processes while, over many rows, following the mixture. Copies of

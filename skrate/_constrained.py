@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from numbers import Integral, Real
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.base import _fit_context
@@ -22,6 +23,10 @@ from .solvers import GAME_SOLVERS, SURROGATES, solve_rate_game
 from .solvers._oracle_game import ORACLE_SOLVERS
 from ._oracle import check_oracle_params, fit_oracle_game
 from .utils._validation import unfitted_on_error
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from numpy.typing import ArrayLike
 
 
 # Default multiplier steps. The hinge Lagrangian's additive steps on surrogate rates (which
@@ -312,7 +317,10 @@ class ConstrainedClassifier(RateClassifierBase):
 
     # not skipped: the oracle solvers fit the user's estimator, whose parameters must be validated
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X, y, *, groups=None, sample_weight=None, baseline=None, validation_mask=None):
+    def fit(self, X: ArrayLike, y: ArrayLike, *,
+            groups: ArrayLike | dict[str, ArrayLike] | pd.DataFrame | None = None,
+            sample_weight: ArrayLike | None = None, baseline: ArrayLike | None = None,
+            validation_mask: ArrayLike | None = None) -> "ConstrainedClassifier":
         """Train on ``X, y`` with the constraints measured on ``groups``.
 
         Parameters
@@ -605,7 +613,10 @@ class ConstrainedClassifier(RateClassifierBase):
         }
         return lp
 
-    def constraint_report(self, X, y, *, groups=None, sample_weight=None, baseline=None, solution=None):
+    def constraint_report(self, X: ArrayLike, y: ArrayLike, *,
+                          groups: ArrayLike | dict[str, ArrayLike] | pd.DataFrame | None = None,
+                          sample_weight: ArrayLike | None = None, baseline: ArrayLike | None = None,
+                          solution: str | None = None) -> pd.DataFrame | list[dict]:
         """Value of each constraint's two sides and its violation on ``X, y``, in expectation.
 
         Parameters

@@ -27,10 +27,14 @@ from __future__ import annotations
 
 import math
 from numbers import Real
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.special import logsumexp, rel_entr
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 DIVERGENCES = ("chi2", "kl")
 
@@ -391,7 +395,8 @@ _PARAMS = {
 
 @validate_params(_PARAMS, prefer_skip_nested_validation=True)
 def worst_case_weights(
-    losses, divergence: str = "chi2", radius: float = 0.1, sample_weight=None
+    losses: ArrayLike, divergence: str = "chi2", radius: float = 0.1,
+    sample_weight: ArrayLike | None = None
 ) -> np.ndarray:
     """Worst-case distribution over an f-divergence ball around the (weighted) empirical one.
 
@@ -437,7 +442,8 @@ def worst_case_weights(
 
 
 @validate_params(_PARAMS, prefer_skip_nested_validation=True)
-def robust_loss(losses, divergence: str = "chi2", radius: float = 0.1, sample_weight=None) -> float:
+def robust_loss(losses: ArrayLike, divergence: str = "chi2", radius: float = 0.1,
+                sample_weight: ArrayLike | None = None) -> float:
     """Worst-case expected loss over an f-divergence ball, ``sup_p sum_i p_i losses_i``.
 
     See :func:`worst_case_weights` for the convention; use it to score any model:

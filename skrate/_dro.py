@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from numbers import Integral, Real
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -20,6 +21,9 @@ from ._divergence import DIVERGENCES, _normalised
 from ._dro_losses import LOSSES
 from ._dro_solvers import LinearDRO, Result, dynamic_sgd, primal_lbfgs
 from .utils._validation import unfitted_on_error, validate_numeric
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 # the parameters of the sampled path and of stopping, the same for both estimators
 _SAMPLING_PARAMETERS = """\
@@ -383,7 +387,8 @@ class DROClassifier(ClassifierMixin, _BaseDRO):
     __doc__ = __doc__.replace("%(sampling_parameters)s", _SAMPLING_PARAMETERS)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: ArrayLike | sp.spmatrix | sp.sparray, y: ArrayLike,
+            sample_weight: ArrayLike | None = None) -> "DROClassifier":
         """Fit the model.
 
         Parameters
@@ -420,7 +425,7 @@ class DROClassifier(ClassifierMixin, _BaseDRO):
             self.classes_, self.coef_, self.intercept_ = classes, W.T.copy(), b.copy()
         return self
 
-    def decision_function(self, X):
+    def decision_function(self, X: ArrayLike | sp.spmatrix | sp.sparray) -> np.ndarray:
         """Scores: the log-odds of the second class (binary) or one column per class.
 
         Parameters
@@ -436,7 +441,7 @@ class DROClassifier(ClassifierMixin, _BaseDRO):
         scores = self._scores(X)
         return scores[:, 0] if scores.shape[1] == 1 else scores
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: ArrayLike | sp.spmatrix | sp.sparray) -> np.ndarray:
         """Class probabilities of the fitted logistic model.
 
         Parameters
@@ -455,7 +460,7 @@ class DROClassifier(ClassifierMixin, _BaseDRO):
             return np.column_stack([1.0 - p1, p1])
         return softmax(scores, axis=1)
 
-    def predict_log_proba(self, X):
+    def predict_log_proba(self, X: ArrayLike | sp.spmatrix | sp.sparray) -> np.ndarray:
         """Logarithm of :meth:`predict_proba`.
 
         Parameters
@@ -471,7 +476,7 @@ class DROClassifier(ClassifierMixin, _BaseDRO):
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X))
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike | sp.spmatrix | sp.sparray) -> np.ndarray:
         """Most probable class.
 
         Parameters
@@ -567,7 +572,8 @@ class DRORegressor(RegressorMixin, _BaseDRO):
     __doc__ = __doc__.replace("%(sampling_parameters)s", _SAMPLING_PARAMETERS)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, sample_weight=None):
+    def fit(self, X: ArrayLike | sp.spmatrix | sp.sparray, y: ArrayLike,
+            sample_weight: ArrayLike | None = None) -> "DRORegressor":
         """Fit the model.
 
         Parameters
@@ -593,7 +599,7 @@ class DRORegressor(RegressorMixin, _BaseDRO):
             self.coef_, self.intercept_ = W[:, 0].copy(), float(b[0])
         return self
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike | sp.spmatrix | sp.sparray) -> np.ndarray:
         """Predicted targets.
 
         Parameters

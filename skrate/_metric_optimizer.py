@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from numbers import Integral, Real
+from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.base import _fit_context, clone
@@ -42,6 +43,10 @@ from .rates import Expression, Ratio
 from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
 from .solvers import SURROGATES
 from .utils._validation import _is_numeric, unfitted_on_error
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from numpy.typing import ArrayLike
 
 CONVEX_SOLVERS = ("three_player", "oracle", "frank_wolfe", "spade", "nemsis")
 PLUGIN_SOLVERS = tuple(name for name, (theta, *_) in CONFIGURATIONS.items() if theta == "oracle")
@@ -162,42 +167,6 @@ class MetricOptimizer(RateClassifierBase):
         groups the metrics name are one-hot columns of ``X`` (exactly decodable), else globally.
         A solver whose guarantees do not cover the metric's class is refused with the list of
         solvers that apply.
-    estimator : classifier with ``predict_proba``, default=None
-        The class-probability model ``eta(x) = P(y = 1 | x)`` the plug-in oracle of
-        ``"oracle"``, ``"frank_wolfe"`` and ``"ratio"`` thresholds, instead of the built-in L2 logistic
-        regression -- for users who trust their own probability estimates (gradient boosting,
-        a calibrated model). A clone is fitted on the training rows as given (a DataFrame keeps
-        its column names and dtypes, category and text columns included, for a ``Pipeline``
-        that encodes them or ``HistGradientBoostingClassifier(categorical_features="from_dtype")``;
-        ``predict`` takes the same DataFrame; missing values reach it too, for a model or a
-        ``Pipeline`` that handles them, and one that does not refuses them itself), with
-        ``sample_weight`` when its ``fit`` takes it or a
-        ``Pipeline``'s final step does; its ``random_state`` parameters left None, its steps'
-        included, are drawn from ``random_state``, so fits are reproducible. A model fitted
-        elsewhere is used as it is when wrapped in
-        ``sklearn.frozen.FrozenEstimator``. The candidates threshold ``logit eta(x)`` per group
-        cell, decoded from the numeric columns of ``X`` and its category and text columns one-hot
-        encoded; ``"auto"`` picks ``"ratio"``, ``"frank_wolfe"`` or ``"oracle"`` as above, and the
-        surrogate solvers are refused.
-    cv : "auto", int, cross-validation generator, iterable or None, default="auto"
-        Cross-fitting of the plug-in oracle's probability model: the oracle chooses its
-        thresholds on out-of-fold probabilities (each row scored by a model fitted on the other
-        folds; stratified folds for an int), while the deployed model thresholds the one fitted
-        on all rows, as ``sklearn.model_selection.TunedThresholdClassifierCV`` does. A model is
-        too confident on its own training rows -- very much so for flexible ones (boosted trees,
-        nearest neighbours), a little for a linear one -- and thresholds set there miss their
-        goal on new rows; out-of-fold probabilities behave like new rows. The training metric
-        values (``train_objective_``, ``train_constraints_``, ``feasible_``) are then
-        out-of-fold estimates, while :meth:`metric_values` on the training rows scores the
-        deployed model's in-sample probabilities and can differ. ``"auto"``: 5 folds for
-        ``estimator``, and for the built-in logistic regression of a problem without
-        constraints; with constraints the built-in model is thresholded on its own training
-        rows, where ``feasible_`` then certifies them exactly. An int or splitter cross-fits
-        either model; ``None`` uses the in-sample probabilities (one fit instead of
-        ``cv + 1``). Ignored for the surrogate solvers and ``pr_auc()``, and for a
-        ``FrozenEstimator``, fitted on other rows. Rows of zero ``sample_weight`` still take
-        their place in the folds, so with cross-fitting they can move the folds' models a little
-        where dropping them would not.
     model : {"linear", "mlp"}, default="linear"
         Score function of the surrogate solvers; the plug-in solvers (``"oracle"``,
         ``"frank_wolfe"``) produce linear models and refuse ``"mlp"``.
@@ -261,6 +230,42 @@ class MetricOptimizer(RateClassifierBase):
         then the denominators of the ratios). Training stops when it returns the object
         ``False`` (``n_iter_`` then counts that iteration); any other value, ``None``, ``0`` and
         ``numpy.False_`` included, continues.
+    estimator : classifier with ``predict_proba``, default=None
+        The class-probability model ``eta(x) = P(y = 1 | x)`` the plug-in oracle of
+        ``"oracle"``, ``"frank_wolfe"`` and ``"ratio"`` thresholds, instead of the built-in L2 logistic
+        regression -- for users who trust their own probability estimates (gradient boosting,
+        a calibrated model). A clone is fitted on the training rows as given (a DataFrame keeps
+        its column names and dtypes, category and text columns included, for a ``Pipeline``
+        that encodes them or ``HistGradientBoostingClassifier(categorical_features="from_dtype")``;
+        ``predict`` takes the same DataFrame; missing values reach it too, for a model or a
+        ``Pipeline`` that handles them, and one that does not refuses them itself), with
+        ``sample_weight`` when its ``fit`` takes it or a
+        ``Pipeline``'s final step does; its ``random_state`` parameters left None, its steps'
+        included, are drawn from ``random_state``, so fits are reproducible. A model fitted
+        elsewhere is used as it is when wrapped in
+        ``sklearn.frozen.FrozenEstimator``. The candidates threshold ``logit eta(x)`` per group
+        cell, decoded from the numeric columns of ``X`` and its category and text columns one-hot
+        encoded; ``"auto"`` picks ``"ratio"``, ``"frank_wolfe"`` or ``"oracle"`` as above, and the
+        surrogate solvers are refused.
+    cv : "auto", int, cross-validation generator, iterable or None, default="auto"
+        Cross-fitting of the plug-in oracle's probability model: the oracle chooses its
+        thresholds on out-of-fold probabilities (each row scored by a model fitted on the other
+        folds; stratified folds for an int), while the deployed model thresholds the one fitted
+        on all rows, as ``sklearn.model_selection.TunedThresholdClassifierCV`` does. A model is
+        too confident on its own training rows -- very much so for flexible ones (boosted trees,
+        nearest neighbours), a little for a linear one -- and thresholds set there miss their
+        goal on new rows; out-of-fold probabilities behave like new rows. The training metric
+        values (``train_objective_``, ``train_constraints_``, ``feasible_``) are then
+        out-of-fold estimates, while :meth:`metric_values` on the training rows scores the
+        deployed model's in-sample probabilities and can differ. ``"auto"``: 5 folds for
+        ``estimator``, and for the built-in logistic regression of a problem without
+        constraints; with constraints the built-in model is thresholded on its own training
+        rows, where ``feasible_`` then certifies them exactly. An int or splitter cross-fits
+        either model; ``None`` uses the in-sample probabilities (one fit instead of
+        ``cv + 1``). Ignored for the surrogate solvers and ``pr_auc()``, and for a
+        ``FrozenEstimator``, fitted on other rows. Rows of zero ``sample_weight`` still take
+        their place in the folds, so with cross-fitting they can move the folds' models a little
+        where dropping them would not.
 
     Attributes
     ----------
@@ -583,7 +588,9 @@ class MetricOptimizer(RateClassifierBase):
         return MLPModel(n_features, self.hidden_layer_sizes)
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y, *, groups=None, sample_weight=None, baseline=None):
+    def fit(self, X: ArrayLike, y: ArrayLike, *,
+            groups: ArrayLike | dict[str, ArrayLike] | pd.DataFrame | None = None,
+            sample_weight: ArrayLike | None = None, baseline: ArrayLike | None = None) -> "MetricOptimizer":
         """Train on ``X, y`` with the metrics measured on ``groups``.
 
         Parameters
@@ -774,7 +781,10 @@ class MetricOptimizer(RateClassifierBase):
         check_is_fitted(self)
         return self._infeasibility[self.solution] is None
 
-    def metric_values(self, X, y, *, groups=None, sample_weight=None, baseline=None, solution=None) -> dict:
+    def metric_values(self, X: ArrayLike, y: ArrayLike, *,
+                      groups: ArrayLike | dict[str, ArrayLike] | pd.DataFrame | None = None,
+                      sample_weight: ArrayLike | None = None, baseline: ArrayLike | None = None,
+                      solution: str | None = None) -> dict[str, float]:
         """Objective and constraint values on ``X, y`` in expectation over the stochastic model.
 
         Parameters

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import warnings
 from numbers import Integral, Real
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy.special import log_softmax, softmax
@@ -24,6 +25,9 @@ from ._smart import (
     trimmed_location,
 )
 from .utils._validation import unfitted_on_error, validate_numeric
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 # Iteration limit of each exact refit of the concentration steps, per concentration step
 # allowed: one knob, max_iter, raises both.
@@ -393,7 +397,7 @@ class TrimmedRegressor(RegressorMixin, _BaseTrimmed):
     )
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> "TrimmedRegressor":
         """Fit the model and the sample weights.
 
         Parameters
@@ -423,7 +427,7 @@ class TrimmedRegressor(RegressorMixin, _BaseTrimmed):
         self._warn_if_not_converged(fit)
         return self
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Predict with the linear model.
 
         Parameters
@@ -491,7 +495,7 @@ class TrimmedClassifier(ClassifierMixin, _BaseTrimmed):
     )
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X, y):
+    def fit(self, X: ArrayLike, y: ArrayLike) -> "TrimmedClassifier":
         """Fit the model and the sample weights.
 
         Parameters
@@ -566,7 +570,7 @@ class TrimmedClassifier(ClassifierMixin, _BaseTrimmed):
             return f"n_inliers of at least {n - k}"
         return f"trim_fraction below {k + 1}/{n} (at most {k} trimmed)"
 
-    def decision_function(self, X):
+    def decision_function(self, X: ArrayLike) -> np.ndarray:
         """Scores: the log-odds of ``classes_[1]`` (two classes) or one per class.
 
         Parameters
@@ -580,7 +584,7 @@ class TrimmedClassifier(ClassifierMixin, _BaseTrimmed):
         S = self._scores(X)
         return S[:, 0] if S.shape[1] == 1 else S
 
-    def predict_proba(self, X):
+    def predict_proba(self, X: ArrayLike) -> np.ndarray:
         """Class probabilities.
 
         Parameters
@@ -593,7 +597,7 @@ class TrimmedClassifier(ClassifierMixin, _BaseTrimmed):
         """
         return softmax(self._class_scores(X), axis=1)
 
-    def predict_log_proba(self, X):
+    def predict_log_proba(self, X: ArrayLike) -> np.ndarray:
         """Logarithm of the class probabilities, computed without underflow.
 
         Parameters
@@ -612,7 +616,7 @@ class TrimmedClassifier(ClassifierMixin, _BaseTrimmed):
         S = self._scores(X)
         return np.column_stack([np.zeros_like(S), S]) if S.shape[1] == 1 else S
 
-    def predict(self, X):
+    def predict(self, X: ArrayLike) -> np.ndarray:
         """Most probable class.
 
         Parameters

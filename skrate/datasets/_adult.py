@@ -96,7 +96,7 @@ def _read(path: Path) -> dict[str, np.ndarray]:
     return out
 
 
-def fetch_adult(data_home=None, *, subset: str = "train", as_frame: bool = False,
+def fetch_adult(data_home: str | os.PathLike | None = None, *, subset: str = "train", as_frame: bool = False,
                 download_if_missing: bool = True) -> Bunch:
     """Load the UCI Adult census income data, downloading it on first use.
 

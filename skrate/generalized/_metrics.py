@@ -162,7 +162,7 @@ class Atom(Metric):
     def exprs(self) -> tuple[Expression, ...]:
         raise NotImplementedError
 
-    def value(self, r: np.ndarray) -> np.ndarray:
+    def value(self, r: np.ndarray) -> float | np.ndarray:
         """Value for rates ``r`` of shape (len(exprs),) or (len(exprs), k)."""
         raise NotImplementedError
 
@@ -172,7 +172,7 @@ class Atom(Metric):
     def check(self, r: np.ndarray) -> None:
         """Raise when the metric is undefined for the data (model-independent rates only)."""
 
-    def ratios(self):
+    def ratios(self) -> list[tuple[float, Expression, Expression]] | None:
         """``[(coef, numerator, denominator)]`` with ``value = sum coef N / D``, or None."""
         return None
 
@@ -212,29 +212,29 @@ class LinearRate(Atom):
     name = "rate"
 
     @property
-    def exprs(self):
+    def exprs(self) -> tuple[Expression, ...]:
         return (self.expr,)
 
     @property
-    def kind(self):
+    def kind(self) -> str:
         return "linear"
 
-    def value(self, r):
+    def value(self, r: np.ndarray) -> float | np.ndarray:
         return np.asarray(r)[0]
 
-    def gradient(self, r):
+    def gradient(self, r: np.ndarray) -> np.ndarray:
         return np.ones(1)
 
     def linear_coefficients(self) -> np.ndarray:
         return np.ones(1)
 
-    def ratios(self):
+    def ratios(self) -> list[tuple[float, Expression, Expression]] | None:
         return [(1.0, self.expr, Expression((), 1.0))]
 
-    def bind(self, assignment):
+    def bind(self, assignment: dict[str, str]) -> LinearRate:
         return LinearRate(self.expr.bind(assignment))
 
-    def __str__(self):
+    def __str__(self) -> str:
         return str(self.expr)
 
 
@@ -253,39 +253,39 @@ class FMeasure(Atom):
     name = "f_measure"
 
     @property
-    def exprs(self):
+    def exprs(self) -> tuple[Expression, ...]:
         return (self.tp, self.ppr, self.pi)
 
     @property
-    def kind(self):
+    def kind(self) -> str:
         return "ratio"
 
-    def _den(self, r):
+    def _den(self, r: np.ndarray) -> np.ndarray:
         return self.beta ** 2 * r[2] + r[1]
 
-    def value(self, r):
+    def value(self, r: np.ndarray) -> float | np.ndarray:
         r = np.asarray(r, dtype=float)
         return 1.0 - (1 + self.beta ** 2) * r[0] / np.maximum(self._den(r), _EPS)
 
-    def gradient(self, r):
+    def gradient(self, r: np.ndarray) -> np.ndarray:
         r = np.asarray(r, dtype=float)
         d = max(float(self._den(r)), _EPS)
         g = (1 + self.beta ** 2) / d  # divided before squaring d: no overflow for a large beta
         return np.array([-g, g * r[0] / d, g * r[0] * (self.beta ** 2 / d)])
 
-    def check(self, r):
+    def check(self, r: np.ndarray) -> None:
         if not r[2] > 0:
             raise ValueError(f"The metric {self} is undefined on the slice ({self.slice_text()}): it has no "
                              "positive examples, so the F-measure has no true positives to count.")
 
-    def ratios(self):
+    def ratios(self) -> list[tuple[float, Expression, Expression]] | None:
         c = 1 + self.beta ** 2
         return [(-1.0, c * self.tp, self.beta ** 2 * self.pi + self.ppr), (1.0, Expression((), 1.0), Expression((), 1.0))]
 
-    def bind(self, a):
+    def bind(self, a: dict[str, str]) -> FMeasure:
         return FMeasure(*_bind_exprs(self.exprs, a), beta=self.beta)
 
-    def __str__(self):
+    def __str__(self) -> str:
         s = str(self.ppr)[3:]
         return f"1 - f_measure{s}" + (f"(beta={self.beta:g})" if self.beta != 1 else "")
 
@@ -298,17 +298,17 @@ class _TwoRates(Atom):
     b: Expression
 
     @property
-    def exprs(self):
+    def exprs(self) -> tuple[Expression, ...]:
         return (self.a, self.b)
 
     @property
-    def kind(self):
+    def kind(self) -> str:
         return "convex"
 
-    def bind(self, assignment):
+    def bind(self, assignment: dict[str, str]) -> _TwoRates:
         return type(self)(*_bind_exprs(self.exprs, assignment))
 
-    def check(self, r):  # tpr/tnr slices without positives or negatives fail at compile time
+    def check(self, r: np.ndarray) -> None:  # tpr/tnr slices without positives or negatives fail at compile time
         return None
 
 
@@ -318,16 +318,16 @@ class GMean(_TwoRates):
 
     name = "g_mean"
 
-    def value(self, r):
+    def value(self, r: np.ndarray) -> float | np.ndarray:
         r = np.clip(np.asarray(r, dtype=float), 0.0, 1.0)
         return 1.0 - np.sqrt(r[0] * r[1])
 
-    def gradient(self, r):
+    def gradient(self, r: np.ndarray) -> np.ndarray:
         a, b = np.clip(np.asarray(r, dtype=float), _EPS, 1.0)
         g = np.sqrt(a * b)
         return np.array([-0.5 * b / g, -0.5 * a / g])
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"1 - g_mean({self.a}, {self.b})"
 
 
@@ -337,16 +337,16 @@ class HMean(_TwoRates):
 
     name = "h_mean"
 
-    def value(self, r):
+    def value(self, r: np.ndarray) -> float | np.ndarray:
         a, b = np.clip(np.asarray(r, dtype=float), 0.0, 1.0)
         return 1.0 - 2.0 * a * b / np.maximum(a + b, _EPS)
 
-    def gradient(self, r):
+    def gradient(self, r: np.ndarray) -> np.ndarray:
         a, b = np.clip(np.asarray(r, dtype=float), _EPS, 1.0)
         s2 = (a + b) ** 2
         return np.array([-2.0 * b * b / s2, -2.0 * a * a / s2])
 
-    def __str__(self):
+    def __str__(self) -> str:
         return f"1 - h_mean({self.a}, {self.b})"
 
 
@@ -356,11 +356,11 @@ class QMean(_TwoRates):
 
     name = "q_mean"
 
-    def value(self, r):
+    def value(self, r: np.ndarray) -> float | np.ndarray:
         r = np.asarray(r, dtype=float)
         return np.sqrt(0.5 * (r[0] ** 2 + r[1] ** 2))
 
-    def gradient(self, r):
+    def gradient(self, r: np.ndarray) -> np.ndarray:
         r = np.asarray(r, dtype=float)
         v = max(float(np.sqrt(0.5 * (r[0] ** 2 + r[1] ** 2))), _EPS)
         return 0.5 * r / v
@@ -379,32 +379,32 @@ class KLD(Atom):
     name = "kld"
 
     @property
-    def exprs(self):
+    def exprs(self) -> tuple[Expression, ...]:
         return (self.p, self.q)
 
     @property
-    def kind(self):
+    def kind(self) -> str:
         return "convex"
 
-    def value(self, r):
+    def value(self, r: np.ndarray) -> float | np.ndarray:
         # rel_entr(x, y) = x log(x / y), 0 at x = 0: one ufunc per class (hot in the games' loops)
         p = np.asarray(r[0], dtype=float)
         q = np.minimum(np.maximum(np.asarray(r[1], dtype=float), _EPS), 1 - _EPS)
         return rel_entr(p, q) + rel_entr(1.0 - p, 1.0 - q)
 
-    def gradient(self, r):
+    def gradient(self, r: np.ndarray) -> np.ndarray:
         p = min(max(float(r[0]), _EPS), 1 - _EPS)
         q = min(max(float(r[1]), _EPS), 1 - _EPS)
         return np.array([np.log(p / q) - np.log((1 - p) / (1 - q)), -p / q + (1 - p) / (1 - q)])
 
-    def check(self, r):
+    def check(self, r: np.ndarray) -> None:
         if not 0.0 < float(r[0]) < 1.0:
             raise ValueError(f"The metric {self} is undefined on the slice ({self.slice_text()}): the true "
                              f"positive proportion there is {float(r[0]):g}, and KL-divergence needs it strictly "
                              "between 0 and 1 (it is infinite for any other prediction rate). Use another slice "
                              "or another metric.")
 
-    def bind(self, a):
+    def bind(self, a: dict[str, str]) -> KLD:
         return KLD(*_bind_exprs(self.exprs, a))
 
 
@@ -417,22 +417,22 @@ class MaxOf(Atom):
     smooth = False
 
     @property
-    def exprs(self):
+    def exprs(self) -> tuple[Expression, ...]:
         return self.rates
 
     @property
-    def kind(self):
+    def kind(self) -> str:
         return "convex"
 
-    def value(self, r):
+    def value(self, r: np.ndarray) -> float | np.ndarray:
         return np.max(np.asarray(r, dtype=float), axis=0)
 
-    def gradient(self, r):
+    def gradient(self, r: np.ndarray) -> np.ndarray:
         g = np.zeros(len(self.rates))
         g[int(np.argmax(r))] = 1.0
         return g
 
-    def bind(self, a):
+    def bind(self, a: dict[str, str]) -> MaxOf:
         return MaxOf(_bind_exprs(self.rates, a))
 
 
@@ -445,28 +445,28 @@ class RatioAtom(Atom):
     name = "ratio"
 
     @property
-    def exprs(self):
+    def exprs(self) -> tuple[Expression, ...]:
         return (self.numerator, self.denominator)
 
     @property
-    def kind(self):
+    def kind(self) -> str:
         return "ratio"
 
-    def value(self, r):
+    def value(self, r: np.ndarray) -> float | np.ndarray:
         r = np.asarray(r, dtype=float)
         return r[0] / np.maximum(r[1], _EPS)
 
-    def gradient(self, r):
+    def gradient(self, r: np.ndarray) -> np.ndarray:
         d = max(float(r[1]), _EPS)
         return np.array([1.0 / d, -float(r[0]) / d ** 2])
 
-    def ratios(self):
+    def ratios(self) -> list[tuple[float, Expression, Expression]] | None:
         return [(1.0, self.numerator, self.denominator)]
 
-    def bind(self, a):
+    def bind(self, a: dict[str, str]) -> RatioAtom:
         return RatioAtom(*_bind_exprs(self.exprs, a))
 
-    def __str__(self):
+    def __str__(self) -> str:
         return display_ratio(Ratio(self.numerator, self.denominator))
 
 
@@ -492,7 +492,7 @@ class RateFunction(Atom):
             self.linear_coefficients()  # a wrong declaration fails here, not as a silently bad fit
 
     @property
-    def name(self):
+    def name(self) -> str:
         return self.label
 
     def _affine(self) -> tuple[float, np.ndarray]:
@@ -525,26 +525,26 @@ class RateFunction(Atom):
         c0, c = self._affine()
         return sum((float(ci) * e for ci, e in zip(c, self.rates)), Expression((), c0))
 
-    def ratios(self):
+    def ratios(self) -> list[tuple[float, Expression, Expression]] | None:
         if self.convexity != "linear":
             return None
         return [(1.0, self.linear_expression(), Expression((), 1.0))]
 
     @property
-    def exprs(self):
+    def exprs(self) -> tuple[Expression, ...]:
         return self.rates
 
     @property
-    def kind(self):
+    def kind(self) -> str:
         return self.convexity
 
-    def value(self, r):
+    def value(self, r: np.ndarray) -> float | np.ndarray:
         r = np.asarray(r, dtype=float)
         if r.ndim == 1:
             return float(self.fn(r))
         return np.array([float(self.fn(r[:, j])) for j in range(r.shape[1])])
 
-    def gradient(self, r):
+    def gradient(self, r: np.ndarray) -> np.ndarray:
         r = np.asarray(r, dtype=float)
         if self.grad is not None:
             return np.asarray(self.grad(r), dtype=float)
@@ -558,7 +558,7 @@ class RateFunction(Atom):
             out[i] = (float(self.fn(hi)) - float(self.fn(lo))) / (hi[i] - lo[i])
         return out
 
-    def bind(self, a):
+    def bind(self, a: dict[str, str]) -> RateFunction:
         return RateFunction(self.fn, _bind_exprs(self.rates, a), self.convexity, self.grad, self.label, self.cvx)
 
 
@@ -588,7 +588,7 @@ class MetricSum(Metric):
     terms: tuple[tuple[float, Atom], ...] = ()
     constant: float = 0.0
 
-    def as_sum(self):
+    def as_sum(self) -> MetricSum:
         return self
 
     @property
@@ -607,7 +607,7 @@ class MetricSum(Metric):
     def bind(self, assignment: dict[str, str]) -> MetricSum:
         return MetricSum(tuple((c, a.bind(assignment)) for c, a in self.terms), self.constant)
 
-    def ratio_form(self):
+    def ratio_form(self) -> tuple[float, list[tuple[float, Expression, Expression]]] | None:
         """``(constant, [(coef, N, D)])`` when every atom is a ratio of rates, else None."""
         constant, out = self.constant, []
         for coef, atom in self.terms:
@@ -666,7 +666,7 @@ class MetricConstraint:
         return self.metric.kind
 
     @property
-    def expand_keys(self):
+    def expand_keys(self) -> tuple[str, ...]:
         return self.metric.expand_keys
 
     def bind(self, assignment: dict[str, str]) -> MetricConstraint:
@@ -735,7 +735,8 @@ def f_measure(beta: float = 1.0, group: str | Iterable[str] | None = None, *,
     return FMeasure(*rates_on(("tp_proportion", "ppr", "label_rate"), group, where, filters), float(beta)).as_sum()
 
 
-def g_mean(group=None, *, where=None, **filters) -> MetricSum:
+def g_mean(group: str | Iterable[str] | None = None, *, where: dict[str, Any] | None = None,
+           **filters: Any) -> MetricSum:
     """``1 - sqrt(TPR * TNR)`` on a slice (convex).
 
     Parameters
@@ -756,7 +757,8 @@ def g_mean(group=None, *, where=None, **filters) -> MetricSum:
     return GMean(*rates_on(("tpr", "tnr"), group, where, filters)).as_sum()
 
 
-def h_mean(group=None, *, where=None, **filters) -> MetricSum:
+def h_mean(group: str | Iterable[str] | None = None, *, where: dict[str, Any] | None = None,
+           **filters: Any) -> MetricSum:
     """``1 - 2 TPR TNR / (TPR + TNR)`` on a slice (convex).
 
     Parameters
@@ -777,7 +779,8 @@ def h_mean(group=None, *, where=None, **filters) -> MetricSum:
     return HMean(*rates_on(("tpr", "tnr"), group, where, filters)).as_sum()
 
 
-def q_mean(group=None, *, where=None, **filters) -> MetricSum:
+def q_mean(group: str | Iterable[str] | None = None, *, where: dict[str, Any] | None = None,
+           **filters: Any) -> MetricSum:
     """``sqrt((FNR^2 + FPR^2) / 2)`` on a slice (convex).
 
     Parameters
@@ -798,7 +801,8 @@ def q_mean(group=None, *, where=None, **filters) -> MetricSum:
     return QMean(*rates_on(("fnr", "fpr"), group, where, filters)).as_sum()
 
 
-def kld(group=None, *, reference: str = "overall", where=None, **filters) -> MetricSum:
+def kld(group: str | Iterable[str] | None = None, *, reference: str = "overall",
+        where: dict[str, Any] | None = None, **filters: Any) -> MetricSum:
     """KL-divergence between the true and the predicted positive proportion (convex).
 
     Parameters
@@ -832,7 +836,7 @@ def kld(group=None, *, reference: str = "overall", where=None, **filters) -> Met
     return KLD(R.label_rate() if reference == "overall" else label, ppr).as_sum()
 
 
-def max_of(*rates) -> MetricSum:
+def max_of(*rates: Expression | str) -> MetricSum:
     """The largest of several rates (e.g. the worst group error), convex.
 
     A rate over a bare group column stands for its rate on every value, inside the max:
@@ -854,7 +858,7 @@ def max_of(*rates) -> MetricSum:
     return MaxOf(tuple(_linear(r, "max_of") for r in rates)).as_sum()
 
 
-def min_of(*rates) -> MetricSum:
+def min_of(*rates: Expression | str) -> MetricSum:
     """The smallest of several rates, ``-max(-r)``: concave (maximise it as ``-min_of(...)``).
 
     A rate over a bare group column stands for its rate on every value, inside the min
@@ -874,7 +878,7 @@ def min_of(*rates) -> MetricSum:
     return -MaxOf(tuple(-_linear(r, "min_of") for r in rates)).as_sum()
 
 
-def ratio(numerator, denominator) -> MetricSum:
+def ratio(numerator: Expression | str, denominator: Expression | str) -> MetricSum:
     """The ratio of two linear rate expressions (sums of these suit ``solver="ratio"``).
 
     Parameters
@@ -890,7 +894,8 @@ def ratio(numerator, denominator) -> MetricSum:
     return RatioAtom(_linear(numerator, "ratio"), _linear(denominator, "ratio")).as_sum()
 
 
-def precision(group=None, *, where=None, **filters) -> MetricSum:
+def precision(group: str | Iterable[str] | None = None, *, where: dict[str, Any] | None = None,
+              **filters: Any) -> MetricSum:
     """Precision ``tp / ppr`` on a slice, a ratio of rates.
 
     As a loss to minimise, use ``1 - precision()`` (the metric name ``"precision"``).
@@ -914,8 +919,9 @@ def precision(group=None, *, where=None, **filters) -> MetricSum:
     return ratio(*rates_on(("tp_proportion", "ppr"), group, where, filters))
 
 
-def rate_function(fn: Callable, rates, *, convexity: str = "convex", gradient: Callable | None = None,
-                  name: str = "rate_function", cvxpy: Callable | None = None) -> MetricSum:
+def rate_function(fn: Callable, rates: Iterable[Expression | str] | str, *, convexity: str = "convex",
+                  gradient: Callable | None = None, name: str = "rate_function",
+                  cvxpy: Callable | None = None) -> MetricSum:
     """A metric defined by a user function of named rates, with its declared class.
 
     Parameters
@@ -985,7 +991,8 @@ def kld_fairness(group: str, epsilon: float) -> MetricConstraint:
     return MetricConstraint(kld(group) - epsilon, f"kld{{slice}} <= {epsilon:g}", Slice.make({}, group))
 
 
-def g_mean_at_least(value: float, group=None, *, where=None, **filters) -> MetricConstraint:
+def g_mean_at_least(value: float, group: str | Iterable[str] | None = None, *,
+                    where: dict[str, Any] | None = None, **filters: Any) -> MetricConstraint:
     """``G-mean >= value`` on a slice (one per value of ``group`` when given).
 
     Parameters
@@ -1088,9 +1095,23 @@ def metric_names() -> list[str]:
     return sorted(METRICS) + ["f<beta>"]
 
 
-def as_objective(spec) -> Metric:
+def as_objective(spec: Metric | Expression | Ratio | str) -> Metric:
     """A metric from a name (``"f1"``, ``"F1"``, ``"f0.5"``; names ignore case), a metric, a core
     rate expression or ratio, or its string; a metric given whole (``pr_auc()``) is returned as it is.
+
+    Parameters
+    ----------
+    spec : str, Metric, Expression or Ratio
+        A metric name (see ``MetricOptimizer``'s ``metric``; ``"f<beta>"`` for any F-beta), a
+        metric of :mod:`skrate.generalized`, or a rate expression or ratio of
+        :mod:`skrate.rates`, as an object or a string (``"fpr + fnr"``).
+
+    Returns
+    -------
+    Metric
+        ``spec`` itself when it is a metric; a named metric as its constructor builds it (a
+        :class:`MetricSum`, or a :class:`PRAUC` for ``"pr_auc"``); a rate expression or ratio
+        as a one-atom :class:`MetricSum`.
 
     Raises
     ------
@@ -1147,6 +1168,24 @@ def score_loss(metric: Metric) -> str | None:
     return None
 
 
-def as_metric(spec) -> MetricSum:
-    """:func:`as_objective` as a sum of atoms (what sums and constraints are made of)."""
+def as_metric(spec: Metric | Expression | Ratio | str) -> MetricSum:
+    """:func:`as_objective` as a sum of atoms (what sums and constraints are made of).
+
+    Parameters
+    ----------
+    spec : str, Metric, Expression or Ratio
+        As for :func:`as_objective`.
+
+    Returns
+    -------
+    MetricSum
+        The metric's sum form.
+
+    Raises
+    ------
+    ValueError
+        As :func:`as_objective`.
+    TypeError
+        For a metric that has no sum form (``pr_auc()``, usable only whole).
+    """
     return as_objective(spec).as_sum()

@@ -14,7 +14,9 @@ with every rate measured per threshold by the ordinary compiler.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NoReturn
 
 import numpy as np
 
@@ -40,7 +42,7 @@ class PRAUC(Metric):
     def kind(self) -> str:
         return "ratio"
 
-    def as_sum(self):
+    def as_sum(self) -> NoReturn:
         raise TypeError("pr_auc() measures several thresholds of one score: use it on its own as "
                         "MetricOptimizer's metric, not inside sums or constraints.")
 
@@ -48,7 +50,7 @@ class PRAUC(Metric):
         return f"1 - pr_auc(levels={list(self.levels)})"
 
 
-def pr_auc(n_thresholds: int = 4, levels=None) -> PRAUC:
+def pr_auc(n_thresholds: int = 4, levels: Sequence[float] | None = None) -> PRAUC:
     """``1 - PR-AUC`` as the mean precision at recall >= each of ``levels``.
 
     Parameters

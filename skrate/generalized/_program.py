@@ -7,6 +7,7 @@ rates of a model are ``A @ yhat + b`` (the core's compiler) and every atom reads
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -17,6 +18,11 @@ from ..rates import Constraint, Ratio
 from ..rates._expression import NEEDS_BASELINE
 from ..rates._slice import BASELINE, RESERVED, group_columns
 from ._metrics import LinearRate, MaxOf, MetricConstraint, MetricSum, RatioAtom, as_metric
+
+if TYPE_CHECKING:
+    from ..problem import GroupTable
+    from ..rates import Expression
+    from ._metrics import Metric
 
 
 @dataclass
@@ -204,7 +210,9 @@ def as_metric_constraints(spec) -> list:
     return as_constraints(spec)
 
 
-def compile_program(objective, constraints, data: RateData, expand_over=None,
+def compile_program(objective: Metric | Expression | Ratio | str,
+                    constraints: MetricConstraint | Constraint | str | list | tuple | None, data: RateData,
+                    expand_over: Expansion | GroupTable | None = None,
                     undefined: list | None = None) -> MetricProgram:
     """Expand group columns and compile every atom's rates on ``data``.
 
@@ -216,6 +224,38 @@ def compile_program(objective, constraints, data: RateData, expand_over=None,
     raises an error naming the metric and its slice; but given a list ``undefined`` (a report
     on later rows), a constraint whose slice these rows leave empty, or that names a group
     value none of them holds, is left out of the program and its label appended to the list.
+
+    Parameters
+    ----------
+    objective : str, Metric, Expression or Ratio
+        The metric to minimise, as :func:`as_metric` reads it.
+    constraints : MetricConstraint, Constraint, str, list of them or None
+        Metric constraints and core rate constraints, as ``MetricOptimizer``'s ``constraints``.
+    data : RateData
+        What the rates are measured on.
+    expand_over : Expansion or GroupTable, default=None
+        Whose combinations of group values bare group columns expand over; None uses
+        ``data.groups``.
+    undefined : list, default=None
+        When given, receives the labels of the constraints left out as unmeasurable on
+        ``data`` instead of raising.
+
+    Returns
+    -------
+    MetricProgram
+        The rates of all atoms as ``A @ yhat + b``, and the compiled objective and constraints
+        (each met when ``<= 0``), labelled uniquely (a repeated label numbered ``#2``...).
+
+    Raises
+    ------
+    ValueError
+        When the objective or a constraint cannot be measured on ``data`` (and is not left out
+        through ``undefined``), naming it.
+
+    References
+    ----------
+    H. Narasimhan, A. Cotter, M. Gupta. Optimizing Generalized Rate Metrics with Three Players.
+    NeurIPS 2019.
     """
     groups = data.groups if expand_over is None else expand_over
     objective = _expand_objective(as_metric(objective), groups)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from numbers import Integral, Real
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
@@ -15,6 +15,13 @@ from ..rates._expression import Rate
 from ..utils._validation import check_baseline, check_sample_weight
 from ._bootstrap import RateParts, bootstrap_values, percentile_interval
 from ._decisions import DECISIONS, decisions_of, is_stochastic, positive_labels
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from numpy.typing import ArrayLike
+    from sklearn.base import BaseEstimator
+
+    from ..rates import Constraint
 
 DEFAULT_METRICS = ("ppr", "tpr", "fpr", "tnr", "fnr", "accuracy", "precision")
 _KINDS = {"ppr", "npr", "tpr", "fpr", "tnr", "fnr", "accuracy", "error_rate", "precision"}
@@ -62,21 +69,21 @@ def _cells(table: GroupTable, group_columns: list[str]) -> list[tuple[str, str, 
     prefer_skip_nested_validation=True,
 )
 def audit(
-    estimator,
-    X,
-    y,
+    estimator: BaseEstimator,
+    X: ArrayLike,
+    y: ArrayLike,
     *,
-    groups=None,
-    constraints=None,
-    sample_weight=None,
-    baseline=None,
+    groups: ArrayLike | dict[str, ArrayLike] | pd.DataFrame | None = None,
+    constraints: Constraint | str | list | tuple | None = None,
+    sample_weight: ArrayLike | None = None,
+    baseline: ArrayLike | None = None,
     metrics: Sequence[str] = DEFAULT_METRICS,
     decisions: str = "auto",
     n_bootstrap: int = 1000,
     confidence_level: float = 0.95,
-    random_state=None,
+    random_state: int | np.random.RandomState | None = None,
     n_jobs: int | None = None,
-):
+) -> pd.DataFrame:
     """Audit a fitted binary classifier: per-group rates, their gaps to the overall rate, constraints.
 
     Works for any fitted scikit-learn binary classifier, deterministic or stochastic, skrate's

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from sklearn.exceptions import NotFittedError
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+    from sklearn.base import BaseEstimator
 
 DECISIONS = ("auto", "predict", "expected")
 
@@ -19,11 +25,23 @@ def _innermost(estimator):
             return estimator
 
 
-def is_stochastic(estimator) -> bool:
+def is_stochastic(estimator: BaseEstimator) -> bool:
     """Whether ``predict_proba`` of the estimator is the probability that a randomised classifier says 1.
 
     skrate's stochastic estimators expose ``stochastic_model``; for any other classifier
     ``predict_proba`` is a probability *estimate* and decisions come from ``predict``.
+
+    Parameters
+    ----------
+    estimator : estimator
+        A classifier, or a fitted search (``best_estimator_``) or pipeline (last step) around
+        one: the innermost estimator is checked.
+
+    Returns
+    -------
+    bool
+        True for skrate's stochastic classifiers (:class:`~skrate.ConstrainedClassifier`,
+        :class:`~skrate.MetricOptimizer`), False otherwise.
     """
     return hasattr(_innermost(estimator), "stochastic_model")
 
@@ -53,7 +71,7 @@ def check_decisions(decisions) -> None:
         raise ValueError(f"decisions must be one of {DECISIONS}, got {decisions!r}.")
 
 
-def decisions_of(estimator, X, decisions: str = "auto") -> np.ndarray:
+def decisions_of(estimator: BaseEstimator, X: ArrayLike, decisions: str = "auto") -> np.ndarray:
     """The estimator's decisions on ``X``: 0/1 labels, or probabilities of predicting 1.
 
     Parameters

@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Sequence
+
 import numpy as np
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from matplotlib.axes import Axes
 
 
 def _pyplot():
@@ -13,7 +19,8 @@ def _pyplot():
     return plt
 
 
-def plot_audit(report, metrics=None, *, ax=None):
+def plot_audit(report: pd.DataFrame, metrics: Sequence[str] | None = None, *,
+               ax: Axes | np.ndarray | None = None) -> np.ndarray:
     """Per-group rates with their bootstrap intervals, one panel per metric.
 
     Parameters
@@ -53,7 +60,7 @@ def plot_audit(report, metrics=None, *, ax=None):
     return axes
 
 
-def plot_tradeoff(curve, *, ax=None, violation: str = "violation"):
+def plot_tradeoff(curve: pd.DataFrame, *, ax: Axes | None = None, violation: str = "violation") -> Axes:
     """The error / violation frontier of a :func:`skrate.model_selection.tradeoff_curve`.
 
     Parameters

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from sklearn.metrics._scorer import _BaseScorer
 from sklearn.utils.validation import _num_samples
@@ -11,6 +13,10 @@ from ..problem import GroupTable, RateData, evaluate_term, violation_rows
 from ..rates import Constraint, as_expression
 from ..utils._validation import check_baseline, check_sample_weight
 from ._decisions import DECISIONS, is_stochastic, positive_labels
+
+if TYPE_CHECKING:
+    from ..generalized import Metric, MetricConstraint
+    from ..rates import Expression, Ratio
 
 
 def _rate_data(y_true, groups, sample_weight, baseline, X=None) -> RateData:
@@ -165,7 +171,8 @@ def _check_decisions(decisions):
         raise ValueError(f"decisions must be one of {DECISIONS}, got {decisions!r}.")
 
 
-def make_rate_scorer(spec, *, greater_is_better: bool = True, decisions: str = "auto") -> RateScorer:
+def make_rate_scorer(spec: str | Expression | Ratio, *, greater_is_better: bool = True,
+                     decisions: str = "auto") -> RateScorer:
     """A scorer for the value of a rate expression on a slice, e.g. ``"tpr[race=Black]"`` or ``"error"``.
 
     Parameters
@@ -208,7 +215,7 @@ def make_rate_scorer(spec, *, greater_is_better: bool = True, decisions: str = "
     return RateScorer(RateMetric(spec), 1 if greater_is_better else -1, decisions)
 
 
-def make_metric_scorer(metric, *, decisions: str = "auto") -> RateScorer:
+def make_metric_scorer(metric: str | Metric | Expression | Ratio, *, decisions: str = "auto") -> RateScorer:
     """A scorer for a generalized rate metric; scores are the negative of its loss.
 
     The metric is the loss :class:`~skrate.MetricOptimizer` minimises (``"f1"`` is
@@ -253,7 +260,8 @@ def make_metric_scorer(metric, *, decisions: str = "auto") -> RateScorer:
     return RateScorer(MetricLoss(metric), -1, decisions)
 
 
-def make_violation_scorer(constraints, *, decisions: str = "auto") -> RateScorer:
+def make_violation_scorer(constraints: Constraint | MetricConstraint | str | list | tuple, *,
+                          decisions: str = "auto") -> RateScorer:
     """A scorer for the largest violation of rate constraints; scores are its negative.
 
     The violation of ``lhs <= rhs`` is ``lhs - rhs`` (``> 0`` when broken), in the

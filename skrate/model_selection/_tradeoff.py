@@ -6,7 +6,7 @@ import sys
 import time
 import warnings
 from numbers import Real
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -25,6 +25,11 @@ from ..problem._groups import ROUTING_HINT
 from ..rates import as_constraints, error_rate
 from ..utils._validation import check_baseline, check_sample_weight
 from ._progress import Progress
+
+if TYPE_CHECKING:
+    import pandas as pd
+    from numpy.typing import ArrayLike
+    from sklearn.base import BaseEstimator
 
 
 def _is_template(item) -> bool:
@@ -125,23 +130,23 @@ def _fit_one(estimator, param, slack, spec, strict, train, test, decisions):
 
 
 def tradeoff_curve(
-    estimator,
-    X,
-    y,
+    estimator: BaseEstimator,
+    X: ArrayLike,
+    y: ArrayLike,
     *,
-    groups=None,
+    groups: ArrayLike | dict[str, ArrayLike] | pd.DataFrame | None = None,
     constraints: Callable[[float], object] | str | Sequence[str] | None = None,
     slacks: Sequence[float] = (0.0, 0.025, 0.05, 0.1, 0.2),
     param: str = "constraints",
     test_size: float | None = 0.3,
-    sample_weight=None,
-    baseline=None,
+    sample_weight: ArrayLike | None = None,
+    baseline: ArrayLike | None = None,
     decisions: str = "auto",
-    random_state=None,
+    random_state: int | np.random.RandomState | None = None,
     n_jobs: int | None = None,
     progress: bool | None = None,
     return_estimators: bool = False,
-):
+) -> pd.DataFrame | tuple[pd.DataFrame, list[BaseEstimator]]:
     """Fit over a grid of constraint slacks and measure error and violation on train and test.
 
     Each slack gives one clone of ``estimator`` with ``param`` (default ``constraints``) set

@@ -15,9 +15,15 @@ class Design:
 
     Dense inputs that are mostly zeros (one-hot features) are converted to CSR once, so every
     iteration's two products cost the number of non-zeros instead of n * d.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+        The design matrix; a sparse one is kept as CSR, a dense one of at least 100,000
+        entries with fewer than a quarter non-zero is converted to CSR.
     """
 
-    def __init__(self, X):
+    def __init__(self, X: np.ndarray | sp.spmatrix):
         if sp.issparse(X):
             self.X = sp.csr_matrix(X)
         elif X.size >= _MIN_SIZE_FOR_SPARSE and np.count_nonzero(X) < _SPARSE_DENSITY * X.size:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Callable
+
 import numpy as np
 
 # Columns whose largest magnitude lies within [1/_BAND, _BAND] are left as they are: one-hot and
@@ -26,6 +28,8 @@ def input_scale(X: np.ndarray) -> np.ndarray | None:
     Returns
     -------
     ndarray of shape (n_features,) or None
+        The divisor of each column (1 for the columns left as they are), or None when every
+        column is left as it is.
     """
     peak = np.abs(X).max(axis=0) if X.shape[0] else np.zeros(X.shape[1])
     out = ((peak > _BAND) | (peak < 1.0 / _BAND)) & (peak > 0)
@@ -39,10 +43,28 @@ def input_scale(X: np.ndarray) -> np.ndarray | None:
     return scale
 
 
-def folding_callback(callback, unscale, scale: np.ndarray | None):
+def folding_callback(callback: Callable | None, unscale: Callable[[np.ndarray, np.ndarray], np.ndarray],
+                     scale: np.ndarray | None) -> Callable | None:
     """``callback(iteration, params, values)`` as the user wrote it, handed the parameters of a
     game on ``X / scale`` folded back onto ``X`` by ``unscale(params, scale)`` (a model's
-    ``unscale``); the callback itself when there is nothing to fold."""
+    ``unscale``); the callback itself when there is nothing to fold.
+
+    Parameters
+    ----------
+    callback : callable or None
+        The user's ``callback(iteration, params, values)``.
+    unscale : callable
+        ``unscale(thetas, scale)``, parameters of shape (k, n_params) fitted on ``X / scale``
+        as parameters on ``X`` (a model's ``unscale``).
+    scale : ndarray of shape (n_features,) or None
+        The column divisors of :func:`input_scale`; None when the game plays on ``X`` itself.
+
+    Returns
+    -------
+    callable or None
+        A callback handing ``callback`` the folded parameters, or ``callback`` itself when it
+        is None or ``scale`` is None.
+    """
     if callback is None or scale is None:
         return callback
     return lambda iteration, params, values: callback(iteration, unscale(params[None], scale)[0], values)

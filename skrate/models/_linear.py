@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 
 class LinearModel:
@@ -24,20 +29,21 @@ class LinearModel:
         """Zeros: the hinge and logistic surrogates are convex for this model."""
         return np.zeros(self.n_params)
 
-    def scores(self, X, theta: np.ndarray) -> np.ndarray:
+    def scores(self, X: np.ndarray | sp.spmatrix, theta: np.ndarray) -> np.ndarray:
         return X @ theta[:-1] + theta[-1]
 
-    def scores_many(self, X, thetas: np.ndarray) -> np.ndarray:
+    def scores_many(self, X: np.ndarray | sp.spmatrix, thetas: np.ndarray) -> np.ndarray:
         """Scores of many parameter vectors (k, n_params) at once: (n, k), one matrix product."""
         out = np.asarray(X @ thetas[:, :-1].T)
         out += thetas[:, -1]  # in place: no second (n, k) array
         return out
 
-    def forward(self, X, theta: np.ndarray):
+    def forward(self, X: np.ndarray | sp.spmatrix, theta: np.ndarray) -> tuple[np.ndarray, None]:
         """``(scores, cache)`` as :meth:`MLPModel.forward`; a linear model's gradient needs no cache (None)."""
         return self.scores(X, theta), None
 
-    def backward(self, X, theta: np.ndarray, grad_scores: np.ndarray, XT=None, cache=None) -> np.ndarray:
+    def backward(self, X: np.ndarray | sp.spmatrix, theta: np.ndarray, grad_scores: np.ndarray,
+                 XT: np.ndarray | sp.spmatrix | None = None, cache: None = None) -> np.ndarray:
         """Gradient of ``sum_i grad_scores_i * f(x_i)`` with respect to theta (``XT``: ``X.T``, precomputed;
         ``cache``, from :meth:`forward`, is unused)."""
         return np.append((X.T if XT is None else XT) @ grad_scores, grad_scores.sum())

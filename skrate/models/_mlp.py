@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 from numbers import Integral
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
 
 class MLPModel:
@@ -49,22 +53,23 @@ class MLPModel:
             acts.append(z if k == len(layers) - 1 else np.maximum(z, 0.0))
         return acts
 
-    def forward(self, X, theta: np.ndarray):
+    def forward(self, X: np.ndarray | sp.spmatrix, theta: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
         """``(scores, cache)``: the scores and the layers' activations, which :meth:`backward` at the
         same ``X`` and ``theta`` reuses instead of running the network again."""
         acts = self._activations(X, self._unpack(theta))
         return acts[-1][:, 0], acts
 
-    def scores(self, X, theta: np.ndarray) -> np.ndarray:
+    def scores(self, X: np.ndarray | sp.spmatrix, theta: np.ndarray) -> np.ndarray:
         return self.forward(X, theta)[0]
 
-    def scores_many(self, X, thetas: np.ndarray) -> np.ndarray:
+    def scores_many(self, X: np.ndarray | sp.spmatrix, thetas: np.ndarray) -> np.ndarray:
         out = np.empty((X.shape[0], len(thetas)))
         for j, theta in enumerate(thetas):  # filled column by column: the (n, k) scores exist once
             out[:, j] = self.scores(X, theta)
         return out
 
-    def backward(self, X, theta: np.ndarray, grad_scores: np.ndarray, XT=None, cache=None) -> np.ndarray:
+    def backward(self, X: np.ndarray | sp.spmatrix, theta: np.ndarray, grad_scores: np.ndarray,
+                 XT: np.ndarray | sp.spmatrix | None = None, cache: list[np.ndarray] | None = None) -> np.ndarray:
         """Gradient of ``sum_i grad_scores_i * f(x_i)`` with respect to theta.
 
         ``cache`` is what :meth:`forward` returned with the scores for this ``X`` and ``theta``;

@@ -2,15 +2,41 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import logit
 
 from ._linear import LinearModel
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
+    from sklearn.base import BaseEstimator
 
-def log_odds(estimator, X, positive=1) -> np.ndarray:
-    """``logit P(y = positive | x)`` of a fitted classifier, clipped to be finite."""
+
+def log_odds(estimator: BaseEstimator, X: ArrayLike | sp.spmatrix, positive: Any = 1) -> np.ndarray:
+    """``logit P(y = positive | x)`` of a fitted classifier, clipped to be finite.
+
+    Parameters
+    ----------
+    estimator : fitted classifier
+        With ``classes_`` and ``predict_proba``.
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
+        Rows the estimator predicts on, in the form it takes.
+    positive : label, default=1
+        The class whose probability is read; one of ``estimator.classes_``.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+        The log-odds, with the probabilities clipped to ``[eps, 1 - eps]`` first.
+
+    Raises
+    ------
+    ValueError
+        When ``positive`` is not among ``estimator.classes_``.
+    """
     classes = np.asarray(estimator.classes_)
     column = np.flatnonzero(classes == positive)
     if column.size != 1:
@@ -21,14 +47,38 @@ def log_odds(estimator, X, positive=1) -> np.ndarray:
     return logit(np.clip(p, eps, 1.0 - eps))
 
 
-def with_score(X, z: np.ndarray):
-    """``[X, z]``, sparse when ``X`` is: the features with a score column appended."""
+def with_score(X: np.ndarray | sp.spmatrix, z: np.ndarray) -> np.ndarray | sp.csr_matrix:
+    """``[X, z]``, sparse when ``X`` is: the features with a score column appended.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+        The features.
+    z : ndarray of shape (n_samples,)
+        The score column.
+
+    Returns
+    -------
+    {ndarray, scipy.sparse.csr_matrix} of shape (n_samples, n_features + 1)
+        ``X`` with ``z`` as its last column; CSR when ``X`` is sparse.
+    """
     z = np.asarray(z, dtype=float)[:, None]
     return sp.hstack([X, z], format="csr") if sp.issparse(X) else np.hstack([X, z])
 
 
 def score_threshold(n_features: int) -> np.ndarray:
-    """Parameters of the linear model on ``[x, z]`` that predicts ``z > 0``: weight 1 on ``z``."""
+    """Parameters of the linear model on ``[x, z]`` that predicts ``z > 0``: weight 1 on ``z``.
+
+    Parameters
+    ----------
+    n_features : int
+        Features of ``x`` (without ``z``).
+
+    Returns
+    -------
+    ndarray of shape (n_features + 2,)
+        Zero weights on ``x``, weight 1 on ``z`` and a zero intercept.
+    """
     theta = np.zeros(n_features + 2)
     theta[-2] = 1.0
     return theta
@@ -52,7 +102,7 @@ class ProbabilityScoreModel:
         The class whose probability is ``eta``.
     """
 
-    def __init__(self, estimator, n_features: int, positive=1):
+    def __init__(self, estimator: BaseEstimator, n_features: int, positive: Any = 1):
         self.estimator = estimator
         self.n_features = n_features
         self.positive = positive
@@ -62,7 +112,7 @@ class ProbabilityScoreModel:
     def n_params(self) -> int:
         return self.linear.n_params
 
-    def augment(self, X, z: np.ndarray | None = None):
+    def augment(self, X: ArrayLike | sp.spmatrix, z: np.ndarray | None = None) -> np.ndarray | sp.csr_matrix:
         """``[X, z]``, sparse when ``X`` is; ``z`` defaults to ``z(X)``. A DataFrame ``X`` (of numeric
         columns) reaches the estimator as it is."""
         if z is None:
@@ -82,8 +132,8 @@ class ProbabilityScoreModel:
                 X = np.nan_to_num(X, nan=0.0)
         return with_score(X, z)
 
-    def scores_many(self, X, thetas: np.ndarray) -> np.ndarray:
+    def scores_many(self, X: ArrayLike | sp.spmatrix, thetas: np.ndarray) -> np.ndarray:
         return self.linear.scores_many(self.augment(X), thetas)
 
-    def scores(self, X, theta: np.ndarray) -> np.ndarray:
+    def scores(self, X: ArrayLike | sp.spmatrix, theta: np.ndarray) -> np.ndarray:
         return self.scores_many(X, np.asarray(theta).reshape(1, -1))[:, 0]

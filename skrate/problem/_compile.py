@@ -148,6 +148,32 @@ def compile_factored(expressions: list[Expression], data: RateData) -> tuple[sp.
     ``mix`` (expressions x rates) combines them. Constraints share rates -- every parity
     constraint mentions the overall rate -- so products through the factors cost the sum of
     the distinct slices' sizes, not the number of constraints times n.
+
+    Parameters
+    ----------
+    expressions : list of Expression
+        Linear rate expressions, without bare group columns (see :func:`expand_constraints`).
+    data : RateData
+        The labels, weights, groups and baseline decisions the rates are measured on.
+
+    Returns
+    -------
+    mix : scipy.sparse.csr_matrix of shape (n_expressions, n_rates)
+        The coefficient of each distinct basic rate in each expression.
+    basis : scipy.sparse.csr_matrix of shape (n_rates, n_samples)
+        One row per distinct basic rate: the coefficient of each row's decision in the rate
+        (zero outside its slice).
+    b : ndarray of shape (n_expressions,)
+        The constant of each expression (its own constant and its rates' constant parts).
+
+    Raises
+    ------
+    UndefinedRateError
+        When a rate's slice holds no row of positive weight (for a rate given a class, such as
+        ``tpr``, no such row of that class).
+    ValueError
+        When a rate needs labels or baseline decisions ``data`` lacks, or still expands over a
+        group column.
     """
     rates: dict[Rate, int] = {}
     for expr in expressions:
@@ -175,7 +201,24 @@ def compile_factored(expressions: list[Expression], data: RateData) -> tuple[sp.
 
 
 def compile_expressions(expressions: list[Expression], data: RateData) -> tuple[sp.csr_matrix, np.ndarray]:
-    """Rows ``A`` (CSR, expressions x examples) and constants ``b`` so that values = ``A @ yhat + b``."""
+    """Rows ``A`` (CSR, expressions x examples) and constants ``b`` so that values = ``A @ yhat + b``.
+
+    The product of the factors of :func:`compile_factored`, which raises the same errors.
+
+    Parameters
+    ----------
+    expressions : list of Expression
+        Linear rate expressions, without bare group columns.
+    data : RateData
+        What the rates are measured on.
+
+    Returns
+    -------
+    A : scipy.sparse.csr_matrix of shape (n_expressions, n_samples)
+        Coefficient of each row's decision in each expression.
+    b : ndarray of shape (n_expressions,)
+        The constant of each expression.
+    """
     mix, basis, b = compile_factored(expressions, data)
     return (mix @ basis).tocsr(), b
 
@@ -218,7 +261,21 @@ def _expand_one(con: Constraint, groups: GroupTable) -> list[Constraint]:
 
 def expand_constraints(constraints: list[Constraint], groups: GroupTable) -> list[Constraint]:
     """Replace constraints over bare group columns by one per combination of their values that
-    occurs in the data (a cell with no rows has no rates to constrain)."""
+    occurs in the data (a cell with no rows has no rates to constrain).
+
+    Parameters
+    ----------
+    constraints : list of Constraint
+        Constraints, some of which may expand over bare group columns (``tpr[race]``).
+    groups : GroupTable
+        The group columns whose observed combinations of values the constraints expand over.
+
+    Returns
+    -------
+    list of Constraint
+        In the order given, each expanding constraint replaced by one constraint per
+        combination of values, the others kept as they are.
+    """
     return [c for con in constraints for c in _expand_one(con, groups)]
 
 
@@ -239,7 +296,33 @@ def _in_constraint(exc: UndefinedRateError, constraints: list[Constraint], group
 
 
 def compile_problem(objective: Expression, constraints: list[Constraint], data: RateData) -> RateProblem:
-    """Expand and compile the objective and constraints on ``data``."""
+    """Expand and compile the objective and constraints on ``data``.
+
+    Parameters
+    ----------
+    objective : Expression
+        The linear rate expression to minimise; it cannot expand over a group column.
+    constraints : list of Constraint
+        The constraints ``lhs <= rhs`` or ``lhs >= rhs``; those over bare group columns are
+        expanded over the values of ``data.groups`` (see :func:`expand_constraints`).
+    data : RateData
+        What the rates are measured on.
+
+    Returns
+    -------
+    RateProblem
+        The objective (row 0) and the expanded constraints as ``g_j <= 0`` (rows ``1..m``),
+        factored as ``mix @ basis``.
+
+    Raises
+    ------
+    TypeError
+        When ``objective`` is not an :class:`~skrate.rates.Expression` (a ratio, for one).
+    ValueError
+        When the objective expands over a group column, or a rate cannot be measured on
+        ``data``; an :class:`~skrate.exceptions.UndefinedRateError` names the constraint
+        that holds an undefined rate.
+    """
     if not isinstance(objective, Expression):
         raise TypeError(f"The objective must be a linear rate expression, got {objective!r}.")
     if objective.rates and any(r.slice.expand for r in objective.rates):

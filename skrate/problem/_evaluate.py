@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from ..exceptions import UndefinedRateError
@@ -9,11 +11,26 @@ from ..rates import Constraint, Expression, Ratio
 from ..rates._slice import RESERVED
 from ._compile import RateData, compile_expressions, expand_constraints
 
+if TYPE_CHECKING:
+    import scipy.sparse as sp
 
-def ratio_value(num, den):
+
+def ratio_value(num: float | np.ndarray, den: float | np.ndarray) -> float | np.ndarray:
     """``num / den`` of a ratio: over a zero denominator, infinite with the numerator's sign
     (wins with no losses: a win-loss ratio above every bound, as its linear form says) and
-    NaN for ``0 / 0`` (precision with no positive prediction: undefined)."""
+    NaN for ``0 / 0`` (precision with no positive prediction: undefined).
+
+    Parameters
+    ----------
+    num, den : float or ndarray
+        Values of the numerator and the denominator (broadcast together).
+
+    Returns
+    -------
+    float or ndarray
+        ``num / den`` where ``den > 0``; ``sign(num) * inf`` where ``den <= 0`` and ``num != 0``;
+        NaN where both are 0. A float for scalar inputs.
+    """
     num, den = np.asarray(num, dtype=float), np.asarray(den, dtype=float)
     with np.errstate(invalid="ignore", divide="ignore"):
         out = np.where(den > 0, num / np.where(den > 0, den, 1.0),
@@ -26,9 +43,25 @@ def ratio_value(num, den):
 _ROUNDING = 1e3 * np.finfo(float).eps
 
 
-def reported_rates(A, b: np.ndarray, decisions: np.ndarray) -> np.ndarray:
+def reported_rates(A: sp.spmatrix | np.ndarray, b: np.ndarray, decisions: np.ndarray) -> np.ndarray:
     """``A @ decisions + b``, with the values within rounding of zero set to 0: a report reads
-    ratios of them, and wins over losses of 1e-17 (no loss, up to rounding) are not 1e16."""
+    ratios of them, and wins over losses of 1e-17 (no loss, up to rounding) are not 1e16.
+
+    Parameters
+    ----------
+    A : sparse matrix or ndarray of shape (n_rates, n_samples)
+        The rates' rows, as :func:`compile_expressions` gives them.
+    b : ndarray of shape (n_rates,)
+        Their constants.
+    decisions : ndarray of shape (n_samples,) or (n_samples, k)
+        0/1 decisions or probabilities of predicting 1 (one column per model).
+
+    Returns
+    -------
+    ndarray of shape (n_rates,) or (n_rates, k)
+        The rates; those within ``1e3`` machine epsilons (relative to the magnitude of their
+        terms) of zero are exactly 0.
+    """
     out = A @ decisions + b
     scale = abs(A) @ np.abs(decisions) + np.abs(b)
     return np.where(np.abs(out) <= _ROUNDING * scale, 0.0, out)
@@ -53,7 +86,23 @@ def _side_values(sides: list, data: RateData, decisions: np.ndarray) -> list[flo
 
 
 def evaluate_term(term: Expression | Ratio, data: RateData, decisions: np.ndarray) -> float:
-    """Value of an expression or ratio for 0/1 or expected decisions (see :func:`ratio_value`)."""
+    """Value of an expression or ratio for 0/1 or expected decisions (see :func:`ratio_value`).
+
+    Parameters
+    ----------
+    term : Expression or Ratio
+        A rate expression or a ratio of two, without bare group columns.
+    data : RateData
+        What the rates are measured on.
+    decisions : ndarray of shape (n_samples,)
+        0/1 decisions, or probabilities of predicting 1 (the value then holds in expectation).
+
+    Returns
+    -------
+    float
+        The value; for a ratio over a zero denominator, infinite with the sign of the
+        numerator, or NaN for ``0 / 0``.
+    """
     return _side_values([term], data, decisions)[0]
 
 
@@ -66,7 +115,19 @@ def _sides(constraints: list[Constraint], data: RateData, decisions: np.ndarray)
 
 
 def zero_denominator_reason(denominator: Expression) -> str:
-    """Why a ratio is undefined, in words: its denominator is 0 (for precision, no positives)."""
+    """Why a ratio is undefined, in words: its denominator is 0 (for precision, no positives).
+
+    Parameters
+    ----------
+    denominator : Expression
+        The ratio's denominator.
+
+    Returns
+    -------
+    str
+        The reason, naming the slice where the model predicts no positives when the
+        denominator is a single ``ppr``.
+    """
     text = f"the ratio's denominator {denominator} is 0"
     if len(denominator.terms) != 1 or denominator.terms[0][0].kind != "ppr":
         return text
@@ -81,13 +142,29 @@ def constraint_rows(constraints: list[Constraint], data: RateData, decisions: np
     expectation). The violation is the canonical ``g`` of ``g <= 0``: positive when broken.
     For a ratio it is the linear rearrangement the solvers and margins work with (e.g.
     ``ppr * (c - precision)``); reports use :func:`violation_rows` instead.
+
+    Parameters
+    ----------
+    constraints : list of Constraint
+        Constraints, those over bare group columns expanded over the values of ``data.groups``.
+    data : RateData
+        What the rates are measured on.
+    decisions : ndarray of shape (n_samples,)
+        0/1 decisions, or probabilities of predicting 1.
+
+    Returns
+    -------
+    list of dict
+        One dict per expanded constraint, with keys ``"constraint"`` (its text), ``"lhs"``,
+        ``"rhs"`` (the values of its sides; ratios as ratios) and ``"violation"`` (``g``).
     """
     sides = list(_sides(constraints, data, decisions))
     g = _side_values([con.expression for con, _ in sides], data, decisions)
     return [{**row, "violation": v} for (_, row), v in zip(sides, g)]
 
 
-def constraint_violation(constraint: Constraint, lhs, rhs):
+def constraint_violation(constraint: Constraint, lhs: float | np.ndarray,
+                         rhs: float | np.ndarray) -> float | np.ndarray:
     """Violation of ``constraint`` in its own units: ``lhs - rhs`` for ``<=``, ``rhs - lhs`` for ``>=``.
 
     Parameters
@@ -114,6 +191,21 @@ def violation_rows(constraints: list[Constraint], data: RateData, decisions: np.
     Unlike the linearised ``g``, a ratio's violation is in the ratio's units
     (``0.8 - precision`` for ``precision >= 0.8``), so violations of ratio and linear
     constraints compare; it is NaN where the ratio is undefined.
+
+    Parameters
+    ----------
+    constraints : list of Constraint
+        Constraints, those over bare group columns expanded over the values of ``data.groups``.
+    data : RateData
+        What the rates are measured on.
+    decisions : ndarray of shape (n_samples,)
+        0/1 decisions, or probabilities of predicting 1.
+
+    Returns
+    -------
+    list of dict
+        One dict per expanded constraint, with keys ``"constraint"``, ``"lhs"``, ``"rhs"`` and
+        ``"violation"`` (``> 0`` when broken).
     """
     return [{**row, "violation": constraint_violation(con, row["lhs"], row["rhs"])}
             for con, row in _sides(constraints, data, decisions)]
@@ -123,7 +215,25 @@ def report_rows(constraints: list[Constraint], data: RateData, decisions: np.nda
     """As :func:`violation_rows`, for reports on new rows: a constraint these rows leave undefined
     (a group value it names that no row holds, a slice without the rows its rate needs) gets a
     row of NaN instead of an error; also returns those constraints' texts. A group column
-    missing altogether is still an error."""
+    missing altogether is still an error.
+
+    Parameters
+    ----------
+    constraints : list of Constraint
+        Constraints, those over bare group columns expanded over the values of ``data.groups``.
+    data : RateData
+        The rows reported on.
+    decisions : ndarray of shape (n_samples,)
+        0/1 decisions, or probabilities of predicting 1.
+
+    Returns
+    -------
+    rows : list of dict
+        As :func:`violation_rows`; a constraint these rows leave undefined gets one row, under
+        its own (unexpanded) text, with NaN values.
+    undefined : list of str
+        The texts of the constraints these rows leave undefined.
+    """
     rows, undefined = [], []
     for con in constraints:
         if not any(data.groups.unknown(k, vs) for r in con.rates for k, vs in r.slice.filters if k not in RESERVED):

@@ -23,12 +23,19 @@ def least_violation(problem: RateProblem) -> tuple[float, int]:
     model can meet the constraints together (a bound outside a rate's range, contradictory
     bounds); a value <= 0 means the model class or the training fell short.
 
+    Parameters
+    ----------
+    problem : RateProblem
+        The compiled problem; its objective (row 0) is ignored.
+
     Returns
     -------
     value : float
-        The least achievable largest constraint value (margins included, as compiled).
+        The least achievable largest constraint value (margins included, as compiled); NaN
+        when the linear program fails.
     worst : int
-        The constraint attaining it.
+        The index of the constraint attaining it, among ``problem.constraints`` (0 when the
+        linear program fails).
     """
     A = sp.csr_matrix(problem.A[1:])
     b = problem.b[1:]
@@ -50,6 +57,18 @@ def ratio_bound_out_of_range(constraint: Constraint) -> str | None:
 
     :func:`least_violation` cannot see it: the ratio's linear form (``1.5 ppr - tp <= 0``) is
     met by predicting no positives, where the ratio itself is undefined.
+
+    Parameters
+    ----------
+    constraint : Constraint
+        Any constraint; only a named ratio (``precision``, ``win_loss_ratio``, scaled or not)
+        compared with a constant is checked.
+
+    Returns
+    -------
+    str or None
+        The constraint and the ratio's range, in words, when the bound lies outside the range
+        on the side that cannot be met; else None.
     """
     ratio, bound, op = ((constraint.lhs, constraint.rhs, constraint.op) if isinstance(constraint.lhs, Ratio)
                         else (constraint.rhs, constraint.lhs, {"<=": ">=", ">=": "<="}[constraint.op]))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from numbers import Integral
 
@@ -207,7 +208,7 @@ class GroupTable:
         """The sorted distinct values of a group column."""
         return list(self.codes(key)[0])
 
-    def cells(self, keys) -> tuple[np.ndarray, tuple[int, ...]]:
+    def cells(self, keys: Sequence[str]) -> tuple[np.ndarray, tuple[int, ...]]:
         """Each row's combination of values of the columns ``keys``, as one integer (the
         mixed-radix number of its values' indices), and the radices."""
         columns = [self.codes(k)[1] for k in keys]

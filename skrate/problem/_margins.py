@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import numpy as np
 from scipy.stats import norm
 
@@ -10,6 +12,9 @@ from ..rates._expression import NEEDS_LABELS, RATE_KINDS
 from ..rates._slice import LABEL
 from ._compile import RateData, rate_coefficients, slice_weights
 from ._evaluate import evaluate_term
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 
 def confidence_margins(constraints: list[Constraint], data: RateData, confidence: float) -> np.ndarray:
@@ -32,6 +37,21 @@ def confidence_margins(constraints: list[Constraint], data: RateData, confidence
     ``g + margin <= 0`` on ``data`` implies ``g <= 0`` in the population with about that
     probability per constraint (normal approximation, the solution's selection aside).
     For a single rate on a slice of effective size n it is ``z / (2 sqrt(n))``.
+
+    Parameters
+    ----------
+    constraints : list of Constraint
+        Expanded constraints (no bare group columns); their linear forms ``g`` are measured.
+    data : RateData
+        The sample the constraints are met on, whose slices' sizes and weights set the spread.
+    confidence : float
+        The one-sided confidence level (e.g. 0.95): the probability that each constraint met
+        with its margin holds on new data.
+
+    Returns
+    -------
+    ndarray of shape (n_constraints,)
+        The margin of each constraint on its linear form ``g``, in the order given.
     """
     if not constraints:
         return np.zeros(0)
@@ -58,7 +78,7 @@ def _fixes_label(rate) -> bool:
     return RATE_KINDS[rate.kind][1] is not None or any(key == LABEL for key, _ in rate.slice.filters)
 
 
-def in_own_units(constraints: list[Constraint], margins: np.ndarray, data: RateData,
+def in_own_units(constraints: list[Constraint], margins: ArrayLike, data: RateData,
                  decisions: np.ndarray) -> np.ndarray:
     """Margins on the linear forms ``g`` (as :func:`confidence_margins` gives them) in each
     constraint's own units, for reports beside its violation ``lhs - rhs``.
@@ -66,6 +86,22 @@ def in_own_units(constraints: list[Constraint], margins: np.ndarray, data: RateD
     A linear constraint's ``g`` is its violation, so its margin is unchanged. A ratio's ``g`` is
     ``c D - N`` (or ``N - c D``), its violation ``c - N / D``: a margin ``m`` on ``g`` is
     ``m / D`` in the ratio's units, with ``D`` the denominator at ``decisions`` (NaN when 0).
+
+    Parameters
+    ----------
+    constraints : list of Constraint
+        Expanded constraints, aligned with ``margins``.
+    margins : array-like of shape (n_constraints,)
+        Margins on the constraints' linear forms.
+    data : RateData
+        What the denominators are measured on.
+    decisions : ndarray of shape (n_samples,)
+        0/1 decisions, or probabilities of predicting 1, at which the denominators are read.
+
+    Returns
+    -------
+    ndarray of shape (n_constraints,)
+        The margins in the constraints' own units.
     """
     out = np.asarray(margins, dtype=float).copy()
     for j, con in enumerate(constraints):
@@ -80,7 +116,20 @@ def tightened(constraint: Constraint, margin: float) -> Constraint:
     """``constraint`` with its bound moved ``margin`` into the feasible side, in its own units:
     ``lhs <= rhs - margin`` or ``lhs >= rhs + margin`` (``precision >= 0.72`` for
     ``precision >= 0.7`` and a margin of 0.02). For a linear constraint that is ``g + margin <= 0``;
-    a ratio is compared with a constant, so the constant side moves."""
+    a ratio is compared with a constant, so the constant side moves.
+
+    Parameters
+    ----------
+    constraint : Constraint
+        The constraint to tighten.
+    margin : float
+        How far to move its bound, in the constraint's own units; ``0`` leaves it as it is.
+
+    Returns
+    -------
+    Constraint
+        The tightened constraint (``constraint`` itself for a zero margin).
+    """
     if margin == 0:
         return constraint
     shift = -margin if constraint.op == "<=" else margin

@@ -6,7 +6,7 @@ from ._expression import Constraint, Expression, Ratio
 from ._parser import parse_constraint, parse_expression
 
 
-def as_constraints(spec) -> list[Constraint]:
+def as_constraints(spec: Constraint | str | list | tuple | None) -> list[Constraint]:
     """Flatten ``None``, a constraint, a string, or (nested) lists of them into constraints.
 
     Goal helpers return lists, so ``[*equal_opportunity("race"), "ppr >= 0.3"]`` and
@@ -50,7 +50,7 @@ def as_constraints(spec) -> list[Constraint]:
                     f"or a list of them; got {type(spec).__name__}: {spec!r}.")
 
 
-def as_expression(spec) -> Expression | Ratio:
+def as_expression(spec: Expression | Ratio | str) -> Expression | Ratio:
     """A rate expression from an object or a string (``"error"``, ``"fpr - 0.5 * tpr"``).
 
     Parameters

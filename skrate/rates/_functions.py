@@ -8,7 +8,7 @@ constraint containing ``tpr(group="race")`` stands for one constraint per race.
 
 from __future__ import annotations
 
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from ._expression import Expression, Rate, Ratio
 from ._slice import Slice, as_columns
@@ -41,7 +41,7 @@ def _filters(where: dict[str, Any] | None, filters: dict[str, Any]) -> dict[str,
     return {**where, **filters}
 
 
-def _rate_function(kind: str, doc: str):
+def _rate_function(kind: str, doc: str) -> Callable[..., Expression]:
     def rate(group: str | Iterable[str] | None = None, *, where: dict[str, Any] | None = None,
              **filters: Any) -> Expression:
         return _rate(kind, group, _filters(where, filters))
@@ -138,7 +138,7 @@ RATE_FUNCTIONS = {
 RATIO_NAMES = {("tp_proportion", "ppr"): "precision", ("wins", "losses"): "win_loss_ratio"}
 
 
-def named_ratio(ratio: Ratio):
+def named_ratio(ratio: Ratio) -> tuple[str, Slice, float, float] | None:
     """``(name, slice, a, b)`` of a named ratio ``a N[slice] / (b D[slice])`` (``precision``:
     ``tp_proportion / ppr``), else None."""
     num, den = ratio.numerator, ratio.denominator

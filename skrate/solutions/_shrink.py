@@ -15,6 +15,18 @@ class ShrinkResult:
     ``multipliers`` are the LP's dual values of the constraints (``>= 0``): no candidate has a
     Lagrangian ``objective + multipliers . constraints`` below the mixture's objective, and a new
     candidate improves the mixture only if its Lagrangian is lower (column generation).
+
+    Parameters
+    ----------
+    weights : ndarray of shape (k,)
+        The mixture's weights over the candidates: non-negative, summing to 1, at most m + 1
+        of them non-zero.
+    feasible : bool
+        Whether some mixture meets every constraint (within ``tol`` of :func:`shrink`).
+    max_violation : float
+        The mixture's largest constraint value, clipped at 0.
+    multipliers : ndarray of shape (m,)
+        The dual values of the constraints.
     """
 
     weights: np.ndarray
@@ -54,6 +66,14 @@ def shrink(objective: np.ndarray, constraints: np.ndarray, tol: float = 1e-9) ->
     Returns
     -------
     ShrinkResult
+        The mixture's weights, whether it is feasible, its largest violation and the
+        constraints' dual values.
+
+    References
+    ----------
+    A. Cotter, H. Jiang, M. Gupta, S. Wang, T. Narayan, S. You, K. Sridharan. Optimization
+    with Non-Differentiable Constraints with Applications to Fairness, Recall, Churn, and
+    Other Goals. JMLR 20(172), 2019, Section 6.1.
     """
     objective = np.asarray(objective, dtype=float)
     constraints = np.asarray(constraints, dtype=float).reshape(-1, objective.shape[0])

@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
 import numpy as np
+
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 
@@ -51,7 +56,7 @@ def _column_words(column: np.ndarray) -> np.ndarray:
     return words
 
 
-def row_uniforms(X, seed: int = 0) -> np.ndarray:
+def row_uniforms(X: ArrayLike, seed: int = 0) -> np.ndarray:
     """A uniform number in [0, 1) per row, a pure function of the row's values and ``seed``.
 
     The same row gets the same number in every call and every process; distinct rows get
@@ -64,6 +69,19 @@ def row_uniforms(X, seed: int = 0) -> np.ndarray:
     point of the golden-ratio sequence ``frac(u + k (sqrt(5) - 1) / 2)`` started at its number
     ``u``: among ``m`` copies the fraction of draws below ``p`` is then within about ``1 / m``
     of ``p``. The first copy keeps ``u``, and the same ``X`` gives the same numbers.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_features) or (n_samples,)
+        The rows to draw for: numbers, text or a mix (an object array); a 1-D ``X`` is one
+        column.
+    seed : int, default=0
+        Salt of the hash: another seed gives other, equally reproducible, numbers.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+        One number in ``[0, 1)`` per row.
     """
     X = np.asarray(X)
     if X.ndim == 1:
@@ -116,36 +134,73 @@ class StochasticModel:
 
     Parameters
     ----------
-    model : LinearModel or MLPModel
-        The score function family.
+    model : LinearModel, MLPModel or ProbabilityScoreModel
+        The score function family: any object whose ``scores_many(X, params)`` gives the
+        scores of the candidates ``params`` on the rows ``X``, shape (n_samples, k).
     params : ndarray of shape (k, n_params)
-        The candidates in the support.
+        The candidates; those of zero weight are dropped.
     weights : ndarray of shape (k,)
     seed : int
         Salt of the per-row draws of :meth:`predict`.
     """
 
-    def __init__(self, model, params: np.ndarray, weights: np.ndarray, seed: int = 0):
+    def __init__(self, model: Any, params: np.ndarray, weights: np.ndarray, seed: int = 0):
         keep = weights > 0
         self.model, self.params, self.weights, self.seed = model, params[keep], weights[keep], seed
 
     @property
     def is_deterministic(self) -> bool:
+        """Whether the support is a single model, whose predictions involve no draw."""
         return self.weights.shape[0] == 1
 
-    def scores(self, X) -> np.ndarray:
-        """Scores of every model in the support, shape (n, k)."""
+    def scores(self, X: ArrayLike) -> np.ndarray:
+        """Scores of every model in the support, shape (n, k).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows in the form the score model takes.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, k)
+            The raw scores of the models in the support, in the order of ``params``.
+        """
         return self.model.scores_many(X, self.params)
 
-    def proba(self, X) -> np.ndarray:
-        """Probability that the randomised classifier predicts 1."""
+    def proba(self, X: ArrayLike) -> np.ndarray:
+        """Probability that the randomised classifier predicts 1.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows in the form the score model takes.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            ``sum_k p_k 1[f_k(x) > 0]`` per row, in ``[0, 1]``.
+        """
         return np.clip((self.scores(X) > 0) @ self.weights, 0.0, 1.0)
 
-    def predict(self, X, rows=None) -> np.ndarray:
+    def predict(self, X: ArrayLike, rows: ArrayLike | None = None) -> np.ndarray:
         """0/1 decisions: 1 when the row's reproducible uniform draw falls below its probability.
 
         ``rows`` (default ``X``) is what the draw hashes, for models that take ``X`` in a form
         the hash does not read (e.g. a DataFrame).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows in the form the score model takes.
+        rows : array-like of shape (n_samples, n_features), default=None
+            The same rows as the draws hash them (see :func:`row_uniforms`); None hashes ``X``.
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            0/1 decisions (ints). A single model predicts 1 where its score is positive, with no
+            draw.
         """
         p = self.proba(X)
         if self.is_deterministic:

@@ -15,7 +15,7 @@ they differ only in the lambda-player. Per iteration, on a batch B:
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import scipy.sparse as sp
@@ -26,6 +26,9 @@ from ._adam import Adam
 from ._players import PLAYERS
 from ._surrogates import surrogate_grad
 from ._trajectory import Trajectory
+
+if TYPE_CHECKING:
+    from ..models import LinearModel, MLPModel
 
 #: Rows scored at a time when every candidate is evaluated: the decisions of ~100 candidates on
 #: 65536 rows take ~50 MiB, whatever the number of rows.
@@ -93,8 +96,8 @@ def _surrogate_rates_grad(A_pos, A_neg, scores, weights, kind):
 
 def solve_rate_game(
     problem: RateProblem,
-    model,
-    X,
+    model: LinearModel | MLPModel,
+    X: np.ndarray | sp.spmatrix,
     *,
     solver: str = "proxy_lagrangian",
     surrogate: str = "hinge",

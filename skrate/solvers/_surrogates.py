@@ -17,7 +17,28 @@ _LN2 = np.log(2.0)
 
 
 def surrogate_grad(scores: np.ndarray, coef: np.ndarray, kind: str) -> np.ndarray:
-    """Derivative of the surrogate of ``sum_i coef_i 1[scores_i > 0]`` with respect to the scores."""
+    """Derivative of the surrogate of ``sum_i coef_i 1[scores_i > 0]`` with respect to the scores.
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n_samples,)
+        The model's scores ``f_i``.
+    coef : ndarray of shape (n_samples,)
+        The combined coefficient ``c_i`` of each example's indicator; for the hinge and the
+        logistic, its sign picks an upper (``c_i > 0``) or a lower bound of the indicator.
+    kind : {"hinge", "logistic", "sigmoid"}
+        The surrogate.
+
+    Returns
+    -------
+    ndarray of shape (n_samples,)
+        ``coef_i`` times the slope of example i's surrogate at ``scores_i``.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``kind``.
+    """
     pos = coef > 0
     if kind == "hinge":
         slope = np.where(pos, scores > -1.0, scores < 1.0)
@@ -32,7 +53,28 @@ def surrogate_grad(scores: np.ndarray, coef: np.ndarray, kind: str) -> np.ndarra
 
 
 def surrogate_value(scores: np.ndarray, coef: np.ndarray, kind: str) -> float:
-    """The surrogate of ``sum_i coef_i 1[scores_i > 0]`` (for monitoring and gradient checks)."""
+    """The surrogate of ``sum_i coef_i 1[scores_i > 0]`` (for monitoring and gradient checks).
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n_samples,)
+        The model's scores ``f_i``.
+    coef : ndarray of shape (n_samples,)
+        The combined coefficient ``c_i`` of each example's indicator; for the hinge and the
+        logistic, its sign picks an upper (``c_i > 0``) or a lower bound of the indicator.
+    kind : {"hinge", "logistic", "sigmoid"}
+        The surrogate.
+
+    Returns
+    -------
+    float
+        ``sum_i coef_i s_i(scores_i)``, ``s_i`` example i's stand-in for the indicator.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``kind``.
+    """
     pos = coef > 0
     if kind == "hinge":
         val = np.where(pos, np.maximum(0.0, 1.0 + scores), 1.0 - np.maximum(0.0, 1.0 - scores))
