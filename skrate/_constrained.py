@@ -84,12 +84,13 @@ class ConstrainedClassifier(RateClassifierBase):
         tens of fits, not hundreds of steps, so its multipliers must move faster) and 2.0
         for the other solvers.
     alpha : float, default=1e-4
-        L2 penalty on the weights (not the intercept). Columns whose largest magnitude lies
-        outside ``[2**-5, 2**5]`` (money in cents, micro-units) are divided by the power of two
-        nearest their root mean square before the game plays on them, as a scaler would, so
-        that one step moves every column's scores alike; their weights are penalised in those
-        units and folded back onto ``X`` (``candidates_``, ``callback``). Other columns,
-        one-hot and standardised ones among them, are used as given.
+        L2 penalty on the weights (not the intercept). Columns whose mean exceeds four standard
+        deviations (a year) are centred, and columns whose largest magnitude then lies outside
+        ``[2**-5, 2**5]`` (money in cents, micro-units) are divided by the power of two nearest
+        their root mean square, before the game plays on them, as a scaler would, so that one
+        step moves every column's scores alike; their weights are penalised in those units and
+        folded back onto ``X`` (``candidates_``, ``callback``). Other columns, one-hot and
+        standardised ones among them, are used as given.
     max_iter : int, default=500
         Number of iterations: a fixed budget for the game solvers. The oracle solvers fit one
         model per iteration, each kept as a candidate, so they play at most
@@ -406,20 +407,21 @@ class ConstrainedClassifier(RateClassifierBase):
         else:
             vars(self).pop("estimators_", None)  # left by an earlier fit with an oracle solver
             self._model = self._make_model(X.shape[1])
-            # the game plays on columns in extreme units divided by powers of two; its parameters
-            # are folded back, so the model, candidates_ and callback all speak of X
-            scale = input_scale(X)
-            X_game = X if scale is None else X / scale
+            # the game plays on offset columns centred and columns in extreme units divided by powers
+            # of two; its parameters are folded back, so the model, candidates_ and callback all
+            # speak of X
+            transform = input_scale(X)
+            X_game = X if transform is None else (X - transform[0]) / transform[1]
             traj = solve_rate_game(
                 problem, self._model, X_game[train] if held is not None else X_game, solver=self.solver,
                 surrogate=self.surrogate, learning_rate=self.learning_rate,
                 lambda_learning_rate=self._lambda_step(), alpha=self.alpha, max_iter=self.max_iter,
                 batch_size=self.batch_size, n_candidates=self.n_candidates, rng=gen,
                 held_out=None if held is None else (held_problem, X_game[held]),
-                callback=folding_callback(self.callback, self._model.unscale, scale), verbose=self.verbose,
+                callback=folding_callback(self.callback, self._model.unscale, transform), verbose=self.verbose,
             )
-            if scale is not None:
-                traj.params = self._model.unscale(traj.params, scale)
+            if transform is not None:
+                traj.params = self._model.unscale(traj.params, transform)
         self.constraints_ = expanded
         self.objective_ = objective
         self.candidates_ = traj.params

@@ -197,9 +197,10 @@ class MetricOptimizer(RateClassifierBase):
         Bound on the magnitude of the multipliers.
     alpha : float, default=1e-4
         L2 penalty on the weights (and of the plug-in probability model). Without
-        ``estimator``, columns whose largest magnitude lies outside ``[2**-5, 2**5]`` are divided
-        by the power of two nearest their root mean square before fitting, and their weights
-        penalised in those units, as for :class:`ConstrainedClassifier`; ``candidates_`` and
+        ``estimator``, columns whose mean exceeds four standard deviations are centred, and columns
+        whose largest magnitude then lies outside ``[2**-5, 2**5]`` are divided by the power of
+        two nearest their root mean square before fitting, and their weights penalised in those
+        units, as for :class:`ConstrainedClassifier`; ``candidates_`` and
         the weights on ``x`` in the ``callback``'s parameters are folded back onto ``X``.
     max_iter : int, default=500
     batch_size : int or None, default=None
@@ -622,11 +623,12 @@ class MetricOptimizer(RateClassifierBase):
             except ValueError as exc:  # text; an object that is no number raises numpy's TypeError
                 raise ValueError(f"X has non-numeric values ({exc}); estimator= takes category and text "
                                  "columns in a DataFrame, whose dtypes mark them.") from exc
-        # the built-in models play on columns in extreme units divided by powers of two; every
-        # parameter handed out (candidates_, the callback's) is folded back onto X
-        scale = input_scale(X) if self.estimator is None else None
-        if scale is not None:
-            X = X / scale
+        # the built-in models play on offset columns centred and columns in extreme units divided
+        # by powers of two; every parameter handed out (candidates_, the callback's) is folded
+        # back onto X
+        transform = input_scale(X) if self.estimator is None else None
+        if transform is not None:
+            X = (X - transform[0]) / transform[1]
         metric = _as_loss(self.metric)
         constraints = stated = as_metric_constraints(self.constraints)
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
@@ -649,14 +651,14 @@ class MetricOptimizer(RateClassifierBase):
         seed = int(np.random.default_rng([base, 1]).integers(2**62))
         self._model = self._make_model(X_fit.shape[1], solver)
         # an MLP's first layer, or the weights on x of any linear game (stacked or cross-fitted)
-        unscale = None if scale is None else (
+        unscale = None if transform is None else (
             self._model if isinstance(self._model, MLPModel) else LinearModel(X.shape[1])).unscale
         surrogate = self.surrogate if self.surrogate != "auto" else ("logistic" if solver == "ratio" else "hinge")
         common = dict(surrogate=surrogate, learning_rate=self.learning_rate,
                       lambda_learning_rate=self.lambda_learning_rate, lambda_bound=self.lambda_bound,
                       alpha=self.alpha, max_iter=self.max_iter, batch_size=self.batch_size,
                       n_candidates=self.n_candidates, tol=self.tol, rng=gen,
-                      callback=folding_callback(self.callback, unscale, scale), verbose=self.verbose)
+                      callback=folding_callback(self.callback, unscale, transform), verbose=self.verbose)
         # the ratio game's theta-player is the plug-in oracle when a probability model is given
         uses_oracle = (self.estimator is not None if solver == "ratio"
                        else CONFIGURATIONS[solver][0] == "oracle")
@@ -719,9 +721,9 @@ class MetricOptimizer(RateClassifierBase):
             self.candidates_ = deployed_params(traj.params, X.shape[1], len(metric.levels) // 2)
             self._model = LinearModel(X.shape[1])
         if unscale is not None:
-            self.candidates_ = unscale(self.candidates_, scale)
-            if isinstance(metric, PRAUC):  # [w, one bias per level]: w on the first columns
-                self._stacked_params = unscale(self._stacked_params, scale)
+            self.candidates_ = unscale(self.candidates_, transform)
+            if isinstance(metric, PRAUC):  # [w, one bias per level, b]: w on the first columns
+                self._stacked_params = unscale(self._stacked_params, transform)
         return self
 
     def _set_solutions(self, program, traj) -> None:

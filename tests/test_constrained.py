@@ -486,3 +486,32 @@ def test_a_column_near_the_largest_float_is_scaled_without_overflow():
     X[:, 1] *= 1.5e308 / np.abs(X[:, 1]).max()
     clf = ConstrainedClassifier(max_iter=30, random_state=0).fit(X, y)
     assert np.isfinite(clf.candidates_).all() and np.mean(clf.predict(X) == y) > 0.7
+
+
+@pytest.mark.parametrize("model", ["linear", "mlp"])
+def test_an_offset_column_is_centred_for_the_game(model):
+    # a year column (2015-2024) differs from row to row by a sliver of its size: played as is,
+    # its weight never grew and accuracy fell from 0.93 to 0.61, with no warning
+    rng = np.random.default_rng(0)
+    year = rng.integers(2015, 2025, 1000).astype(float)
+    x = rng.normal(size=1000)
+    y = ((year - 2019.5) / 3 + 0.3 * x + 0.3 * rng.normal(size=1000) > 0).astype(int)
+    accuracy = {}
+    for name, Z in (("year", np.c_[year, x]), ("centred", np.c_[year - 2019.5, x])):
+        clf = ConstrainedClassifier("tpr >= 0.6", model=model, random_state=0).fit(Z, y)
+        accuracy[name] = np.mean(clf.predict_proba(Z)[:, 1].round() == y)
+    assert accuracy["centred"] > 0.9 and accuracy["year"] >= accuracy["centred"] - 0.01
+
+
+def test_unscale_folds_the_shift_and_scale_into_the_parameters():
+    from skrate.models import LinearModel, MLPModel, input_scale
+
+    rng = np.random.default_rng(0)
+    X = np.c_[rng.integers(2015, 2025, 50), 1e6 * rng.normal(size=50), rng.normal(size=50)]
+    shift, scale = input_scale(X)
+    assert shift[0] != 0 and shift[1:].tolist() == [0, 0] and scale[1] != 1 and scale[[0, 2]].tolist() == [1, 1]
+    for model in (LinearModel(3), MLPModel(3, (4,))):
+        thetas = rng.normal(size=(2, model.n_params))
+        folded = model.unscale(thetas, (shift, scale))
+        for theta, back in zip(thetas, folded):
+            np.testing.assert_allclose(model.scores(X, back), model.scores((X - shift) / scale, theta), atol=1e-9)

@@ -1,4 +1,4 @@
-"""Powers of two that bring input columns in extreme units near unit size."""
+"""Shifts and powers of two that bring input columns in extreme units near unit size."""
 
 from __future__ import annotations
 
@@ -13,12 +13,21 @@ import numpy as np
 _BAND = 2.0**5
 
 
-def input_scale(X: np.ndarray) -> np.ndarray | None:
-    """Per-column divisors for the game solvers' model inputs, or None when no column needs one.
+# A column whose mean exceeds this many standard deviations (a year, an offset id) is centred:
+# unshifted, its values differ by a sliver of their size, and a step moves its scores alike on
+# every row, like the intercept's, long before the weight that separates them is reached.
+_OFFSET = 4.0
 
-    A column whose largest magnitude is outside ``[2**-5, 2**5]`` (and not 0) is divided by the
-    power of two nearest its root mean square; every other column by 1. Division by a power of
-    two is exact, so a column rescaled by a power of two is fitted exactly as before.
+
+def input_scale(X: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+    """Per-column shifts and divisors for the game solvers' model inputs, or None when no column
+    needs one: the game plays on ``(X - shift) / scale``.
+
+    A column whose mean exceeds four standard deviations in magnitude is shifted by its mean. A
+    column whose largest magnitude (after the shift) is outside ``[2**-5, 2**5]`` (and not 0) is
+    divided by the power of two nearest its root mean square; every other column by 1. Division
+    by a power of two is exact, so a column rescaled by a power of two alone is fitted exactly
+    as before.
 
     Parameters
     ----------
@@ -27,44 +36,56 @@ def input_scale(X: np.ndarray) -> np.ndarray | None:
 
     Returns
     -------
-    ndarray of shape (n_features,) or None
-        The divisor of each column (1 for the columns left as they are), or None when every
-        column is left as it is.
+    (shift, scale) : tuple of ndarray of shape (n_features,), or None
+        The shift and the divisor of each column (0 and 1 for the columns left as they are), or
+        None when every column is left as it is.
     """
-    peak = np.abs(X).max(axis=0) if X.shape[0] else np.zeros(X.shape[1])
-    out = ((peak > _BAND) | (peak < 1.0 / _BAND)) & (peak > 0)
-    if not out.any():
+    if not X.shape[0]:
         return None
-    _, top = np.frexp(peak[out])  # peak < 2**top: X * 2**-top lies in (-1, 1), exactly
-    rms = np.sqrt(np.mean(np.ldexp(X[:, out], -top) ** 2, axis=0))
+    peak = np.abs(X).max(axis=0)
+    # the moments of X * 2**-top, in (-1, 1) exactly: no overflow for columns near the float limit
+    _, top = np.frexp(np.where(peak > 0, peak, 1.0))
+    unit = np.ldexp(X, -top)
+    mean, sd = unit.mean(axis=0), unit.std(axis=0)
+    shifted = (sd > 0) & (np.abs(mean) > _OFFSET * sd)
+    shift = np.where(shifted, np.ldexp(mean, top), 0.0)
+    if shifted.any():
+        centred = X[:, shifted] - shift[shifted]
+        peak[shifted] = np.abs(centred).max(axis=0)
+        _, top[shifted] = np.frexp(peak[shifted])
+    out = ((peak > _BAND) | (peak < 1.0 / _BAND)) & (peak > 0)
+    if not (out.any() or shifted.any()):
+        return None
+    rms = np.sqrt(np.mean(np.ldexp(X[:, out] - shift[out], -top[out]) ** 2, axis=0))
     scale = np.ones(X.shape[1])
     # within the normal range, so that the divisor and its inverse are finite powers of two
-    scale[out] = np.ldexp(1.0, np.clip(top + np.round(np.log2(rms)).astype(int), -1021, 1023))
-    return scale
+    scale[out] = np.ldexp(1.0, np.clip(top[out] + np.round(np.log2(rms)).astype(int), -1021, 1023))
+    return shift, scale
 
 
-def folding_callback(callback: Callable | None, unscale: Callable[[np.ndarray, np.ndarray], np.ndarray],
-                     scale: np.ndarray | None) -> Callable | None:
+def folding_callback(callback: Callable | None, unscale: Callable[..., np.ndarray],
+                     transform: tuple[np.ndarray, np.ndarray] | None) -> Callable | None:
     """``callback(iteration, params, values)`` as the user wrote it, handed the parameters of a
-    game on ``X / scale`` folded back onto ``X`` by ``unscale(params, scale)`` (a model's
-    ``unscale``); the callback itself when there is nothing to fold.
+    game on ``(X - shift) / scale`` folded back onto ``X`` by ``unscale(params, transform)`` (a
+    model's ``unscale``); the callback itself when there is nothing to fold.
 
     Parameters
     ----------
     callback : callable or None
         The user's ``callback(iteration, params, values)``.
     unscale : callable
-        ``unscale(thetas, scale)``, parameters of shape (k, n_params) fitted on ``X / scale``
-        as parameters on ``X`` (a model's ``unscale``).
-    scale : ndarray of shape (n_features,) or None
-        The column divisors of :func:`input_scale`; None when the game plays on ``X`` itself.
+        ``unscale(thetas, transform)``, parameters of shape (k, n_params) fitted on
+        ``(X - shift) / scale`` as parameters on ``X`` (a model's ``unscale``).
+    transform : (shift, scale) or None
+        The column shifts and divisors of :func:`input_scale`; None when the game plays on
+        ``X`` itself.
 
     Returns
     -------
     callable or None
         A callback handing ``callback`` the folded parameters, or ``callback`` itself when it
-        is None or ``scale`` is None.
+        is None or ``transform`` is None.
     """
-    if callback is None or scale is None:
+    if callback is None or transform is None:
         return callback
-    return lambda iteration, params, values: callback(iteration, unscale(params[None], scale)[0], values)
+    return lambda iteration, params, values: callback(iteration, unscale(params[None], transform)[0], values)

@@ -54,8 +54,12 @@ class LinearModel:
         mask[-1] = 0.0
         return mask
 
-    def unscale(self, thetas: np.ndarray, scale: np.ndarray) -> np.ndarray:
-        """Parameters (k, n_params) fitted on ``X / scale``, as parameters on ``X`` (same scores)."""
+    def unscale(self, thetas: np.ndarray, transform: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        """Parameters (k, n_params) fitted on ``(X - shift) / scale``, as parameters on ``X`` (same
+        scores): the weights divided by ``scale``, and ``w . shift`` taken from the intercept, the
+        last parameter (shared by a stacked score's levels, whose own biases sit between)."""
+        shift, scale = transform
         out = np.array(thetas, dtype=float)
         out[:, :self.n_features] /= scale
+        out[:, -1] -= out[:, :self.n_features] @ shift
         return out

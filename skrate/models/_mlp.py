@@ -99,11 +99,14 @@ class MLPModel:
             parts += [np.ones(a * b), np.zeros(b)]
         return np.concatenate(parts)
 
-    def unscale(self, thetas: np.ndarray, scale: np.ndarray) -> np.ndarray:
-        """Parameters (k, n_params) fitted on ``X / scale``, as parameters on ``X`` (same scores):
-        the first layer's weights of input ``j`` divided by ``scale[j]``."""
+    def unscale(self, thetas: np.ndarray, transform: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
+        """Parameters (k, n_params) fitted on ``(X - shift) / scale``, as parameters on ``X`` (same
+        scores): the first layer's weights of input ``j`` divided by ``scale[j]``, and its biases
+        less ``shift @ W``."""
+        shift, scale = transform
         out = np.array(thetas, dtype=float)
         d, h = self._shapes[0]
         first = out[:, :d * h].reshape(len(out), d, h)  # a view: the division lands in out
         first /= scale[:, None]
+        out[:, d * h:d * h + h] -= np.einsum("j,kjh->kh", shift, first)
         return out
