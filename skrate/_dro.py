@@ -233,11 +233,11 @@ class _BaseDRO(BaseEstimator):
             stop = f"stopped after {result.n_iter} of max_iter={self.max_iter} iterations"
         test = f"the gradient test tol={self.tol}"
         gradient = f"largest gradient entry {result.grad_max:.3g}"
-        conic = "the conic solution of the maximum-loss problem (large radius, see radius)"
+        conic = "the conic solution of the maximum-loss problem (tried where a few losses carry the worst case)"
         if result.n_outside:
             passed = "passed" if result.grad_max <= self.tol else "failed"
             why = (f"with {result.n_outside} samples outside the working set of the "
-                   f"maximum-loss problem (large radius) whose loss still exceeds the "
+                   f"maximum-loss problem whose loss still exceeds the "
                    f"set's largest, so the set's optimum is not yet the data's ({test} "
                    f"{passed} on the set: {gradient})")
             hint = "increase max_iter"

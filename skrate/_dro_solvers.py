@@ -82,6 +82,8 @@ _MU_FACTOR = 0.1
 # The search of a stalled path for a small subgradient builds the n x n_params matrix of
 # per-sample gradients; above this many entries it is skipped.
 _CERTIFY_MAX_ENTRIES = 5e7
+# Largest rows x parameters for which the continuation tries the max-loss problem on all rows.
+_CONIC_FULL_ENTRIES = 1e5
 # Clarabel's defaults (1e-8) leave the max-loss optimum up to about 1e-8 above the
 # exact one.
 _CLARABEL_TOLERANCES = dict(tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
@@ -489,7 +491,12 @@ def _continuation(problem: LinearDRO, theta, mu: float, max_iter: int, tol: floa
         # "not mu > mu_end": a NaN temperature (from a NaN objective, where no stage moves
         # and n_iter never reaches max_iter) ends the loop too.
         if not (tight or n_iter >= max_iter or not mu > mu_end or tried):
-            if np.count_nonzero(p > _TIE_SLACK * p.max()) <= few:
+            # a working set that may hold every row is the conic problem on all of X, dense: worth
+            # it on small data (its exact point makes weights and repeated rows fit alike), not
+            # on wide data of some size (400 x 2000 took 20 s), where the smoothing stages go on
+            rows = np.count_nonzero(problem.q)
+            if (np.count_nonzero(p > _TIE_SLACK * p.max()) <= few
+                    and (few < rows or rows * problem.n_params <= _CONIC_FULL_ENTRIES)):
                 tried = True
                 alt = max_loss(problem, theta, max_iter - n_iter, tol, max_set=few)
                 n_iter += alt.n_iter
