@@ -104,7 +104,7 @@ class ConstrainedClassifier(RateClassifierBase):
         every fitted model is a candidate: this bounds the number of fits.
     validation_fraction : float or None, default=None
         Hold out this fraction of the rows, stratified by label and by the groups the
-        constraints and the objective name, for the two-dataset proxy-Lagrangian (Cotter et al., ICML 2019):
+        constraints name, for the two-dataset proxy-Lagrangian (Cotter et al., ICML 2019):
         the model trains on the rest while the multipliers and the choice of the solution
         (LP shrink, best iterate) use the held-out constraint values, so the solution is chosen
         on rows the model did not train on. It costs training rows: on the benchmark tasks
@@ -137,9 +137,9 @@ class ConstrainedClassifier(RateClassifierBase):
         parameters the iteration played (before its update; with the oracle solvers, the
         estimator fitted at that iteration) and ``values`` their objective and constraint values
         the multipliers were updated with, on the batch (surrogate rates for ``"lagrangian"``).
-        With a held-out set (``validation_fraction``, ``validation_mask``) they are the values on
-        the held-out rows, except the oracle solvers' objective, on the training rows. Returning
-        False stops training.
+        With a held-out set (``validation_fraction``, ``validation_mask``) the constraint values are
+        those on the held-out rows and the objective is the training rows'. Returning False stops
+        training.
     estimator : classifier or None, default=None
         For the oracle solvers: a scikit-learn classifier whose ``fit`` accepts
         ``sample_weight`` (e.g. ``HistGradientBoostingClassifier()``), or a ``Pipeline`` whose
@@ -370,7 +370,7 @@ class ConstrainedClassifier(RateClassifierBase):
         # many draws the data made the game take (weights as repeated rows predict alike)
         seed = int(np.random.default_rng([base, 1]).integers(2**62))
         check_goal_columns(objective, constraints, data)
-        train, held = self._split(data, objective, constraints, validation_mask, gen)
+        train, held = self._split(data, constraints, validation_mask, gen)
         # where the held-out rows come from, for errors about them (a mask overrides the fraction)
         source = "validation_mask" if validation_mask is not None else f"validation_fraction={self.validation_fraction}"
         if held is not None and self.solver == "lagrangian":
@@ -383,9 +383,12 @@ class ConstrainedClassifier(RateClassifierBase):
         train_side = None if held is None else "training"
         problem = self._compile_part(objective, constraints, fit_data, data, source, train_side)
         expanded = problem.constraints  # over the training rows' group values, on both sides
+        # the held-out rows measure the constraints alone: the objective is the training rows'
+        # (a slice it names need not reach the held-out side)
+        unmeasured = Expression((), 0.0)
         if held is not None:
             check_held_out_values(constraints, fit_data, held_data, source)
-            held_problem = self._compile_part(objective, expanded, held_data, data, source, "held-out")
+            held_problem = self._compile_part(unmeasured, expanded, held_data, data, source, "held-out")
         else:
             held_problem = None
         self.margins_ = self._margins(expanded, data if held is None else held_data)
@@ -396,7 +399,7 @@ class ConstrainedClassifier(RateClassifierBase):
         else:  # the user's margins, in each constraint's own units (a ratio's included)
             tight = [tightened(c, m) for c, m in zip(expanded, self.margins_)]
             problem = self._compile_part(objective, tight, fit_data, data, source, train_side)
-            held_problem = None if held is None else self._compile_part(objective, tight, held_data, data, source,
+            held_problem = None if held is None else self._compile_part(unmeasured, tight, held_data, data, source,
                                                                         "held-out")
         check_oracle_params(self.estimator, self.solver)
         if self.solver in ORACLE_SOLVERS:
@@ -449,7 +452,7 @@ class ConstrainedClassifier(RateClassifierBase):
             return float(self.lambda_learning_rate)
         return LAMBDA_STEPS[self.solver]
 
-    def _split(self, data, objective, constraints, validation_mask, gen):
+    def _split(self, data, constraints, validation_mask, gen):
         if validation_mask is not None:
             mask = np.asarray(validation_mask)
             if mask.dtype.kind in "iuf" and np.isin(mask, (0, 1)).all():
@@ -465,8 +468,8 @@ class ConstrainedClassifier(RateClassifierBase):
             return np.arange(data.n), None
         from .problem import expand_constraints
 
-        rates = [*objective.rates, *(r for c in expand_constraints(constraints, data.groups) for r in c.rates)]
-        return holdout_split(data, rates, self.validation_fraction, int(gen.integers(2**31)))
+        return holdout_split(data, expand_constraints(constraints, data.groups), self.validation_fraction,
+                             int(gen.integers(2**31)))
 
     @staticmethod
     def _compile_part(objective, constraints, part, data, source: str, side: str | None):

@@ -11,11 +11,16 @@ from .rates import Constraint, Rate
 from .rates._slice import RESERVED, Slice, group_columns
 
 
+def constraint_columns(constraints: list[Constraint]) -> list[str]:
+    """The group columns the constraints' slices mention."""
+    return group_columns(r.slice for c in constraints for r in c.rates)
+
+
 def check_goal_columns(objective, constraints: list[Constraint], data: RateData) -> None:
     """Validate every group column the goals filter on or expand over on all rows, before a
     split: an error (a missing value) then counts rows as they were given."""
-    rates = [*objective.rates, *(r for c in constraints for r in c.rates)]
-    keys = {k for c in constraints for k in c.expand_keys} | set(group_columns(r.slice for r in rates))
+    keys = {k for c in constraints for k in c.expand_keys}
+    keys |= set(constraint_columns(constraints)) | set(group_columns(r.slice for r in objective.rates))
     for key in sorted(keys):
         data.groups.column(key)
 
@@ -35,30 +40,31 @@ def check_held_out_values(constraints: list[Constraint], train: RateData, held: 
                                  "leave them out.")
 
 
-def _named_slices(rates: list[Rate], data: RateData) -> dict[str, np.ndarray]:
-    """Each slice of ``rates``, split by label: description -> rows."""
+def _named_slices(constraints: list[Constraint], data: RateData) -> dict[str, np.ndarray]:
+    """Each slice the constraints measure a rate on, split by label: description -> rows."""
     out = {}
-    for rate in rates:
-        filters = tuple((k, v) for k, v in rate.slice.filters if k not in RESERVED)
-        rows = slice_mask(Rate("ppr", Slice(filters)), data)  # the slice's group filters alone
-        for label in (0, 1):
-            name = ", ".join([f"label={label}"] + [f"{k}={'|'.join(v)}" for k, v in filters])
-            out[name] = rows & (data.y == label)
+    for con in constraints:
+        for rate in con.rates:
+            filters = tuple((k, v) for k, v in rate.slice.filters if k not in RESERVED)
+            rows = slice_mask(Rate("ppr", Slice(filters)), data)  # the slice's group filters alone
+            for label in (0, 1):
+                name = ", ".join([f"label={label}"] + [f"{k}={'|'.join(v)}" for k, v in filters])
+                out[name] = rows & (data.y == label)
     return out
 
 
-def holdout_split(data: RateData, rates: list[Rate], fraction: float,
+def holdout_split(data: RateData, constraints: list[Constraint], fraction: float,
                   random_state) -> tuple[np.ndarray, np.ndarray]:
-    """Indices (train, held-out), stratified by the label and the groups the goals name.
+    """Indices (train, held-out), stratified by the label and the groups the constraints name.
 
-    ``rates`` are those of the (expanded) constraints and of the objective, which is measured
-    on both sides too. Rows are stratified by label x the values of every group column their
-    slices filter on, pooling cells of a single row, so every slice keeps its share on both
-    sides. Each slice, taken per label, must have rows on both sides; one that is too small
-    to split, or that the split leaves on one side, is an error that names it. Cells no goal
-    names (a rare combination of two columns that are constrained separately) need not split.
+    Rows are stratified by label x the values of every group column the (expanded)
+    constraints filter on, pooling cells of a single row, so every slice keeps its share on
+    both sides. Each slice a constraint measures a rate on, taken per label, must have rows
+    on both sides; one that is too small to split, or that the split leaves on one side, is
+    an error that names it. Cells no constraint names (a rare combination of two columns
+    that are constrained separately) need not split.
     """
-    columns = group_columns(r.slice for r in rates)
+    columns = constraint_columns(constraints)
     groups, _ = data.groups.cells(columns)
     cells = 2 * groups + data.y  # label x groups
     values, counts = np.unique(cells, return_counts=True)
@@ -66,7 +72,7 @@ def holdout_split(data: RateData, rates: list[Rate], fraction: float,
     if (strata == -1).sum() == 1:
         strata[strata == -1] = values[np.argmax(counts)]
     fix = "Merge rare groups, change validation_fraction, or pass validation_fraction=None."
-    slices = {name: rows for name, rows in _named_slices(rates, data).items() if rows.any()}
+    slices = {name: rows for name, rows in _named_slices(constraints, data).items() if rows.any()}
     for name, rows in slices.items():
         if rows.sum() < 2:
             raise ValueError(f"The slice {name} has 1 row: too small to split into training and held-out "
@@ -85,5 +91,5 @@ def holdout_split(data: RateData, rates: list[Rate], fraction: float,
             side = "held-out" if in_held[rows].all() else "training"
             raise ValueError(f"The slice {name} has {int(rows.sum())} rows, all of which "
                              f"validation_fraction={fraction} puts on the {side} side; every slice a "
-                             "goal names needs rows on both. " + fix)
+                             "constraint names needs rows on both. " + fix)
     return train, held

@@ -150,12 +150,13 @@ def solve_rate_game(
     held_out : (RateProblem, X_held_out), default=None
         The two-dataset game of Cotter et al. (ICML 2019): the lambda-player, and the
         candidates' constraint values, use the true rates on this second sample, while the
-        model trains on ``X``. Not with ``solver="lagrangian"``.
+        model trains on ``X`` and the objective is measured there (the held-out problem's
+        objective row is not read). Not with ``solver="lagrangian"``.
     callback : callable, default=None
         ``callback(t, params, values)`` after iteration ``t``: ``params`` the iterate ``t`` played
         (before its step) and ``values`` its rates that the multipliers were updated with,
-        objective first, on the batch, or on the held-out sample when there is one (the
-        surrogate rates for the Lagrangian); returning False stops the game.
+        objective first, on the batch, the constraints on the held-out sample when there is one
+        (the surrogate rates for the Lagrangian); returning False stops the game.
     verbose : int, default=0
         When positive, print the objective and the largest violation about ten times over
         the run.
@@ -215,8 +216,9 @@ def solve_rate_game(
             Ap, An = (A_pos, A_neg) if full else (A_pos[:, idx], A_neg[:, idx])
             Ap, An = Ap * scale, An * scale  # the batch's rows as estimates of the full rates
             values = _surrogate_rates(Ap, An, scores, b, surrogate)
-        elif held_out is not None:
+        elif held_out is not None:  # the constraints on the held-out rows, the objective on the batch
             values = held_problem.values((model.scores(X_held, theta) > 0).astype(float))
+            values[0] = scale * (mix[0] @ (Bb @ (scores > 0).astype(float)))[0] + b[0]
         else:
             values = scale * (mix @ (Bb @ (scores > 0).astype(float))) + b
         weights = player.weights()
