@@ -17,6 +17,7 @@ import numpy as np
 from scipy.optimize import linprog, minimize
 from scipy.spatial import ConvexHull, QhullError
 
+from ._metrics import MaxOf
 from ._program import CompiledSum, MetricProgram
 
 
@@ -28,10 +29,10 @@ def _grad(s: CompiledSum, r: np.ndarray) -> np.ndarray:
 
 
 def _epigraph(s: CompiledSum) -> tuple[list, list]:
-    """``s``'s atoms split into (smooth ones, non-smooth convex ones). A max of rates with a
-    positive weight is minimised as a variable ``t >= r_j`` for each of its rates: SLSQP then
-    meets a smooth problem, not the kinks where the largest rate changes."""
-    is_kinked = [not atom.smooth and coef > 0 for coef, atom, _ in s.atoms]
+    """``s``'s atoms split into (the others, the maxima of rates with a positive weight). Such a
+    max is minimised as a variable ``t >= r_j`` for each of its rates: SLSQP then meets a smooth
+    problem, not the kinks where the largest rate changes."""
+    is_kinked = [isinstance(atom, MaxOf) and coef > 0 for coef, atom, _ in s.atoms]
     return ([a for a, kink in zip(s.atoms, is_kinked) if not kink],
             [a for a, kink in zip(s.atoms, is_kinked) if kink])
 
