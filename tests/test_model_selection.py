@@ -130,6 +130,43 @@ def test_tradeoff_curve_any_joblib_backend_and_callables():
     assert np.isnan(no_test["test_error"]).all() and np.isfinite(no_test["train_error"]).all()
 
 
+def test_tradeoff_curve_threading_backend_reads_feasibility_from_each_fit_and_leaves_warnings_alone():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    y = (X[:, 0] + rng.normal(size=300) > 0.4).astype(int)
+    est = ConstrainedClassifier(max_iter=100, random_state=0)
+    template = ["ppr >= 0.9 - {slack}", "ppr <= 0.1"]
+    slacks = [0.0, 0.85] * 3  # infeasible, feasible, ...
+    seq = tradeoff_curve(est, X, y, constraints=template, slacks=slacks, random_state=0)
+    assert seq["feasible"].tolist() == [False, True] * 3
+    hook, filters = warnings.showwarning, list(warnings.filters)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the threads' fits warn as they would alone
+        with parallel_backend("threading", n_jobs=2):
+            par = tradeoff_curve(est, X, y, constraints=template, slacks=slacks, random_state=0)
+    assert par["feasible"].tolist() == seq["feasible"].tolist()
+    # catch_warnings in worker threads swapped the process-wide hook and left it behind
+    assert warnings.showwarning is hook and warnings.filters == filters
+
+
+def test_tradeoff_curve_takes_metric_constraints():
+    from skrate import MetricOptimizer
+    from skrate.generalized import kld_fairness
+    from skrate.metrics import make_violation_scorer
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    y = (X[:, 0] + rng.normal(size=300) > 0.4).astype(int)
+    g = {"race": rng.choice(["a", "b"], 300)}
+    curve, fitted = tradeoff_curve(MetricOptimizer(metric="g_mean", max_iter=20, random_state=0), X, y, groups=g,
+                                   constraints=lambda s: kld_fairness("race", s), slacks=[0.0, 0.05],
+                                   test_size=None, return_estimators=True)
+    for slack, est, violation, gap in zip([0.0, 0.05], fitted, curve["train_violation"], curve["train_gap"]):
+        expected = -make_violation_scorer(kld_fairness("race", slack))(est, X, y, groups=g)
+        np.testing.assert_allclose(violation, expected, rtol=1e-12)
+        np.testing.assert_allclose(gap, -make_violation_scorer(kld_fairness("race", 0.0))(est, X, y, groups=g))
+
+
 def test_tradeoff_curve_bad_input():
     X, y, g = _data(200)
     est = ConstrainedClassifier(max_iter=20)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import threading
 import time
 import warnings
 from numbers import Real
@@ -22,7 +23,8 @@ from ..metrics._audit import require_pandas
 from ..metrics._decisions import check_decisions, decisions_of, positive_labels
 from ..problem import GroupTable, RateData, evaluate_term, report_rows
 from ..problem._groups import ROUTING_HINT
-from ..rates import as_constraints, error_rate
+from ..generalized._program import as_metric_constraints, program_values
+from ..rates import Constraint, error_rate
 from ..utils._validation import check_baseline, check_sample_weight
 from ._progress import Progress
 
@@ -89,9 +91,15 @@ def _take_groups(groups, idx):
 
 def _largest_violation(cons, data, p) -> tuple[float, list[str]]:
     """Largest violation of ``cons`` on ``data``, NaN when these rows leave one undefined, as
-    ``ConstrainedClassifier.constraint_report`` reports it; and the undefined constraints."""
-    rows, undefined = report_rows(cons, data, p)
-    return (np.nan if undefined else float(np.max([r["violation"] for r in rows]))), undefined
+    ``ConstrainedClassifier.constraint_report`` reports rate constraints and
+    ``MetricOptimizer.metric_values`` metric ones; and the undefined constraints."""
+    if all(isinstance(c, Constraint) for c in cons):
+        rows, undefined = report_rows(cons, data, p)
+        violations = [r["violation"] for r in rows]
+    else:
+        undefined = []
+        violations = list(program_values("error", cons, data, p, undefined=undefined).values())[1:]
+    return (np.nan if undefined else float(np.max(violations))), undefined
 
 
 def _score(est, X, y, groups, sample_weight, baseline, cons, strict, decisions) -> tuple[list, list[str]]:
@@ -106,22 +114,41 @@ def _score(est, X, y, groups, sample_weight, baseline, cons, strict, decisions) 
     return [error, violation, gap], undefined + undefined_gap
 
 
+def _fit_quietly(est, X, y, fit_params) -> bool:
+    """Fit ``est``; whether it warned that its solution misses a constraint. That warning is kept
+    from the user, whom the curve's ``feasible`` column tells. ``catch_warnings`` swaps
+    process-wide state, so off the main thread (joblib's threading backend, Dask's worker
+    threads) the fit warns as it would alone and the estimator's ``feasible_`` decides."""
+    if threading.current_thread() is not threading.main_thread():
+        est.fit(X, y, **fit_params)
+        return False
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", InfeasibleConstraintsWarning)
+        est.fit(X, y, **fit_params)
+    for w in caught:  # pass on every other warning
+        if not issubclass(w.category, InfeasibleConstraintsWarning):
+            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+    return any(issubclass(w.category, InfeasibleConstraintsWarning) for w in caught)
+
+
+def _final_step(est):
+    """The estimator at the end of a (nested) Pipeline, which holds ``feasible_``."""
+    while hasattr(est, "steps"):
+        est = est.steps[-1][1]
+    return est
+
+
 def _fit_one(estimator, param, slack, spec, strict, train, test, decisions):
     X_tr, y_tr, g_tr, w_tr, b_tr = train
     est = clone(estimator).set_params(**{param: spec})
     # None is not passed: a Pipeline without metadata routing refuses any metadata, even None
     fit_params = {k: v for k, v in (("groups", g_tr), ("sample_weight", w_tr), ("baseline", b_tr)) if v is not None}
     start = time.perf_counter()
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", InfeasibleConstraintsWarning)
-        est.fit(X_tr, y_tr, **fit_params)
+    warned = _fit_quietly(est, X_tr, y_tr, fit_params)
     fit_time = time.perf_counter() - start
-    for w in caught:  # pass on every other warning
-        if not issubclass(w.category, InfeasibleConstraintsWarning):
-            warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    cons = as_constraints(spec)
-    row = {"slack": slack, "feasible": bool(getattr(est, "feasible_", True)) and not any(
-        issubclass(w.category, InfeasibleConstraintsWarning) for w in caught), "fit_time": fit_time}
+    cons = as_metric_constraints(spec)
+    row = {"slack": slack, "feasible": bool(getattr(_final_step(est), "feasible_", True)) and not warned,
+           "fit_time": fit_time}
     undefined = {}
     for name, part in (("train", train), ("test", test)):
         values, undefined[name] = ([np.nan] * 3, []) if part is None else _score(est, *part, cons, strict, decisions)
@@ -173,7 +200,9 @@ def tradeoff_curve(
         equal_opportunity("race", slack=s)``), or strings with a ``{slack}`` placeholder
         (``"tpr[race] >= tpr - {slack}"``), next to which fixed constraints (``"ppr >= 0.3"``)
         hold at every slack as they are. None takes the template from the estimator's
-        ``param``: ``ConstrainedClassifier(constraints="tpr[race] >= tpr - {slack}")``.
+        ``param``: ``ConstrainedClassifier(constraints="tpr[race] >= tpr - {slack}")``. With
+        :class:`skrate.MetricOptimizer` the callable may return metric constraints
+        (``lambda s: kld_fairness("race", s)``), scored as its ``metric_values`` reads them.
     slacks : sequence of float, default=(0, 0.025, 0.05, 0.1, 0.2)
         The grid: a non-empty sequence of finite numbers ``>= 0``.
     param : str, default="constraints"
@@ -205,7 +234,9 @@ def tradeoff_curve(
         One row per slack: ``slack``, ``train_error``, ``train_violation`` (largest violation
         of the constraints at that slack), ``train_gap`` (largest violation of the
         constraints at slack 0: the distance from the exact goal), the same three for
-        ``test_``, ``feasible`` and ``fit_time`` (seconds). A violation or gap is NaN where a
+        ``test_``, ``feasible`` (the fit's own verdict: the final estimator's ``feasible_``,
+        margins included, and no warning that its solution misses a constraint) and
+        ``fit_time`` (seconds). A violation or gap is NaN where a
         ratio is undefined, and where the split leaves a constraint undefined (a group value it
         names that no row of the split holds), with a warning naming the split, as
         ``constraint_report`` does.
@@ -231,9 +262,9 @@ def tradeoff_curve(
     slacks = _check_slacks(slacks)
     check_decisions(decisions)
     specs = [_constraints_at(constraints, s) for s in slacks]
-    strict = as_constraints(_constraints_at(constraints, 0.0))
+    strict = as_metric_constraints(_constraints_at(constraints, 0.0))
     for spec in specs:
-        as_constraints(spec)  # a malformed constraint fails here, before any fit
+        as_metric_constraints(spec)  # a malformed constraint fails here, before any fit
     n = _num_samples(X)
     if np.shape(y)[0] != n:
         raise ValueError(f"y has {np.shape(y)[0]} entries but X has {n} rows.")
