@@ -320,24 +320,22 @@ def _solve_symmetric(A, b):
 
     Columns in very different units make ``A`` look ill-conditioned to LAPACK although the
     solve is accurate: equilibrated, only (nearly) collinear columns leave it so. A Cholesky
-    solve of the equilibrated system serves unless it fails or LAPACK finds it numerically
-    singular; then the eigenvalues of that system (unit diagonal, so that its rounding noise
-    is a multiple of eps whatever the units) at most ``size * eps`` times the largest count as
-    zero, and ``x`` is the least-squares solution of minimum norm in the equilibrated
+    solve of the equilibrated system serves unless it fails or LAPACK's estimate of its
+    reciprocal condition number is at most ``size * eps``; then the eigenvalues of that system
+    (unit diagonal, so that its rounding noise is a multiple of eps whatever the units) at most
+    ``size * eps`` times the largest count as zero, and ``x`` is the least-squares solution of minimum norm in the equilibrated
     variables (which does not depend on the units of the columns either). ``singular`` says
     whether eigenvalues were dropped.
     """
     d = _equilibration(A)
     A, b = A / np.outer(d, d), b / d
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always", scipy.linalg.LinAlgWarning)
-        try:
-            x = scipy.linalg.solve(A, b, assume_a="pos")
-        except scipy.linalg.LinAlgError:
-            x = None
-    if x is not None and not any(issubclass(c.category, scipy.linalg.LinAlgWarning)
-                                 for c in caught):
-        return x / d, False
+    # LAPACK's condition estimate asked directly (recording scipy's LinAlgWarning would swap
+    # process-wide state, unsafe under threaded fits), held to the fallback's rank threshold
+    factor, info = scipy.linalg.lapack.dpotrf(A)
+    if info == 0:
+        rcond, info = scipy.linalg.lapack.dpocon(factor, np.abs(A).sum(axis=0).max())
+    if info == 0 and rcond > len(b) * np.finfo(float).eps:
+        return scipy.linalg.lapack.dpotrs(factor, b)[0] / d, False
     x, _, rank, _ = scipy.linalg.lstsq(A, b, cond=len(b) * np.finfo(float).eps)
     return x / d, rank < len(b)
 

@@ -751,6 +751,19 @@ def test_exact_solve_is_equilibrated_against_columns_in_extreme_units():
     assert _solve_symmetric(np.array([[1.0, 1.0 - 3e-16], [1.0 - 3e-16, 1.0]]), np.ones(2))[1]
 
 
+def test_exact_solve_leaves_the_process_wide_warning_state_alone(monkeypatch):
+    # catch_warnings swaps the process's filters and hook: fits on threads (GridSearchCV on
+    # joblib's threading backend) that interleave can leave another fit's record as the hook
+    X, y = _data(n=300, d=5, seed=28)
+    reference = AUCClassifier(solver="exact", alpha=0.05).fit(X, y).coef_
+
+    def refuse(*args, **kwargs):
+        raise AssertionError("warnings.catch_warnings called in a fit")
+
+    monkeypatch.setattr(warnings, "catch_warnings", refuse)
+    np.testing.assert_array_equal(AUCClassifier(solver="exact", alpha=0.05).fit(X, y).coef_, reference)
+
+
 @pytest.mark.parametrize("offset", [1e3, 1e7])
 def test_sparse_quadratic_form_is_stable_with_a_large_offset(offset):
     X, y = _data(n=500, d=5, seed=27)
