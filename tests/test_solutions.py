@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from scipy.stats import kstest, rankdata
 
-from skrate.models import LinearModel
+from skrate.models import LinearModel, MLPModel
 from skrate.solutions import StochasticModel, best_iterate, row_uniforms, shrink
 
 
@@ -191,6 +191,21 @@ def test_stochastic_model_probabilities_and_predictions():
     single = StochasticModel(LinearModel(2), params, np.array([0.0, 1.0, 0.0]))
     assert single.is_deterministic
     np.testing.assert_array_equal(single.predict(X), (X[:, 1] > 0).astype(int))
+
+
+@pytest.mark.parametrize("model", [LinearModel(3), MLPModel(3, (4,))])
+def test_stochastic_model_takes_any_array_like(model):
+    # a DataFrame's product with the parameters is read-only under pandas' copy-on-write, and a
+    # list has no shape: both are array-like, as the docstrings say X may be
+    pd = pytest.importorskip("pandas")
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(50, 3))
+    params = np.stack([model.init_params(rng) + rng.normal(size=model.n_params) for _ in range(3)])
+    sm = StochasticModel(model, params, np.array([0.2, 0.3, 0.5]), seed=1)
+    for form in (pd.DataFrame(X, columns=["a", "b", "c"]), X.tolist()):
+        np.testing.assert_array_equal(sm.scores(form), sm.scores(X))
+        np.testing.assert_array_equal(sm.proba(form), sm.proba(X))
+        np.testing.assert_array_equal(sm.predict(form, rows=X), sm.predict(X))
 
 
 def _digest(a):

@@ -10,8 +10,15 @@ _SPARSE_DENSITY = 0.25
 _MIN_SIZE_FOR_SPARSE = 100_000
 
 
+def as_matrix(X) -> np.ndarray | sp.spmatrix:
+    """``X`` as the models' products take it: a sparse matrix as it is, anything else (a
+    DataFrame, a list of rows) as a float array, which is ``X`` itself when it is one."""
+    return X if sp.issparse(X) else np.asarray(X, dtype=float)
+
+
 class Design:
-    """``X`` for ``X @ w`` and its transpose for ``X.T @ g``, both stored row-major.
+    """``X`` for ``X @ w`` and its transpose for ``X.T @ g``: a sparse ``X`` as CSR and its
+    transpose as CSR too (row-major), a dense one as it is and its transpose as a view.
 
     Dense inputs that are mostly zeros (one-hot features) are converted to CSR once, so every
     iteration's two products cost the number of non-zeros instead of n * d.

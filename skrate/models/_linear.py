@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ._design import as_matrix
+
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
@@ -34,7 +36,7 @@ class LinearModel:
 
     def scores_many(self, X: np.ndarray | sp.spmatrix, thetas: np.ndarray) -> np.ndarray:
         """Scores of many parameter vectors (k, n_params) at once: (n, k), one matrix product."""
-        out = np.asarray(X @ thetas[:, :-1].T)
+        out = np.asarray(as_matrix(X) @ thetas[:, :-1].T)  # a DataFrame's product is read-only
         out += thetas[:, -1]  # in place: no second (n, k) array
         return out
 

@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from ._design import as_matrix
+
 if TYPE_CHECKING:
     import scipy.sparse as sp
 
@@ -63,6 +65,7 @@ class MLPModel:
         return self.forward(X, theta)[0]
 
     def scores_many(self, X: np.ndarray | sp.spmatrix, thetas: np.ndarray) -> np.ndarray:
+        X = as_matrix(X)
         out = np.empty((X.shape[0], len(thetas)))
         for j, theta in enumerate(thetas):  # filled column by column: the (n, k) scores exist once
             out[:, j] = self.scores(X, theta)
