@@ -181,6 +181,13 @@ def test_groups_in_another_row_order_than_X_are_refused():
         GroupTable.from_input(groups, X, 6)
     aligned = GroupTable.from_input(groups.loc[X.index], X, 6)
     np.testing.assert_array_equal(aligned.column("g"), groups.loc[X.index, "g"].to_numpy())
+    # a Series in a dict of columns, or on its own, is held to the same rule
+    with pytest.raises(ValueError, match=r"index of groups\['g'\] .* groups\['g'\]\.set_axis\(X\.index\)"):
+        GroupTable.from_input({"g": groups["g"]}, X, 6)
+    with pytest.raises(ValueError, match=r"another order"):
+        GroupTable.from_input(groups["g"], X, 6)
+    in_order = GroupTable.from_input({"g": groups["g"].set_axis(X.index)}, X, 6)
+    np.testing.assert_array_equal(in_order.column("g"), list("aabbab"))
     # other labels, or a plain array, mean rows by position, as in scikit-learn
     positional = pd.Series(list("aabbab"), name="g", index=range(10, 16))
     np.testing.assert_array_equal(GroupTable.from_input(positional, X, 6).column("g"), list("aabbab"))

@@ -193,7 +193,7 @@ def tradeoff_curve(
     X, y : array-like
         Data; a stratified ``test_size`` share is held out for the test frontier.
     groups : DataFrame, dict of arrays, or array-like, default=None
-        Group columns of ``X``'s rows, as in ``fit``: matched by position, so a frame whose
+        Group columns of ``X``'s rows, as in ``fit``: matched by position, so a frame or Series whose
         index holds ``X``'s labels in another order is refused.
     constraints : callable or str or list, default=None
         ``constraints(slack)`` returning the constraints at a slack (``lambda s:

@@ -276,19 +276,24 @@ def _check_names_given(groups, X, n: int) -> None:
 
 
 def _check_row_order(groups, X) -> None:
-    """Rows are matched by position, as everywhere in scikit-learn. A groups frame whose index
-    holds X's labels in another order (``groups[groups.index.isin(X_test.index)]``) would be
-    matched to the wrong rows without a word, so it is refused."""
-    if not (_is_indexed(groups) and _is_indexed(X)):  # a list's .index is a method, not row labels
+    """Rows are matched by position, as everywhere in scikit-learn. A groups frame or Series (also
+    one in a dict of columns) whose index holds X's labels in another order
+    (``groups[groups.index.isin(X_test.index)]``) would be matched to the wrong rows without a
+    word, so it is refused."""
+    if not _is_indexed(X):
         return
-    gi, xi = groups.index, X.index
-    if gi.equals(xi):
-        return
-    if len(gi) == len(xi) and gi.is_unique and xi.is_unique and gi.sort_values().equals(xi.sort_values()):
-        raise ValueError("The index of groups holds the labels of X's index in another order, and rows are "
-                         "matched by position. If groups are labelled like X's rows, align them: "
-                         "groups.loc[X.index]; if they are already in X's row order, give them X's index: "
-                         "groups.set_index(X.index).")
+    columns = groups.items() if isinstance(groups, dict) else [(None, groups)]
+    for name, column in columns:
+        if not _is_indexed(column):  # a list's .index is a method, not row labels
+            continue
+        gi, xi = column.index, X.index
+        if (not gi.equals(xi) and len(gi) == len(xi) and gi.is_unique and xi.is_unique
+                and gi.sort_values().equals(xi.sort_values())):
+            which = "groups" if name is None else f"groups[{name!r}]"
+            raise ValueError(f"The index of {which} holds the labels of X's index in another order, and rows "
+                             "are matched by position. If groups are labelled like X's rows, align them: "
+                             f"{which}.loc[X.index]; if they are already in X's row order, give them X's index: "
+                             f"{which}.set_axis(X.index).")
 
 
 def _is_frame(obj) -> bool:
