@@ -277,6 +277,33 @@ def test_tradeoff_curve_refuses_groups_in_another_row_order():
                        constraints=TEMPLATE, slacks=[0.1])
 
 
+@pytest.mark.parametrize("kind", ["rate", "metric"])
+def test_tradeoff_curve_expands_bare_columns_over_the_values_the_model_was_fitted_on(kind):
+    # a value only the training split holds left the test rows' expansion without a word, so
+    # the test violation read as met; constraint_report and metric_values report it undefined
+    from sklearn.model_selection import train_test_split
+
+    from skrate import MetricOptimizer
+    from skrate.generalized import kld_fairness
+
+    rng = np.random.default_rng(0)
+    n = 600
+    X = rng.normal(size=(n, 2))
+    y = (X[:, 0] + rng.normal(size=n) > 0).astype(int)
+    r = np.array(["b"] * n, dtype=object)
+    tr, _ = train_test_split(np.arange(n), test_size=0.3, stratify=y, random_state=1)  # tradeoff_curve's split
+    r[tr[:5]] = "a"
+    g = pd.DataFrame({"r": r})
+    if kind == "rate":
+        est, constraints = ConstrainedClassifier(max_iter=50, random_state=0), "ppr[r] >= ppr - {slack}"
+    else:
+        est, constraints = MetricOptimizer(max_iter=30, random_state=0), (lambda s: kld_fairness("r", s))
+    with pytest.warns(UserWarning, match=r"held-out test split .* leave \[.*r=a.*\] undefined"):
+        curve = tradeoff_curve(est, X, y, groups=g, constraints=constraints, slacks=[0.05], random_state=1)
+    assert np.isnan(curve.loc[0, "test_violation"]) and np.isnan(curve.loc[0, "test_gap"])
+    assert np.isfinite(curve.loc[0, "train_violation"]) and np.isfinite(curve.loc[0, "train_gap"])
+
+
 def test_tradeoff_curve_names_the_template_it_read_and_checks_slacks():
     X, y, g = _data(300)
     with pytest.raises(ValueError, match=r"constraints=None takes the template from the parameter 'constraints' "

@@ -21,7 +21,7 @@ from sklearn.utils.validation import _num_samples, has_fit_parameter
 from ..exceptions import InfeasibleConstraintsWarning
 from ..metrics._audit import require_pandas
 from ..metrics._decisions import check_decisions, decisions_of, positive_labels
-from ..problem import GroupTable, RateData, evaluate_term, report_rows
+from ..problem import GroupTable, RateData, evaluate_term, expand_constraints, report_rows
 from ..problem._groups import ROUTING_HINT
 from ..generalized._program import as_metric_constraints, program_values
 from ..rates import Constraint, error_rate
@@ -89,28 +89,32 @@ def _take_groups(groups, idx):
     return _safe_indexing(groups, idx)
 
 
-def _largest_violation(cons, data, p) -> tuple[float, list[str]]:
+def _largest_violation(cons, data, p, fitted: GroupTable) -> tuple[float, list[str]]:
     """Largest violation of ``cons`` on ``data``, NaN when these rows leave one undefined, as
     ``ConstrainedClassifier.constraint_report`` reports rate constraints and
-    ``MetricOptimizer.metric_values`` metric ones; and the undefined constraints."""
+    ``MetricOptimizer.metric_values`` metric ones; and the undefined constraints. Bare group
+    columns expand over the values of the rows the model was fitted on, ``fitted``: a value
+    these rows lack leaves its constraint undefined rather than unmeasured."""
     if all(isinstance(c, Constraint) for c in cons):
-        rows, undefined = report_rows(cons, data, p)
+        rows, undefined = report_rows(expand_constraints(cons, fitted), data, p)
         violations = [r["violation"] for r in rows]
     else:
         undefined = []
-        violations = list(program_values("error", cons, data, p, undefined=undefined).values())[1:]
+        violations = list(program_values("error", cons, data, p, expand_over=fitted,
+                                         undefined=undefined).values())[1:]
     return (np.nan if undefined else float(np.max(violations))), undefined
 
 
-def _score(est, X, y, groups, sample_weight, baseline, cons, strict, decisions) -> tuple[list, list[str]]:
+def _score(est, X, y, groups, sample_weight, baseline, cons, strict, decisions,
+           fitted: GroupTable) -> tuple[list, list[str]]:
     """Error, largest violation and largest gap of ``est`` on one part, weighted as in its fit, and
-    the constraints the part leaves undefined."""
+    the constraints the part leaves undefined (the group values of ``fitted``'s rows)."""
     p = decisions_of(est, X, decisions)
     n = p.shape[0]
     weights = np.ones(n) if sample_weight is None else sample_weight
     data = RateData(positive_labels(est, y), weights, GroupTable.from_input(groups, X, n), baseline)
     error = evaluate_term(error_rate(), data, p)
-    (violation, undefined), (gap, undefined_gap) = (_largest_violation(c, data, p) for c in (cons, strict))
+    (violation, undefined), (gap, undefined_gap) = (_largest_violation(c, data, p, fitted) for c in (cons, strict))
     return [error, violation, gap], undefined + undefined_gap
 
 
@@ -147,11 +151,12 @@ def _fit_one(estimator, param, slack, spec, strict, train, test, decisions):
     warned = _fit_quietly(est, X_tr, y_tr, fit_params)
     fit_time = time.perf_counter() - start
     cons = as_metric_constraints(spec)
+    fitted = GroupTable.from_input(g_tr, X_tr, _num_samples(X_tr))
     row = {"slack": slack, "feasible": bool(getattr(_final_step(est), "feasible_", True)) and not warned,
            "fit_time": fit_time}
     undefined = {}
     for name, part in (("train", train), ("test", test)):
-        values, undefined[name] = ([np.nan] * 3, []) if part is None else _score(est, *part, cons, strict, decisions)
+        values, undefined[name] = ([np.nan] * 3, []) if part is None else _score(est, *part, cons, strict, decisions, fitted)
         row.update(zip((f"{name}_error", f"{name}_violation", f"{name}_gap"), values))
     return row, est, undefined
 
@@ -238,7 +243,8 @@ def tradeoff_curve(
         margins included, and no warning that its solution misses a constraint) and
         ``fit_time`` (seconds). A violation or gap is NaN where a
         ratio is undefined, and where the split leaves a constraint undefined (a group value it
-        names that no row of the split holds), with a warning naming the split, as
+        names that no row of the split holds; a bare column stands for the values of the
+        training split, which the model was fitted on), with a warning naming the split, as
         ``constraint_report`` does.
     estimators : list
         Only when ``return_estimators``.
