@@ -267,3 +267,22 @@ def test_ratio_of_rates_that_cancel_to_zero_is_read_as_zero_not_rounding_noise()
     flip = np.flatnonzero(same == y)[:100]
     worse[flip] = 1 - worse[flip]  # the model wins on those rows and loses on none
     assert make_rate_scorer("win_loss_ratio")(clf, X, y, baseline=worse) == np.inf
+
+
+def test_scorers_take_class_labels_from_the_threshold_tuner():
+    # TunedThresholdClassifierCV calls the scorer's function with class labels, not 0/1
+    from sklearn.model_selection import TunedThresholdClassifierCV
+
+    from skrate.metrics import make_metric_scorer, make_rate_scorer, make_violation_scorer
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 2))
+    y01 = (X[:, 0] + rng.normal(size=400) > 1).astype(int)
+    for scorer in (make_metric_scorer("g_mean"), make_rate_scorer("tpr - fpr"), make_violation_scorer("tpr >= 0.8")):
+        tuned = [TunedThresholdClassifierCV(LogisticRegression(), scoring=scorer).fit(X, y)
+                 for y in (y01, np.where(y01 == 1, "yes", "no"), np.where(y01 == 1, 1, -1))]
+        for other in tuned[1:]:
+            assert other.best_threshold_ == tuned[0].best_threshold_
+            assert other.best_score_ == tuned[0].best_score_
+    with pytest.raises(ValueError, match=r"hold the labels \['a', 'b', 'c'\]; a rate scores two classes"):
+        make_metric_scorer("g_mean")._score_func(np.array(["a", "b"]), np.array(["c", "a"]))

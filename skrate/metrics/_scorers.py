@@ -19,17 +19,34 @@ if TYPE_CHECKING:
     from ..rates import Expression, Ratio
 
 
-def _rate_data(y_true, groups, sample_weight, baseline, X=None) -> RateData:
-    y = np.asarray(y_true)
+def _binary(y_true, y_pred) -> tuple[np.ndarray, np.ndarray]:
+    """0/1 labels and decisions (or probabilities of predicting 1). RateScorer passes them so;
+    scikit-learn's threshold tuner (TunedThresholdClassifierCV) calls a scorer's function with
+    class labels instead, of which the greater is the positive class, as ``classes_[1]`` is."""
+    y, p = np.asarray(y_true), np.asarray(y_pred)
+    if (y.dtype.kind in "biuf" and p.dtype.kind in "biuf" and np.isin(y, (0, 1)).all()
+            and ((p >= 0) & (p <= 1)).all()):
+        return y.astype(int), p.astype(float)
+    labels = np.unique(np.concatenate([np.unique(y), np.unique(p)]))
+    if labels.size != 2:
+        raise ValueError(f"y_true and y_pred hold the labels {labels.tolist()}; a rate scores two classes, "
+                         "0/1 or the two class labels (the greater one positive).")
+    return (y == labels[1]).astype(int), (p == labels[1]).astype(float)
+
+
+def _rate_data(y_true, y_pred, groups, sample_weight, baseline) -> tuple[RateData, np.ndarray]:
+    """The rows' RateData and the decisions ``y_pred`` as 0/1 (or probabilities of 1)."""
+    y, p = _binary(y_true, y_pred)
     n = y.shape[0]
-    table = groups if isinstance(groups, GroupTable) else GroupTable.from_input(groups, X, n)
+    table = groups if isinstance(groups, GroupTable) else GroupTable.from_input(groups, None, n)
     weights = check_sample_weight(sample_weight, n)  # negative weights refused, as in fit and audit
     # Decisions here are 0/1; a scorer has already mapped label baselines with the estimator's classes_.
-    return RateData(y.astype(int), weights, table, check_baseline(baseline, np.array([0, 1]), n))
+    return RateData(y, weights, table, check_baseline(baseline, np.array([0, 1]), n)), p
 
 
 class RateMetric:
-    """Value of a rate expression for 0/1 labels and decisions: ``metric(y_true, y_pred, groups=...)``."""
+    """Value of a rate expression for 0/1 labels and decisions (or two class labels, the greater
+    one positive, as scikit-learn's threshold tuner passes them): ``metric(y_true, y_pred, groups=...)``."""
 
     factory = "make_rate_scorer"  # named in the scorer's repr
 
@@ -43,9 +60,9 @@ class RateMetric:
         self.__name__ = str(self.term)
 
     def __call__(self, y_true, y_pred, *, groups=None, sample_weight=None, baseline=None):
-        data = _rate_data(y_true, groups, sample_weight, baseline)
+        data, p = _rate_data(y_true, y_pred, groups, sample_weight, baseline)
         try:
-            return evaluate_term(self.term, data, np.asarray(y_pred, dtype=float))
+            return evaluate_term(self.term, data, p)
         except UndefinedRateError:  # e.g. a fold without positives in the slice, as audit reports it
             return float("nan")
 
@@ -54,7 +71,8 @@ class RateMetric:
 
 
 class MaxViolation:
-    """Largest constraint violation (``> 0`` when some constraint is broken) of 0/1 labels and decisions.
+    """Largest constraint violation (``> 0`` when some constraint is broken) of 0/1 labels and
+    decisions (or two class labels, the greater one positive).
 
     Violations are ``lhs - rhs`` in each constraint's own units (ratios as ratios), so ratio
     and linear constraints compare; NaN when a ratio is undefined on the data. Metric
@@ -73,8 +91,7 @@ class MaxViolation:
         self.__name__ = "max_violation"
 
     def __call__(self, y_true, y_pred, *, groups=None, sample_weight=None, baseline=None):
-        data = _rate_data(y_true, groups, sample_weight, baseline)
-        p = np.asarray(y_pred, dtype=float)
+        data, p = _rate_data(y_true, y_pred, groups, sample_weight, baseline)
         try:
             if all(isinstance(c, Constraint) for c in self.constraints):
                 values = [row["violation"] for row in violation_rows(self.constraints, data, p)]
@@ -91,7 +108,8 @@ class MaxViolation:
 
 
 class MetricLoss:
-    """A generalized rate metric (the loss MetricOptimizer minimises) of 0/1 labels and decisions."""
+    """A generalized rate metric (the loss MetricOptimizer minimises) of 0/1 labels and decisions
+    (or two class labels, the greater one positive)."""
 
     factory = "make_metric_scorer"
 
@@ -108,9 +126,9 @@ class MetricLoss:
     def __call__(self, y_true, y_pred, *, groups=None, sample_weight=None, baseline=None):
         from ..generalized._program import program_values
 
-        data = _rate_data(y_true, groups, sample_weight, baseline)
+        data, p = _rate_data(y_true, y_pred, groups, sample_weight, baseline)
         try:
-            return program_values(self.metric, [], data, np.asarray(y_pred, dtype=float))["objective"]
+            return program_values(self.metric, [], data, p)["objective"]
         except UndefinedRateError:
             return float("nan")
 
