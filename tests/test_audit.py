@@ -464,3 +464,19 @@ def test_a_list_X_with_groups_as_a_frame_or_series():
     for g in (groups, groups["sex"]):
         report = pd.DataFrame(audit(clf, X, y, groups=g, n_bootstrap=0)).query("attribute == 'sex'")
         assert set(report["group"]) == {"F", "M"} and (report["count"] == 2).all()
+
+
+def test_a_missing_text_label_is_named_not_a_sorting_error():
+    from skrate.metrics import make_rate_scorer
+
+    X = np.arange(10.0)[:, None]
+    y = pd.Series(np.where(X[:, 0] > 4, "yes", "no"))
+    clf = LogisticRegression().fit(X, y)
+    with_nan = y.copy()
+    with_nan[3] = np.nan
+    with_na = y.astype("string").where(y.index != 3)
+    for bad in (with_nan, with_na):
+        with pytest.raises(ValueError, match=r"y holds labels \[(nan|<NA>)\] that are not classes of the estimator"):
+            audit(clf, X, bad, n_bootstrap=0)
+    with pytest.raises(ValueError, match=r"y_true holds labels \[nan\]"):
+        make_rate_scorer("tpr")(clf, X, with_nan)

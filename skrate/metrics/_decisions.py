@@ -58,7 +58,11 @@ def positive_labels(estimator, y, name: str = "y") -> np.ndarray:
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {y.shape}.")
-    unknown = sorted(set(np.unique(y).tolist()) - set(classes.tolist()), key=str)
+    try:
+        present = set(np.unique(y).tolist())
+    except TypeError:  # text labels next to a missing one (NaN, None, pd.NA) do not sort
+        present = set(y.tolist())
+    unknown = sorted(present - set(classes.tolist()), key=str)
     if unknown:
         raise ValueError(f"{name} holds labels {unknown[:5]} that are not classes of the estimator "
                          f"({classes.tolist()}).")
