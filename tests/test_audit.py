@@ -480,3 +480,29 @@ def test_a_missing_text_label_is_named_not_a_sorting_error():
             audit(clf, X, bad, n_bootstrap=0)
     with pytest.raises(ValueError, match=r"y_true holds labels \[nan\]"):
         make_rate_scorer("tpr")(clf, X, with_nan)
+
+
+def test_audit_zeroes_rates_within_rounding_as_the_reports_do():
+    # probabilities a hair under 1 (a mixture's weights summed): no loss, up to rounding
+    from skrate.metrics import make_rate_scorer
+
+    class Mixture(ClassifierMixin, BaseEstimator):
+        classes_ = np.array([0, 1])
+
+        def predict_proba(self, X):
+            p = np.asarray(X)[:, 0]
+            return np.c_[1 - p, p]
+
+        def predict(self, X):
+            return (np.asarray(X)[:, 0] > 0.5).astype(int)
+
+    y = np.array([1, 1, 0, 0, 1, 0])
+    b = np.array([1, 0, 0, 1, 1, 0])
+    X = np.where(y == 1, 0.7 + 0.2 + 0.1, 0.0)[:, None]
+    assert X.max() < 1
+    for spec, expected in (("losses", 0.0), ("win_loss_ratio", np.inf)):
+        report = audit(Mixture(), X, y, baseline=b, constraints=f"{spec} >= 0", n_bootstrap=20, random_state=0,
+                       decisions="expected")
+        row = report[report.attribute == "constraint"]
+        assert row.value.item() == expected
+        assert make_rate_scorer(spec, decisions="expected")(Mixture(), X, y, baseline=b) == expected

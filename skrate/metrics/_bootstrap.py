@@ -21,6 +21,7 @@ from sklearn.utils import check_random_state
 
 from ..problem import GroupTable, RateData, ratio_value
 from ..problem._compile import _coefficients, check_rate, slice_mask
+from ..problem._evaluate import zero_within_rounding
 from ..rates import Ratio
 from ..rates._expression import Rate
 from ..rates._slice import BASELINE, LABEL
@@ -156,7 +157,8 @@ class RateParts:
 
     def rates_from_sums(self, s_w: np.ndarray, s_wp: np.ndarray) -> np.ndarray:
         """Basic rates (rates x B) from cell sums (cells x B); NaN where a slice has no weight."""
-        num = self.V @ s_wp + self.C @ s_w
+        # zero within rounding as the reports' rates are (wins over no losses are inf, not 1e16)
+        num = zero_within_rounding(self.V @ s_wp + self.C @ s_w, abs(self.V) @ s_wp + abs(self.C) @ s_w)
         den = self.M @ s_w
         with np.errstate(invalid="ignore", divide="ignore"):
             return np.where(den > 0, num / np.where(den > 0, den, 1.0), np.nan)

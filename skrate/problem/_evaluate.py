@@ -62,9 +62,13 @@ def reported_rates(A: sp.spmatrix | np.ndarray, b: np.ndarray, decisions: np.nda
         The rates; those within ``1e3`` machine epsilons (relative to the magnitude of their
         terms) of zero are exactly 0.
     """
-    out = A @ decisions + b
-    scale = abs(A) @ np.abs(decisions) + np.abs(b)
-    return np.where(np.abs(out) <= _ROUNDING * scale, 0.0, out)
+    return zero_within_rounding(A @ decisions + b, abs(A) @ np.abs(decisions) + np.abs(b))
+
+
+def zero_within_rounding(values: np.ndarray, scale: np.ndarray) -> np.ndarray:
+    """``values`` with those within ``1e3`` machine epsilons of ``scale`` (the sum of their terms'
+    magnitudes) set to exactly 0 (see :func:`reported_rates`)."""
+    return np.where(np.abs(values) <= _ROUNDING * scale, 0.0, values)
 
 
 def _side_values(sides: list, data: RateData, decisions: np.ndarray) -> list[float]:
