@@ -345,6 +345,8 @@ def test_plots(tmp_path):
     np.testing.assert_allclose(line.get_xdata(), report.query("metric == 'tpr'")["value"])
     with pytest.raises(ValueError, match="no metric 'f1'"):
         plot_audit(report, ["f1"])
+    one = plot_audit(report, "tpr")  # a name alone, not its letters
+    assert len(one) == 1 and one[0].get_title() == "tpr"
 
 
 def _rich_data(n=3000, seed=4):

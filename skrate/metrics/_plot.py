@@ -19,7 +19,7 @@ def _pyplot():
     return plt
 
 
-def plot_audit(report: pd.DataFrame, metrics: Sequence[str] | None = None, *,
+def plot_audit(report: pd.DataFrame, metrics: str | Sequence[str] | None = None, *,
                ax: Axes | np.ndarray | None = None) -> np.ndarray:
     """Per-group rates with their bootstrap intervals, one panel per metric.
 
@@ -27,8 +27,8 @@ def plot_audit(report: pd.DataFrame, metrics: Sequence[str] | None = None, *,
     ----------
     report : DataFrame
         The result of :func:`skrate.metrics.audit`.
-    metrics : list of str, default=None
-        Metrics to show (default: every metric of the audit).
+    metrics : str or list of str, default=None
+        Metric(s) to show (default: every metric of the audit).
     ax : matplotlib Axes or array of Axes, default=None
         Where to draw (one Axes per metric); new ones by default.
 
@@ -38,7 +38,10 @@ def plot_audit(report: pd.DataFrame, metrics: Sequence[str] | None = None, *,
     """
     plt = _pyplot()
     rates = report[report["attribute"] != "constraint"]
-    metrics = list(dict.fromkeys(rates["metric"])) if metrics is None else list(metrics)
+    if metrics is None:
+        metrics = list(dict.fromkeys(rates["metric"]))
+    else:  # one name alone is one metric, not its letters
+        metrics = [metrics] if isinstance(metrics, str) else list(metrics)
     if ax is None:
         _, ax = plt.subplots(1, len(metrics), figsize=(2.6 * len(metrics) + 1.5, 0.35 * rates["group"].nunique() + 1.8),
                              sharey=True, squeeze=False)
