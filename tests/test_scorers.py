@@ -286,3 +286,13 @@ def test_scorers_take_class_labels_from_the_threshold_tuner():
             assert other.best_score_ == tuned[0].best_score_
     with pytest.raises(ValueError, match=r"hold the labels \['a', 'b', 'c'\]; a rate scores two classes"):
         make_metric_scorer("g_mean")._score_func(np.array(["a", "b"]), np.array(["c", "a"]))
+
+
+def test_expected_decisions_of_a_classifier_without_probabilities_are_refused_by_name():
+    from sklearn.svm import LinearSVC
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(60, 2))
+    y = (X[:, 0] > 0).astype(int)
+    with pytest.raises(ValueError, match="decisions='expected' needs predict_proba, which LinearSVC does not have"):
+        make_rate_scorer("tpr", decisions="expected")(LinearSVC().fit(X, y), X, y)

@@ -75,6 +75,13 @@ def check_decisions(decisions) -> None:
         raise ValueError(f"decisions must be one of {DECISIONS}, got {decisions!r}.")
 
 
+def check_probabilities(estimator) -> None:
+    """Refuse ``decisions="expected"`` for an estimator without ``predict_proba``."""
+    if not hasattr(estimator, "predict_proba"):
+        raise ValueError(f"decisions='expected' needs predict_proba, which {type(estimator).__name__} "
+                         "does not have; use decisions='predict'.")
+
+
 def decisions_of(estimator: BaseEstimator, X: ArrayLike, decisions: str = "auto") -> np.ndarray:
     """The estimator's decisions on ``X``: 0/1 labels, or probabilities of predicting 1.
 
@@ -97,9 +104,7 @@ def decisions_of(estimator: BaseEstimator, X: ArrayLike, decisions: str = "auto"
         decisions = "expected" if is_stochastic(estimator) else "predict"
     classes = np.asarray(estimator.classes_)
     if decisions == "expected":
-        if not hasattr(estimator, "predict_proba"):
-            raise ValueError(f"decisions='expected' needs predict_proba, which {type(estimator).__name__} "
-                             "does not have; use decisions='predict'.")
+        check_probabilities(estimator)
         out = np.asarray(estimator.predict_proba(X), dtype=float)[:, 1]
     else:
         out = (np.asarray(estimator.predict(X)) == classes[1]).astype(float)

@@ -12,7 +12,7 @@ from ..exceptions import UndefinedRateError
 from ..problem import GroupTable, RateData, evaluate_term, violation_rows
 from ..rates import Constraint, as_expression
 from ..utils._validation import check_baseline, check_sample_weight
-from ._decisions import DECISIONS, is_stochastic, positive_labels
+from ._decisions import DECISIONS, check_probabilities, is_stochastic, positive_labels
 
 if TYPE_CHECKING:
     from ..generalized import Metric, MetricConstraint
@@ -169,6 +169,7 @@ class RateScorer(_BaseScorer):
             raise ValueError(f"y_true has {y.shape[0]} entries but X has {_num_samples(X)} rows.")
         expected = self._decisions == "expected" or (self._decisions == "auto" and is_stochastic(estimator))
         if expected:
+            check_probabilities(estimator)
             proba = np.asarray(method_caller(estimator, "predict_proba", X), dtype=float)
             p = proba[:, 1] if proba.ndim == 2 else proba
         else:
