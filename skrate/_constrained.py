@@ -14,11 +14,12 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from ._base import RateClassifierBase, warn_uncovered
 from .exceptions import InfeasibleConstraintsWarning, UndefinedRateError
 from .models import LinearModel, MLPModel, folding_callback, input_scale
+from .models._fitted import FittedEstimators
 from ._holdout import check_goal_columns, check_held_out_values, holdout_split
 from .problem import (compile_problem, confidence_margins, evaluate_term, in_own_units, least_violation,
                       ratio_bound_out_of_range, report_rows, tightened, violation_rows, zero_denominator_reason)
 from .rates import Expression, Ratio, as_constraints, as_expression
-from .solutions import SOLUTIONS, best_iterate, shrink
+from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
 from .solvers import GAME_SOLVERS, SURROGATES, solve_rate_game
 from .solvers._oracle_game import ORACLE_SOLVERS
 from ._oracle import check_oracle_params, fit_oracle_game
@@ -152,7 +153,8 @@ class ConstrainedClassifier(RateClassifierBase):
         reproducible per-row draws of ``predict`` hash dense rows. ``model``, ``surrogate``,
         ``learning_rate``, ``alpha`` and ``batch_size`` do not apply. See :doc:`/oracle`.
     n_jobs : int or None, default=None
-        Threads predicting the fitted estimators of the oracle solvers in parallel.
+        Threads predicting the fitted estimators of the oracle solvers in parallel (read when
+        predicting: ``set_params(n_jobs=...)`` on a fitted model takes effect).
     tol : float or None, default=1e-4
         Early stopping of the oracle solvers: once the best mixture of the candidates (the
         m-stochastic LP) is feasible and has improved neither its largest violation nor its
@@ -443,6 +445,15 @@ class ConstrainedClassifier(RateClassifierBase):
                                             problem if held is None else held_problem)
         return self
 
+    def stochastic_model(self, solution: str | None = None) -> StochasticModel:
+        model = super().stochastic_model(solution)
+        if isinstance(model.model, FittedEstimators) and model.model.n_jobs != self.n_jobs:
+            # n_jobs is read when predicting, as scikit-learn's ensembles read theirs
+            model.model = FittedEstimators(model.model.estimators, n_jobs=self.n_jobs)
+        return model
+
+    stochastic_model.__doc__ = RateClassifierBase.stochastic_model.__doc__
+
     def _takes_raw_X(self) -> bool:
         return self.estimator is not None and self.solver in ORACLE_SOLVERS
 
@@ -546,9 +557,11 @@ class ConstrainedClassifier(RateClassifierBase):
         if not self.feasible_:
             self._warn_shortfall("m_stochastic", np.add(*mixture), where, problem)
         chosen = np.add(*on[chosen_on])
-        # the candidates' linear forms (margins included) are the LP's test of the mixture
-        if self.solution != "m_stochastic" and (np.isnan(chosen).any()
-                                                 or (self.train_constraints_ @ self.weights_ > 1e-9).any()):
+        # the candidates' linear forms (margins included) are the LP's test of the mixture;
+        # tradeoff_curve reads this verdict on the solution predict uses
+        self._selected_feasible = self.feasible_ if self.solution == "m_stochastic" else not (
+            np.isnan(chosen).any() or (self.train_constraints_ @ self.weights_ > 1e-9).any())
+        if not self._selected_feasible and self.solution != "m_stochastic":
             self._warn_shortfall(self.solution, chosen, where, problem)
         on_held = on["held_out"][0] if held is not None else np.full(len(self.constraints_), np.nan)
         rows = [{"constraint": str(c), "margin": mg, "train": a, "held_out": b}

@@ -31,7 +31,6 @@ large. Both descent paths therefore minimise smoothings of ``F`` at decreasing t
 from __future__ import annotations
 
 import math
-import warnings
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Callable
 
@@ -48,6 +47,7 @@ from ._divergence import (
     _worst_case,
 )
 from ._dro_losses import convex_loss, score_hessian
+from .utils._warnings import ignoring
 
 if TYPE_CHECKING:
     import cvxpy as cp
@@ -321,8 +321,7 @@ def sample_sizes(n: int, initial_sample_size: int, growth: float):
 def _solve_quietly(conic: cp.Problem, **options) -> None:
     """Solve with Clarabel; the callers check the answer themselves, so cvxpy's accuracy
     warning would only repeat (or contradict) their verdict."""
-    with warnings.catch_warnings():
-        warnings.filterwarnings("ignore", message="Solution may be inaccurate")
+    with ignoring(Warning, "Solution may be inaccurate"):
         conic.solve(solver="CLARABEL", **options)
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import warnings
 from numbers import Integral, Real
 from typing import TYPE_CHECKING
@@ -43,6 +44,7 @@ from .rates import Expression, Ratio
 from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
 from .solvers import SURROGATES
 from .utils._validation import _is_numeric, unfitted_on_error
+from .utils._warnings import ignoring
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -553,9 +555,8 @@ class MetricOptimizer(RateClassifierBase):
         """The ``cv`` splits, each training fold holding both classes; when they cannot be made,
         an error naming ``cv``, or None if not ``strict``."""
         try:
-            with warnings.catch_warnings():
-                if not strict:  # a class smaller than the folds is handled below
-                    warnings.simplefilter("ignore", UserWarning)
+            # a class smaller than the folds is handled below
+            with contextlib.nullcontext() if strict else ignoring(UserWarning):
                 splits = list(check_cv(self._cv(), y01, classifier=True).split(X, y01))
         except ValueError as exc:
             if not strict:

@@ -149,6 +149,30 @@ def test_tradeoff_curve_threading_backend_reads_feasibility_from_each_fit_and_le
     assert warnings.showwarning is hook and warnings.filters == filters
 
 
+@pytest.mark.parametrize("solution", ["best", "last"])
+def test_tradeoff_curve_feasible_is_the_selected_solutions_on_every_backend(solution):
+    # feasible_ is the m-stochastic solution's; the verdict on another solution was only warned,
+    # and a warning on a worker thread is not recorded
+    rng = np.random.RandomState(0)
+    n = 400
+    X = rng.normal(size=(n, 3))
+    g = np.array(["a", "b"])[rng.randint(0, 2, n)]
+    y = (X[:, 0] + (g == "a") + rng.normal(size=n) > 0).astype(int)
+    est = ConstrainedClassifier(solution=solution, max_iter=30, random_state=0)
+    kw = dict(groups=pd.DataFrame({"grp": g}), constraints=lambda s: statistical_parity("grp", slack=s),
+              slacks=[0.0, 0.001, 0.01, 0.05], random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        seq, fitted = tradeoff_curve(est, X, y, return_estimators=True, **kw)
+        with parallel_backend("threading", n_jobs=2):
+            par = tradeoff_curve(est, X, y, **kw)
+    assert par["feasible"].tolist() == seq["feasible"].tolist()
+    # the verdict agrees with the selected solution's constraints on the rows it was chosen on
+    for feasible, model in zip(seq["feasible"], fitted):
+        assert feasible == bool((model.train_constraints_ @ model.weights_ <= 1e-9).all())
+    assert not seq["feasible"].all() and seq["feasible"].any()
+
+
 def test_tradeoff_curve_takes_metric_constraints():
     from skrate import MetricOptimizer
     from skrate.generalized import kld_fairness

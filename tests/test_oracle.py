@@ -537,3 +537,16 @@ def test_pipeline_and_grid_search_with_gradient_boosting():
         assert best.estimator.max_iter in (5, 10) and best.solver in ORACLE_SOLVERS
         assert isinstance(clone(best).estimator, HistGradientBoostingClassifier)
         assert search.predict(X).shape == (600,)
+
+
+def test_n_jobs_is_read_when_predicting():
+    # as scikit-learn's ensembles read theirs: a model fitted with one setting can predict with another
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    y = (X[:, 0] + rng.normal(size=300) > 0).astype(int)
+    clf = ConstrainedClassifier("tpr >= 0.8", solver="oracle_proxy_lagrangian", estimator=LogisticRegression(),
+                                random_state=0).fit(X, y)
+    p = clf.predict_proba(X)
+    clf.set_params(n_jobs=2)
+    assert clf.stochastic_model().model.n_jobs == 2
+    np.testing.assert_array_equal(clf.predict_proba(X), p)

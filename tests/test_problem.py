@@ -246,8 +246,10 @@ def test_the_hint_for_a_value_given_as_a_column_parses_and_names_no_rate():
 
 def test_a_positional_groups_frame_is_told_how_to_take_X_index():
     X = pd.DataFrame({"x": np.arange(4.0)}, index=[2, 0, 3, 1])
-    with pytest.raises(ValueError, match=r"groups\.set_index\(X\.index\)"):
-        GroupTable.from_input(pd.DataFrame({"g": list("abab")}), X, 4)
+    groups = pd.DataFrame({"g": list("abab")})
+    with pytest.raises(ValueError, match=r"groups\.set_axis\(X\.index\)"):
+        GroupTable.from_input(groups, X, 4)
+    np.testing.assert_array_equal(GroupTable.from_input(groups.set_axis(X.index), X, 4).column("g"), list("abab"))
 
 
 def test_a_constraint_met_with_equality_reports_zero_violation():

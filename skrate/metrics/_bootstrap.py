@@ -12,8 +12,6 @@ multiplies every weight by the row's draw count ``k_i``, which only changes the 
 
 from __future__ import annotations
 
-import warnings
-
 import numpy as np
 import scipy.sparse as sp
 from joblib import Parallel, delayed
@@ -214,8 +212,9 @@ def percentile_interval(samples: np.ndarray, confidence_level: float) -> tuple[n
     if samples.shape[1] == 0:
         nan = np.full(samples.shape[0], np.nan)
         return nan, nan.copy()
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)  # all-NaN rows (undefined rates) give NaN bounds
-        low = np.nanquantile(samples, alpha, axis=1)
-        high = np.nanquantile(samples, 1.0 - alpha, axis=1)
+    # rows undefined in every resample get NaN bounds (nanquantile would warn of them)
+    low, high = np.full(samples.shape[0], np.nan), np.full(samples.shape[0], np.nan)
+    some = ~np.isnan(samples).all(axis=1)
+    low[some] = np.nanquantile(samples[some], alpha, axis=1)
+    high[some] = np.nanquantile(samples[some], 1.0 - alpha, axis=1)
     return low, high

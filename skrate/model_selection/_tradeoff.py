@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import threading
 import time
 import warnings
 from numbers import Real
@@ -26,6 +25,7 @@ from ..problem._groups import ROUTING_HINT
 from ..generalized._program import as_metric_constraints, program_values
 from ..rates import Constraint, error_rate
 from ..utils._validation import check_baseline, check_sample_weight
+from ..utils._warnings import on_main_thread
 from ._progress import Progress
 
 if TYPE_CHECKING:
@@ -118,28 +118,29 @@ def _score(est, X, y, groups, sample_weight, baseline, cons, strict, decisions,
     return [error, violation, gap], undefined + undefined_gap
 
 
-def _fit_quietly(est, X, y, fit_params) -> bool:
-    """Fit ``est``; whether it warned that its solution misses a constraint. That warning is kept
-    from the user, whom the curve's ``feasible`` column tells. ``catch_warnings`` swaps
-    process-wide state, so off the main thread (joblib's threading backend, Dask's worker
-    threads) the fit warns as it would alone and the estimator's ``feasible_`` decides."""
-    if threading.current_thread() is not threading.main_thread():
+def _fit_quietly(est, X, y, fit_params) -> None:
+    """Fit ``est`` without showing its warning that a solution misses a constraint, which the
+    curve's ``feasible`` column says. ``catch_warnings`` swaps process-wide state, so off the main
+    thread (joblib's threading backend, Dask's worker threads) the fit warns as it would alone."""
+    if not on_main_thread():
         est.fit(X, y, **fit_params)
-        return False
+        return
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always", InfeasibleConstraintsWarning)
         est.fit(X, y, **fit_params)
     for w in caught:  # pass on every other warning
         if not issubclass(w.category, InfeasibleConstraintsWarning):
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
-    return any(issubclass(w.category, InfeasibleConstraintsWarning) for w in caught)
 
 
-def _final_step(est):
-    """The estimator at the end of a (nested) Pipeline, which holds ``feasible_``."""
+def _feasible(est) -> bool:
+    """The fit's own verdict on the solution it predicts with, read from the estimator (a
+    Pipeline's last step), never from its warnings, which threads cannot record: ``feasible_``,
+    but for ConstrainedClassifier, whose ``feasible_`` is its m-stochastic solution's, that of
+    its ``solution``."""
     while hasattr(est, "steps"):
         est = est.steps[-1][1]
-    return est
+    return bool(getattr(est, "_selected_feasible", getattr(est, "feasible_", True)))
 
 
 def _fit_one(estimator, param, slack, spec, strict, train, test, decisions):
@@ -148,11 +149,11 @@ def _fit_one(estimator, param, slack, spec, strict, train, test, decisions):
     # None is not passed: a Pipeline without metadata routing refuses any metadata, even None
     fit_params = {k: v for k, v in (("groups", g_tr), ("sample_weight", w_tr), ("baseline", b_tr)) if v is not None}
     start = time.perf_counter()
-    warned = _fit_quietly(est, X_tr, y_tr, fit_params)
+    _fit_quietly(est, X_tr, y_tr, fit_params)
     fit_time = time.perf_counter() - start
     cons = as_metric_constraints(spec)
     fitted = GroupTable.from_input(g_tr, X_tr, _num_samples(X_tr))
-    row = {"slack": slack, "feasible": bool(getattr(_final_step(est), "feasible_", True)) and not warned,
+    row = {"slack": slack, "feasible": _feasible(est),
            "fit_time": fit_time}
     undefined = {}
     for name, part in (("train", train), ("test", test)):
@@ -239,8 +240,9 @@ def tradeoff_curve(
         One row per slack: ``slack``, ``train_error``, ``train_violation`` (largest violation
         of the constraints at that slack), ``train_gap`` (largest violation of the
         constraints at slack 0: the distance from the exact goal), the same three for
-        ``test_``, ``feasible`` (the fit's own verdict: the final estimator's ``feasible_``,
-        margins included, and no warning that its solution misses a constraint) and
+        ``test_``, ``feasible`` (the fit's own verdict on the solution it predicts with, margins
+        included: ``feasible_``, for :class:`skrate.ConstrainedClassifier` that of its
+        ``solution``) and
         ``fit_time`` (seconds). A violation or gap is NaN where a
         ratio is undefined, and where the split leaves a constraint undefined (a group value it
         names that no row of the split holds; a bare column stands for the values of the
