@@ -323,9 +323,9 @@ def _solve_symmetric(A, b):
     solve of the equilibrated system serves unless it fails or LAPACK's estimate of its
     reciprocal condition number is at most ``size * eps``; then the eigenvalues of that system
     (unit diagonal, so that its rounding noise is a multiple of eps whatever the units) at most
-    ``size * eps`` times the largest count as zero, and ``x`` is the least-squares solution of minimum norm in the equilibrated
-    variables (which does not depend on the units of the columns either). ``singular`` says
-    whether eigenvalues were dropped.
+    ``size * eps`` times the largest count as zero, and ``x`` is the least-squares solution of
+    minimum norm in the equilibrated variables (which does not depend on the units of the
+    columns either). ``singular`` says whether eigenvalues were dropped.
     """
     d = _equilibration(A)
     A, b = A / np.outer(d, d), b / d

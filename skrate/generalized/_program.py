@@ -13,7 +13,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import UndefinedRateError
-from ..problem import RateData, compile_expressions, expand_constraints, ratio_value, report_rows, reported_rates
+from ..problem import (RateData, compile_expressions, expand_constraints, ratio_value, report_rows, reported_rates,
+                       violation_rows)
 from ..rates import Constraint, Ratio
 from ..rates._expression import NEEDS_BASELINE
 from ..rates._slice import BASELINE, RESERVED, group_columns
@@ -355,3 +356,24 @@ def program_values(objective, constraints, data: RateData, p: np.ndarray, expand
     out.update({label: value for label, (value, _) in ratio_violations(constraints, data, p, expand_over).items()
                 if label in out})
     return out
+
+
+def constraint_violations(constraints, data: RateData, p: np.ndarray, expand_over=None,
+                          undefined: list | None = None) -> list[float]:
+    """Each constraint's violation (``> 0`` when broken) at the expected decisions ``p``: rate
+    constraints in their own units, as their reports give them (:func:`~skrate.problem.violation_rows`),
+    metric constraints as :func:`program_values` (``metric_values``) reads them.
+
+    Bare group columns expand over the values of ``expand_over`` (default: ``data``'s). A
+    constraint these rows cannot measure raises; but given a list ``undefined``, it is named
+    there instead, a rate constraint's violation NaN and a metric one left out.
+    """
+    if not all(isinstance(c, Constraint) for c in constraints):
+        return list(program_values("error", constraints, data, p, expand_over, undefined).values())[1:]
+    expanded = expand_constraints(constraints, data.groups if expand_over is None else expand_over)
+    if undefined is None:
+        rows = violation_rows(expanded, data, p)
+    else:
+        rows, missing = report_rows(expanded, data, p)
+        undefined.extend(missing)
+    return [row["violation"] for row in rows]

@@ -209,10 +209,8 @@ def bootstrap_values(parts: RateParts, n_bootstrap: int, random_state=None, n_jo
 def percentile_interval(samples: np.ndarray, confidence_level: float) -> tuple[np.ndarray, np.ndarray]:
     """Percentile bootstrap interval of each row, ignoring resamples where a value is undefined."""
     alpha = (1.0 - confidence_level) / 2.0
-    if samples.shape[1] == 0:
-        nan = np.full(samples.shape[0], np.nan)
-        return nan, nan.copy()
-    # rows undefined in every resample get NaN bounds (nanquantile would warn of them)
+    # rows undefined in every resample (every row, without resamples) get NaN bounds; nanquantile
+    # would warn of them
     low, high = np.full(samples.shape[0], np.nan), np.full(samples.shape[0], np.nan)
     some = ~np.isnan(samples).all(axis=1)
     low[some] = np.nanquantile(samples[some], alpha, axis=1)

@@ -9,7 +9,7 @@ from sklearn.metrics._scorer import _BaseScorer
 from sklearn.utils.validation import _num_samples
 
 from ..exceptions import UndefinedRateError
-from ..problem import GroupTable, RateData, evaluate_term, violation_rows
+from ..problem import GroupTable, RateData, evaluate_term
 from ..rates import Constraint, as_expression
 from ..utils._validation import check_baseline, check_sample_weight
 from ._decisions import DECISIONS, check_probabilities, is_stochastic, positive_labels
@@ -92,13 +92,10 @@ class MaxViolation:
 
     def __call__(self, y_true, y_pred, *, groups=None, sample_weight=None, baseline=None):
         data, p = _rate_data(y_true, y_pred, groups, sample_weight, baseline)
-        try:
-            if all(isinstance(c, Constraint) for c in self.constraints):
-                values = [row["violation"] for row in violation_rows(self.constraints, data, p)]
-            else:
-                from ..generalized._program import program_values
+        from ..generalized._program import constraint_violations
 
-                values = list(program_values("error", self.constraints, data, p).values())[1:]
+        try:
+            values = constraint_violations(self.constraints, data, p)
         except UndefinedRateError:  # a rate these rows leave undefined
             return float("nan")
         return float(np.max(values))  # NaN, not an order-dependent max

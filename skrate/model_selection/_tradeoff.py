@@ -20,10 +20,10 @@ from sklearn.utils.validation import _num_samples, has_fit_parameter
 from ..exceptions import InfeasibleConstraintsWarning
 from ..metrics._audit import require_pandas
 from ..metrics._decisions import check_decisions, decisions_of, positive_labels
-from ..problem import GroupTable, RateData, evaluate_term, expand_constraints, report_rows
+from ..problem import GroupTable, RateData, evaluate_term
 from ..problem._groups import ROUTING_HINT
-from ..generalized._program import as_metric_constraints, program_values
-from ..rates import Constraint, error_rate
+from ..generalized._program import as_metric_constraints, constraint_violations
+from ..rates import error_rate
 from ..utils._validation import check_baseline, check_sample_weight
 from ..utils._warnings import on_main_thread
 from ._progress import Progress
@@ -95,13 +95,8 @@ def _largest_violation(cons, data, p, fitted: GroupTable) -> tuple[float, list[s
     ``MetricOptimizer.metric_values`` metric ones; and the undefined constraints. Bare group
     columns expand over the values of the rows the model was fitted on, ``fitted``: a value
     these rows lack leaves its constraint undefined rather than unmeasured."""
-    if all(isinstance(c, Constraint) for c in cons):
-        rows, undefined = report_rows(expand_constraints(cons, fitted), data, p)
-        violations = [r["violation"] for r in rows]
-    else:
-        undefined = []
-        violations = list(program_values("error", cons, data, p, expand_over=fitted,
-                                         undefined=undefined).values())[1:]
+    undefined: list[str] = []
+    violations = constraint_violations(cons, data, p, fitted, undefined)
     return (np.nan if undefined else float(np.max(violations))), undefined
 
 
@@ -153,11 +148,11 @@ def _fit_one(estimator, param, slack, spec, strict, train, test, decisions):
     fit_time = time.perf_counter() - start
     cons = as_metric_constraints(spec)
     fitted = GroupTable.from_input(g_tr, X_tr, _num_samples(X_tr))
-    row = {"slack": slack, "feasible": _feasible(est),
-           "fit_time": fit_time}
+    row = {"slack": slack, "feasible": _feasible(est), "fit_time": fit_time}
     undefined = {}
     for name, part in (("train", train), ("test", test)):
-        values, undefined[name] = ([np.nan] * 3, []) if part is None else _score(est, *part, cons, strict, decisions, fitted)
+        values, undefined[name] = (([np.nan] * 3, []) if part is None
+                                   else _score(est, *part, cons, strict, decisions, fitted))
         row.update(zip((f"{name}_error", f"{name}_violation", f"{name}_gap"), values))
     return row, est, undefined
 
@@ -199,8 +194,8 @@ def tradeoff_curve(
     X, y : array-like
         Data; a stratified ``test_size`` share is held out for the test frontier.
     groups : DataFrame, dict of arrays, or array-like, default=None
-        Group columns of ``X``'s rows, as in ``fit``: matched by position, so a frame or Series whose
-        index holds ``X``'s labels in another order is refused.
+        Group columns of ``X``'s rows, as in ``fit``: matched by position, so a frame or Series
+        whose index holds ``X``'s labels in another order is refused.
     constraints : callable or str or list, default=None
         ``constraints(slack)`` returning the constraints at a slack (``lambda s:
         equal_opportunity("race", slack=s)``), or strings with a ``{slack}`` placeholder
@@ -242,9 +237,8 @@ def tradeoff_curve(
         constraints at slack 0: the distance from the exact goal), the same three for
         ``test_``, ``feasible`` (the fit's own verdict on the solution it predicts with, margins
         included: ``feasible_``, for :class:`skrate.ConstrainedClassifier` that of its
-        ``solution``) and
-        ``fit_time`` (seconds). A violation or gap is NaN where a
-        ratio is undefined, and where the split leaves a constraint undefined (a group value it
+        ``solution``) and ``fit_time`` (seconds). A violation or gap is NaN where a ratio is
+        undefined, and where the split leaves a constraint undefined (a group value it
         names that no row of the split holds; a bare column stands for the values of the
         training split, which the model was fitted on), with a warning naming the split, as
         ``constraint_report`` does.
