@@ -85,7 +85,8 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         VRSPAM's inner minibatch steps per outer loop (``m``); None means one epoch
         (``ceil(n / batch_size)`` steps, each example once). A loop that would end after
         ``max_iter - 1`` passes is cut to end there, so that the last check (see ``tol``) is
-        at the returned point (at ``max_iter`` when that leaves no step).
+        at the returned point; when that would leave no step, the loop runs to ``max_iter``
+        and the returned point is checked with an extra full-gradient pass, as SPAM's are.
     batch_size : int, default=16
         Minibatch size of the stochastic steps.
     eta0 : "auto" or float, default="auto"
@@ -104,12 +105,13 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         Seeds the minibatch order (and the calibration reservoir of ``partial_fit``).
     verbose : int, default=0
         When positive, print the objective and the estimated gap (see ``tol``) after every
-        SPAM pass and at every VRSPAM snapshot.
+        SPAM pass and at every VRSPAM snapshot of ``fit``; ``partial_fit``, which makes no
+        check, prints nothing.
     callback : callable or None, default=None
         Called as ``callback({"coef": w, "n_iter": passes})`` after every SPAM pass, after
         VRSPAM's warm-start pass and every outer loop (and once by ``"exact"``). Training
         stops when it returns the object ``False``; any other value, ``None``, ``0`` and
-        ``numpy.False_`` included, continues.
+        ``numpy.False_`` included, continues. ``partial_fit`` does not call it.
 
     Attributes
     ----------
@@ -346,12 +348,8 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         self.t_ = X.shape[0]
 
     def _warn_not_converged(self, solver: str, gap: float) -> None:
-        if np.isnan(gap):  # VRSPAM with max_iter=1: only the warm-start pass
-            where = ("before its first check of the relative objective gap (VRSPAM checks "
-                     "after its one-pass SPAM warm start)")
-        else:
-            where = (f"with its estimate of the relative objective gap at {gap:.2g}, above "
-                     f"tol={self.tol}")
+        where = (f"with its estimate of the relative objective gap at {gap:.2g}, above "
+                 f"tol={self.tol}")
         # stochastic passes needed grow with L_b / (alpha n): on small collinear data the
         # direct solve is the remedy, not more passes
         hint = ("increase max_iter, or use solver='exact' (one linear solve of the d x d "

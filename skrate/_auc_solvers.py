@@ -475,9 +475,11 @@ def vrspam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: 
     :func:`_relative_gap` (a duality-gap bound when ``alpha > 0``), is at most ``tol``, or
     after ``max_iter`` passes (a pass is ``n`` example gradients). An inner loop that would
     end after ``max_iter - 1`` passes is cut to end there, leaving a pass for a last check
-    (at ``max_iter`` when that leaves no step). The returned point is the last snapshot or
-    inner iterate; the result's ``gap`` is the estimate at the last snapshot (NaN when
-    ``max_iter`` leaves no pass for one). A run whose loss shows divergence (:func:`diverged`) stops there.
+    at the returned point. When no pass is left for it (``max_iter < 2``, or the cut would
+    leave no step and the loop runs to ``max_iter``), the returned point is checked with an
+    extra full gradient, not counted, as :func:`spam` checks. The result's ``gap`` is thus
+    always the estimate at the returned point. A run whose loss shows divergence
+    (:func:`diverged`) stops there.
     ``step`` may be per coordinate (the preconditioned step of the module docstring).
     ``callback({"coef": w, "n_iter": passes})`` runs after the warm start and every outer
     loop; returning the object ``False`` stops the run.
@@ -499,8 +501,10 @@ def vrspam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: 
     if callback is not None and callback({"coef": w.copy(), "n_iter": passes}) is False:
         return SolverResult(w, passes, False, stopped=True)
     value, gap = np.inf, np.nan
+    checked = False
     while passes + 1 <= max_iter:
         mu, value, gap = _relative_gap(w, X, y, stats, alpha, l1_ratio, value)
+        checked = True
         passes += 1
         if verbose:
             print(f"VRSPAM pass {passes:g}: objective {value:.8g}, estimated gap {gap:.2e}")
@@ -522,6 +526,13 @@ def vrspam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: 
             v = minibatch_gradient(w - snapshot, X[idx], y[idx], stats, affine=False) + mu
             w = prox_elastic_net(w - step * v, step, alpha, l1_ratio)
         passes = float(ends[len(batches) - 1])
+        checked = False
         if callback is not None and callback({"coef": w.copy(), "n_iter": passes}) is False:
             return SolverResult(w, passes, False, gap, stopped=True)
-    return SolverResult(w, passes, False, gap)
+    if not checked:
+        # no pass was left for a check at the returned point (max_iter < 2, or cutting the
+        # last loop a pass early left no step): one extra full gradient, as SPAM makes
+        _, value, gap = _relative_gap(w, X, y, stats, alpha, l1_ratio, value)
+        if verbose:
+            print(f"VRSPAM at pass {passes:g}: objective {value:.8g}, estimated gap {gap:.2e}")
+    return SolverResult(w, passes, not diverged(value) and gap <= tol, gap)

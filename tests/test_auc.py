@@ -667,11 +667,27 @@ def test_vrspam_cuts_an_inner_loop_longer_than_the_passes_left(capsys):
     assert seen == [1, 3, 5, 7]
 
 
-def test_vrspam_with_max_iter_one_warns_without_a_nan_gap():
+@pytest.mark.parametrize("max_iter", [1, 5, 6])
+def test_vrspam_warns_with_the_gap_of_the_returned_model(max_iter):
+    # one-epoch loops: an odd max_iter leaves no step for a loop cut a pass early, so the
+    # last loop runs to max_iter, and max_iter=1 leaves only the warm start
     X, y = _breast_cancer()
-    with pytest.warns(ConvergenceWarning, match="before its first check") as record:
-        AUCClassifier(max_iter=1, random_state=0).fit(X, y)
-    assert "nan" not in str(record[0].message)
+    with pytest.warns(ConvergenceWarning, match=f"max_iter={max_iter} passes") as record:
+        clf = AUCClassifier(max_iter=max_iter, alpha=0.1, tol=1e-12, random_state=0).fit(X, y)
+    assert clf.n_iter_ == max_iter
+    quoted = float(re.search(r"gap at (\S+),", str(record[0].message)).group(1))
+    gap = _relative_gap(clf.coef_.ravel(), X, y, ClassStatistics.from_data(X, y), 0.1, 0.0,
+                        np.inf)[2]
+    assert quoted == pytest.approx(gap, rel=0.05)  # quoted to two digits
+
+
+def test_vrspam_converges_at_a_returned_point_it_checks_at_no_pass_cost():
+    # tol met at the end of a loop that ran to max_iter=5: converged, no warning
+    X, y = _breast_cancer()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        clf = AUCClassifier(max_iter=5, alpha=0.1, tol=0.5, random_state=0).fit(X, y)
+    assert clf.n_iter_ == 5
 
 
 @pytest.mark.parametrize("y_bad", [np.r_[np.zeros(9, int), 5], np.linspace(0, 1, 10)])
