@@ -136,8 +136,9 @@ class ConstrainedClassifier(RateClassifierBase):
     callback : callable, default=None
         ``callback(iteration, params, values)`` after every iteration: ``params`` are the model
         parameters the iteration played (before its update; with the oracle solvers, the
-        estimator fitted at that iteration) and ``values`` their objective and constraint values
-        the multipliers were updated with, on the batch (surrogate rates for ``"lagrangian"``).
+        estimator fitted at that iteration, a certificate fit included, see ``tol``) and
+        ``values`` their objective and constraint values the multipliers were updated with, on
+        the batch (surrogate rates for ``"lagrangian"``; a certificate's update nothing).
         With a held-out set (``validation_fraction``, ``validation_mask``) the constraint values are
         those on the held-out rows and the objective is the training rows'. Returning False stops
         training.

@@ -589,7 +589,8 @@ class MetricOptimizer(RateClassifierBase):
             return LinearModel(n_features)
         return MLPModel(n_features, self.hidden_layer_sizes)
 
-    @_fit_context(prefer_skip_nested_validation=True)
+    # not skipped: the plug-in oracle fits the user's estimator, whose parameters must be validated
+    @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X: ArrayLike, y: ArrayLike, *,
             groups: ArrayLike | dict[str, ArrayLike] | pd.DataFrame | None = None,
             sample_weight: ArrayLike | None = None, baseline: ArrayLike | None = None) -> "MetricOptimizer":

@@ -29,7 +29,8 @@ def fit_oracle_game(clf, problem, X, held_out, seed: int,
     """Play the oracle game for the parameters of ``clf``; return the score model and trajectory.
 
     ``total_weight`` is the sum of the user's sample weights on ``X``: the reduction's weights
-    sum to it, so weighting a row by 2 fits the same models as repeating it. The estimator's
+    sum to it, so weighting a row by 2 fits the same models as repeating it (in a Pipeline, whose
+    final step alone gets the weights, when the steps before it ignore repetition). The estimator's
     ``random_state`` parameters left None, its steps' included, are drawn from ``seed``
     (:func:`~skrate.models._oracle.seeded`), so every fit is reproducible. One
     model is fitted per iteration and every one is a candidate, so there are at most

@@ -12,6 +12,7 @@ import warnings
 import numpy as np
 import pytest
 from sklearn.base import BaseEstimator, ClassifierMixin, clone
+from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score
 from sklearn.svm import LinearSVC
 
@@ -698,6 +699,9 @@ def test_plugin_estimator_is_cloned_and_misuse_is_refused():
         MetricOptimizer(metric="g_mean", estimator=NoWeights()).fit(X, y, sample_weight=np.r_[np.ones(300), 2 * np.ones(300)])
     with pytest.raises(Exception, match="predict_proba"):
         MetricOptimizer(metric="g_mean", estimator=LinearSVC()).fit(X, y)
+    for cv in (None, 2):  # the estimator's own parameter checks run, on the clone and the folds'
+        with pytest.raises(ValueError, match="'C' parameter of LogisticRegression"):
+            MetricOptimizer(metric="g_mean", estimator=LogisticRegression(C=-1.0), cv=cv).fit(X, y)
 
 
 def test_plugin_pipeline_gets_the_weights_in_its_final_step():

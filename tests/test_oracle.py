@@ -417,6 +417,17 @@ def test_solver_callback_and_budget():
     np.testing.assert_array_equal(traj.params[:, 0], np.arange(4))
 
 
+def test_callback_sees_every_fitted_estimator_certificates_included():
+    X, y, g = _fair(600)
+    seen = []
+    clf = ConstrainedClassifier("ppr >= 0.1", estimator=LogisticRegression(), solver="oracle_lagrangian",
+                                callback=lambda t, model, values: seen.append((t, values)),
+                                random_state=0).fit(X, y, groups=g)
+    assert _is_certificate(clf, clf.n_iter_ - 1)  # the game ended on one
+    assert [t for t, _ in seen] == list(range(clf.n_iter_))
+    np.testing.assert_allclose([values[0] for _, values in seen], clf.train_objective_)
+
+
 # -- errors and integration -----------------------------------------------------------------------
 def test_clear_errors():
     X, y, g = _fair(200)

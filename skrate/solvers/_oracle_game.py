@@ -181,10 +181,10 @@ def solve_oracle_game(
         The multipliers and the candidates' constraint values use the rates on this sample
         (Cotter et al., ICML 2019); the oracle trains on ``X``.
     callback : callable, optional
-        ``callback(iteration, model, values)`` after every move of the game, ``values`` the
-        rates of ``model`` (objective first; the constraints on ``held_out`` when given); False
-        stops it.
-        (The certificate's oracle calls are candidates too, so ``iteration`` counts candidates.)
+        ``callback(iteration, model, values)`` after every oracle call, the certificate's
+        included (it is a candidate too, whose values update no multipliers): ``iteration``
+        counts candidates, ``values`` are the rates of ``model`` (objective first; the
+        constraints on ``held_out`` when given). False stops the game.
 
     Returns
     -------
@@ -238,6 +238,8 @@ def solve_oracle_game(
             if verbose:
                 print(f"[{solver}] certificate at the LP's multipliers: the best response improves the "
                       f"mixture by at most {max(gap, 0.0):.2e}")
+            if callback is not None and callback(len(models) - 1, models[-1], check) is False:
+                break
             if gap <= tol:
                 break
             stalled = 0
