@@ -102,10 +102,15 @@ def _chi2(
     qs = q[order]
     # Candidate active sets: the top groups of equal losses (ends of tie groups).
     ends = np.flatnonzero(np.append(z[1:] != z[:-1], True))
-    Q = np.cumsum(qs)[ends]
+    Q_all = np.cumsum(qs)
+    mean_all = np.cumsum(qs * z) / Q_all
+    # Welford's sums of squared deviations, each term >= 0: E[z^2] - mean^2 cancels when a
+    # top loss of tiny mass carries the variance (weights 1e12 apart left the ball)
+    Q_before = np.r_[0.0, Q_all[:-1]]
+    mean_before = np.r_[z[0], mean_all[:-1]]
+    M2 = np.cumsum(qs * (Q_before / Q_all) * (z - mean_before) ** 2)
+    Q, mean, var = Q_all[ends], mean_all[ends], M2[ends] / Q_all[ends]
     excess = _excess(Q, Q[-1] - Q, radius)
-    mean = np.cumsum(qs * z)[ends] / Q
-    var = np.maximum(np.cumsum(qs * z * z)[ends] / Q - mean**2, 0.0)
     with np.errstate(divide="ignore", invalid="ignore"):
         # (var / excess would overflow for a radius near the smallest float)
         eta = mean - np.sqrt(var) / np.sqrt(excess)
@@ -422,8 +427,10 @@ def worst_case_weights(
     Returns
     -------
     p : ndarray of shape (n_samples,)
-        The maximising distribution (unique unless all losses on the support of ``q`` are
-        equal, in which case ``q`` is returned).
+        A maximising distribution: ``q`` when all losses on its support are equal. Ties
+        among the largest losses can leave the maximiser not unique (a ball wide enough to
+        hold the point mass on any of them); the tied losses then share the mass in
+        proportion to ``q``.
 
     References
     ----------

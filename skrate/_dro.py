@@ -20,6 +20,7 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 from ._divergence import DIVERGENCES, _normalised
 from ._dro_losses import LOSSES
 from ._dro_solvers import LinearDRO, Result, dynamic_sgd, primal_lbfgs
+from .utils._binary import power_of_two_above
 from .utils._validation import unfitted_on_error, validate_numeric
 
 if TYPE_CHECKING:
@@ -42,8 +43,10 @@ _SAMPLING_PARAMETERS = """\
         by their standard deviation (their root mean square without intercept), both
         weighted by ``sample_weight``, and for :class:`DRORegressor` the target likewise,
         so that the objective is in units of the target's variance. It is the same
-        problem in units where every feature (and the target) has scale 1: the test, and
-        the fit, do not change when the data are rescaled. Where the objective is not
+        problem in units where every feature (and the target) has scale 1: the test does not
+        depend on the units of the data. Rescaling the target rescales the fit; a feature's
+        units change it only through the penalty, taken in the data's units as
+        :class:`~sklearn.linear_model.Ridge`'s is. Where the objective is not
         differentiable (tied losses, e.g. when the best model is constant, or at a large
         radius) the test applies to a subgradient of the distributions of the ball whose
         expected loss is within a relative 1.5e-8 of the robust loss, which the solvers
@@ -75,7 +78,7 @@ def _standardise(A, q: np.ndarray, centre: bool):
         low, high = min_max_axis(A, axis=0)
     else:
         low, high = A.min(axis=0), A.max(axis=0)
-    unit = np.ldexp(1.0, np.frexp(np.maximum(-low, high))[1])  # 1 for a zero column
+    unit = power_of_two_above(np.maximum(-low, high))  # 1 for a zero column
     if sp.issparse(A):
         scaled = (A @ sp.diags(1.0 / unit)).tocsr()
         if centre:

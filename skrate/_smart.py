@@ -25,6 +25,7 @@ from sklearn.utils.extmath import row_norms
 from skrate._capped_simplex import project_capped_simplex
 from skrate._kept_set import KeptSet, keep_first
 from skrate._prox import elastic_net_penalty, prox_elastic_net
+from skrate.utils._binary import power_of_two_above
 
 # Bound on the second derivative of each loss in the score: the Lipschitz constant of
 # grad f_i is CURVATURE[loss] * ||(x_i, 1)||^2.
@@ -125,6 +126,15 @@ def penalty_prox(penalty: str, W: np.ndarray, t: float | np.ndarray) -> np.ndarr
     return W
 
 
+def penalty_weight(alpha: float, scale: np.ndarray) -> np.ndarray:
+    """``alpha / scale**2``: the weight of a coefficient's penalty taken in the original units
+    of a column that was divided by ``scale``. A scale beyond ``1e154`` gives 0 (no penalty, to
+    the precision of floats) and one below ``1e-154`` inf (the coefficient is held at 0),
+    without overflow warnings."""
+    with np.errstate(over="ignore", divide="ignore"):
+        return alpha / scale / scale
+
+
 def kept_sum(w: np.ndarray, v: np.ndarray) -> float:
     """``w @ v`` over the rows with ``w > 0``: a trimmed row's loss may be inf (a gross
     target) and ``0 * inf`` is NaN."""
@@ -143,11 +153,16 @@ def trimmed_location(y: np.ndarray, h: int, centre: bool = True) -> tuple[float,
     """
     h = int(h)
     if not centre:
-        with np.errstate(over="ignore"):
-            return 0.0, float(np.sqrt(np.mean(np.partition(y * y, h - 1)[:h])))
+        kept = np.partition(np.abs(y), h - 1)[:h]
+        unit = power_of_two_above(kept[-1])  # squares of the kept values cannot overflow
+        return 0.0, float(np.sqrt(np.mean((kept / unit) ** 2)) * unit)
     ys = np.sort(y)
     m = ys.size // 2
     z = ys - ys[m]  # centred at the median: no cancellation in s2 - s1^2 / h
+    # in units of the median deviation, which gross values do not move: squares of targets
+    # beyond 1e154 overflowed (below 1e-162, underflowed), and every window read alike
+    unit = power_of_two_above(np.median(np.abs(z)))
+    z = z / unit
 
     def window_sums(v):
         # partial sums outward from the median: a window's sum never subtracts values
@@ -162,7 +177,7 @@ def trimmed_location(y: np.ndarray, h: int, centre: bool = True) -> tuple[float,
         s2 = window_sums(z * z)
         spread = s2 - s1 * s1 / h  # h times the variance of each window
     j = np.argmin(np.where(np.isnan(spread), np.inf, spread))  # NaN: inf - inf, gross values
-    return float(ys[m] + s1[j] / h), float(np.sqrt(max(spread[j], 0.0) / h))
+    return float(ys[m] + s1[j] / h * unit), float(np.sqrt(max(spread[j], 0.0) / h) * unit)
 
 
 # ------------------------------------------------------------------------ the model
@@ -190,11 +205,14 @@ def column_scaling(X: np.ndarray, fit_intercept: bool) -> tuple[np.ndarray, np.n
     offset, scale : ndarray of shape (n_features,)
     """
     q1, q3 = np.percentile(X, [25, 75], axis=0)
+    # moments in units of the quartiles' magnitude: squares beyond 1e154 overflowed
+    unit = power_of_two_above(np.maximum(np.abs(q1), np.abs(q3)))
+    q1, q3 = q1 / unit, q3 / unit
     iqr = q3 - q1
-    clipped = np.where(iqr > 0, np.clip(X, q1 - 3.0 * iqr, q3 + 3.0 * iqr), X)
+    clipped = np.where(iqr > 0, np.clip(X / unit, q1 - 3.0 * iqr, q3 + 3.0 * iqr), X / unit)
     offset = clipped.mean(axis=0) if fit_intercept else np.zeros(X.shape[1])
     scale = np.sqrt(np.mean((clipped - offset) ** 2, axis=0))
-    return offset, np.where(np.ptp(X, axis=0) > 0, scale, 1.0)
+    return offset * unit, np.where(np.ptp(X, axis=0) > 0, scale * unit, 1.0)
 
 
 @dataclass
@@ -255,8 +273,10 @@ class TrimmedProblem:
         ``R`` being separable, the substitution ``W = s V`` turns it into the prox of
         ``R`` with a step weighted per coordinate.
         """
+        if self.penalty == "none":
+            return W
         s = self.coef_scale[:, None]
-        return s * penalty_prox(self.penalty, W / s, t * self.alpha / (s * s))
+        return s * penalty_prox(self.penalty, W / s, t * penalty_weight(self.alpha, s))
 
     def objective(self, W, b, w) -> float:
         """``(1/h) sum_i w_i f_i + alpha R(W)``."""
@@ -693,7 +713,7 @@ def refit_scaling(
     cv = c * curvature
     diag = cv @ (X * X)
     if P.penalty == "l2":
-        diag = diag + P.alpha / P.coef_scale**2
+        diag = diag + penalty_weight(P.alpha, P.coef_scale)
     ref = float(cv.sum())
     if not ref > 0:
         return np.ones(X.shape[1])
@@ -764,7 +784,7 @@ def fit_weighted(
         while used < max_iter:
             D, Xu, scale = scaled(W, b)
             # alpha ||W / s||^2 / 2: the l2 penalty of the coefficients in original units
-            lam = (P.alpha if P.penalty == "l2" else 0.0) / scale[:, None] ** 2
+            lam = penalty_weight(P.alpha if P.penalty == "l2" else 0.0, scale[:, None])
 
             def fun(theta):
                 U, intercept = theta[: d * K].reshape(d, K), theta[d * K :]

@@ -291,7 +291,8 @@ class _BaseTrimmed(BaseEstimator):
             )
         fit.coef = fit.coef * (y_scale / scale[:, None])
         fit.intercept = y_scale * fit.intercept + y_loc - offset @ fit.coef
-        fit.objective = y_scale**2 * np.asarray(fit.objective, dtype=float)
+        with np.errstate(over="ignore"):  # a mean square beyond the largest float reads inf
+            fit.objective = np.asarray(fit.objective, dtype=float) * y_scale * y_scale
         return fit
 
     def _set_fitted(self, fit, h, **attributes):
@@ -356,7 +357,7 @@ class TrimmedRegressor(RegressorMixin, _BaseTrimmed):
 
         (1/h) sum_i w_i (y_i - x_i @ coef - intercept)^2 / 2 + alpha * R(coef)
 
-    which equals the penalised sum of the ``h`` smallest squared residuals.
+    which equals half the mean of the ``h`` smallest squared residuals plus the penalty.
 
     Parameters
     ----------"""

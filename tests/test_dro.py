@@ -132,6 +132,23 @@ def test_kl_worst_case_on_near_tied_top_losses_stays_in_the_ball(gap):
     assert robust_loss(losses, "kl", radius) == pytest.approx(p @ losses, rel=1e-15)
 
 
+@pytest.mark.parametrize("top, tiny", [(1.0, 1.0), (1e10, 1e-14), (1e12, 1e-16)])
+def test_chi2_worst_case_of_a_light_top_loss_stays_in_the_ball(top, tiny):
+    # With every row active, p = q (l - eta) / E_q[l - eta] and the robust loss is
+    # E_q[l] + sqrt(2 rho Var_q(l)); a top loss of mass 1e-14 carries the variance, which
+    # E[z^2] - mean^2 cancelled: 1.7% too high at 1e-14, 8e4 times at 1e-16, outside the ball.
+    losses, weights, radius = np.array([top, 0.0, 0.5, 1.0]), np.array([tiny, 1.0, 1.0, 1.0]), 0.1
+    q = weights / weights.sum()
+    mean = q @ losses
+    exact = mean + np.sqrt(2 * radius * (q @ (losses - mean) ** 2))
+    assert mean - np.sqrt((q @ (losses - mean) ** 2) / (2 * radius)) < losses.min()  # all active
+    p = worst_case_weights(losses, "chi2", radius, sample_weight=weights)
+    assert _divergence(p, q, "chi2") == pytest.approx(radius, rel=1e-7)
+    # eta sits 1e-7 (1e-8) of the loss range below the bulk of losses: their excesses over it
+    # keep 9 (8) digits
+    assert robust_loss(losses, "chi2", radius, sample_weight=weights) == pytest.approx(exact, rel=1e-7)
+
+
 @pytest.mark.parametrize("divergence", ["chi2", "kl"])
 def test_extreme_losses_are_scaled_before_the_worst_case(divergence):
     # The worst case does not change under a positive affine map of the losses; the
@@ -1167,6 +1184,18 @@ def test_features_of_extreme_scale_give_the_rescaled_fit(sparse, scale):
         scaled = DRORegressor(alpha=0.0).fit(container(X * scale), y)
     np.testing.assert_allclose(scaled.coef_ * scale, reference.coef_, rtol=1e-6)
     assert scaled.objective_ == pytest.approx(reference.objective_, rel=1e-8)
+
+
+@pytest.mark.filterwarnings("ignore:invalid value encountered in reduce")  # sklearn's finite check sums X
+def test_features_beyond_the_largest_power_of_two_give_the_rescaled_fit():
+    # Entries beyond 2**1023 had the power of 2 above them inf: coef_ NaN
+    rng = np.random.default_rng(25)
+    X = rng.normal(size=(100, 3))
+    y = X @ [1.0, -2.0, 0.5] + 0.3 * rng.normal(size=100)
+    assert np.abs(5e307 * X).max() > 2.0**1023
+    reference = DRORegressor(alpha=0.0).fit(X, y)
+    scaled = DRORegressor(alpha=0.0).fit(5e307 * X, y)
+    np.testing.assert_allclose(scaled.coef_ * 5e307, reference.coef_, rtol=1e-6)
 
 
 def test_extreme_target_scales_fit_or_name_y():

@@ -815,6 +815,36 @@ def test_fit_is_equivariant_in_the_units_of_the_target(solver, penalty, degree):
         np.testing.assert_allclose(ref.coef_, ols.coef_, atol=1e-4 if solver == "smart" else 1e-6)
 
 
+@pytest.mark.parametrize("s", [1e-200, 1e-163, 1e158, 1e300])
+def test_targets_in_extreme_units_give_the_rescaled_fit(s):
+    # The trimmed location and scale squared the targets: below 1e-162 the squares
+    # underflowed and every window read alike (coefficients half what they are, silently);
+    # beyond 1e154 they overflowed (intercept inf).
+    X, y = _regression_in_units()
+    ref = TrimmedRegressor(random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit = TrimmedRegressor(random_state=0).fit(X, s * y)
+    np.testing.assert_array_equal(fit.inlier_mask_, ref.inlier_mask_)
+    np.testing.assert_allclose(fit.coef_ / s, ref.coef_, rtol=1e-7)
+    assert fit.intercept_ / s == pytest.approx(ref.intercept_, rel=1e-7)
+
+
+@pytest.mark.parametrize("Estimator", [TrimmedRegressor, TrimmedClassifier])
+@pytest.mark.parametrize("s", [1e-170, 1e155, 1e300])
+def test_features_in_extreme_units_give_the_rescaled_fit(Estimator, s):
+    # Squares of the column beyond 1e154 overflowed (scale inf, coef_ 0 with a
+    # ConvergenceWarning), below 1e-154 underflowed (a LinAlgError)
+    X, y = _regression_in_units()
+    if Estimator is TrimmedClassifier:
+        y = (y > np.median(y)).astype(int)
+    ref = Estimator(penalty="none", random_state=0).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit = Estimator(penalty="none", random_state=0).fit(s * X, y)
+    np.testing.assert_allclose(fit.coef_ * s, ref.coef_, rtol=1e-6)
+
+
 @pytest.mark.parametrize(
     "params",
     [{}, {"variance_reduction": "svrg"}, {"block": "random"}, {"weight_step": 1.0}],
