@@ -35,6 +35,11 @@ _EXACT_MAX_FEATURES = 1000  # solver="auto" builds the d x d quadratic up to thi
 _RESERVOIR_SIZE = 2000  # rows kept by partial_fit to refit the calibration
 
 
+# squares of entries beyond this, summed over rows, leave the float range (and of a column
+# below its inverse, the preconditioned steps eta / scale^2)
+_LARGEST_ENTRY = 1e150
+
+
 class AUCClassifier(ClassifierMixin, BaseEstimator):
     """Linear classifier maximising ROC-AUC through the pairwise square loss.
 
@@ -235,6 +240,19 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
             # and the row norms of the step's bound
             X = X.copy()
             X.sum_duplicates()
+        peak = abs(X).max(axis=0)
+        peak = peak.toarray().ravel() if sp.issparse(peak) else np.asarray(peak).ravel()
+        for bad, what, fix in ((peak > _LARGEST_ENTRY, f"reach beyond {_LARGEST_ENTRY:g}", "Divide"),
+                               ((peak > 0) & (peak < 1 / _LARGEST_ENTRY),
+                                f"all lie below {1 / _LARGEST_ENTRY:g}", "Multiply")):
+            if bad.any():
+                names = getattr(self, "feature_names_in_", None)
+                columns = (names[bad] if names is not None else np.flatnonzero(bad)).tolist()
+                raise ValueError(
+                    f"X has columns whose entries {what} in magnitude: {columns[:10]}. The pairwise "
+                    f"square loss and the steps square them, past the float range. {fix} those "
+                    "columns by a constant first (a column's units change the fit only through the "
+                    "penalty).")
         return X, y
 
     def _step_size(self, smoothness: float) -> float:

@@ -6,6 +6,7 @@ import warnings
 
 import cvxpy as cp
 import numpy as np
+import pandas as pd
 import pytest
 import scipy.sparse as sp
 from sklearn.datasets import load_breast_cancer, make_classification
@@ -688,6 +689,24 @@ def test_vrspam_converges_at_a_returned_point_it_checks_at_no_pass_cost():
         warnings.simplefilter("error", ConvergenceWarning)
         clf = AUCClassifier(max_iter=5, alpha=0.1, tol=0.5, random_state=0).fit(X, y)
     assert clf.n_iter_ == 5
+
+
+@pytest.mark.parametrize("solver", ["exact", "vrspam", "spam"])
+@pytest.mark.parametrize("scale, message", [(1e155, "reach beyond 1e\\+150.*Divide"),
+                                            (1e-170, "all lie below 1e-150.*Multiply")])
+def test_columns_past_the_float_range_of_their_squares_are_refused_by_name(solver, scale, message):
+    # their squares overflowed (a LAPACK error on infs, or coef_ 0) or underflowed (zero
+    # coefficients, or steps eta / scale^2 of inf read as divergence)
+    X, y = _breast_cancer()
+    frame = pd.DataFrame(X[:, :3], columns=["a", "b", "c"]).assign(b=lambda d: d.b * scale)
+    with pytest.raises(ValueError, match=rf"X has columns whose entries {message}"):
+        AUCClassifier(solver=solver).fit(frame, y)
+    with pytest.raises(ValueError, match=r"magnitude: \[1\]"):
+        AUCClassifier(solver=solver).fit(sp.csr_matrix(frame.to_numpy()), y)
+    fitted = AUCClassifier().fit(frame.assign(b=X[:, 1]), y)
+    with pytest.raises(ValueError, match=r"magnitude: \['b'\]"):
+        fitted.partial_fit(frame, y)
+    AUCClassifier(solver=solver).fit(frame.assign(b=0.0), y)  # an all-zero column is fine
 
 
 @pytest.mark.parametrize("y_bad", [np.r_[np.zeros(9, int), 5], np.linspace(0, 1, 10)])
