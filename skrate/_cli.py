@@ -5,7 +5,7 @@ Exit codes: 0 success; 2 a wrong command line (including an unparseable or meani
 ``--id`` that an output column would overwrite, and an output path that cannot be written);
 65 the input data is unusable (missing column, non-binary target, empty values, a word in a
 numeric column, constraints that do not fit the data); 66 an input file is missing or
-unreadable; 73 an output file could not be written after all.
+unreadable; 73 an output file (or standard output) could not be written after all.
 """
 
 from __future__ import annotations
@@ -39,10 +39,13 @@ class CLIError(Exception):
 class _ReaderMayLeave:
     """A standard stream whose reader may go away (``skrate fit ... 2>&1 | head -1``): after a
     broken pipe the rest of its output is dropped, so the command still finishes its work (a
-    model nobody watches being trained must still be written)."""
+    model nobody watches being trained must still be written). Any other failure to write
+    (a full disk behind ``> predictions.csv``) is the output file's that could not be written:
+    a :class:`CLIError` with exit 73 when the stream is ``fatal`` (standard output), dropped
+    otherwise (standard error, which reports it)."""
 
-    def __init__(self, stream):
-        self._stream, self._gone = stream, False
+    def __init__(self, stream, fatal: bool = False):
+        self._stream, self._gone, self._fatal = stream, False, fatal
 
     def __getattr__(self, name):
         return getattr(self._stream, name)
@@ -52,13 +55,16 @@ class _ReaderMayLeave:
             return
         try:
             method(*args)
-        except BrokenPipeError:
+        except OSError as exc:
             self._gone = True
             # what Python still holds buffered goes to /dev/null at exit instead of failing again
             with contextlib.suppress(OSError, ValueError):  # a stream without a file descriptor
                 null = os.open(os.devnull, os.O_WRONLY)
                 os.dup2(null, self._stream.fileno())
                 os.close(null)
+            if self._fatal and not isinstance(exc, BrokenPipeError):
+                raise CLIError(f"standard output: cannot write ({exc.strerror or exc})",
+                               EXIT_CANTCREAT) from None
 
     def write(self, text: str) -> int:
         self._guard(self._stream.write, text)
@@ -71,7 +77,7 @@ class _ReaderMayLeave:
 @contextlib.contextmanager
 def _streams_may_close():
     saved = sys.stdout, sys.stderr
-    sys.stdout, sys.stderr = _ReaderMayLeave(sys.stdout), _ReaderMayLeave(sys.stderr)
+    sys.stdout, sys.stderr = _ReaderMayLeave(sys.stdout, fatal=True), _ReaderMayLeave(sys.stderr)
     try:
         yield
     finally:
@@ -690,7 +696,9 @@ def main(argv: list[str] | None = None) -> int:
             parser.print_help(sys.stderr)
             return EXIT_USAGE
         try:
-            return args.func(args)
+            code = args.func(args)
+            sys.stdout.flush()  # a write that fails is reported here, not at exit
+            return code
         except CLIError as exc:
             print(f"skrate {args.command}: error: {exc}", file=sys.stderr)
             return exc.code

@@ -29,8 +29,10 @@ def _matplotlib():
 
 def figure_file(figure: str) -> str:
     """The file matplotlib writes for ``figure``: it appends its default format to a name without
-    an extension. Raises ValueError for an extension it cannot write (without matplotlib, no check:
-    the demo draws no figure)."""
+    an extension. Raises ValueError for an empty name, or an extension it cannot write (without
+    matplotlib, no check: the demo draws no figure)."""
+    if not figure.strip():
+        raise ValueError("the file name is empty; give one such as tradeoff.png, or pass --no-figure")
     matplotlib = _matplotlib()
     if matplotlib is None:
         return figure

@@ -353,6 +353,20 @@ def test_a_closed_pipe_costs_the_output_not_the_work(syn):
     assert len(pd.read_csv(syn / "big.csv")) > 300
 
 
+@pytest.mark.skipif(not os.path.exists("/dev/full"), reason="needs /dev/full, a device that is always full")
+@pytest.mark.parametrize("command", [["predict", "syn.joblib", "syn.csv"],
+                                     ["audit", "syn.joblib", "syn.csv", "--n-bootstrap", 0]])
+def test_a_full_disk_behind_standard_output_exits_73(syn, command):
+    # `skrate predict ... > predictions.csv` on a full disk: a traceback and exit 1, where
+    # --out on the same disk exits 73 in one line
+    with open("/dev/full", "w") as full:
+        res = subprocess.run([sys.executable, "-m", "skrate", *map(str, command)], cwd=syn, env=ENV,
+                             stdout=full, stderr=subprocess.PIPE, text=True, timeout=300)
+    assert res.returncode == 73, res.stderr
+    assert "Traceback" not in res.stderr and "Exception ignored" not in res.stderr
+    assert f"skrate {command[0]}: error: standard output: cannot write (No space left on device)" in res.stderr
+
+
 def test_a_word_in_a_numeric_column_is_refused_by_line(syn, tmp_path, monkeypatch, capsys):
     frame = _synthetic()
     frame["x1"] = frame["x1"].astype(object)
@@ -456,7 +470,8 @@ def test_demo_checks_its_figure_path_before_training(tmp_path, monkeypatch, caps
     monkeypatch.setattr(_demo, "run_demo", lambda **kw: calls.append(kw))
     for figure, message in (("nowhere/x.png", "--figure nowhere/x.png: the folder 'nowhere' does not exist"),
                             ("fig.xyz", "--figure fig.xyz: matplotlib cannot write .xyz files; end the name with "
-                                        "one of")):
+                                        "one of"),
+                            ("", "--figure : the file name is empty")):  # it wrote ./.png.png
         code, _, err = _main(["demo", "--figure", figure], tmp_path, monkeypatch, capsys)
         assert code == 2 and message in err and calls == []
     # matplotlib appends .png to a name without an extension: the demo names the file it writes

@@ -1,6 +1,8 @@
 """Generalized rate metrics: values against direct formulas and scikit-learn, gradients, classes,
 xi-player closed forms against cvxpy, the plug-in oracle against brute force, mixtures."""
 
+import re
+
 import numpy as np
 import pytest
 from sklearn.base import clone
@@ -140,12 +142,24 @@ def test_unknown_metric_name_lists_known_ones():
             as_metric(name)
 
 
+@pytest.mark.parametrize("spec, reason", [("tpr / 0", "division by zero"), ("tpr * fpr", "Cannot multiply")])
+def test_a_rate_expression_that_means_nothing_is_not_an_unknown_name(spec, reason):
+    # it was "Unknown metric 'tpr / 0' (did you mean 'tpr'?)", a score the estimator refuses
+    with pytest.raises(ValueError, match=rf"^Invalid metric '{re.escape(spec)}', read as a rate expression: "
+                                         rf"Invalid spec .*{reason}") as info:
+        as_metric(spec)
+    assert "did you mean" not in str(info.value) and str(info.value).rstrip().endswith("^")
+
+
 def test_metric_names_ignore_case_and_suggest_close_ones():
     assert as_metric("F1") == as_metric(" f1 ") == f_measure(1.0)
     assert as_metric("G_Mean") == g_mean() and as_metric("F0.5") == f_measure(0.5)
     for typo, near in (("gmean", "g_mean"), ("g-mean", "g_mean"), ("f_1", "f1"), ("Precison", "precision")):
         with pytest.raises(ValueError, match=rf"Unknown metric '{typo}' \(did you mean '{near}'"):
             as_metric(typo)
+    # each name once: 'precision' is a metric and a rate, and was suggested twice
+    with pytest.raises(ValueError, match=r"\(did you mean 'precision'\?\)"):
+        as_metric("Precison")
 
 
 @pytest.mark.parametrize("build, what", [

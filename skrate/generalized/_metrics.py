@@ -1136,7 +1136,11 @@ def as_objective(spec: Metric | Expression | Ratio | str) -> Metric:
     try:
         return _rate_atom(spec).as_sum()
     except (TypeError, ValueError) as exc:
-        close = (difflib.get_close_matches(spec.strip().lower(), [*METRICS, *RATE_FUNCTIONS], n=3)
+        if getattr(exc, "reason", None) is not None:
+            # a rate expression that reads but means nothing (a division by zero): no name is near
+            raise ValueError(f"Invalid metric {spec!r}, read as a rate expression: {exc}") from None
+        names = dict.fromkeys([*METRICS, *RATE_FUNCTIONS])  # a name in both is suggested once
+        close = (difflib.get_close_matches(spec.strip().lower(), list(names), n=3)
                  if isinstance(spec, str) else [])
         hint = f" (did you mean {' or '.join(map(repr, close))}?)" if close else ""
         raise ValueError(f"Unknown metric {spec!r}{hint}: give a name among {metric_names()}, a metric such as "
