@@ -21,9 +21,11 @@ from pathlib import Path
 import numpy as np
 
 EXIT_USAGE, EXIT_DATA, EXIT_NOINPUT, EXIT_CANTCREAT = 2, 65, 66, 73
-# /2: the model is trained on y as 0/1, "classes" is [negative, positive] and "categorical" lists the
-# one-hot encoded features; /1 files (trained on the labels themselves) still load
-MODEL_FORMAT, OLD_FORMATS = "skrate-model/2", ("skrate-model/1",)
+# /3: categorical features are read as written ("01" and "1" are two categories); /2 read them as
+# whole numbers where they were numbers, and is read so still. /2: the model is trained on y as 0/1,
+# "classes" is [negative, positive] and "categorical" lists the one-hot encoded features; /1 files
+# (trained on the labels themselves) still load
+MODEL_FORMAT, OLD_FORMATS = "skrate-model/3", ("skrate-model/2", "skrate-model/1")
 # a text column is read as numbers with a few stray words above this share of numeric cells
 NUMERIC_SHARE = 0.9
 
@@ -199,7 +201,8 @@ def _writing(path: str):
 def _read_csv(path: str, text: tuple[str, ...] = ()):
     """The CSV file as written: only an empty cell is missing (``NA`` or ``None`` may be a category's
     name), and a column is numbers only when every filled cell is one (``true`` stays text); the
-    columns ``text`` stay text throughout (ids: ``007`` keeps its zeros)."""
+    columns ``text`` stay text throughout (ids: ``007`` keeps its zeros). Returns that frame and
+    the cells as written, all text (categorical features read them)."""
     pd = _pandas()
     p = _input(path)
     try:  # utf-8-sig: a byte-order mark (Excel) must not end up in the first column's name
@@ -214,11 +217,12 @@ def _read_csv(path: str, text: tuple[str, ...] = ()):
         raise CLIError(f"{path}: not a readable CSV file ({str(exc).strip()})") from None
     if frame.shape[0] == 0:
         raise CLIError(f"{path}: the file has a header but no rows")
+    written = frame.copy()
     for col in frame.columns.difference(list(text)):
         number = pd.to_numeric(frame[col], errors="coerce")
         if (number.notna() | frame[col].isna()).all():  # a "NaN" written out stays a word
             frame[col] = number
-    return frame
+    return frame, written
 
 
 def _need_columns(frame, columns: list[str], path: str, role: str) -> None:
@@ -242,7 +246,8 @@ def _no_empty(frame, columns: list[str], path: str) -> None:
 
 def _as_text(values) -> np.ndarray:
     """Cells as text, whole numbers written one way (3, 3.0 and '3.0' all read '3'): the CSV reader
-    guesses a column's type per file, and a category must read the same in every file."""
+    guesses a column's type per file, and a class of the target (a category of a model of format
+    /2) must read the same in every file."""
     pd = _pandas()
     text = pd.Series(np.asarray(values, dtype=object)).astype(str)
     number = pd.to_numeric(text, errors="coerce")
@@ -290,14 +295,17 @@ def _textual(frame, features: list[str], declared: list[str]) -> list[str]:
     return [c for c in features if c in declared or textual(c)]
 
 
-def _model_input(frame, features: list[str], categorical: list[str], path: str, advice: str):
+def _model_input(frame, written, features: list[str], categorical: list[str], path: str, advice: str,
+                 as_written: bool = True):
     """The features as the model reads them, whatever types the CSV reader guessed for this file:
-    categorical columns as text, the others as finite numbers; any other cell is refused by line."""
+    categorical columns as text (as written, from ``written``; else numbers as whole numbers, as
+    models of format /2 read them), the others as finite numbers; any other cell is refused by
+    line."""
     pd = _pandas()
     columns = {}
     for col in features:
         if col in categorical:
-            columns[col] = _as_text(frame[col])
+            columns[col] = written[col].to_numpy(dtype=str) if as_written else _as_text(frame[col])
             continue
         number = pd.to_numeric(frame[col], errors="coerce").astype(float).to_numpy()
         bad = np.flatnonzero(~np.isfinite(number))
@@ -415,7 +423,7 @@ def cmd_fit(args) -> int:
     excluded = _columns(args.exclude, "--exclude")
     declared = _columns(args.categorical, "--categorical")
     _check_writable(args.out, "--out")
-    frame = _read_csv(args.data)
+    frame, written = _read_csv(args.data)
     _need_columns(frame, [args.target], args.data, "--target")
     for names, option in ((groups, "--groups"), (excluded, "--exclude"), (declared, "--categorical")):
         _need_columns(frame, names, args.data, option)
@@ -426,7 +434,7 @@ def cmd_fit(args) -> int:
     classes = _classes(frame, args.target, args.data, args.positive_class)
     y = _target(frame, args.target, args.data, classes)
     categorical = _textual(frame, features, declared)
-    X = _model_input(frame, features, categorical, args.data,
+    X = _model_input(frame, written, features, categorical, args.data,
                      "fix or drop those rows, or pass --categorical {col} if the column holds categories")
     _say(args, f"skrate fit: {frame.shape[0]} rows, {len(features)} feature columns ({len(categorical)} "
                f"one-hot encoded), {len(constraints)} constraint(s), target {args.target!r} with positive "
@@ -481,13 +489,14 @@ def _load(path: str) -> dict:
 def _data_for(payload: dict, data: str, needed: dict[str, list[str]], text: tuple[str, ...] = ()):
     """The CSV file ``data`` and the model's input from it; the columns of ``needed`` (by role) must be
     there and filled, as the features must. The columns ``text`` are read as written."""
-    frame = _read_csv(data, text)
+    as_written = payload["format"] == MODEL_FORMAT
+    frame, written = _read_csv(data, text)
     features = payload["features"]
     for role, columns in {"a feature of the model": features, **needed}.items():
         _need_columns(frame, columns, data, role)
     _no_empty(frame, [c for columns in needed.values() for c in columns] + features, data)
-    X = _model_input(frame, features, payload["categorical"], data,
-                     "the model was trained on numbers in this column; fix or drop those rows")
+    X = _model_input(frame, written, features, payload["categorical"], data,
+                     "the model was trained on numbers in this column; fix or drop those rows", as_written)
     _warn_unseen(payload, X, data)
     return frame, X
 

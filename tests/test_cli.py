@@ -436,10 +436,34 @@ def test_a_column_read_with_another_type_than_in_training(syn, tmp_path, monkeyp
     code, out, err = _main(["predict", syn / "syn.joblib", "batch.csv"], tmp_path, monkeypatch, capsys)
     assert code == 0, err
     payload = joblib.load(syn / "syn.joblib")
-    assert payload["format"] == "skrate-model/2" and payload["categorical"] == ["grp", "code"]
+    assert payload["format"] == "skrate-model/3" and payload["categorical"] == ["grp", "code"]
     expected = payload["model"].predict(batch[payload["features"]].astype({"code": str}))
     np.testing.assert_array_equal(pd.read_csv(io.StringIO(out))["prediction"], expected)
     assert _main(["audit", syn / "syn.joblib", "batch.csv", "--n-bootstrap", 0], tmp_path, monkeypatch, capsys)[0] == 0
+
+
+def test_categories_are_read_as_written(tmp_path, monkeypatch, capsys):
+    # '01' and '1' in a text column are two categories, in training and in a batch where the
+    # column reads as numbers; they were merged into '1', and the label riding on '01' lost
+    rng = np.random.default_rng(0)
+    code = rng.choice(["01", "1", "B"], 300)
+    pd.DataFrame({"code": code, "x": rng.normal(size=300), "y": (code == "01").astype(int)}).to_csv(
+        tmp_path / "codes.csv", index=False)
+    fit = ["fit", "codes.csv", "--target", "y", "--max-iter", 200, "-q", "--out", "codes.joblib"]
+    assert _main(fit, tmp_path, monkeypatch, capsys)[0] == 0
+    payload = joblib.load(tmp_path / "codes.joblib")
+    encoder = payload["model"].named_steps["prepare"].named_transformers_["categorical"]
+    assert sorted(encoder.categories_[0]) == ["01", "1", "B"]
+    (tmp_path / "batch.csv").write_text("code,x,y\n01,0.0,1\n1,0.0,0\n")
+    code, out, err = _main(["predict", "codes.joblib", "batch.csv"], tmp_path, monkeypatch, capsys)
+    assert code == 0 and "warning" not in err
+    assert pd.read_csv(io.StringIO(out))["prediction"].tolist() == [1, 0]
+    # a model of the format before reads categories as whole numbers, as it was trained
+    payload["format"] = "skrate-model/2"
+    encoder.categories_ = [np.array(["1", "B"], dtype=object)]
+    joblib.dump(payload, tmp_path / "old.joblib")
+    code, out, err = _main(["predict", "old.joblib", "batch.csv"], tmp_path, monkeypatch, capsys)
+    assert code == 0 and "warning" not in err
 
 
 def test_model_files_of_the_first_format_still_load(tmp_path, monkeypatch, capsys):
