@@ -20,7 +20,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import check_is_fitted
 
 from ._auc_calibration import RowReservoir, fit_platt
-from ._auc_objective import ClassStatistics, smooth_objective, stream_loss
+from ._auc_objective import ClassStatistics, column_extremes, smooth_objective, stream_loss
 from ._auc_solvers import (column_scale, diverged, minibatch_smoothness, pinned_scale,
                            solve_exact, spam, spam_epoch, vrspam)
 from ._prox import elastic_net_penalty
@@ -240,8 +240,8 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
             # and the row norms of the step's bound
             X = X.copy()
             X.sum_duplicates()
-        peak = abs(X).max(axis=0)
-        peak = peak.toarray().ravel() if sp.issparse(peak) else np.asarray(peak).ravel()
+        low, high = column_extremes(X)
+        peak = np.maximum(-low, high)
         for bad, what, fix in ((peak > _LARGEST_ENTRY, f"reach beyond {_LARGEST_ENTRY:g}", "Divide"),
                                ((peak > 0) & (peak < 1 / _LARGEST_ENTRY),
                                 f"all lie below {1 / _LARGEST_ENTRY:g}", "Multiply")):

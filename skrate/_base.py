@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils import get_tags
+from sklearn.utils import check_random_state, get_tags
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -66,6 +66,15 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
         weights = check_sample_weight(sample_weight, X.shape[0])
         return RateData(y01, weights, GroupTable.from_input(groups, X_raw, X.shape[0]),
                         check_baseline(baseline, self.classes_, X.shape[0]))
+
+    def _random_streams(self) -> tuple[np.random.RandomState, np.random.Generator, int]:
+        """``random_state`` as a RandomState, the game's generator drawn from it, and the seed of
+        the per-row draws of ``predict`` (``random_seed_``): a stream of its own, so stochastic
+        predictions depend on ``random_state`` alone, not on how many draws the data made the
+        game take (weights as repeated rows predict alike)."""
+        rng = check_random_state(self.random_state)
+        base = rng.randint(np.iinfo(np.int32).max)
+        return rng, np.random.default_rng(base), int(np.random.default_rng([base, 1]).integers(2**62))
 
     def _takes_raw_X(self) -> bool:
         """Whether ``fit`` hands ``X`` as given to a user's estimator (which validates it itself)

@@ -295,17 +295,16 @@ def _textual(frame, features: list[str], declared: list[str]) -> list[str]:
     return [c for c in features if c in declared or textual(c)]
 
 
-def _model_input(frame, written, features: list[str], categorical: list[str], path: str, advice: str,
-                 as_written: bool = True):
+def _model_input(frame, written, features: list[str], categorical: list[str], path: str, advice: str):
     """The features as the model reads them, whatever types the CSV reader guessed for this file:
-    categorical columns as text (as written, from ``written``; else numbers as whole numbers, as
-    models of format /2 read them), the others as finite numbers; any other cell is refused by
-    line."""
+    categorical columns as text (as written, from ``written``; with ``written=None``, numbers as
+    whole numbers, as models of format /2 read them), the others as finite numbers; any other
+    cell is refused by line."""
     pd = _pandas()
     columns = {}
     for col in features:
         if col in categorical:
-            columns[col] = written[col].to_numpy(dtype=str) if as_written else _as_text(frame[col])
+            columns[col] = _as_text(frame[col]) if written is None else written[col].to_numpy(dtype=str)
             continue
         number = pd.to_numeric(frame[col], errors="coerce").astype(float).to_numpy()
         bad = np.flatnonzero(~np.isfinite(number))
@@ -489,14 +488,14 @@ def _load(path: str) -> dict:
 def _data_for(payload: dict, data: str, needed: dict[str, list[str]], text: tuple[str, ...] = ()):
     """The CSV file ``data`` and the model's input from it; the columns of ``needed`` (by role) must be
     there and filled, as the features must. The columns ``text`` are read as written."""
-    as_written = payload["format"] == MODEL_FORMAT
     frame, written = _read_csv(data, text)
     features = payload["features"]
     for role, columns in {"a feature of the model": features, **needed}.items():
         _need_columns(frame, columns, data, role)
     _no_empty(frame, [c for columns in needed.values() for c in columns] + features, data)
-    X = _model_input(frame, written, features, payload["categorical"], data,
-                     "the model was trained on numbers in this column; fix or drop those rows", as_written)
+    X = _model_input(frame, written if payload["format"] == MODEL_FORMAT else None, features,
+                     payload["categorical"], data,
+                     "the model was trained on numbers in this column; fix or drop those rows")
     _warn_unseen(payload, X, data)
     return frame, X
 

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.base import _fit_context
-from sklearn.utils import _safe_indexing, check_random_state
+from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._base import RateClassifierBase, warn_uncovered
@@ -366,12 +366,7 @@ class ConstrainedClassifier(RateClassifierBase):
                              "minimises linear combinations of rates.")
         constraints = as_constraints(self.constraints)
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
-        rng = check_random_state(self.random_state)
-        base = rng.randint(np.iinfo(np.int32).max)
-        gen = np.random.default_rng(base)
-        # a stream of its own: the stochastic predictions depend on random_state alone, not on how
-        # many draws the data made the game take (weights as repeated rows predict alike)
-        seed = int(np.random.default_rng([base, 1]).integers(2**62))
+        _, gen, seed = self._random_streams()
         check_goal_columns(objective, constraints, data)
         train, held = self._split(data, constraints, validation_mask, gen)
         # where the held-out rows come from, for errors about them (a mask overrides the fraction)

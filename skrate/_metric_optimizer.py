@@ -13,7 +13,7 @@ from sklearn.compose import ColumnTransformer
 from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import check_cv
 from sklearn.preprocessing import OneHotEncoder
-from sklearn.utils import _safe_indexing, check_random_state
+from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted
 
@@ -645,12 +645,7 @@ class MetricOptimizer(RateClassifierBase):
         program = compile_program(objective, constraints, data_fit, expansion)
         self._expansion = expansion.frozen()  # later rows expand into the fitted constraints
         solver = self._choose_solver(program, "pr_auc" if isinstance(metric, PRAUC) else None)
-        rng = check_random_state(self.random_state)
-        base = rng.randint(np.iinfo(np.int32).max)
-        gen = np.random.default_rng(base)
-        # a stream of its own: the stochastic predictions depend on random_state alone, not on how
-        # many draws the data made the game take (weights as repeated rows predict alike)
-        seed = int(np.random.default_rng([base, 1]).integers(2**62))
+        rng, gen, seed = self._random_streams()
         self._model = self._make_model(X_fit.shape[1], solver)
         # an MLP's first layer, or the weights on x of any linear game (stacked or cross-fitted)
         unscale = None if transform is None else (

@@ -207,9 +207,9 @@ def column_scaling(X: np.ndarray, fit_intercept: bool) -> tuple[np.ndarray, np.n
     q1, q3 = np.percentile(X, [25, 75], axis=0)
     # moments in units of the quartiles' magnitude: squares beyond 1e154 overflowed
     unit = power_of_two_above(np.maximum(np.abs(q1), np.abs(q3)))
-    q1, q3 = q1 / unit, q3 / unit
+    X, q1, q3 = X / unit, q1 / unit, q3 / unit
     iqr = q3 - q1
-    clipped = np.where(iqr > 0, np.clip(X / unit, q1 - 3.0 * iqr, q3 + 3.0 * iqr), X / unit)
+    clipped = np.where(iqr > 0, np.clip(X, q1 - 3.0 * iqr, q3 + 3.0 * iqr), X)
     offset = clipped.mean(axis=0) if fit_intercept else np.zeros(X.shape[1])
     scale = np.sqrt(np.mean((clipped - offset) ** 2, axis=0))
     return offset * unit, np.where(np.ptp(X, axis=0) > 0, scale * unit, 1.0)
