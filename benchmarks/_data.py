@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import os
 
 import numpy as np
@@ -15,6 +16,13 @@ ADULT_COLUMNS = [
     "relationship", "race", "sex", "capital-gain", "capital-loss", "hours-per-week",
     "native-country", "income",
 ]
+
+
+def command_line(doc: str) -> argparse.ArgumentParser:
+    """The parser every benchmark starts from: its docstring as help, the data folder first."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("data_dir", help="folder holding adult.data, adult.test and compas-scores-two-years.csv")
+    return parser
 
 
 def _encode(train: pd.DataFrame, test: pd.DataFrame, numeric, categorical):

@@ -11,7 +11,6 @@ estimator's defaults (``alpha=0.01``, ``eta0="auto"``, ``batch_size=16``); the o
 
 from __future__ import annotations
 
-import argparse
 import os
 
 os.environ.setdefault("OMP_NUM_THREADS", "1")
@@ -30,7 +29,7 @@ from sklearn.model_selection import train_test_split  # noqa: E402
 from sklearn.preprocessing import SplineTransformer, StandardScaler  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _data import load_adult, load_compas  # noqa: E402
+from _data import command_line, load_adult, load_compas  # noqa: E402
 from _verdict import verdict  # noqa: E402
 
 from skrate import AUCClassifier  # noqa: E402
@@ -196,8 +195,7 @@ def fmt(v, spec):
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data_dir")
+    parser = command_line(__doc__)
     parser.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "..", "doc",
                                                       "benchmarks"))
     args = parser.parse_args()

@@ -22,7 +22,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECL
              "NUMEXPR_NUM_THREADS"):
     os.environ[_var] = "1"
 
-import argparse  # noqa: E402
 import datetime  # noqa: E402
 import platform  # noqa: E402
 import resource  # noqa: E402
@@ -45,7 +44,7 @@ from fairlearn.reductions import (  # noqa: E402
 )
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _data import load_task_data  # noqa: E402
+from _data import command_line, load_task_data  # noqa: E402
 
 import skrate  # noqa: E402
 from skrate import ConstrainedClassifier  # noqa: E402
@@ -335,8 +334,7 @@ def table(header: list[str], body: list[list[str]]) -> str:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data_dir")
+    parser = command_line(__doc__)
     parser.add_argument("--quick", action="store_true", help="one seed, one repetition, small Adult")
     args = parser.parse_args(argv)
     reps = 1 if args.quick else 3

@@ -33,7 +33,7 @@ import numpy as np  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _data import load_adult  # noqa: E402
+from _data import command_line, load_adult  # noqa: E402
 
 from skrate import DROClassifier  # noqa: E402
 from skrate._dro_losses import LOSSES  # noqa: E402
@@ -193,9 +193,8 @@ def robustness(data_dir):
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 2:
-        sys.exit(__doc__)
+    data_dir = command_line(__doc__).parse_args().data_dir
     print(f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: "
-          f"python benchmarks/bench_dro.py {sys.argv[1]}\n")
-    optimisation(sys.argv[1])
-    robustness(sys.argv[1])
+          f"python benchmarks/bench_dro.py {data_dir}\n")
+    optimisation(data_dir)
+    robustness(data_dir)

@@ -26,7 +26,6 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
-import argparse  # noqa: E402
 import datetime  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
@@ -39,7 +38,7 @@ from fairlearn.reductions import ExponentiatedGradient  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _data import load_adult, load_compas  # noqa: E402
+from _data import command_line, load_adult, load_compas  # noqa: E402
 from bench_constrained import LR_PARAMS, TASKS, expected_error, table  # noqa: E402
 
 from skrate import ConstrainedClassifier  # noqa: E402
@@ -108,8 +107,7 @@ def run_split(task, split, seed) -> list[dict]:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data_dir")
+    parser = command_line(__doc__)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args(argv)
     seeds = [0, 1] if args.quick else list(range(10))

@@ -27,7 +27,10 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 
 import numpy as np
 
-from skrate import ConstrainedClassifier
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _data import command_line  # noqa: E402
+
+from skrate import ConstrainedClassifier  # noqa: E402
 
 N_TRAIN = 2000
 TASKS = {"ppr[group=b] >= 0.5": ("ppr", 0.5), "tpr[group=b] >= 0.8": ("tpr", 0.8)}
@@ -73,4 +76,6 @@ def main(n_fits: int = 200) -> None:
                       f"| {np.mean(feasible):.3f} | {seconds:.3f} |")
 
 if __name__ == "__main__":
-    main(int(sys.argv[2]) if len(sys.argv) > 2 else 200)
+    parser = command_line(__doc__)
+    parser.add_argument("n_fits", nargs="?", type=int, default=200, help="fits per row (default 200)")
+    main(parser.parse_args().n_fits)

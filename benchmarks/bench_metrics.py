@@ -35,7 +35,6 @@ import os
 for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"
 
-import argparse
 import datetime
 import platform
 import sys
@@ -52,7 +51,7 @@ from sklearn.metrics import make_scorer
 from sklearn.model_selection import TunedThresholdClassifierCV
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _data import load_adult, load_compas
+from _data import command_line, load_adult, load_compas
 from _verdict import verdict
 
 from skrate import MetricOptimizer
@@ -446,8 +445,7 @@ def targets(df: pd.DataFrame) -> list[dict]:
 
 
 def main():
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data_dir")
+    parser = command_line(__doc__)
     parser.add_argument("--quick", action="store_true")
     args = parser.parse_args()
     reps = 1 if args.quick else 3

@@ -24,7 +24,6 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "VECL
              "NUMEXPR_NUM_THREADS"):
     os.environ[_var] = "1"
 
-import argparse  # noqa: E402
 import sys  # noqa: E402
 import warnings  # noqa: E402
 
@@ -36,7 +35,7 @@ from sklearn.linear_model import LogisticRegression  # noqa: E402
 from fairlearn.reductions import ExponentiatedGradient  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from _data import load_task_data  # noqa: E402
+from _data import command_line, load_task_data  # noqa: E402
 from _verdict import verdict  # noqa: E402
 from bench_constrained import TASKS, Report, expected_error, fmt, run_header, table, timed  # noqa: E402
 
@@ -104,8 +103,7 @@ def run_split(task, split, seed: int, reps: int, on_adult: bool) -> list[dict]:
 
 
 def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("data_dir")
+    parser = command_line(__doc__)
     parser.add_argument("--quick", action="store_true", help="one seed, one repetition, small Adult")
     parser.add_argument("--seeds", type=int, default=10, help="COMPAS split seeds 0 .. SEEDS-1 (default 10)")
     args = parser.parse_args(argv)

@@ -35,6 +35,7 @@ from sklearn.model_selection import train_test_split
 from sklearn.preprocessing import StandardScaler
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from _data import command_line
 from _verdict import verdict
 from skrate import TrimmedClassifier, TrimmedRegressor
 
@@ -227,10 +228,8 @@ def regression_benchmark():
         print()
 
 
-def main(argv):
-    if len(argv) < 2:
-        print(__doc__)
-        raise SystemExit("usage: bench_trimmed.py DATA_DIR")
+def main(argv=None):
+    command_line(__doc__).parse_args(argv)
     print("# Trimmed estimation benchmark\n")
     verdicts = digits_benchmark()
     regression_benchmark()
@@ -243,4 +242,4 @@ def main(argv):
 
 
 if __name__ == "__main__":
-    main(sys.argv)
+    main()
