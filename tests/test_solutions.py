@@ -110,6 +110,28 @@ def test_best_iterate_matches_the_rank_rule():
     assert best_iterate(obj, cons) == 10
 
 
+@pytest.mark.parametrize("choose", [lambda o, g: shrink(o, g).weights, best_iterate])
+def test_candidate_tables_of_the_wrong_shape_are_refused(choose):
+    objective = np.array([0.1, 0.2, 0.3, 0.4])
+    constraints = np.array([[0.5, 0.5, -1.0, -0.2], [-1.0, 0.5, 0.5, -0.2]])  # (m=2, k=4)
+    with pytest.raises(ValueError, match=r"constraints must have shape \(m, 4\).*\(4, 2\), transpose it"):
+        choose(objective, constraints.T)  # (k, m) used to be reshaped into scrambled (m, k) entries
+    with pytest.raises(ValueError, match=r"shape \(m, 4\).*\(3, 3\)"):
+        choose(objective, np.ones((3, 3)))
+    with pytest.raises(ValueError, match="objective must be a non-empty 1-D array"):
+        choose(np.zeros((2, 2)), constraints)
+    # one constraint may come as a vector
+    assert np.array_equal(np.asarray(choose(objective, constraints[0])), np.asarray(choose(objective, constraints[:1])))
+
+
+def test_row_uniforms_refuse_a_seed_outside_64_bits():
+    X = np.zeros((3, 2))
+    for seed in (-1, 2**64):
+        with pytest.raises(ValueError, match=r"seed must be an integer in \[0, 2\*\*64\)"):
+            row_uniforms(X, seed=seed)
+    assert row_uniforms(X, seed=2**64 - 1).shape == (3,)
+
+
 def test_row_uniforms_are_reproducible_and_uniform():
     rng = np.random.default_rng(5)
     X = rng.normal(size=(20_000, 4))

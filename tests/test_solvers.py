@@ -1,5 +1,7 @@
 """Gradients by finite differences, surrogate bounds, and the lambda-players' fixed points."""
 
+import warnings
+
 import numpy as np
 import pytest
 import scipy.sparse as sp
@@ -49,6 +51,21 @@ def test_lagrangian_model_gradient_is_that_of_the_rows_own_surrogates(kind):
     if kind != "sigmoid":
         combined = surrogate_grad(scores, (A_pos + A_neg).T @ weights, kind)
         assert not np.allclose(combined, _fd(lagrangian, scores), atol=1e-6)
+
+
+@pytest.mark.parametrize("kind", ["hinge", "logistic", "sigmoid"])
+def test_lagrangian_surrogates_of_large_scores_are_exact_and_quiet(kind):
+    # saturated scores are ordinary in an MLP's training; the sigmoid used to warn of overflow
+    from skrate.solvers._rate_game import _surrogate_rates, _surrogate_rates_grad
+
+    scores = np.array([-1e3, -800.0, 800.0, 1e3])
+    A = sp.csr_matrix(np.eye(4))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rates = _surrogate_rates(A, A * 0, scores, np.zeros(4), kind)
+        grad = _surrogate_rates_grad(A, A * 0, scores, np.ones(4), kind)
+    np.testing.assert_array_equal(rates[:2], 0.0)
+    assert np.all(np.isfinite(rates)) and np.all(np.isfinite(grad))
 
 
 @pytest.mark.parametrize("kind", ["hinge", "logistic"])

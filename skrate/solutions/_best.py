@@ -11,6 +11,27 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
 
+def candidate_values(objective: ArrayLike, constraints: ArrayLike) -> tuple[np.ndarray, np.ndarray]:
+    """``objective`` as a float vector of the ``k`` candidates and ``constraints`` as an ``(m, k)``
+    matrix: one row per constraint (a vector of length ``k`` is one constraint; an empty array,
+    none). Any other shape is refused, rather than reshaped into a matrix of scrambled entries."""
+    objective = np.asarray(objective, dtype=float)
+    constraints = np.asarray(constraints, dtype=float)
+    if objective.ndim != 1 or objective.shape[0] == 0:
+        raise ValueError(f"objective must be a non-empty 1-D array, one value per candidate; got shape "
+                         f"{objective.shape}")
+    k = objective.shape[0]
+    if constraints.size == 0:
+        return objective, np.empty((0, k))
+    if constraints.ndim == 1:
+        constraints = constraints[None, :]
+    if constraints.ndim != 2 or constraints.shape[1] != k:
+        raise ValueError(f"constraints must have shape (m, {k}): one row per constraint, one column per "
+                         f"candidate of the objective; got shape {constraints.shape}"
+                         + (", transpose it" if constraints.ndim == 2 and constraints.shape[0] == k else ""))
+    return objective, constraints
+
+
 def best_iterate(objective: ArrayLike, constraints: ArrayLike) -> int:
     """Index of the candidate minimising ``max(rank of objective, rank of max violation)``.
 
@@ -37,8 +58,7 @@ def best_iterate(objective: ArrayLike, constraints: ArrayLike) -> int:
     with Non-Differentiable Constraints with Applications to Fairness, Recall, Churn, and
     Other Goals. JMLR 20(172), 2019, Eq. 18.
     """
-    objective = np.asarray(objective, dtype=float)
-    constraints = np.asarray(constraints, dtype=float).reshape(-1, objective.shape[0])
+    objective, constraints = candidate_values(objective, constraints)
     violation = np.maximum(constraints.max(axis=0), 0.0) if constraints.shape[0] else np.zeros_like(objective)
     score = np.maximum(rankdata(objective, method="min"), rankdata(violation, method="min"))
     order = np.lexsort((-np.arange(objective.shape[0]), objective, score))

@@ -7,6 +7,8 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.optimize import linprog
 
+from ._best import candidate_values
+
 
 @dataclass
 class ShrinkResult:
@@ -75,8 +77,7 @@ def shrink(objective: np.ndarray, constraints: np.ndarray, tol: float = 1e-9) ->
     with Non-Differentiable Constraints with Applications to Fairness, Recall, Churn, and
     Other Goals. JMLR 20(172), 2019, Section 6.1.
     """
-    objective = np.asarray(objective, dtype=float)
-    constraints = np.asarray(constraints, dtype=float).reshape(-1, objective.shape[0])
+    objective, constraints = candidate_values(objective, constraints)
     m, k = constraints.shape
     if m == 0:
         weights = np.zeros(k)

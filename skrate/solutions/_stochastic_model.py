@@ -75,7 +75,7 @@ def row_uniforms(X: ArrayLike, seed: int = 0) -> np.ndarray:
     X : array-like of shape (n_samples, n_features) or (n_samples,)
         The rows to draw for: numbers, text or a mix (an object array); a 1-D ``X`` is one
         column.
-    seed : int, default=0
+    seed : int in [0, 2**64), default=0
         Salt of the hash: another seed gives other, equally reproducible, numbers.
 
     Returns
@@ -83,6 +83,8 @@ def row_uniforms(X: ArrayLike, seed: int = 0) -> np.ndarray:
     ndarray of shape (n_samples,)
         One number in ``[0, 1)`` per row.
     """
+    if not 0 <= seed < 2**64:
+        raise ValueError(f"seed must be an integer in [0, 2**64); got {seed}")
     X = np.asarray(X)
     if X.ndim == 1:
         X = X[:, None]

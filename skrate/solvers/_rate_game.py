@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.special import expit
 
 from ..models import Design
 from ..problem import RateProblem
@@ -82,7 +83,7 @@ def _surrogate_rates(A_pos, A_neg, scores, b, kind):
         up = np.logaddexp(0.0, scores) / np.log(2.0)
         low = 1.0 - np.logaddexp(0.0, -scores) / np.log(2.0)
     else:
-        up = low = 1.0 / (1.0 + np.exp(-scores))
+        up = low = expit(scores)
     return A_pos @ up + A_neg @ low + b
 
 
