@@ -12,6 +12,7 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .problem import GroupTable, RateData
+from .problem._groups import check_row_order
 from .solutions import StochasticModel
 from .utils._validation import _is_numeric, check_baseline, check_sample_weight, validate_numeric
 
@@ -62,6 +63,7 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
         return tags
 
     def _rate_data(self, X_raw, X, y, groups, sample_weight, baseline) -> RateData:
+        check_row_order(X_raw, sample_weight=sample_weight, baseline=baseline)
         y01 = None if y is None else (np.asarray(y) == self.classes_[1]).astype(int)
         weights = check_sample_weight(sample_weight, X.shape[0])
         return RateData(y01, weights, GroupTable.from_input(groups, X_raw, X.shape[0]),
@@ -95,6 +97,7 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
     def _validate_binary(self, X, y):
         """Validate ``X, y`` for a binary problem and set ``classes_`` (positive class last)."""
         self._raw_X = self._takes_raw_X()
+        check_row_order(X, y=y)
         X, y = self._check_X(X, y)
         y_type = type_of_target(y, input_name="y", raise_unknown=True)
         if y_type != "binary":
@@ -143,8 +146,10 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
         check_is_fitted(self)
         return self._check_X(X, reset=False)
 
-    def _check_scoring_labels(self, X, y) -> np.ndarray:
-        """``y`` to score the fitted model on ``X`` with: one label per row, all seen in fit."""
+    def _check_scoring_labels(self, X_raw, X, y) -> np.ndarray:
+        """``y`` to score the fitted model on ``X`` (validated from ``X_raw``) with: one label per
+        row, all seen in fit."""
+        check_row_order(X_raw, y=y)
         y = np.asarray(y)
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"y has {y.shape[0]} entries but X has {X.shape[0]} rows.")

@@ -651,7 +651,7 @@ class ConstrainedClassifier(RateClassifierBase):
         """
         X_raw = X
         X = self._features(X)
-        y = self._check_scoring_labels(X, y)
+        y = self._check_scoring_labels(X_raw, X, y)
         p = self.predict_proba(X_raw, solution=solution)[:, 1]
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
         check_goal_columns(self.objective_, self.constraints_, data)  # an error, not an undefined constraint

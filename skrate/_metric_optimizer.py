@@ -815,7 +815,7 @@ class MetricOptimizer(RateClassifierBase):
         """
         X_raw = X
         X = self._features(X)
-        y = self._check_scoring_labels(X, y)
+        y = self._check_scoring_labels(X_raw, X, y)
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
         metric, fitted_constraints = self._fitted_problem
         if isinstance(metric, PRAUC):

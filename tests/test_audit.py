@@ -3,6 +3,7 @@
 import re
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pandas as pd
@@ -349,6 +350,23 @@ def test_plots(tmp_path):
     assert len(one) == 1 and one[0].get_title() == "tpr"
 
 
+def test_plot_height_follows_the_rows_drawn():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    rng = np.random.RandomState(0)
+    X = rng.randn(300, 2)
+    y = (X[:, 0] + rng.randn(300) > 0).astype(int)
+    clf = LogisticRegression().fit(X, y)
+    heights = {}
+    for k in (1, 10):  # ten 0/1 flags: 21 rows, though only two distinct values
+        flags = pd.DataFrame({f"flag{i}": rng.randint(0, 2, 300) for i in range(k)})
+        axes = plot_audit(audit(clf, X, y, groups=flags, metrics=("tpr",), n_bootstrap=0))
+        assert len(axes[0].get_yticks()) == 2 * k + 1
+        heights[k] = axes[0].figure.get_size_inches()[1]
+        matplotlib.pyplot.close(axes[0].figure)
+    assert heights[10] - heights[1] > 0.3 * 18  # room for every label as the rows grow
+
+
 def _rich_data(n=3000, seed=4):
     rng = np.random.default_rng(seed)
     g = pd.DataFrame({"race": rng.choice(["a", "b", "c"], n, p=[0.5, 0.3, 0.2]), "sex": rng.choice(["F", "M"], n),
@@ -508,3 +526,41 @@ def test_audit_zeroes_rates_within_rounding_as_the_reports_do():
         row = report[report.attribute == "constraint"]
         assert row.value.item() == expected
         assert make_rate_scorer(spec, decisions="expected")(Mixture(), X, y, baseline=b) == expected
+
+
+def test_percentile_intervals_keep_infinite_resamples():
+    from skrate.metrics._bootstrap import percentile_interval
+
+    finite = np.random.default_rng(0).normal(size=100)
+    samples = np.vstack([
+        finite,
+        np.r_[finite[:88], np.full(12, np.inf)],  # a ratio with no losses in 12% of resamples
+        np.r_[np.full(12, -np.inf), finite[:88]],
+        np.r_[finite[:98], np.nan, np.inf],  # one undefined resample, one infinite
+        np.full(100, np.nan),
+    ])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # numpy's inf - inf used to warn, and give NaN
+        low, high = percentile_interval(samples, 0.9)
+    np.testing.assert_allclose([low[0], high[0]], np.quantile(finite, [0.05, 0.95]))
+    assert np.isfinite(low[1]) and high[1] == np.inf
+    assert low[2] == -np.inf and np.isfinite(high[2])
+    assert np.isfinite(low[3]) and np.isfinite(high[3])  # 0.95 of 99 defined values: still finite
+    assert np.isnan(low[4]) and np.isnan(high[4])
+
+
+def test_audit_interval_of_a_ratio_infinite_in_some_resamples():
+    rng = np.random.RandomState(0)
+    X = rng.randn(400, 2)
+    y = (X[:, 0] + 0.5 * rng.randn(400) > 0).astype(int)
+    g = np.where(np.arange(400) < 40, "minority", "majority")
+    X[:40, 0] -= 2.0  # two positive predictions in the minority: none in about 12% of resamples
+    clf = LogisticRegression().fit(X, y)
+    assert clf.predict(X[:40]).sum() == 2
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        report = audit(clf, X, y, groups=g, constraints="ppr[group=majority] / ppr[group=minority] <= 8",
+                       metrics=("ppr",), n_bootstrap=400, random_state=0)
+    row = pd.DataFrame(report).query("attribute == 'constraint'").iloc[0]
+    assert np.isfinite(row["violation_low"]) and row["violation_high"] == np.inf
+    assert "+inf]" in str(report)

@@ -195,6 +195,48 @@ def test_groups_in_another_row_order_than_X_are_refused():
                                   list("aabbab"))
 
 
+def test_labels_weights_and_baselines_in_another_row_order_than_X_are_refused():
+    # the same pitfall as groups', where it is likelier still: y[y.index.isin(X_test.index)]
+    from sklearn.linear_model import LogisticRegression
+
+    from skrate import ConstrainedClassifier, MetricOptimizer
+    from skrate.metrics import audit, make_rate_scorer
+    from skrate.model_selection import tradeoff_curve
+
+    rng = np.random.default_rng(0)
+    X = pd.DataFrame({"x": rng.normal(size=60), "g": np.tile([0, 1], 30)})
+    X = X.sample(frac=1.0, random_state=0)  # a shuffled split: index out of order
+    y = pd.Series((X["x"] + rng.normal(size=60) > 0).astype(int).to_numpy(), index=X.index)
+    w, base = y * 0 + 1.0, y.copy()
+    swapped = {"y": y.sort_index(), "sample_weight": w.sort_index(), "baseline": base.sort_index()}
+    lr = LogisticRegression().fit(X[["x"]], y)
+    cc = ConstrainedClassifier("tpr[g=1] >= tpr - 0.1", max_iter=20, random_state=0)
+    calls = {
+        "fit": lambda y, **kw: cc.fit(X, y, **kw),
+        "MetricOptimizer.fit": lambda y, **kw: MetricOptimizer("f1", max_iter=20, random_state=0).fit(X, y, **kw),
+        "audit": lambda y, **kw: audit(lr, X[["x"]], y, groups=X["g"].to_numpy(), n_bootstrap=0, **kw),
+        "scorer": lambda y, **kw: make_rate_scorer("tpr")(lr, X[["x"]], y, **kw),
+        "tradeoff_curve": lambda y, **kw: tradeoff_curve(ConstrainedClassifier("tpr[g=1] >= tpr - {slack}", max_iter=5),
+                                                          X, y, slacks=[0.1], **kw),
+    }
+    for name, call in calls.items():
+        call(y)  # aligned: fine
+        for key, value in swapped.items():
+            if key == "baseline" and name in ("MetricOptimizer.fit", "tradeoff_curve"):
+                continue  # no churn goal here to take a baseline
+            which = "y_true" if (key == "y" and name == "scorer") else key
+            args = {k: v for k, v in {"sample_weight": w, **{key: value}}.items() if k != "y"}
+            with pytest.raises(ValueError, match=rf"index of {which} holds the labels of X's index in another "
+                                                 rf"order.*{which}\.loc\[X\.index\]"):
+                call(value if key == "y" else y, **args)
+    cc.fit(X, y)
+    with pytest.raises(ValueError, match=r"index of y holds"):
+        cc.constraint_report(X, y.sort_index())
+    # a plain array, or other labels, are rows by position, as in scikit-learn
+    cc.fit(X, y.to_numpy())
+    cc.fit(X, y.set_axis(range(100, 160)))
+
+
 def test_a_group_column_named_label_is_refused_but_a_feature_of_that_name_is_not():
     # a filter on it would select by the true label instead
     with pytest.raises(ValueError, match="'label' is reserved.*Rename the group column"):

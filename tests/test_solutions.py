@@ -124,6 +124,33 @@ def test_candidate_tables_of_the_wrong_shape_are_refused(choose):
     assert np.array_equal(np.asarray(choose(objective, constraints[0])), np.asarray(choose(objective, constraints[:1])))
 
 
+def test_shrink_takes_rows_beyond_the_lp_solvers_range():
+    # a slack of 1e15 (the unconstrained end of a trade-off curve) made HiGHS fail with a model error
+    rng = np.random.default_rng(3)
+    objective, constraints = rng.uniform(size=6), rng.uniform(-0.5, 0.5, size=(2, 6))
+    plain = shrink(objective, constraints)
+    never = shrink(objective, np.vstack([constraints, rng.uniform(size=6) - 1e15]))
+    np.testing.assert_allclose(never.weights, plain.weights)
+    np.testing.assert_allclose(never.multipliers, np.r_[plain.multipliers, 0.0])
+    always = shrink(objective, np.vstack([constraints, rng.uniform(size=6) + 1e15]))
+    assert not always.feasible and always.max_violation > 1e15
+    # beyond its range, a row is in units of its largest entry: the mixture meets it where it can
+    huge = 1e12 * np.array([[1.0, -1.0, 1.0, 2.0, 1.0, 1.0]])
+    res = shrink(objective, huge)
+    assert res.feasible and res.weights[1] > 0 and huge @ res.weights <= 1e12 * 1e-9
+
+
+def test_constrained_classifier_with_a_slack_of_1e15_fits_unconstrained():
+    from skrate import ConstrainedClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    y = (X[:, 0] > 0).astype(int)
+    g = np.where(X[:, 1] > 0, "a", "b")
+    clf = ConstrainedClassifier("tpr[group] >= tpr - 1e15", max_iter=20, random_state=0).fit(X, y, groups=g)
+    assert clf.feasible_
+
+
 def test_row_uniforms_refuse_a_seed_outside_64_bits():
     X = np.zeros((3, 2))
     for seed in (-1, 2**64):

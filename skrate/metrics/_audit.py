@@ -10,6 +10,7 @@ from sklearn.utils._param_validation import Interval, StrOptions, validate_param
 from sklearn.utils.validation import _num_samples
 
 from ..problem import GroupTable, RateData, constraint_violation, expand_constraints
+from ..problem._groups import check_row_order
 from ..rates import Expression, Ratio, Slice, as_constraints
 from ..rates._expression import Rate
 from ..utils._validation import check_baseline, check_sample_weight
@@ -173,6 +174,7 @@ def audit(
     n = _num_samples(X)
     if n == 0:
         raise ValueError("X has 0 rows: audit measures rates on the rows it is given; pass at least one.")
+    check_row_order(X, y=y, sample_weight=sample_weight, baseline=baseline)
     y01 = positive_labels(estimator, y)
     if y01.shape[0] != n:
         raise ValueError(f"y has {y01.shape[0]} entries but X has {n} rows.")

@@ -213,6 +213,21 @@ def percentile_interval(samples: np.ndarray, confidence_level: float) -> tuple[n
     # would warn of them
     low, high = np.full(samples.shape[0], np.nan), np.full(samples.shape[0], np.nan)
     some = ~np.isnan(samples).all(axis=1)
-    low[some] = np.nanquantile(samples[some], alpha, axis=1)
-    high[some] = np.nanquantile(samples[some], 1.0 - alpha, axis=1)
+    low[some] = _quantile(samples[some], alpha)
+    high[some] = _quantile(samples[some], 1.0 - alpha)
     return low, high
+
+
+def _quantile(samples: np.ndarray, q: float) -> np.ndarray:
+    """Linear-interpolation quantile of each row that keeps infinite values: a ratio is inf in a
+    resample without losses, and interpolating towards an infinity gives that infinity, where
+    numpy's ``inf - inf`` would give NaN."""
+    with np.errstate(invalid="ignore"):
+        value = np.nanquantile(samples, q, axis=1)
+    undefined = np.isnan(value)
+    if undefined.any():
+        rows = samples[undefined]
+        below = np.nanquantile(rows, q, axis=1, method="lower")
+        above = np.nanquantile(rows, q, axis=1, method="higher")
+        value[undefined] = np.where(np.isneginf(below), np.where(np.isposinf(above), np.nan, below), above)
+    return value

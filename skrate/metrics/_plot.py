@@ -43,7 +43,8 @@ def plot_audit(report: pd.DataFrame, metrics: str | Sequence[str] | None = None,
     else:  # one name alone is one metric, not its letters
         metrics = [metrics] if isinstance(metrics, str) else list(metrics)
     if ax is None:
-        _, ax = plt.subplots(1, len(metrics), figsize=(2.6 * len(metrics) + 1.5, 0.35 * rates["group"].nunique() + 1.8),
+        n_rows = len(rates[["attribute", "group"]].drop_duplicates())  # a 0/1 value of two attributes is two rows
+        _, ax = plt.subplots(1, len(metrics), figsize=(2.6 * len(metrics) + 1.5, 0.35 * n_rows + 1.8),
                              sharey=True, squeeze=False)
     axes = np.atleast_1d(ax).ravel()
     if axes.shape[0] != len(metrics):

@@ -10,6 +10,7 @@ from sklearn.utils.validation import _num_samples
 
 from ..exceptions import UndefinedRateError
 from ..problem import GroupTable, RateData, evaluate_term
+from ..problem._groups import check_row_order
 from ..rates import Constraint, as_expression
 from ..utils._validation import check_baseline, check_sample_weight
 from ._decisions import DECISIONS, check_probabilities, is_stochastic, positive_labels
@@ -161,6 +162,7 @@ class RateScorer(_BaseScorer):
         if unknown:
             raise TypeError(f"Unexpected scorer argument(s) {sorted(unknown)}; a rate scorer takes "
                             "groups, sample_weight and baseline.")
+        check_row_order(X, y_true=y_true, sample_weight=kwargs.get("sample_weight"), baseline=kwargs.get("baseline"))
         y = positive_labels(estimator, y_true, "y_true")
         if y.shape[0] != _num_samples(X):
             raise ValueError(f"y_true has {y.shape[0]} entries but X has {_num_samples(X)} rows.")

@@ -21,7 +21,7 @@ from ..exceptions import InfeasibleConstraintsWarning
 from ..metrics._audit import require_pandas
 from ..metrics._decisions import check_decisions, decisions_of, positive_labels
 from ..problem import GroupTable, RateData, evaluate_term
-from ..problem._groups import ROUTING_HINT
+from ..problem._groups import ROUTING_HINT, check_row_order
 from ..generalized._program import as_metric_constraints, constraint_violations
 from ..rates import error_rate
 from ..utils._validation import check_baseline, check_sample_weight
@@ -268,6 +268,7 @@ def tradeoff_curve(
     for spec in specs:
         as_metric_constraints(spec)  # a malformed constraint fails here, before any fit
     n = _num_samples(X)
+    check_row_order(X, y=y, sample_weight=sample_weight, baseline=baseline)
     if np.shape(y)[0] != n:
         raise ValueError(f"y has {np.shape(y)[0]} entries but X has {n} rows.")
     # as fit does, on the whole data: the split keeps rows by position, and would silently cut a

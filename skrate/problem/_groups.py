@@ -106,7 +106,7 @@ class GroupTable:
     @classmethod
     def from_input(cls, groups, X, n: int) -> "GroupTable":
         _check_names_given(groups, X, n)
-        _check_row_order(groups, X)
+        check_row_order(X, groups=groups)
         raw: dict = {}
         if _is_frame(X):
             raw.update({str(k): X[k].to_numpy() for k in X.columns})
@@ -275,25 +275,26 @@ def _check_names_given(groups, X, n: int) -> None:
                          "attribute.")
 
 
-def _check_row_order(groups, X) -> None:
-    """Rows are matched by position, as everywhere in scikit-learn. A groups frame or Series (also
-    one in a dict of columns) whose index holds X's labels in another order
-    (``groups[groups.index.isin(X_test.index)]``) would be matched to the wrong rows without a
-    word, so it is refused."""
+def check_row_order(X, **columns) -> None:
+    """Rows are matched by position, as everywhere in scikit-learn. A frame or Series (also one
+    in a dict of columns) whose index holds X's labels in another order
+    (``y[y.index.isin(X_test.index)]``) would be matched to the wrong rows without a word, so it
+    is refused, naming its keyword (``groups=``, ``y=``, ``sample_weight=``...)."""
     if not _is_indexed(X):
         return
-    columns = groups.items() if isinstance(groups, dict) else [(None, groups)]
-    for name, column in columns:
-        if not _is_indexed(column):  # a list's .index is a method, not row labels
-            continue
-        gi, xi = column.index, X.index
-        if (not gi.equals(xi) and len(gi) == len(xi) and gi.is_unique and xi.is_unique
-                and gi.sort_values().equals(xi.sort_values())):
-            which = "groups" if name is None else f"groups[{name!r}]"
-            raise ValueError(f"The index of {which} holds the labels of X's index in another order, and rows "
-                             "are matched by position. If groups are labelled like X's rows, align them: "
-                             f"{which}.loc[X.index]; if they are already in X's row order, give them X's index: "
-                             f"{which}.set_axis(X.index).")
+    for name, values in columns.items():
+        entries = values.items() if isinstance(values, dict) else [(None, values)]
+        for key, column in entries:
+            if not _is_indexed(column):  # a list's .index is a method, not row labels
+                continue
+            ci, xi = column.index, X.index
+            if (not ci.equals(xi) and len(ci) == len(xi) and ci.is_unique and xi.is_unique
+                    and ci.sort_values().equals(xi.sort_values())):
+                which = name if key is None else f"{name}[{key!r}]"
+                raise ValueError(f"The index of {which} holds the labels of X's index in another order, and "
+                                 f"rows are matched by position. If {which} is labelled like X's rows, align "
+                                 f"it: {which}.loc[X.index]; if it is already in X's row order, give it X's "
+                                 f"index: {which}.set_axis(X.index).")
 
 
 def _is_frame(obj) -> bool:

@@ -37,6 +37,10 @@ class ShrinkResult:
     multipliers: np.ndarray
 
 
+# Largest constraint value the LP takes as it is; HiGHS reads entries near 1e15 as infinite.
+_LARGEST_COEFFICIENT = 1e6
+
+
 def _vertex(c, A_ub, b_ub, k):
     res = linprog(c, A_ub=A_ub if A_ub.size else None, b_ub=b_ub if A_ub.size else None,
                   A_eq=np.ones((1, c.shape[0])) if k is None else np.r_[np.ones(k), 0.0][None, :],
@@ -61,7 +65,8 @@ def shrink(objective: np.ndarray, constraints: np.ndarray, tol: float = 1e-9) ->
     constraints : ndarray of shape (m, k)
         Constraint values ``g_j`` (met when ``<= 0``) of each candidate.
     tol : float, default=1e-9
-        Largest violation still counted as feasible. When no mixture is feasible (or the
+        Largest violation still counted as feasible (in units of the row's largest entry for a
+        row beyond 1e6 in magnitude, which the LP takes rescaled). When no mixture is feasible (or the
         smallest violation is positive but within ``tol``), the objective is minimised with
         every constraint at most the smallest violation plus ``tol``.
 
@@ -77,12 +82,20 @@ def shrink(objective: np.ndarray, constraints: np.ndarray, tol: float = 1e-9) ->
     with Non-Differentiable Constraints with Applications to Fairness, Recall, Churn, and
     Other Goals. JMLR 20(172), 2019, Section 6.1.
     """
-    objective, constraints = candidate_values(objective, constraints)
+    objective, stated = candidate_values(objective, constraints)
+    multipliers = np.zeros(stated.shape[0])
+    # A row no candidate violates holds for every mixture: dropping it leaves the LP's optimum
+    # (and a zero multiplier). Rows beyond the LP solver's coefficient range (a slack of 1e15)
+    # are taken in units of their largest entry.
+    binding = stated.max(axis=1, initial=-np.inf) > 0
+    unit = np.abs(stated[binding]).max(axis=1, initial=1.0)
+    unit = np.where(unit > _LARGEST_COEFFICIENT, unit, 1.0)
+    constraints = stated[binding] / unit[:, None]
     m, k = constraints.shape
     if m == 0:
         weights = np.zeros(k)
         weights[int(np.argmin(objective))] = 1.0
-        return ShrinkResult(weights, True, 0.0, np.zeros(0))
+        return ShrinkResult(weights, True, 0.0, multipliers)
     # Phase 1: smallest achievable max violation s (variables p, s; s free via s = s+ only
     # when needed: the violation is clipped at 0 so s >= 0).
     c1 = np.r_[np.zeros(k), 1.0]
@@ -101,5 +114,5 @@ def shrink(objective: np.ndarray, constraints: np.ndarray, tol: float = 1e-9) ->
     p = np.clip(res.x, 0.0, None)
     p[p < 1e-12] = 0.0
     p /= p.sum()
-    return ShrinkResult(p, feasible, float(max(0.0, (constraints @ p).max())),
-                        np.clip(-res.ineqlin.marginals, 0.0, None))
+    multipliers[binding] = np.clip(-res.ineqlin.marginals, 0.0, None) / unit
+    return ShrinkResult(p, feasible, float(max(0.0, (stated @ p).max())), multipliers)
