@@ -26,7 +26,9 @@ def warn_uncovered(method: str, data: RateData, fitted: dict[str, set], empty: l
     and which group values of theirs no fitted constraint covers: the fitted constraints were
     expanded over the values of each column in ``fitted`` seen in fit. ``advice`` says how to
     expand over these rows' values instead."""
-    new = {k: sorted(set(data.groups.values(k)) - vs) for k, vs in fitted.items() if k in data.groups.raw}
+    # matched as filters match them: "1.0" in these rows is the fitted group "1"
+    new = {k: GroupTable({k: np.array(sorted(vs), dtype=str)}, len(vs)).unknown(k, tuple(data.groups.values(k)))
+           for k, vs in fitted.items() if k in data.groups.raw}
     new = {k: v for k, v in new.items() if v}
     notes = []
     if empty:

@@ -564,3 +564,25 @@ def test_audit_interval_of_a_ratio_infinite_in_some_resamples():
     row = pd.DataFrame(report).query("attribute == 'constraint'").iloc[0]
     assert np.isfinite(row["violation_low"]) and row["violation_high"] == np.inf
     assert "+inf]" in str(report)
+
+
+def test_audit_reports_a_constraint_on_a_group_value_absent_from_the_rows_as_nan():
+    # constraint_report's advice, audit(model, X, y, groups=..., constraints=model.constraints),
+    # used to raise on a batch without one of the fitted groups
+    X, y, g = _data(400)
+    clf = LogisticRegression().fit(X, y)
+    present = (g.race != "c").to_numpy()
+    cons = ["tpr[race=c] >= 0.5", "tpr[race=b] >= 0.5"]
+    with pytest.warns(UserWarning, match=r"no row holds the group value\(s\) \['race=c'\] that 1 "
+                                         r"constraint\(s\) name, reported as NaN"):
+        report = audit(clf, X[present], y[present], groups=g[present], constraints=cons,
+                       n_bootstrap=20, random_state=0)
+    rows = pd.DataFrame(report).query("attribute == 'constraint'").set_index("group")
+    assert list(rows.index) == cons
+    assert rows.loc[cons[0], ["value", "bound", "violation", "violation_low", "violation_high"]].isna().all()
+    assert np.isfinite(rows.loc[cons[1], ["value", "violation", "violation_low", "violation_high"]].astype(float)).all()
+    full = pd.DataFrame(audit(clf, X[present], y[present], groups=g[present], constraints=cons[1:],
+                              n_bootstrap=20, random_state=0)).query("attribute == 'constraint'")
+    np.testing.assert_allclose(full["violation"], rows.loc[[cons[1]], "violation"].astype(float))
+    with pytest.raises(ValueError, match="Unknown group column 'colour'"):  # a wrong column still raises
+        audit(clf, X, y, groups=g, constraints="tpr[colour=red] >= 0.5", n_bootstrap=0)

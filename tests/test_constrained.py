@@ -397,6 +397,19 @@ def test_constraint_report_on_rows_without_a_fitted_group_or_with_a_new_one():
         clf.constraint_report(X, y)
 
 
+def test_new_group_values_are_told_apart_from_fitted_ones_as_filters_match_them():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    y = (X[:, 0] + rng.normal(size=300) > 0).astype(int)
+    g = pd.Series(np.r_[np.zeros(150), np.ones(150)], name="bin")  # float-coded, fitted as bin=0 and bin=1
+    clf = ConstrainedClassifier("tpr[bin] >= tpr - 0.05", max_iter=30, random_state=0).fit(X, y, groups=g)
+    batch = g.copy()
+    batch.iloc[:3] = 0.5  # the batch's column reads 0.0, 0.5 and 1.0: only 0.5 is new
+    with pytest.warns(UserWarning, match=r"not constrained on .*\{'bin': \['0\.5'\]\}"):
+        report = clf.constraint_report(X, y, groups=batch)
+    assert np.isfinite(report["violation"][report["constraint"].str.startswith("tpr[")]).all()
+
+
 def test_a_baseline_of_class_labels_is_read_as_labels_even_when_they_look_like_decisions():
     from skrate.utils._validation import check_baseline
 

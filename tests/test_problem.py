@@ -169,9 +169,30 @@ def test_expansion_over_two_columns_skips_cells_without_rows():
 
 
 def test_a_dict_of_group_arrays_longer_than_X_points_at_cross_validation():
-    table = GroupTable.from_input({"grp": np.array(["a", "b"] * 6)}, None, 8)
     with pytest.raises(ValueError, match="has 12 entries but X has 8 rows.*not split by cross-validation"):
-        table.column("grp")
+        GroupTable.from_input({"grp": np.array(["a", "b"] * 6)}, None, 8)
+
+
+@pytest.mark.parametrize("length", [100, 400])
+def test_group_columns_of_another_length_are_refused_though_no_goal_reads_them(length):
+    # routed groups reach every fit; a short column used to crash in an IndexError, a long one passed
+    from skrate import ConstrainedClassifier, MetricOptimizer
+    from skrate.metrics import make_rate_scorer
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    y = (X[:, 0] > 0).astype(int)
+    g = np.array(["a", "b"] * (length // 2))
+    message = f"Group column 'group' has {length} entries but X has 300 rows"
+    with pytest.raises(ValueError, match=message):
+        ConstrainedClassifier("tpr >= 0.5", max_iter=5).fit(X, y, groups=g)
+    with pytest.raises(ValueError, match=message):
+        MetricOptimizer("f1", max_iter=5).fit(X, y, groups=g)
+    clf = ConstrainedClassifier("tpr >= 0.5", max_iter=5).fit(X, y)
+    with pytest.raises(ValueError, match=message):
+        clf.constraint_report(X, y, groups=g)
+    with pytest.raises(ValueError, match=message):
+        make_rate_scorer("tpr")(clf, X, y, groups=g)
 
 
 def test_groups_in_another_row_order_than_X_are_refused():
@@ -368,6 +389,16 @@ def test_integer_ids_beyond_float_precision_stay_distinct():
                                            "100000000000000000000", "100000000000000000000"]
     floats = GroupTable.from_input({"w": np.array([0.5, 1.0, 1e19], dtype=object)}, None, 3)
     assert floats.values("w") == ["0.5", "1.0", "1e+19"]  # without integers, named as a float column
+
+
+def test_object_columns_of_text_and_numbers_group_as_pandas_does():
+    # 1 and 1.0 are one group, 1 and "1" are two for pandas: skrate did the opposite, silently
+    mixed = GroupTable.from_input({"g": np.array([1, 1.0, "x", 2.5, "y"], dtype=object)}, None, 5)
+    assert mixed.column("g").tolist() == ["1", "1", "x", "2.5", "y"]
+    with pytest.raises(ValueError, match=r"Group column 'g' holds 1 and '1', two values a spec names alike \(1\)"):
+        GroupTable.from_input({"g": np.array([1, "1", 1.0, "x"], dtype=object)}, None, 4).column("g")
+    text = GroupTable.from_input({"g": np.array(["01", "1", "a"], dtype=object)}, None, 3)
+    assert text.values("g") == ["01", "1", "a"]  # text as written
 
 
 def test_a_series_named_0_is_the_column_0():

@@ -194,16 +194,26 @@ def test_scorers_take_baseline_class_labels_as_fit_does():
         make_rate_scorer("churn")(clf, X, y, baseline=np.where(base == "yes", "y", "n"))
 
 
-def test_a_rate_the_rows_leave_undefined_scores_nan_and_an_unknown_value_raises():
+def test_a_rate_the_rows_leave_undefined_scores_nan_with_a_warning_naming_why():
+    from sklearn.exceptions import UndefinedMetricWarning
+
     X, y, g = _data()
     clf = LogisticRegression().fit(X, y)
     no_positive_b = ~((g.race == "b").to_numpy() & (y == "yes"))  # rows without a positive in group b
     Xs, ys, gs = X[no_positive_b], y[no_positive_b], g[no_positive_b]
-    assert np.isnan(make_rate_scorer("tpr[race=b]")(clf, Xs, ys, groups=gs))
-    assert np.isnan(make_violation_scorer(SPEC)(clf, Xs, ys, groups=gs))
+    with pytest.warns(UndefinedMetricWarning, match=r"tpr\[race=b\] is undefined on these rows, scored NaN"):
+        assert np.isnan(make_rate_scorer("tpr[race=b]")(clf, Xs, ys, groups=gs))
+    with pytest.warns(UndefinedMetricWarning, match="max_violation is undefined"):
+        assert np.isnan(make_violation_scorer(SPEC)(clf, Xs, ys, groups=gs))
     assert np.isfinite(make_violation_scorer(SPEC)(clf, X, y, groups=g))
-    with pytest.raises(ValueError, match="Unknown value 'c' for group column 'race'"):
-        make_rate_scorer("tpr[race=c]")(clf, X, y, groups=g)
+    # a value these rows do not hold (a fold without the group, or a typo): NaN in every fold
+    # alike, where it used to raise in the folds without the group only
+    with pytest.warns(UndefinedMetricWarning, match="Unknown value 'c' for group column 'race'; known values: 'a', 'b'"):
+        assert np.isnan(make_rate_scorer("tpr[race=c]")(clf, X, y, groups=g))
+    without_b = (g.race != "b").to_numpy()
+    with pytest.warns(UndefinedMetricWarning, match="Unknown value 'b'"):
+        assert np.isnan(make_violation_scorer("tpr[race=b] >= 0.5")(clf, X[without_b], y[without_b],
+                                                                     groups=g[without_b]))
 
 
 def test_metric_scorer_is_minus_the_metric_optimizer_loss():

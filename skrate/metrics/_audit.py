@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from numbers import Integral, Real
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -10,6 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions, validate_param
 from sklearn.utils.validation import _num_samples
 
 from ..problem import GroupTable, RateData, constraint_violation, expand_constraints
+from ..problem._evaluate import absent_values
 from ..problem._groups import check_row_order
 from ..rates import Expression, Ratio, Slice, as_constraints
 from ..rates._expression import Rate
@@ -106,7 +108,8 @@ def audit(
         rows) and ``"label"`` and ``"baseline"`` (filters of rates) are refused.
     constraints : Constraint, str, or list of them, default=None
         Rate constraints to evaluate, e.g. ``"tpr[race] >= 0.95 * tpr"``; group columns
-        expand to one constraint per value.
+        expand to one constraint per value these rows hold. A constraint naming a value no row
+        holds (``fpr[race=Asian]`` on a batch without it) is reported as NaN, with a warning.
     sample_weight : array-like of shape (n_samples,), default=None
         Weights of the rows in every rate; negative weights are refused.
     baseline : array-like of shape (n_samples,), default=None
@@ -194,9 +197,15 @@ def audit(
     data = RateData(y01, weights, table, baseline)
     cells = _cells(data.groups, list(own.raw))
     cons = expand_constraints(as_constraints(constraints), data.groups)
+    absent = {str(con): a for con in cons if (a := absent_values(con, data.groups))}
+    if absent:  # as constraint_report: a slice these rows do not reach is undefined, not an error
+        warnings.warn(f"audit: no row holds the group value(s) {sorted({v for a in absent.values() for v in a})} "
+                      f"that {len(absent)} constraint(s) name, reported as NaN: {list(absent)}.",
+                      UserWarning, stacklevel=3)  # past validate_params' wrapper
+    measured = [con for con in cons if str(con) not in absent]
 
     terms = [metric_term(kind, where) for _, _, where, _ in cells for kind in metrics]
-    terms += [t for con in cons for t in (con.lhs, con.rhs)]
+    terms += [t for con in measured for t in (con.lhs, con.rhs)]
     parts = RateParts(terms, data, p)
     point = parts.values()[:, 0]
     samples = bootstrap_values(parts, n_bootstrap, random_state, n_jobs)
@@ -230,9 +239,14 @@ def audit(
         # (0.8 - precision), not the solvers' linear rearrangement.
         lhs, rhs = point[n_rates::2], point[n_rates + 1::2]
         lhs_s, rhs_s = samples[n_rates::2], samples[n_rates + 1::2]
-        violation_s = np.array([constraint_violation(con, lhs_s[m], rhs_s[m]) for m, con in enumerate(cons)])
-        low, high = interval(violation_s)
-        for m, con in enumerate(cons):
+        violation_s = np.array([constraint_violation(con, lhs_s[m], rhs_s[m]) for m, con in enumerate(measured)])
+        low, high = interval(violation_s.reshape(len(measured), samples.shape[1]))
+        at = {str(con): m for m, con in enumerate(measured)}
+        for con in cons:
+            if str(con) in absent:
+                records.append({"attribute": CONSTRAINT, "group": str(con), "metric": CONSTRAINT, "count": n})
+                continue
+            m = at[str(con)]
             records.append({
                 "attribute": CONSTRAINT, "group": str(con), "metric": CONSTRAINT, "count": n,
                 "value": lhs[m], "bound": rhs[m], "violation": constraint_violation(con, lhs[m], rhs[m]),

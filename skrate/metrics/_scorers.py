@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
+from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.metrics._scorer import _BaseScorer
 from sklearn.utils.validation import _num_samples
 
@@ -45,6 +47,15 @@ def _rate_data(y_true, y_pred, groups, sample_weight, baseline) -> tuple[RateDat
     return RateData(y, weights, table, check_baseline(baseline, np.array([0, 1]), n)), p
 
 
+def _undefined(metric, exc: UndefinedRateError) -> float:
+    """NaN for a score these rows leave undefined (a fold without positives in a slice, or
+    without a group value), said in a warning as scikit-learn's metrics do: a misspelt group
+    value reads the same, and the warning lists the known ones."""
+    warnings.warn(f"{metric.__name__} is undefined on these rows, scored NaN: {exc}", UndefinedMetricWarning,
+                  stacklevel=3)
+    return float("nan")
+
+
 class RateMetric:
     """Value of a rate expression for 0/1 labels and decisions (or two class labels, the greater
     one positive, as scikit-learn's threshold tuner passes them): ``metric(y_true, y_pred, groups=...)``."""
@@ -64,8 +75,8 @@ class RateMetric:
         data, p = _rate_data(y_true, y_pred, groups, sample_weight, baseline)
         try:
             return evaluate_term(self.term, data, p)
-        except UndefinedRateError:  # e.g. a fold without positives in the slice, as audit reports it
-            return float("nan")
+        except UndefinedRateError as exc:  # e.g. a fold without positives in the slice, as audit reports it
+            return _undefined(self, exc)
 
     def __repr__(self):
         return f"rate {self.term}"
@@ -97,8 +108,8 @@ class MaxViolation:
 
         try:
             values = constraint_violations(self.constraints, data, p)
-        except UndefinedRateError:  # a rate these rows leave undefined
-            return float("nan")
+        except UndefinedRateError as exc:  # a rate these rows leave undefined
+            return _undefined(self, exc)
         return float(np.max(values))  # NaN, not an order-dependent max
 
     def __repr__(self):
@@ -127,8 +138,8 @@ class MetricLoss:
         data, p = _rate_data(y_true, y_pred, groups, sample_weight, baseline)
         try:
             return program_values(self.metric, [], data, p)["objective"]
-        except UndefinedRateError:
-            return float("nan")
+        except UndefinedRateError as exc:
+            return _undefined(self, exc)
 
     def __repr__(self):
         return f"metric {self.metric}"
@@ -210,7 +221,9 @@ def make_rate_scorer(spec: str | Expression | Ratio, *, greater_is_better: bool 
     scorer : callable
         ``scorer(estimator, X, y, groups=None, sample_weight=None, baseline=None)``, with
         ``baseline`` 0/1 decisions or labels of the estimator's ``classes_`` as in ``fit``. It
-        supports metadata routing: ``scorer.set_score_request(groups=True)``.
+        supports metadata routing: ``scorer.set_score_request(groups=True)``. On rows that
+        leave the rate undefined (a fold without positives in the slice, or without its group
+        value) it scores NaN with an ``UndefinedMetricWarning`` that says why.
 
     References
     ----------
@@ -303,7 +316,8 @@ def make_violation_scorer(constraints: Constraint | MetricConstraint | str | lis
         ``baseline`` 0/1 decisions or labels of the estimator's ``classes_`` as in ``fit``; it
         supports ``set_score_request(groups=True)``. NaN when a ratio is undefined (no positive
         prediction in a precision's slice), a metric constraint's ratio too
-        (``predictive_parity``).
+        (``predictive_parity``); NaN with an ``UndefinedMetricWarning`` when a rate is (a slice
+        without rows of its class, or without its group value).
 
     References
     ----------

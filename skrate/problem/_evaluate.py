@@ -215,6 +215,13 @@ def violation_rows(constraints: list[Constraint], data: RateData, decisions: np.
             for con, row in _sides(constraints, data, decisions)]
 
 
+def absent_values(con: Constraint, groups) -> list[str]:
+    """The group values ``con`` names that no row holds, as ``column=value`` (an unknown column
+    raises, naming the known ones)."""
+    return [f"{k}={v}" for r in con.rates for k, vs in r.slice.filters if k not in RESERVED
+            for v in groups.unknown(k, vs)]
+
+
 def report_rows(constraints: list[Constraint], data: RateData, decisions: np.ndarray) -> tuple[list[dict], list[str]]:
     """As :func:`violation_rows`, for reports on new rows: a constraint these rows leave undefined
     (a group value it names that no row holds, a slice without the rows its rate needs) gets a
@@ -240,7 +247,7 @@ def report_rows(constraints: list[Constraint], data: RateData, decisions: np.nda
     """
     rows, undefined = [], []
     for con in constraints:
-        if not any(data.groups.unknown(k, vs) for r in con.rates for k, vs in r.slice.filters if k not in RESERVED):
+        if not absent_values(con, data.groups):
             try:
                 rows += violation_rows([con], data, decisions)
                 continue

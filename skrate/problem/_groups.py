@@ -8,6 +8,7 @@ from numbers import Integral
 
 import numpy as np
 
+from ..exceptions import UndefinedRateError
 from ..rates._slice import RESERVED, Slice
 
 
@@ -77,10 +78,37 @@ def _column(values, name: str, n: int) -> np.ndarray:
                          "category of their own.")
     if col.dtype == object and _numbers_only(col):
         col = _object_numbers(col)  # numbers in an object column (1 and 1.0) are named by value
+    elif col.dtype == object:
+        return _mixed_names(col, name)
     if (col.dtype.kind == "f" and np.isfinite(col).all() and np.all(col == np.round(col))
             and np.all(np.abs(col) < 2.0**63)):  # beyond, the cast would merge distinct values
         col = col.astype(np.int64)  # a float-coded group (1.0) is named as written in specs (1)
     return col.astype(str)
+
+
+def _mixed_names(col: np.ndarray, name: str) -> np.ndarray:
+    """An object column of text and numbers: text as written, numbers by value (1 and 1.0 are one
+    group, as in pandas). A number and a text of one name (1 and "1", which pandas keeps apart)
+    are refused: a spec names both alike. Without pandas, named as written."""
+    try:
+        from pandas import factorize
+    except ImportError:
+        return col.astype(str)
+    codes, uniques = factorize(col)
+    uniques = np.asarray(uniques, dtype=object)
+    number = np.array([isinstance(v, (Integral, float, np.floating)) and not isinstance(v, (bool, np.bool_))
+                       for v in uniques], dtype=bool)
+    names = uniques.astype(str).astype(object)  # object: a number's name may be longer than its text
+    if number.any():
+        names[number] = _column(uniques[number], name, int(number.sum()))
+    seen: dict[str, object] = {}
+    for value, label in zip(uniques, names):
+        if label in seen:
+            raise ValueError(f"Group column {name!r} holds {seen[label]!r} and {value!r}, two values a spec "
+                             f"names alike ({label}); give the column one type, e.g. with .astype(str) "
+                             "on the column.")
+        seen[label] = value
+    return names[codes].astype(str)
 
 
 # inside a search, a missing group column most often means the groups were not routed
@@ -123,6 +151,8 @@ class GroupTable:
             name = getattr(groups, "name", None)  # a Series of a frame without column names is named 0
             raw[str("group" if name is None else name)] = groups
         given = set(raw) - ({str(k) for k in X.columns} if _is_frame(X) else set())
+        for key in given:  # now, whether or not a goal reads the column: routed groups come with every fit
+            _check_rows(np.asarray(raw[key]), key, n)
         clash = sorted(given & set(RESERVED))
         if clash:  # a slice filter on it would select by the label or the baseline decision instead
             raise ValueError(f"The group column name {clash[0]!r} is reserved: in a rate, {clash[0]}=... "
@@ -245,11 +275,13 @@ class GroupTable:
         return [v for v in values if not self._matches(key, v)]
 
     def mask(self, key: str, values: tuple[str, ...]) -> np.ndarray:
-        """Rows whose ``key`` is any of ``values``; unknown values list the known ones."""
+        """Rows whose ``key`` is any of ``values``. A value no row holds leaves the slice undefined:
+        an :class:`~skrate.exceptions.UndefinedRateError` that lists the known values (reports
+        on new rows show it as NaN)."""
         known, codes = self.codes(key)
         unknown = self.unknown(key, values)
         if unknown:
-            raise ValueError(f"Unknown value {unknown[0]!r} for group column {key!r}; "
+            raise UndefinedRateError(f"Unknown value {unknown[0]!r} for group column {key!r}; "
                              f"known values: {', '.join(map(repr, known))}.")
         hit = np.zeros(len(known), dtype=bool)
         hit[[i for v in values for i in self._matches(key, v)]] = True
