@@ -19,7 +19,7 @@ from sklearn.utils.validation import check_is_fitted
 
 from ._base import RateClassifierBase, warn_uncovered
 from .exceptions import InfeasibleConstraintsWarning
-from .generalized._metrics import Metric, as_objective, score_loss
+from .generalized._metrics import Metric, _combine_kinds, as_objective, score_loss
 from .generalized._mixture import best_mixture
 from .generalized._plugin_oracle import PluginOracle, cell_decoders, fit_logistic
 from .generalized._pr_auc import PRAUC, deployed_params, initial_params, stacked_problem
@@ -415,7 +415,11 @@ class MetricOptimizer(RateClassifierBase):
         labels = [objective_label or program.objective.label] + [c.label for c in program.constraints]
         described = ", ".join(f"'{label}' is {kind}" for label, kind in zip(labels, kinds) if kind != "linear")
         if not ok:
-            if set(kinds) & {"concave", "nonconvex"}:
+            # each atom as it enters (a convex one negated is concave): a sum of a convex and a
+            # ratio metric is nonconvex as a whole, but has nothing concave to negate
+            signed = {_combine_kinds([(coef, atom)]) for s in [program.objective, *program.constraints]
+                      for coef, atom, _ in s.atoms}
+            if signed & {"concave", "nonconvex"}:
                 advice = ("Reformulate: maximise a concave metric by minimising its negative (a user "
                           "function's class is its convexity= argument).")
             else:  # convex and ratio pieces together

@@ -113,6 +113,50 @@ def test_constrained_g_mean_matches_cvxpy(solver, tol):
     assert best - 1e-6 <= obj <= best + tol, (solver, obj, best)
 
 
+# -- min_of and negated concave user functions: slacks in the range of their expressions ---------
+MIN_TPR_TNR = lambda r: cp.maximum(-r["tpr"], -r["tnr"])  # noqa: E731  (-min(tpr, tnr))
+
+
+@pytest.mark.parametrize("solver", ["three_player", "oracle", "spade"])
+def test_maximising_min_of_reaches_the_best_mixture(solver):
+    # -tpr and -tnr lie in [-1, 0]: with the slack's box [0, 1] the game lowered the rates
+    # (min(tpr, tnr) 0.62 where max_of("fnr", "fpr"), the same problem, reached 0.68)
+    X, y = _one_d(seed=4)
+    best = _mixture_optimum(MIN_TPR_TNR, X, y)
+    est = MetricOptimizer(metric=-min_of("tpr", "tnr"), solver=solver, max_iter=400, random_state=0).fit(X, y)
+    obj, _ = _train_value(est, X, y)
+    assert best - 1e-6 <= obj <= best + 0.02, (solver, obj, best)
+
+
+@pytest.mark.parametrize("solver", ["three_player", "oracle"])
+def test_a_min_of_floor_is_met(solver):
+    X, y = _one_d(seed=4)
+    floor = 0.75  # min(tpr, tnr) reaches about 0.795 at best on these rows
+    error = lambda r: 1 - (y.mean() * r["tpr"] + (1 - y.mean()) * r["tnr"])  # noqa: E731
+    best = _mixture_optimum(error, X, y, [lambda r: r["tpr"] >= floor, lambda r: r["tnr"] >= floor])
+    est = MetricOptimizer(metric="error", constraints=min_of("tpr", "tnr") >= floor, solver=solver,
+                          random_state=0).fit(X, y)
+    obj, cons = _train_value(est, X, y)
+    assert est.feasible_ and cons.max() <= 1e-6
+    assert np.isfinite(best) and obj <= best + 0.02, (solver, obj, best)
+
+
+@pytest.mark.parametrize("solver", ["three_player", "oracle"])
+def test_a_concave_user_function_in_cvxpy_form_maximised_as_its_negative(solver):
+    # its weight in the game is negative, which the cvxpy slack problem refused
+    X, y = _one_d()
+    gm = rate_function(lambda r: np.sqrt(max(r[0] * r[1], 0.0)), ["tpr", "tnr"], convexity="concave",
+                       cvxpy=lambda r: cp.geo_mean(r))
+    best = _mixture_optimum(GMEAN, X, y)
+    est = MetricOptimizer(metric=1 - gm, solver=solver, max_iter=400, random_state=0).fit(X, y)
+    p = est.predict_proba(X)[:, 1]
+    obj = 1 - np.sqrt(p[y == 1].mean() * (1 - p[y == 0].mean()))
+    assert best - 1e-6 <= obj <= best + 0.02, (solver, obj, best)
+    floor = MetricOptimizer(metric="error", constraints=gm >= 0.75, random_state=0).fit(X, y)
+    p = floor.predict_proba(X)[:, 1]
+    assert floor.feasible_ and np.sqrt(p[y == 1].mean() * (1 - p[y == 0].mean())) >= 0.75 - 1e-6
+
+
 # -- user functions declared linear: optimised with their own coefficients -----------------------
 @pytest.mark.parametrize("solver", ["frank_wolfe", "three_player"])
 def test_linear_user_function_maximising_tpr_predicts_positive(solver):
@@ -371,6 +415,10 @@ def test_refuses_solvers_without_guarantees():
         MetricOptimizer(metric="g_mean", constraints=[f_measure_parity({"g": "a"}, {"g": "b"}, 0.1)],
                         max_iter=5).fit(X, y, groups={"g": np.where(X[:, 0] > 0, "a", "b")})
     assert "negative" not in str(err.value)  # nothing in this problem is concave
+    # the same two metrics in one sum: nonconvex as a whole, yet nothing in it is concave either
+    with pytest.raises(ValueError, match=r"No solver.*is nonconvex.*do not mix") as err:
+        MetricOptimizer(metric=g_mean() + f_measure(), max_iter=5).fit(X, y)
+    assert "negative" not in str(err.value)
     # the linear form the message points to is taken, and means the same bound
     with pytest.raises(ValueError, match="do not mix.*'precision >= 0.7'"):
         MetricOptimizer(metric="g_mean", constraints=[precision() >= 0.7], max_iter=5).fit(X, y)

@@ -4,6 +4,7 @@ xi-player closed forms against cvxpy, the plug-in oracle against brute force, mi
 import re
 
 import numpy as np
+import scipy.sparse as sp
 import pytest
 from sklearn.base import clone
 from sklearn.metrics import f1_score, fbeta_score, precision_score, recall_score
@@ -48,7 +49,7 @@ from skrate.generalized._stopping import (
     candidate_indices,
 )
 from skrate.problem import GroupTable, RateData
-from skrate.rates import fnr, fpr, tnr, tpr
+from skrate.rates import fnr, fpr, ppr, tnr, tpr
 from skrate.rates import precision as core_precision
 
 
@@ -291,6 +292,10 @@ def test_undefined_rate_says_whether_objective_or_constraint():
         compile_program(f_measure(g="a"), [], data)
     with pytest.raises(ValueError, match=r"^The constraint 'kld\(label_rate\[g=a\], ppr\[g=a\]\) <= 0.01'.*strictly between 0 and 1"):
         compile_program("error", [kld(g="a", reference="slice") <= 0.01], data)
+    # the slice named is that of the true proportion, not of the prediction rate beside it
+    with pytest.raises(ValueError, match=r"kld\(label_rate, ppr\[g=b\]\) is undefined on the slice \(all examples\)"):
+        compile_program("error", [kld(g="b") <= 0.01],
+                        RateData(np.zeros_like(y), np.ones(len(y)), GroupTable.from_input({"g": g}, None, len(y))))
 
 
 def test_constraint_helpers_expand_per_group():
@@ -365,6 +370,68 @@ def test_xi_closed_forms_match_cvxpy(atom, fixed):
         value = lambda z, w=w, lam=lam: w * float(atom.value(z)) - lam @ np.where(np.isnan(fixed), z, 0.0)
         assert value(xi) <= value(ref) + 1e-5
         assert np.all(xi >= 0) and np.all(xi <= 1)
+
+
+def test_rate_box_is_the_range_over_every_decision_vector():
+    from itertools import product
+
+    from skrate.generalized._xi_player import rate_box
+
+    rng = np.random.default_rng(2)
+    A = rng.normal(size=(3, 8)) * (rng.random((3, 8)) < 0.6)
+    b = rng.normal(size=3)
+    every = np.array(list(product([0.0, 1.0], repeat=8))).T  # the box's vertices hold the extremes
+    lo, hi = rate_box(sp.csr_matrix(A), b)
+    np.testing.assert_allclose(lo, (A @ every + b[:, None]).min(axis=1), atol=1e-12)
+    np.testing.assert_allclose(hi, (A @ every + b[:, None]).max(axis=1), atol=1e-12)
+
+
+@pytest.mark.parametrize("box", [
+    (np.full(3, -1.0), np.zeros(3)),  # min_of's negated rates
+    (np.array([-1.0, 0.0, -0.5]), np.array([0.0, 1.0, 0.5])),  # differences of rates, and others
+])
+def test_xi_player_answers_in_the_range_of_its_rate_expressions(box):
+    # the box was [0, 1] for every expression: for min_of's -tpr in [-1, 0] the slack could not
+    # follow the rates, and the game pushed the rates the wrong way
+    pytest.importorskip("cvxpy")
+    lo, hi = box
+    user = RateFunction(lambda r: np.log(np.exp(r).sum()), (tpr(), tnr(), ppr()),
+                        grad=lambda r: np.exp(r) / np.exp(r).sum(), convexity="convex",
+                        cvx=lambda r: __import__("cvxpy").log_sum_exp(r))
+    rng = np.random.default_rng(1)
+    for atom in (MaxOf((-tpr(), -tnr(), -ppr())), user):
+        fixed = np.full(3, np.nan)
+        reference = CvxpyXiPlayer(atom, fixed, box=box)
+        for _ in range(6):
+            lam, w = rng.normal(scale=1.5, size=3), float(rng.uniform(0.2, 2.0))
+            xi = best_response(atom, lam, w, fixed, box=box)
+            value = lambda z, w=w, lam=lam, atom=atom: w * float(atom.value(z)) - lam @ z  # noqa: E731
+            assert np.all(xi >= lo - 1e-9) and np.all(xi <= hi + 1e-9)
+            assert value(xi) <= value(reference(lam, w)) + 1e-5
+    answer = best_response(MaxOf((-tpr(), -tnr())), np.array([-0.3, -0.2]), 1.0, np.full(2, np.nan),
+                           box=(np.full(2, -1.0), np.zeros(2)))
+    np.testing.assert_allclose(answer, [-1.0, -1.0])  # value -1 + 0.5, below any point of [0, 1]^2
+    # KL's closed form, clipped to the box: a multiplier pushing q up stops at the box's side
+    kld = lambda hi: best_response(KLD(tpr(), tnr()), np.array([0.0, 5.0]), 1.0,  # noqa: E731
+                                   np.array([0.3, np.nan]), box=(np.zeros(2), np.array([1.0, hi])))
+    assert kld(1.0)[1] > 0.5 and kld(0.2)[1] == pytest.approx(0.2)
+
+
+def test_cvxpy_xi_player_of_a_concave_function_entering_negated():
+    # 1 - geo_mean: the weight is negative, which the cvxpy problem refused ("must be nonnegative")
+    cp = pytest.importorskip("cvxpy")
+    gm = RateFunction(lambda r: np.sqrt(max(r[0] * r[1], 1e-300)), (tpr(), tnr()), convexity="concave",
+                      grad=lambda r: 0.5 * np.sqrt(max(r[0] * r[1], 1e-300)) / np.maximum(r, 1e-150),
+                      cvx=lambda r: cp.geo_mean(r))
+    player = CvxpyXiPlayer(gm, np.full(2, np.nan), sign=-1.0)
+    rng = np.random.default_rng(3)
+    for _ in range(5):
+        lam, w = rng.normal(size=2), -float(rng.uniform(0.2, 2.0))
+        xi = player(lam, w)
+        value = lambda z, w=w, lam=lam: w * float(gm.value(z)) - lam @ z  # noqa: E731
+        grid = np.linspace(0, 1, 201)
+        best = min(value(np.array([a, b_])) for a in grid for b_ in grid)
+        assert value(xi) <= best + 1e-5
 
 
 def test_numeric_fallback_matches_closed_form():

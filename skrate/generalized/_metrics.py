@@ -153,7 +153,6 @@ class Atom(Metric):
     """
 
     name = "metric"
-    bounds = (0.0, 1.0)  # every basic rate lies in [0, 1]: the box of the xi-player
     # a gradient continuous in the rates: Frank-Wolfe's multipliers are the gradient at the
     # running average, which for a max jumps between vertices and never settles
     smooth = True
@@ -188,8 +187,9 @@ class Atom(Metric):
     def expand_keys(self) -> tuple[str, ...]:
         return tuple(sorted({k for e in self.exprs for r in e.rates for k in r.slice.expand}))
 
-    def slice_text(self) -> str:
-        texts = sorted({str(r.slice) for e in self.exprs for r in e.rates} - {""})
+    def slice_text(self, exprs: tuple[Expression, ...] | None = None) -> str:
+        """The slices the rates of ``exprs`` (by default all of them) are measured on."""
+        texts = sorted({str(r.slice) for e in (self.exprs if exprs is None else exprs) for r in e.rates} - {""})
         return ", ".join(texts) or "all examples"
 
     def __str__(self) -> str:
@@ -399,7 +399,7 @@ class KLD(Atom):
 
     def check(self, r: np.ndarray) -> None:
         if not 0.0 < float(r[0]) < 1.0:
-            raise ValueError(f"The metric {self} is undefined on the slice ({self.slice_text()}): the true "
+            raise ValueError(f"The metric {self} is undefined on the slice ({self.slice_text((self.p,))}): the true "
                              f"positive proportion there is {float(r[0]):g}, and KL-divergence needs it strictly "
                              "between 0 and 1 (it is infinite for any other prediction rate). Use another slice "
                              "or another metric.")

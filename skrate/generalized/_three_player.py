@@ -32,7 +32,7 @@ from ._metrics import RateFunction
 from ._program import MetricProgram
 from ._stopping import EarlyStopping, Snapshots, WindowMean
 from ._theta_player import SurrogateTheta
-from ._xi_player import CvxpyXiPlayer, best_response
+from ._xi_player import CvxpyXiPlayer, best_response, rate_box
 
 # solver name -> (theta-player, lambda-player, rates the lambda-player sees)
 CONFIGURATIONS = {
@@ -53,16 +53,18 @@ class _Block:
     fixed: np.ndarray  # NaN where the rate depends on the model
     lam: np.ndarray
     xi: np.ndarray
+    box: tuple  # the range (lo, hi) of each of its rate expressions
     cvxpy: object = None  # a cached cvxpy xi-player for user functions given in cvxpy form
 
     def answer(self, w: float) -> np.ndarray:
         if self.cvxpy is not None:
             return self.cvxpy(self.lam, w)
-        return best_response(self.atom, self.lam, w, self.fixed, self.xi)
+        return best_response(self.atom, self.lam, w, self.fixed, self.xi, self.box)
 
 
 def _blocks(program: MetricProgram):
     model_free = np.asarray(abs(program.A).sum(axis=1)).ravel() == 0
+    lo, hi = rate_box(program.A, program.b)
     blocks, linear = [], []
     for owner, s in enumerate([program.objective] + program.constraints):
         for coef, atom, idx in s.atoms:
@@ -72,9 +74,11 @@ def _blocks(program: MetricProgram):
                               for c, row in zip(atom.linear_coefficients(), idx))
                 continue
             fixed = np.where(model_free[idx], program.b[idx], np.nan)
-            blk = _Block(owner - 1, coef, atom, idx, fixed, np.zeros(len(idx)), np.where(model_free[idx], program.b[idx], 0.5))
+            box = (lo[idx], hi[idx])
+            blk = _Block(owner - 1, coef, atom, idx, fixed, np.zeros(len(idx)),
+                         np.where(model_free[idx], program.b[idx], (lo[idx] + hi[idx]) / 2), box)
             if isinstance(atom, RateFunction) and atom.cvx is not None:
-                blk.cvxpy = CvxpyXiPlayer(atom, fixed)
+                blk.cvxpy = CvxpyXiPlayer(atom, fixed, sign=coef, box=box)
             blocks.append(blk)
     return blocks, linear
 

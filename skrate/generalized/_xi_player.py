@@ -2,14 +2,18 @@
 
 In the game ``min_{h, xi} max_lam psi(xi) + lam . (R(h) - xi)`` the xi-player answers the
 multipliers with the minimiser of ``w psi(xi) - lam . xi`` over the box of possible rates (minus
-the conjugate of ``psi`` at ``lam / w``). Closed forms where they exist:
+the conjugate of ``psi`` at ``lam / w``). A basic rate lies in ``[0, 1]``; an expression of rates
+(``-tpr`` inside ``min_of``, ``ppr[g=a] - ppr[g=b]``) in the range its coefficients give it,
+``lo <= xi <= hi``. Closed forms where they exist:
 
 * KL-divergence in ``q``: the stationarity condition is the quadratic
   ``c q^2 + (1 - c) q - p = 0`` with ``c = lam / w``;
 * G-, H- and Q-mean: the function is positively homogeneous of degree 1 (up to a constant),
   so on every ray from 0 it is linear and its minimum over ``[0, 1]^2`` lies at 0 or on a face
   ``a = 1`` or ``b = 1``, where a one-dimensional convex problem has a closed-form solution;
-* max of rates: the same homogeneity gives ``xi = t 1[lam > 0]`` with ``t`` in ``{0, 1}``.
+* max of rates: the same homogeneity gives ``xi = t 1[lam > 0]`` with ``t`` in ``{0, 1}`` on
+  ``[0, 1]^k``, and on any box of equal sides by the affine map onto it (``min_of``'s negated
+  rates lie in ``[-1, 0]``); a small LP on other boxes.
 
 User functions given in cvxpy form are solved by :class:`CvxpyXiPlayer`, which builds the
 problem once with parameters for ``lam`` and ``w`` and re-solves it every iteration (it is also
@@ -21,20 +25,22 @@ Narasimhan, Cotter and Gupta (NeurIPS 2019), Section 4.
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize
+from scipy.optimize import linprog, minimize
 
 from ._metrics import KLD, GMean, HMean, MaxOf, QMean, RateFunction
 
 _LO = 1e-6
 
 
-def _kld(p: float, lam: float, w: float) -> float:
+def _kld(p: float, lam: float, w: float, lo: float = 0.0, hi: float = 1.0) -> float:
+    lo, hi = max(lo, _LO), min(hi, 1 - _LO)
     if w <= 0:
-        return 1 - _LO if lam > 0 else _LO
+        return hi if lam > 0 else lo
     c = lam / w
-    # rationalised root of c q^2 + (1 - c) q - p = 0, stable for every sign of c
+    # rationalised root of c q^2 + (1 - c) q - p = 0, stable for every sign of c; the function
+    # is convex in q, so the box's nearest point is the box's minimiser
     q = 2 * p / ((1 - c) + np.sqrt((1 - c) ** 2 + 4 * c * p))
-    return min(max(float(q), _LO), 1 - _LO)
+    return min(max(float(q), lo), hi)
 
 
 def _face_gmean(w, lam):
@@ -68,7 +74,20 @@ def _homogeneous(atom, lam, w):
     return cands[int(np.argmin(vals))]
 
 
-def _numeric(atom, lam, w, fixed, start):
+def _max_of(lam, w, lo, hi):
+    """Minimiser of ``w max(xi) - lam . xi`` over ``lo <= xi <= hi``."""
+    side = hi - lo
+    if np.allclose(lo, lo[0], rtol=0, atol=1e-12) and np.allclose(side, side[0], rtol=0, atol=1e-12):
+        pos = lam > 0  # xi = lo + side z on [0, 1]^k, where w max(z) is homogeneous
+        return lo + side * (pos if lam[pos].sum() > w else np.zeros(lam.shape[0]))
+    # an epigraph LP in (xi, t): min w t - lam . xi, xi <= t
+    k = lam.shape[0]
+    res = linprog(np.r_[-lam, w], A_ub=np.hstack([np.eye(k), -np.ones((k, 1))]), b_ub=np.zeros(k),
+                  bounds=list(zip(lo, hi)) + [(None, None)], method="highs")
+    return np.clip(res.x[:k], lo, hi)
+
+
+def _numeric(atom, lam, w, fixed, start, lo, hi):
     free = np.isnan(fixed)
 
     def full(z):
@@ -80,58 +99,82 @@ def _numeric(atom, lam, w, fixed, start):
         r = full(z)
         return w * float(atom.value(r)) - lam[free] @ z, w * atom.gradient(r)[free] - lam[free]
 
-    z0 = np.clip(start[free], 0.0, 1.0)
-    bounds = [(0.0, 1.0)] * int(free.sum())
+    lo, hi = lo[free], hi[free]
+    z0 = np.clip(start[free], lo, hi)
+    bounds = list(zip(lo, hi))
     res = minimize(fun, z0, jac=True, method="L-BFGS-B", bounds=bounds)
     z, grad = res.x, fun(res.x)[1]
     # L-BFGS-B can stall far from the optimum where the function is linear along some direction
     # (a log-sum-exp along (1, 1)); a projected gradient that is not ~0 says so: finish with SLSQP
-    if np.abs(z - np.clip(z - grad, 0.0, 1.0)).max() > 1e-6:
+    if np.abs(z - np.clip(z - grad, lo, hi)).max() > 1e-6:
         polished = minimize(fun, z, jac=True, method="SLSQP", bounds=bounds)
         if polished.fun < res.fun:
-            z = np.clip(polished.x, 0.0, 1.0)
+            z = np.clip(polished.x, lo, hi)
     return full(z)
 
 
-def best_response(atom, lam: np.ndarray, w: float, fixed: np.ndarray, start: np.ndarray | None = None) -> np.ndarray:
-    """Minimiser of ``w * atom(xi) - lam . xi`` over ``[0, 1]^k`` with some entries fixed.
+def _unit_box(lo, hi) -> bool:
+    return bool(np.allclose(lo, 0.0, rtol=0, atol=1e-12) and np.allclose(hi, 1.0, rtol=0, atol=1e-12))
+
+
+def best_response(atom, lam: np.ndarray, w: float, fixed: np.ndarray, start: np.ndarray | None = None,
+                  box: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+    """Minimiser of ``w * atom(xi) - lam . xi`` over the box of the rates with some entries fixed.
 
     Parameters
     ----------
     atom : Atom
     lam : ndarray of shape (k,)
     w : float
-        Non-negative weight of the atom (1 in the objective, the multiplier in a constraint).
+        Weight of the atom: its coefficient times its owner's (1 in the objective, the
+        multiplier in a constraint); negative for a concave atom that enters negated.
     fixed : ndarray of shape (k,)
         Values of the rates that do not depend on the model (the class proportion of a KL
         divergence); NaN where the xi-player chooses.
     start : ndarray of shape (k,), optional
         Warm start of the numerical fallback.
+    box : (ndarray, ndarray) of shape (k,) each, optional
+        The range ``lo <= xi <= hi`` each rate expression can take (:func:`rate_box`); by
+        default ``[0, 1]``, the range of a basic rate.
     """
     free = np.isnan(fixed)
+    lo, hi = (np.zeros(len(fixed)), np.ones(len(fixed))) if box is None else map(np.asarray, box)
     if isinstance(atom, KLD) and free.tolist() == [False, True]:
-        return np.array([fixed[0], _kld(float(fixed[0]), float(lam[1]), w)])
-    if type(atom) in _FACES and free.all():
+        return np.array([fixed[0], _kld(float(fixed[0]), float(lam[1]), w, float(lo[1]), float(hi[1]))])
+    if type(atom) in _FACES and free.all() and w >= 0 and _unit_box(lo, hi):
         return _homogeneous(atom, lam, w)
-    if isinstance(atom, MaxOf) and free.all():
-        pos = lam > 0
-        return pos.astype(float) if lam[pos].sum() > w else np.zeros(lam.shape[0])
-    return _numeric(atom, lam, w, fixed, np.where(free, 0.5, fixed) if start is None else start)
+    if isinstance(atom, MaxOf) and free.all() and w >= 0:
+        return _max_of(lam, w, lo, hi)
+    return _numeric(atom, lam, w, fixed, np.where(free, (lo + hi) / 2, fixed) if start is None else start, lo, hi)
+
+
+def rate_box(A, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The range of the rates ``A @ yhat + b`` over decisions ``yhat`` in ``[0, 1]^n``: each row's
+    negative coefficients at 1 give its least value, its positive ones its greatest."""
+    A = A.tocsr() if hasattr(A, "tocsr") else np.asarray(A)
+    neg = np.asarray(A.minimum(0).sum(axis=1) if hasattr(A, "minimum") else np.minimum(A, 0).sum(axis=1)).ravel()
+    pos = np.asarray(A.maximum(0).sum(axis=1) if hasattr(A, "maximum") else np.maximum(A, 0).sum(axis=1)).ravel()
+    return b + neg, b + pos
 
 
 class CvxpyXiPlayer:
     """The xi-player's problem for a built-in convex atom as a parametrised cvxpy problem.
 
-    Built once (variables, parameters ``lam`` and ``w >= 0``), then re-solved with new values:
-    the structure is cached across iterations, only the parameters change.
+    Built once (variables, parameters ``lam`` and ``|w|``), then re-solved with new values:
+    the structure is cached across iterations, only the parameters change. ``sign`` is the sign
+    of the atom's weight, fixed by its coefficient (a concave user function enters negated), and
+    ``box`` the range of its rates (:func:`best_response`).
     """
 
-    def __init__(self, atom, fixed: np.ndarray):
+    def __init__(self, atom, fixed: np.ndarray, sign: float = 1.0,
+                 box: tuple[np.ndarray, np.ndarray] | None = None):
         import cvxpy as cp
 
         self.fixed = np.asarray(fixed, dtype=float)
         free = np.isnan(self.fixed)
         self.free = free
+        self.sign = -1.0 if sign < 0 else 1.0
+        lo, hi = (np.zeros(len(free)), np.ones(len(free))) if box is None else map(np.asarray, box)
         self.xi = cp.Variable(int(free.sum()))
         self.lam = cp.Parameter(int(free.sum()))
         self.w = cp.Parameter(nonneg=True)
@@ -155,11 +198,12 @@ class CvxpyXiPlayer:
             f = atom.cvx(cp.hstack(parts))
         else:
             raise TypeError(f"No cvxpy form for the metric {atom}.")
-        self.problem = cp.Problem(cp.Minimize(self.w * f - self.lam @ x), [x >= 0, x <= 1])
+        self.problem = cp.Problem(cp.Minimize(self.sign * self.w * f - self.lam @ x),
+                                  [x >= lo[free], x <= hi[free]])
 
     def __call__(self, lam: np.ndarray, w: float) -> np.ndarray:
         self.lam.value = np.asarray(lam, dtype=float)[self.free]
-        self.w.value = float(w)
+        self.w.value = abs(float(w))  # its sign is the problem's, fixed when it was built
         self.problem.solve()
         out = self.fixed.copy()
         out[self.free] = self.xi.value
