@@ -26,8 +26,8 @@ def warn_uncovered(method: str, data: RateData, fitted: dict[str, set], empty: l
     and which group values of theirs no fitted constraint covers: the fitted constraints were
     expanded over the values of each column in ``fitted`` seen in fit. ``advice`` says how to
     expand over these rows' values instead."""
-    # matched as filters match them: "1.0" in these rows is the fitted group "1"
-    new = {k: GroupTable({k: np.array(sorted(vs), dtype=str)}, len(vs)).unknown(k, tuple(data.groups.values(k)))
+    # as the fitted filters select these rows' values: "1.0" is the group "1" unless "1" is here too
+    new = {k: sorted(set(data.groups.values(k)) - data.groups.selected(k, vs))
            for k, vs in fitted.items() if k in data.groups.raw}
     new = {k: v for k, v in new.items() if v}
     notes = []

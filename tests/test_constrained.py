@@ -408,6 +408,13 @@ def test_new_group_values_are_told_apart_from_fitted_ones_as_filters_match_them(
     with pytest.warns(UserWarning, match=r"not constrained on .*\{'bin': \['0\.5'\]\}"):
         report = clf.constraint_report(X, y, groups=batch)
     assert np.isfinite(report["violation"][report["constraint"].str.startswith("tpr[")]).all()
+    # text codes: "1.0" is the fitted "1" only where no row holds "1" itself (filters match exactly
+    # first), and fitted "01" and "1" beside a new "1.0" leave it uncovered, without an error
+    for fitted, batch in ((["1", "2"], ["1", "1.0", "2"]), (["01", "1"], ["01", "1", "1.0"])):
+        codes = pd.Series(np.resize(fitted, 300), name="code")
+        clf = ConstrainedClassifier("ppr[code] >= 0.2", max_iter=10, random_state=0).fit(X, y, groups=codes)
+        with pytest.warns(UserWarning, match=r"not constrained on .*\{'code': \['1\.0'\]\}"):
+            clf.constraint_report(X, y, groups=pd.Series(np.resize(batch, 300), name="code"))
 
 
 def test_a_baseline_of_class_labels_is_read_as_labels_even_when_they_look_like_decisions():

@@ -424,6 +424,8 @@ def test_cvxpy_xi_player_of_a_concave_function_entering_negated():
                       grad=lambda r: 0.5 * np.sqrt(max(r[0] * r[1], 1e-300)) / np.maximum(r, 1e-150),
                       cvx=lambda r: cp.geo_mean(r))
     player = CvxpyXiPlayer(gm, np.full(2, np.nan), sign=-1.0)
+    with pytest.raises(ValueError, match="other sign"):  # not silently solved for |w|
+        player(np.zeros(2), 1.0)
     rng = np.random.default_rng(3)
     for _ in range(5):
         lam, w = rng.normal(size=2), -float(rng.uniform(0.2, 2.0))

@@ -193,6 +193,10 @@ def test_group_columns_of_another_length_are_refused_though_no_goal_reads_them(l
         clf.constraint_report(X, y, groups=g)
     with pytest.raises(ValueError, match=message):
         make_rate_scorer("tpr")(clf, X, y, groups=g)
+    # a group column standing before X's column of its name is held to the same rule
+    frame = pd.DataFrame({"a": X[:, 0], "race": X[:, 1]})
+    with pytest.raises(ValueError, match=f"Group column 'race' has {length} entries but X has 300 rows"):
+        GroupTable.from_input({"race": g}, frame, 300)
 
 
 def test_groups_in_another_row_order_than_X_are_refused():
@@ -256,6 +260,12 @@ def test_labels_weights_and_baselines_in_another_row_order_than_X_are_refused():
     # a plain array, or other labels, are rows by position, as in scikit-learn
     cc.fit(X, y.to_numpy())
     cc.fit(X, y.set_axis(range(100, 160)))
+    # labels of mixed types, which do not sort: the guard used to crash fit on them
+    mixed = pd.Index([f"id{i}" if i % 2 else i for i in range(60)], dtype=object)
+    cc.fit(X.set_axis(mixed), y.to_numpy())
+    cc.fit(X.set_axis(mixed), y.set_axis(range(60)))
+    with pytest.raises(ValueError, match="index of y holds"):
+        cc.fit(X.set_axis(mixed), y.set_axis(mixed[::-1]))
 
 
 def test_a_group_column_named_label_is_refused_but_a_feature_of_that_name_is_not():
@@ -395,6 +405,12 @@ def test_object_columns_of_text_and_numbers_group_as_pandas_does():
     # 1 and 1.0 are one group, 1 and "1" are two for pandas: skrate did the opposite, silently
     mixed = GroupTable.from_input({"g": np.array([1, 1.0, "x", 2.5, "y"], dtype=object)}, None, 5)
     assert mixed.column("g").tolist() == ["1", "1", "x", "2.5", "y"]
+    # booleans as written, whatever comes first (pandas takes True for 1, named by the first seen)
+    for values in ([True, 1, "a", False, 0], [1, True, "a", 0, False]):
+        column = GroupTable.from_input({"g": np.array(values, dtype=object)}, None, 5).column("g")
+        assert column.tolist() == [str(v) for v in values]
+    with pytest.raises(ValueError, match="holds True and 'True'"):
+        GroupTable.from_input({"g": np.array([True, "True"], dtype=object)}, None, 2).column("g")
     with pytest.raises(ValueError, match=r"Group column 'g' holds 1 and '1', two values a spec names alike \(1\)"):
         GroupTable.from_input({"g": np.array([1, "1", 1.0, "x"], dtype=object)}, None, 4).column("g")
     text = GroupTable.from_input({"g": np.array(["01", "1", "a"], dtype=object)}, None, 3)

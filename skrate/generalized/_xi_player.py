@@ -203,6 +203,8 @@ class CvxpyXiPlayer:
 
     def __call__(self, lam: np.ndarray, w: float) -> np.ndarray:
         self.lam.value = np.asarray(lam, dtype=float)[self.free]
+        if w * self.sign < 0:
+            raise ValueError(f"w={w:g} has the other sign than this problem's, built with sign={self.sign:g}.")
         self.w.value = abs(float(w))  # its sign is the problem's, fixed when it was built
         self.problem.solve()
         out = self.fixed.copy()

@@ -86,18 +86,40 @@ def _column(values, name: str, n: int) -> np.ndarray:
     return col.astype(str)
 
 
+class _Flag:
+    """A boolean in an object column, kept apart from the numbers pandas takes it for (True == 1)."""
+
+    __slots__ = ("value",)
+
+    def __init__(self, value: bool):
+        self.value = value
+
+    def __repr__(self) -> str:
+        return repr(self.value)
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
+_FLAGS = (_Flag(False), _Flag(True))
+
+
 def _mixed_names(col: np.ndarray, name: str) -> np.ndarray:
-    """An object column of text and numbers: text as written, numbers by value (1 and 1.0 are one
-    group, as in pandas). A number and a text of one name (1 and "1", which pandas keeps apart)
-    are refused: a spec names both alike. Without pandas, named as written."""
+    """An object column of text and numbers: text and booleans as written, numbers by value (1 and
+    1.0 are one group, as in pandas). Two values of one name (1 and "1", True and "True") are
+    refused: a spec names both alike. Without pandas, named as written."""
     try:
-        from pandas import factorize
+        import pandas as pd
     except ImportError:
         return col.astype(str)
-    codes, uniques = factorize(col)
+    keys = col
+    flags = pd.Series(col, copy=False).map(type).isin([bool, np.bool_]).to_numpy()
+    if flags.any():  # else True and 1 would be one group, named by whichever came first
+        keys = col.copy()
+        keys[flags] = np.where(col[flags].astype(bool), _FLAGS[1], _FLAGS[0])
+    codes, uniques = pd.factorize(keys)
     uniques = np.asarray(uniques, dtype=object)
-    number = np.array([isinstance(v, (Integral, float, np.floating)) and not isinstance(v, (bool, np.bool_))
-                       for v in uniques], dtype=bool)
+    number = np.array([isinstance(v, (Integral, float, np.floating)) for v in uniques], dtype=bool)
     names = uniques.astype(str).astype(object)  # object: a number's name may be longer than its text
     if number.any():
         names[number] = _column(uniques[number], name, int(number.sum()))
@@ -135,22 +157,22 @@ class GroupTable:
     def from_input(cls, groups, X, n: int) -> "GroupTable":
         _check_names_given(groups, X, n)
         check_row_order(X, groups=groups)
-        raw: dict = {}
-        if _is_frame(X):
-            raw.update({str(k): X[k].to_numpy() for k in X.columns})
+        own: dict = {}
         if groups is None:
             pass
         elif _is_frame(groups):
-            raw.update({str(k): groups[k].to_numpy() for k in groups.columns})
+            own = {str(k): groups[k].to_numpy() for k in groups.columns}
         elif isinstance(groups, dict):
-            raw.update({str(k): v for k, v in groups.items()})
+            own = {str(k): v for k, v in groups.items()}
         else:
             if np.ndim(groups) != 1:
                 raise ValueError("groups must be a DataFrame, a dict {name: values} or a 1-D array; "
                                  f"got an array of shape {np.shape(groups)} (a 2-D array has no column names).")
             name = getattr(groups, "name", None)  # a Series of a frame without column names is named 0
-            raw[str("group" if name is None else name)] = groups
-        given = set(raw) - ({str(k) for k in X.columns} if _is_frame(X) else set())
+            own = {str("group" if name is None else name): groups}
+        raw = {str(k): X[k].to_numpy() for k in X.columns} if _is_frame(X) else {}
+        raw.update(own)  # a group column stands before X's column of its name
+        given = set(own)
         for key in given:  # now, whether or not a goal reads the column: routed groups come with every fit
             _check_rows(np.asarray(raw[key]), key, n)
         clash = sorted(given & set(RESERVED))
@@ -270,6 +292,18 @@ class GroupTable:
                              f"where={{{key!r}: {names[0]!r}}} or [{Slice.make({key: names[0]})}] in a spec.")
         return hits
 
+    def selected(self, key: str, values) -> set[str]:
+        """The values of column ``key`` that filters on ``values`` select, as :meth:`mask` matches
+        them (itself first, else the one equal as a number); a value matching several selects
+        none here (its filter raises, naming them)."""
+        known, out = self.values(key), set()
+        for value in values:
+            try:
+                out.update(known[i] for i in self._matches(key, value))
+            except ValueError:
+                pass
+        return out
+
     def unknown(self, key: str, values: tuple[str, ...]) -> list[str]:
         """The ``values`` no row of column ``key`` holds."""
         return [v for v in values if not self._matches(key, v)]
@@ -282,7 +316,7 @@ class GroupTable:
         unknown = self.unknown(key, values)
         if unknown:
             raise UndefinedRateError(f"Unknown value {unknown[0]!r} for group column {key!r}; "
-                             f"known values: {', '.join(map(repr, known))}.")
+                                     f"known values: {', '.join(map(repr, known))}.")
         hit = np.zeros(len(known), dtype=bool)
         hit[[i for v in values for i in self._matches(key, v)]] = True
         return hit[codes]
@@ -320,8 +354,9 @@ def check_row_order(X, **columns) -> None:
             if not _is_indexed(column):  # a list's .index is a method, not row labels
                 continue
             ci, xi = column.index, X.index
+            # the same labels in another order; isin hashes, where sorting fails on mixed labels
             if (not ci.equals(xi) and len(ci) == len(xi) and ci.is_unique and xi.is_unique
-                    and ci.sort_values().equals(xi.sort_values())):
+                    and bool(ci.isin(xi).all())):
                 which = name if key is None else f"{name}[{key!r}]"
                 raise ValueError(f"The index of {which} holds the labels of X's index in another order, and "
                                  f"rows are matched by position. If {which} is labelled like X's rows, align "

@@ -37,8 +37,8 @@ class ShrinkResult:
     multipliers: np.ndarray
 
 
-# Largest constraint value the LP takes as it is; HiGHS reads entries near 1e15 as infinite.
-_LARGEST_COEFFICIENT = 1e6
+# Largest constraint value the LP is given; HiGHS reads coefficients near 1e15 as infinite.
+_LARGEST_COEFFICIENT = 1e12
 
 
 def _vertex(c, A_ub, b_ub, k):
@@ -65,8 +65,7 @@ def shrink(objective: np.ndarray, constraints: np.ndarray, tol: float = 1e-9) ->
     constraints : ndarray of shape (m, k)
         Constraint values ``g_j`` (met when ``<= 0``) of each candidate.
     tol : float, default=1e-9
-        Largest violation still counted as feasible (in units of the row's largest entry for a
-        row beyond 1e6 in magnitude, which the LP takes rescaled). When no mixture is feasible (or the
+        Largest violation still counted as feasible. When no mixture is feasible (or the
         smallest violation is positive but within ``tol``), the objective is minimised with
         every constraint at most the smallest violation plus ``tol``.
 
@@ -83,14 +82,19 @@ def shrink(objective: np.ndarray, constraints: np.ndarray, tol: float = 1e-9) ->
     Other Goals. JMLR 20(172), 2019, Section 6.1.
     """
     objective, stated = candidate_values(objective, constraints)
+    if not (np.isfinite(objective).all() and np.isfinite(stated).all()):
+        raise ValueError("objective and constraints must be finite: a candidate's value is NaN or infinite.")
     multipliers = np.zeros(stated.shape[0])
     # A row no candidate violates holds for every mixture: dropping it leaves the LP's optimum
-    # (and a zero multiplier). Rows beyond the LP solver's coefficient range (a slack of 1e15)
-    # are taken in units of their largest entry.
+    # (and a zero multiplier); so a slack of 1e15, the unconstrained end of a trade-off curve,
+    # never reaches the LP solver, which reads such coefficients as infinite.
     binding = stated.max(axis=1, initial=-np.inf) > 0
-    unit = np.abs(stated[binding]).max(axis=1, initial=1.0)
-    unit = np.where(unit > _LARGEST_COEFFICIENT, unit, 1.0)
-    constraints = stated[binding] / unit[:, None]
+    constraints = stated[binding]
+    large = np.abs(constraints).max(axis=1, initial=0.0) > _LARGEST_COEFFICIENT
+    if large.any():
+        j = int(np.flatnonzero(binding)[np.argmax(large)])
+        raise ValueError(f"Constraint {j} reaches {np.abs(stated[j]).max():.3g} in magnitude, beyond what the LP "
+                         "can take; rates lie in [0, 1], so its bound is out of any rate's reach.")
     m, k = constraints.shape
     if m == 0:
         weights = np.zeros(k)
@@ -114,5 +118,5 @@ def shrink(objective: np.ndarray, constraints: np.ndarray, tol: float = 1e-9) ->
     p = np.clip(res.x, 0.0, None)
     p[p < 1e-12] = 0.0
     p /= p.sum()
-    multipliers[binding] = np.clip(-res.ineqlin.marginals, 0.0, None) / unit
+    multipliers[binding] = np.clip(-res.ineqlin.marginals, 0.0, None)
     return ShrinkResult(p, feasible, float(max(0.0, (stated @ p).max())), multipliers)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from numbers import Integral
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -83,8 +84,8 @@ def row_uniforms(X: ArrayLike, seed: int = 0) -> np.ndarray:
     ndarray of shape (n_samples,)
         One number in ``[0, 1)`` per row.
     """
-    if not 0 <= seed < 2**64:
-        raise ValueError(f"seed must be an integer in [0, 2**64); got {seed}")
+    if not (isinstance(seed, Integral) and 0 <= seed < 2**64):
+        raise ValueError(f"seed must be an integer in [0, 2**64); got {seed!r}")
     X = np.asarray(X)
     if X.ndim == 1:
         X = X[:, None]
