@@ -9,7 +9,7 @@ import numpy as np
 from ..exceptions import UndefinedRateError
 from ..rates import Constraint, Expression, Ratio
 from ..rates._slice import RESERVED
-from ._compile import RateData, compile_expressions, expand_constraints
+from ._compile import RateData, compile_factored, expand_constraints
 
 if TYPE_CHECKING:
     import scipy.sparse as sp
@@ -78,7 +78,11 @@ def _side_values(sides: list, data: RateData, decisions: np.ndarray) -> list[flo
     exprs = [e for side in sides for e in ((side.numerator, side.denominator) if isinstance(side, Ratio) else (side,))]
     if not exprs:
         return []
-    values = iter(reported_rates(*compile_expressions(exprs, data), decisions))
+    # through the factors: parity constraints share the overall rate, whose row of n entries
+    # the product mix @ basis would copy into every constraint (constraints x n memory)
+    mix, basis, b = compile_factored(exprs, data)
+    rates, scale = basis @ decisions, abs(basis) @ np.abs(decisions)
+    values = iter(zero_within_rounding(mix @ rates + b, abs(mix) @ scale + np.abs(b)))
     out = []
     for side in sides:
         if isinstance(side, Ratio):
@@ -245,9 +249,19 @@ def report_rows(constraints: list[Constraint], data: RateData, decisions: np.nda
     undefined : list of str
         The texts of the constraints these rows leave undefined.
     """
+    measured = {i: expand_constraints([con], data.groups) for i, con in enumerate(constraints)
+                if not absent_values(con, data.groups)}
+    try:  # one compiled product for all (the overall rate of every parity constraint once)
+        flat = iter(violation_rows([c for cons in measured.values() for c in cons], data, decisions))
+        batch = {i: [next(flat) for _ in cons] for i, cons in measured.items()}
+    except UndefinedRateError:  # some slice without positives: find which, one by one
+        batch = {}
     rows, undefined = [], []
-    for con in constraints:
-        if not absent_values(con, data.groups):
+    for i, con in enumerate(constraints):
+        if i in batch:
+            rows += batch[i]
+            continue
+        if i in measured:
             try:
                 rows += violation_rows([con], data, decisions)
                 continue
