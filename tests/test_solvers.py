@@ -188,3 +188,16 @@ def test_forward_cache_gives_the_backward_of_a_fresh_forward_pass():
         np.testing.assert_array_equal(scores, model.scores(X, theta))
         upstream = rng.normal(size=50)
         np.testing.assert_array_equal(model.backward(X, theta, upstream, cache=cache), model.backward(X, theta, upstream))
+
+
+def test_swap_player_warm_power_steps_give_the_stationary_distribution():
+    # power steps from the last distribution replace the O(k^3) solve when they converge
+    rng = np.random.default_rng(7)
+    for m, eta in ((3, 2.0), (300, 0.5), (300, 50.0)):
+        player = SwapRegretPlayer(m, eta)
+        for _ in range(40):
+            player.update(rng.normal(scale=0.1, size=m))
+            M = np.exp(player.log_M)
+            exact = stationary_distribution(M)
+            np.testing.assert_allclose(player.weights(), exact, rtol=0, atol=1e-12)
+            np.testing.assert_allclose(M @ player.weights(), player.weights(), rtol=0, atol=1e-13)
