@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
+from sklearn.utils import check_random_state
 from sklearn.utils.validation import _num_samples
 
 from ..problem import GroupTable, RateData, constraint_violation, expand_constraints
@@ -204,11 +205,20 @@ def audit(
                       UserWarning, stacklevel=3)  # past validate_params' wrapper
     measured = [con for con in cons if str(con) not in absent]
 
-    terms = [metric_term(kind, where) for _, _, where, _ in cells for kind in metrics]
-    terms += [t for con in measured for t in (con.lhs, con.rhs)]
-    parts = RateParts(terms, data, p)
-    point = parts.values()[:, 0]
-    samples = bootstrap_values(parts, n_bootstrap, random_state, n_jobs)
+    # One set of cell sums per attribute (and one for the constraints): cells crossing every
+    # audited column would reach one per row with a few columns. The blocks share every
+    # resample (draws depend only on the seed), so differences to the overall rate stay paired.
+    blocks: dict[str, list] = {}
+    for attribute, _, where, _ in cells:
+        blocks.setdefault(attribute, []).extend(metric_term(kind, where) for kind in metrics)
+    blocks[CONSTRAINT] = [t for con in measured for t in (con.lhs, con.rhs)]
+    seed = random_state if isinstance(random_state, Integral) else check_random_state(random_state).randint(2**31 - 1)
+    point, samples = [], []
+    for block in filter(None, blocks.values()):
+        parts = RateParts(block, data, p)
+        point.append(parts.values()[:, 0])
+        samples.append(bootstrap_values(parts, n_bootstrap, seed, n_jobs))
+    point, samples = np.concatenate(point), np.vstack(samples)
     k = len(metrics)
     n_rates = len(cells) * k
 
