@@ -7,8 +7,8 @@ from numbers import Integral, Real
 from typing import TYPE_CHECKING, Any, Sequence
 
 import numpy as np
-from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 from sklearn.utils.validation import _num_samples
 
 from ..problem import GroupTable, RateData, constraint_violation, expand_constraints
