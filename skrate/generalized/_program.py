@@ -15,9 +15,10 @@ import scipy.sparse as sp
 from ..exceptions import UndefinedRateError
 from ..problem import (RateData, compile_expressions, expand_constraints, ratio_value, report_rows, reported_rates,
                        violation_rows)
+from ..problem._evaluate import absent_values
 from ..rates import Constraint, Ratio
 from ..rates._expression import NEEDS_BASELINE
-from ..rates._slice import BASELINE, RESERVED, group_columns
+from ..rates._slice import BASELINE, group_columns
 from ._metrics import LinearRate, MaxOf, MetricConstraint, MetricSum, RatioAtom, as_metric
 
 if TYPE_CHECKING:
@@ -305,9 +306,8 @@ def compile_program(objective: Metric | Expression | Ratio | str,
 
 def _unmeasured(atom, data: RateData, exc: ValueError) -> bool:
     """Whether ``exc`` says the rows leave a slice of ``atom`` empty, or lack a group value it names."""
-    return isinstance(exc, UndefinedRateError) or any(
-        data.groups.unknown(k, vs) for e in atom.exprs for r in e.rates for k, vs in r.slice.filters
-        if k not in RESERVED)
+    return isinstance(exc, UndefinedRateError) or bool(absent_values((r for e in atom.exprs for r in e.rates),
+                                                                     data.groups))
 
 
 def _unique(labels: list[str]) -> list[str]:

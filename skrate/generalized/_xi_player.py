@@ -25,6 +25,7 @@ Narasimhan, Cotter and Gupta (NeurIPS 2019), Section 4.
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.optimize import linprog, minimize
 
 from ._metrics import KLD, GMean, HMean, MaxOf, QMean, RateFunction
@@ -138,7 +139,7 @@ def best_response(atom, lam: np.ndarray, w: float, fixed: np.ndarray, start: np.
         default ``[0, 1]``, the range of a basic rate.
     """
     free = np.isnan(fixed)
-    lo, hi = (np.zeros(len(fixed)), np.ones(len(fixed))) if box is None else map(np.asarray, box)
+    lo, hi = _box(box, len(fixed))
     if isinstance(atom, KLD) and free.tolist() == [False, True]:
         return np.array([fixed[0], _kld(float(fixed[0]), float(lam[1]), w, float(lo[1]), float(hi[1]))])
     if type(atom) in _FACES and free.all() and w >= 0 and _unit_box(lo, hi):
@@ -151,10 +152,13 @@ def best_response(atom, lam: np.ndarray, w: float, fixed: np.ndarray, start: np.
 def rate_box(A, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The range of the rates ``A @ yhat + b`` over decisions ``yhat`` in ``[0, 1]^n``: each row's
     negative coefficients at 1 give its least value, its positive ones its greatest."""
-    A = A.tocsr() if hasattr(A, "tocsr") else np.asarray(A)
-    neg = np.asarray(A.minimum(0).sum(axis=1) if hasattr(A, "minimum") else np.minimum(A, 0).sum(axis=1)).ravel()
-    pos = np.asarray(A.maximum(0).sum(axis=1) if hasattr(A, "maximum") else np.maximum(A, 0).sum(axis=1)).ravel()
-    return b + neg, b + pos
+    A = sp.csr_matrix(A)
+    return (b + np.asarray(A.minimum(0).sum(axis=1)).ravel(), b + np.asarray(A.maximum(0).sum(axis=1)).ravel())
+
+
+def _box(box, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``box`` as arrays, by default ``[0, 1]^k``, the range of basic rates."""
+    return (np.zeros(k), np.ones(k)) if box is None else (np.asarray(box[0]), np.asarray(box[1]))
 
 
 class CvxpyXiPlayer:
@@ -174,7 +178,7 @@ class CvxpyXiPlayer:
         free = np.isnan(self.fixed)
         self.free = free
         self.sign = -1.0 if sign < 0 else 1.0
-        lo, hi = (np.zeros(len(free)), np.ones(len(free))) if box is None else map(np.asarray, box)
+        lo, hi = _box(box, len(free))
         self.xi = cp.Variable(int(free.sum()))
         self.lam = cp.Parameter(int(free.sum()))
         self.w = cp.Parameter(nonneg=True)

@@ -198,7 +198,7 @@ def audit(
     data = RateData(y01, weights, table, baseline)
     cells = _cells(data.groups, list(own.raw))
     cons = expand_constraints(as_constraints(constraints), data.groups)
-    absent = {str(con): a for con in cons if (a := absent_values(con, data.groups))}
+    absent = {str(con): a for con in cons if (a := absent_values(con.rates, data.groups))}
     if absent:  # as constraint_report: a slice these rows do not reach is undefined, not an error
         warnings.warn(f"audit: no row holds the group value(s) {sorted({v for a in absent.values() for v in a})} "
                       f"that {len(absent)} constraint(s) name, reported as NaN: {list(absent)}.",

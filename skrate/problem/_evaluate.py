@@ -12,7 +12,11 @@ from ..rates._slice import RESERVED
 from ._compile import RateData, compile_factored, expand_constraints
 
 if TYPE_CHECKING:
+    from collections.abc import Iterable
+
     import scipy.sparse as sp
+
+    from ..rates._expression import Rate
 
 
 def ratio_value(num: float | np.ndarray, den: float | np.ndarray) -> float | np.ndarray:
@@ -219,10 +223,10 @@ def violation_rows(constraints: list[Constraint], data: RateData, decisions: np.
             for con, row in _sides(constraints, data, decisions)]
 
 
-def absent_values(con: Constraint, groups) -> list[str]:
-    """The group values ``con`` names that no row holds, as ``column=value`` (an unknown column
-    raises, naming the known ones)."""
-    return [f"{k}={v}" for r in con.rates for k, vs in r.slice.filters if k not in RESERVED
+def absent_values(rates: Iterable[Rate], groups) -> list[str]:
+    """The group values the ``rates`` name that no row holds, as ``column=value`` (an unknown
+    column raises, naming the known ones)."""
+    return [f"{k}={v}" for r in rates for k, vs in r.slice.filters if k not in RESERVED
             for v in groups.unknown(k, vs)]
 
 
@@ -250,7 +254,7 @@ def report_rows(constraints: list[Constraint], data: RateData, decisions: np.nda
         The texts of the constraints these rows leave undefined.
     """
     measured = {i: expand_constraints([con], data.groups) for i, con in enumerate(constraints)
-                if not absent_values(con, data.groups)}
+                if not absent_values(con.rates, data.groups)}
     try:  # one compiled product for all (the overall rate of every parity constraint once)
         flat = iter(violation_rows([c for cons in measured.values() for c in cons], data, decisions))
         batch = {i: [next(flat) for _ in cons] for i, cons in measured.items()}
