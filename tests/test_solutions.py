@@ -317,3 +317,27 @@ def test_row_uniforms_do_not_depend_on_the_blocks_and_copy_no_full_x(monkeypatch
         monkeypatch.setattr(sm, "_BLOCK", block)
         np.testing.assert_array_equal(row_uniforms(small, seed=3), expected[0])
         np.testing.assert_array_equal(row_uniforms(M, seed=1), expected[1])
+
+
+@pytest.mark.parametrize("form", ["array", "frame", "list", "sparse"])
+def test_stochastic_model_scores_blocks_of_rows_when_predicting(monkeypatch, form):
+    # T_stochastic keeps every iterate: proba must not hold the (n, k) scores of all rows at once
+    pd = pytest.importorskip("pandas")
+    import scipy.sparse as sparse
+
+    import skrate.solutions._stochastic_model as sm
+
+    monkeypatch.setattr(sm, "_SCORE_ENTRIES", 300, raising=False)
+    rng = np.random.default_rng(13)
+    X = rng.normal(size=(1003, 2))
+    params = rng.normal(size=(7, 3))
+    model = StochasticModel(LinearModel(2), params, rng.dirichlet(np.ones(7)), seed=2)
+    expected = (X @ params[:, :2].T + params[:, 2] > 0) @ model.weights
+    seen = []
+    scores_many = LinearModel.scores_many
+    monkeypatch.setattr(LinearModel, "scores_many", lambda self, Z, t: seen.append(Z.shape[0] if hasattr(Z, "shape")
+                                                                                   else len(Z)) or scores_many(self, Z, t))
+    given = {"array": X, "frame": pd.DataFrame(X), "list": X.tolist(), "sparse": sparse.csr_matrix(X)}[form]
+    np.testing.assert_allclose(model.proba(given), expected)
+    assert max(seen) <= 300 // 7 and sum(seen) == X.shape[0]
+    np.testing.assert_array_equal(model.predict(given, rows=X), model.predict(X))

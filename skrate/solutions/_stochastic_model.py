@@ -6,11 +6,17 @@ from numbers import Integral
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+from sklearn.utils import _safe_indexing
+from sklearn.utils.validation import _num_samples
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+#: Scores held at a time when predicting: blocks of rows whose (rows, k) scores take ~32 MiB,
+#: so the T iterates of ``solution="T_stochastic"`` on a million rows never sit in memory whole.
+_SCORE_ENTRIES = 2**22
 
 
 def _mix(h: np.ndarray) -> np.ndarray:
@@ -184,7 +190,14 @@ class StochasticModel:
         ndarray of shape (n_samples,)
             ``sum_k p_k 1[f_k(x) > 0]`` per row, in ``[0, 1]``.
         """
-        return np.clip((self.scores(X) > 0) @ self.weights, 0.0, 1.0)
+        n, k = _num_samples(X), self.weights.shape[0]
+        step = max(1, _SCORE_ENTRIES // max(k, 1))
+        if n <= step:
+            return np.clip((self.scores(X) > 0) @ self.weights, 0.0, 1.0)
+        p = np.empty(n)
+        for lo in range(0, n, step):  # over blocks of rows: each row's score reads only that row
+            p[lo:lo + step] = (self.scores(_safe_indexing(X, slice(lo, lo + step))) > 0) @ self.weights
+        return np.clip(p, 0.0, 1.0)
 
     def predict(self, X: ArrayLike, rows: ArrayLike | None = None) -> np.ndarray:
         """0/1 decisions: 1 when the row's reproducible uniform draw falls below its probability.
