@@ -53,6 +53,42 @@ def test_objects_and_strings_agree():
     assert parse_expression("2 * (tpr - fpr) / 4") == 0.5 * tpr() - 0.5 * fpr()
 
 
+@pytest.mark.parametrize("text, built", [
+    ('tpr(group="race") >= 0.95 * tpr()', tpr(group="race") >= 0.95 * tpr()),
+    ("tpr('race') >= 0.95 * tpr", tpr("race") >= 0.95 * tpr()),
+    ('fpr(race=["a b", "c)"], sex="F") <= fpr() + 0.05', fpr(race=["a b", "c)"], sex="F") <= fpr() + 0.05),
+    ('precision(label=1, group=("race", "sex")) >= 0.5', precision(label=1, group=("race", "sex")) >= 0.5),
+    ('ppr(where={"marital-status": "Married"}) <= ppr[sex=F] + 0.1',
+     ppr(where={"marital-status": "Married"}) <= ppr(sex="F") + 0.1),
+    ('0.5 * tpr( group = "race" ,\n ) >= error()', 0.5 * tpr(group="race") >= error_rate()),
+])
+def test_strings_take_the_python_calls(text, built):
+    # "the same as a string": a goal written in Python reads the same inside quotes
+    con = parse_constraint(text)
+    assert con == built
+    assert parse_constraint(str(con)) == con
+
+
+@pytest.mark.parametrize("text, pos, expected", [
+    ("tpr(group=race) >= 0.9", 10, "a literal value"),
+    ('tpr(group="race" >= 0.9', 17, "')' to close the arguments before the comparison"),
+    ('tpr(group="race"', 16, "')' to close"),
+    ("tpr(group='race) >= 0", 21, "a closing quote"),
+    ('tpr(group="race",, ) >= 0.9', 17, "do not parse as Python"),
+    ("tpr(**d) >= 0.1", 4, "'**'"),
+    ("tpr(*d) >= 0.1", 4, "'*'"),
+    ('tpr(a="x", a="y") >= 0', 11, "each keyword once"),
+    ('tpr("a", "b") >= 0.1', 0, "positional argument"),
+    ('tpr(race="a",\n sex=x) >= 0', 19, "a literal value"),
+    ('tpr(race="a")[sex] >= 0', 13, "an operator"),
+])
+def test_call_errors_point_at_the_position(text, pos, expected):
+    with pytest.raises(SpecParseError) as info:
+        parse_constraint(text)
+    assert info.value.pos == pos
+    assert expected in str(info.value)
+
+
 def test_algebra_is_linear_and_canonical():
     a, b = tpr(race="A"), fpr(sex="F")
     assert a + b == b + a

@@ -6,17 +6,20 @@ Grammar::
     expr       := term (("+" | "-") term)*
     term       := unary (("*" | "/") unary)*
     unary      := ("-" | "+") unary | atom
-    atom       := NUMBER | RATE ["[" filter ("," filter)* "]"] | "(" expr ")"
+    atom       := NUMBER | RATE ["[" filter ("," filter)* "]" | call] | "(" expr ")"
     filter     := KEY                       # expand over every value of group column KEY
                 | KEY "=" VALUE ("|" VALUE)*  # examples whose KEY is any of the values
+    call       := "(" arguments ")"         # as in Python: tpr(group="race"), tpr(race=["a", "b"])
 
 Values are bare text up to ``,``, ``|`` or ``]`` (so ``African-American`` needs no quotes)
-or double-quoted strings.
+or double-quoted strings. A call takes the rate function's Python arguments as literals, so a
+goal written in Python reads the same inside a string.
 """
 
 from __future__ import annotations
 
-from typing import NoReturn
+import ast
+from typing import Any, NoReturn
 
 from ._expression import Constraint, Expression, Ratio
 from ._functions import RATE_FUNCTIONS
@@ -133,12 +136,13 @@ class _Parser:
                                                         "in double quotes)")
         return value
 
-    def _check_closed(self, start: int, end: int) -> None:
+    def _check_closed(self, start: int, end: int,
+                      expected: str = "']' to close the filters before the comparison") -> None:
         """Refuse a comparison between ``start`` and ``end``, inside the brackets: most likely the
         closing ']' was forgotten (``tpr[race=Black >= 0.9 * tpr``)."""
         found = [i for i in (self.text.find(op, start, end) for op in ("<=", ">=")) if i >= 0]
         if found:
-            raise SpecParseError(self.text, min(found), "']' to close the filters before the comparison")
+            raise SpecParseError(self.text, min(found), expected)
 
     # -- grammar ----------------------------------------------------------------------
     def constraint(self) -> Constraint:
@@ -234,6 +238,9 @@ class _Parser:
         if name not in RATE_FUNCTIONS:
             self.pos = start
             raise SpecParseError(self.text, start, f"a rate name (one of {', '.join(sorted(RATE_FUNCTIONS))})")
+        if self._peek("("):
+            args, kwargs = self._call()
+            return self._build(lambda: RATE_FUNCTIONS[name](*args, **kwargs), start)
         filters, expand = {}, []
         if self._eat("["):
             if not self._peek("]"):
@@ -269,6 +276,67 @@ class _Parser:
             self._expect("]", "',' or ']'")
         return self._build(lambda: RATE_FUNCTIONS[name](group=expand or None, where=filters), start)
 
+    def _call(self) -> tuple[list[Any], dict[str, Any]]:
+        """The arguments of ``RATE(...)`` at the position, read as Python reads a call: literal
+        values (quoted text, numbers, lists), keywords for the filters and ``group``."""
+        self._skip()
+        open_pos, close = self.pos, self._closing(self.pos)
+        source = "f" + self.text[open_pos:close + 1]
+        lines = [0] + [i + 1 for i, ch in enumerate(source) if ch == "\n"]
+
+        def at(line: int | None, col: int | None) -> int:  # ast's (line, column) as a position in the spec
+            return min(open_pos - 1 + lines[(line or 1) - 1] + (col or 0), close)
+
+        try:
+            call = ast.parse(source, mode="eval").body
+        except SyntaxError as exc:  # its offset counts from 1
+            self._fail(at(exc.lineno, (exc.offset or 1) - 1), f"the arguments do not parse as Python: {exc.msg}.")
+        if not isinstance(call, ast.Call):  # 'tpr(a)(b)': more than one call
+            self._fail(open_pos, 'a rate call is its name and arguments in parentheses, e.g. tpr(group="race").')
+
+        def literal(node: ast.expr) -> Any:
+            if isinstance(node, ast.Starred):
+                self._fail(at(node.lineno, node.col_offset), "'*' in a spec; write each argument out.")
+            try:
+                return ast.literal_eval(node)
+            except ValueError:
+                self._fail(at(node.lineno, node.col_offset), 'a literal value: text in quotes (race="Black"), '
+                                                               "a number, or a list of them.")
+
+        args, kwargs = [literal(node) for node in call.args], {}
+        for item in call.keywords:
+            if item.arg is None:
+                self._fail(at(item.lineno, item.col_offset), "'**' in a spec; write each keyword out.")
+            if item.arg in kwargs:
+                self._fail(at(item.lineno, item.col_offset), f"each keyword once (repeated {item.arg!r}).")
+            kwargs[item.arg] = literal(item.value)
+        self.pos = close + 1
+        return args, kwargs
+
+    def _closing(self, start: int) -> int:
+        """Index of the ``)`` that closes the ``(`` at ``start``, outside quotes and brackets."""
+        t, depth, quote, i = self.text, 0, None, start
+        while i < len(t):
+            ch = t[i]
+            if quote:
+                if ch == "\\":
+                    i += 1
+                elif ch == quote:
+                    quote = None
+            elif ch in "'\"":
+                quote = ch
+            elif ch in "([{":
+                depth += 1
+            elif ch in ")]}":
+                depth -= 1
+                if depth == 0:
+                    return i
+            i += 1
+        if quote:
+            raise SpecParseError(t, len(t), "a closing quote")
+        self._check_closed(start, len(t), "')' to close the arguments before the comparison")
+        raise SpecParseError(t, len(t), "')' to close the arguments")
+
     def _filter_value(self, key: str) -> str:
         """One value of a filter, checked on its own so that an error points at it."""
         self._skip()
@@ -292,7 +360,7 @@ def parse_constraint(text: str) -> Constraint:
         or ``"precision[sex=Female] >= 0.6"``. A bare group column in brackets (``[race]``)
         expands to one constraint per value at fit time; ``[race=A|B]`` means "any of";
         column names with characters other than letters, digits and ``_`` go in double
-        quotes.
+        quotes. The Python calls read the same: ``"tpr(group='race') >= 0.95 * tpr()"``.
 
     Returns
     -------
