@@ -56,12 +56,14 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.classifier_tags.multi_class = False
+        tags.input_tags.sparse = True  # the built-in models take CSR rows
         estimator = getattr(self, "estimator", None)
-        if estimator is not None:  # X reaches the user's estimator as given, which decides on NaN
+        if estimator is not None:  # X reaches the user's estimator as given, which decides on NaN and sparse X
             # a Pipeline's own tag says False even after an imputer: its first step meets the NaN
             steps = getattr(estimator, "steps", None)
             first = steps[0][1] if steps and steps[0][1] not in (None, "passthrough") else estimator
             tags.input_tags.allow_nan = get_tags(first).input_tags.allow_nan
+            tags.input_tags.sparse = get_tags(estimator).input_tags.sparse
         return tags
 
     def _rate_data(self, X_raw, X, y, groups, sample_weight, baseline) -> RateData:
@@ -92,9 +94,10 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
             # a frame that mixes categories with nullable numbers (Int64) would be cast to float
             # as a whole: rows of objects keep both (the estimator still gets the frame itself)
             mixed = hasattr(X, "iloc") and not all(_is_numeric(d) for d in X.dtypes)
-            return validate_data(self, X, y, dtype=object if mixed else None, ensure_all_finite="allow-nan",
-                                 **kwargs)
-        return validate_numeric(self, X, y, dtype=np.float64, advice=self._text_advice, **kwargs)
+            return validate_data(self, X, y, accept_sparse="csr", dtype=object if mixed else None,
+                                 ensure_all_finite="allow-nan", **kwargs)
+        return validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64, advice=self._text_advice,
+                                **kwargs)
 
     def _validate_binary(self, X, y):
         """Validate ``X, y`` for a binary problem and set ``classes_`` (positive class last)."""
@@ -173,7 +176,7 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows to predict, with the features seen in ``fit``.
         solution : {"m_stochastic", "T_stochastic", "best", "last"}, default=None
             Which fitted solution predicts; None uses the ``solution`` parameter.
@@ -193,7 +196,7 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows to predict, with the features seen in ``fit``.
         solution : {"m_stochastic", "T_stochastic", "best", "last"}, default=None
             Which fitted solution predicts; None uses the ``solution`` parameter.
@@ -217,7 +220,7 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Rows to predict, with the features seen in ``fit``.
         solution : {"m_stochastic", "T_stochastic", "best", "last"}, default=None
             Which fitted solution predicts; None uses the ``solution`` parameter.

@@ -13,7 +13,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._base import RateClassifierBase, warn_uncovered
 from .exceptions import InfeasibleConstraintsWarning, UndefinedRateError
-from .models import LinearModel, MLPModel, folding_callback, input_scale
+from .models import LinearModel, MLPModel, folding_callback, input_scale, scaled_input
 from .models._fitted import FittedEstimators
 from ._holdout import check_goal_columns, check_held_out_values, holdout_split
 from .problem import (compile_problem, confidence_margins, evaluate_term, in_own_units, least_violation,
@@ -150,8 +150,8 @@ class ConstrainedClassifier(RateClassifierBase):
         the ``"m_stochastic"``, ``"best"`` and ``"last"`` solutions use are kept (at most
         m + 3), all of them when ``solution="T_stochastic"``. ``X`` reaches the estimator as
         given (a DataFrame keeps its dtypes and column names, so text and categorical columns
-        work with an estimator or pipeline that encodes them); sparse ``X`` is refused, as the
-        reproducible per-row draws of ``predict`` hash dense rows. ``model``, ``surrogate``,
+        work with an estimator or pipeline that encodes them; a sparse ``X`` arrives as CSR).
+        ``model``, ``surrogate``,
         ``learning_rate``, ``alpha`` and ``batch_size`` do not apply. See :doc:`/oracle`.
     n_jobs : int or None, default=None
         Threads predicting the fitted estimators of the oracle solvers in parallel (read when
@@ -329,8 +329,9 @@ class ConstrainedClassifier(RateClassifierBase):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Numeric features. When a DataFrame, its columns can also be named in slices.
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Numeric features. When a DataFrame, its columns can also be named in slices. A
+            sparse matrix (one-hot encodings, counts) stays sparse, read as CSR.
         y : array-like of shape (n_samples,)
             Binary labels; ``classes_[1]`` is the positive class.
         groups : DataFrame, dict of arrays, or array-like of shape (n_samples,), default=None
@@ -412,7 +413,7 @@ class ConstrainedClassifier(RateClassifierBase):
             # of two; its parameters are folded back, so the model, candidates_ and callback all
             # speak of X
             transform = input_scale(X)
-            X_game = X if transform is None else (X - transform[0]) / transform[1]
+            X_game = scaled_input(X, transform)
             traj = solve_rate_game(
                 problem, self._model, X_game[train] if held is not None else X_game, solver=self.solver,
                 surrogate=self.surrogate, learning_rate=self.learning_rate,

@@ -36,7 +36,7 @@ from .generalized._program import (
 )
 from .generalized._ratio import RatioProgram, solve_ratio_game
 from .generalized._three_player import CONFIGURATIONS, solve_three_player
-from .models import (Design, LinearModel, MLPModel, ProbabilityScoreModel, folding_callback, input_scale, log_odds,
+from .models import (Design, LinearModel, MLPModel, ProbabilityScoreModel, folding_callback, input_scale, log_odds, scaled_input,
                      score_threshold, with_score)
 from .models._oracle import fit_weighted, sample_weight_key, seeded
 from .problem import ratio_bound_out_of_range, zero_denominator_reason
@@ -602,7 +602,9 @@ class MetricOptimizer(RateClassifierBase):
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Numeric features (text and categories with ``estimator=`` only). A sparse matrix
+            (one-hot encodings, counts) stays sparse, read as CSR.
         y : array-like of shape (n_samples,)
             Binary labels; ``classes_[1]`` is the positive class.
         groups : DataFrame, dict of arrays, or array-like of shape (n_samples,), default=None
@@ -633,8 +635,7 @@ class MetricOptimizer(RateClassifierBase):
         # by powers of two; every parameter handed out (candidates_, the callback's) is folded
         # back onto X
         transform = input_scale(X) if self.estimator is None else None
-        if transform is not None:
-            X = (X - transform[0]) / transform[1]
+        X = scaled_input(X, transform)
         metric = _as_loss(self.metric)
         constraints = stated = as_metric_constraints(self.constraints)
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)

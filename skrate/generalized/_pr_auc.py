@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import NoReturn
 
 import numpy as np
+import scipy.sparse as sp
 
 from ..problem import GroupTable, RateData
 from ..rates import _functions as R
@@ -103,10 +104,14 @@ def _sorted_levels(levels) -> tuple[float, ...]:
     return tuple(sorted(values))
 
 
-def stacked_problem(metric: PRAUC, X: np.ndarray, data: RateData):
+def stacked_problem(metric: PRAUC, X: np.ndarray | sp.spmatrix, data: RateData):
     """The stacked rows, their rate data, and the objective and constraints on them."""
     T, n = len(metric.levels), X.shape[0]
-    X_big = np.hstack([np.tile(X, (T, 1)), np.repeat(np.eye(T), n, axis=0)])
+    heads = np.repeat(np.eye(T), n, axis=0)  # one indicator column per level: its own bias
+    if sp.issparse(X):
+        X_big = sp.hstack([sp.vstack([X] * T), sp.csr_matrix(heads)], format="csr")
+    else:
+        X_big = np.hstack([np.tile(X, (T, 1)), heads])
     rows = np.tile(np.arange(n), T)
     data_big = data.take(rows)
     head = np.repeat(np.arange(T).astype(str), n)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Callable
 
 import numpy as np
+import scipy.sparse as sp
 
 # Columns whose largest magnitude lies within [1/_BAND, _BAND] are left as they are: one-hot and
 # standardised columns, and most counts. A column in cents or in micro-units is not: a step of a
@@ -19,19 +20,19 @@ _BAND = 2.0**5
 _OFFSET = 4.0
 
 
-def input_scale(X: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
+def input_scale(X: np.ndarray | sp.spmatrix) -> tuple[np.ndarray, np.ndarray] | None:
     """Per-column shifts and divisors for the game solvers' model inputs, or None when no column
-    needs one: the game plays on ``(X - shift) / scale``.
+    needs one: the game plays on ``(X - shift) / scale`` (see :func:`scaled_input`).
 
-    A column whose mean exceeds four standard deviations in magnitude is shifted by its mean. A
-    column whose largest magnitude (after the shift) is outside ``[2**-5, 2**5]`` (and not 0) is
-    divided by the power of two nearest its root mean square; every other column by 1. Division
-    by a power of two is exact, so a column rescaled by a power of two alone is fitted exactly
-    as before.
+    A column whose mean exceeds four standard deviations in magnitude is shifted by its mean
+    (dense ``X`` only: shifting a sparse column would fill it). A column whose largest magnitude
+    (after the shift) is outside ``[2**-5, 2**5]`` (and not 0) is divided by the power of two
+    nearest its root mean square; every other column by 1. Division by a power of two is exact,
+    so a column rescaled by a power of two alone is fitted exactly as before.
 
     Parameters
     ----------
-    X : ndarray of shape (n_samples, n_features)
+    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
         Finite training inputs.
 
     Returns
@@ -42,25 +43,54 @@ def input_scale(X: np.ndarray) -> tuple[np.ndarray, np.ndarray] | None:
     """
     if not X.shape[0]:
         return None
-    peak = np.abs(X).max(axis=0)
+    sparse = sp.issparse(X)
+    peak = np.asarray(abs(X).max(axis=0).toarray()).ravel() if sparse else np.abs(X).max(axis=0)
     # the moments of X * 2**-top, in (-1, 1) exactly: no overflow for columns near the float limit
     _, top = np.frexp(np.where(peak > 0, peak, 1.0))
-    unit = np.ldexp(X, -top)
-    mean, sd = unit.mean(axis=0), unit.std(axis=0)
-    shifted = (sd > 0) & (np.abs(mean) > _OFFSET * sd)
-    shift = np.where(shifted, np.ldexp(mean, top), 0.0)
-    if shifted.any():
-        centred = X[:, shifted] - shift[shifted]
-        peak[shifted] = np.abs(centred).max(axis=0)
-        _, top[shifted] = np.frexp(peak[shifted])
+    shift = np.zeros(X.shape[1])
+    if not sparse:
+        unit = np.ldexp(X, -top)
+        mean, sd = unit.mean(axis=0), unit.std(axis=0)
+        shifted = (sd > 0) & (np.abs(mean) > _OFFSET * sd)
+        shift[shifted] = np.ldexp(mean[shifted], top[shifted])
+        if shifted.any():
+            peak[shifted] = np.abs(X[:, shifted] - shift[shifted]).max(axis=0)
+            _, top[shifted] = np.frexp(peak[shifted])
     out = ((peak > _BAND) | (peak < 1.0 / _BAND)) & (peak > 0)
-    if not (out.any() or shifted.any()):
+    if not (out.any() or shift.any()):
         return None
-    rms = np.sqrt(np.mean(np.ldexp(X[:, out] - shift[out], -top[out]) ** 2, axis=0))
+    if sparse:
+        unit = X[:, out] @ sp.diags(np.ldexp(1.0, -top[out]))
+        rms = np.sqrt(np.asarray(unit.multiply(unit).mean(axis=0)).ravel())
+    else:
+        rms = np.sqrt(np.mean(np.ldexp(X[:, out] - shift[out], -top[out]) ** 2, axis=0))
     scale = np.ones(X.shape[1])
     # within the normal range, so that the divisor and its inverse are finite powers of two
     scale[out] = np.ldexp(1.0, np.clip(top[out] + np.round(np.log2(rms)).astype(int), -1021, 1023))
     return shift, scale
+
+
+def scaled_input(X: np.ndarray | sp.spmatrix, transform: tuple[np.ndarray, np.ndarray] | None):
+    """``(X - shift) / scale`` for the ``transform`` of :func:`input_scale`.
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+        The inputs ``transform`` was computed on (or rows of the same kind).
+    transform : (shift, scale) or None
+        The result of :func:`input_scale`; None leaves ``X`` as it is.
+
+    Returns
+    -------
+    ndarray or CSR matrix of shape (n_samples, n_features)
+        The shifted and divided columns; a sparse ``X`` stays sparse (its shift is 0).
+    """
+    if transform is None:
+        return X
+    shift, scale = transform
+    if sp.issparse(X):
+        return sp.csr_matrix(X @ sp.diags(1.0 / scale))  # powers of two: exact
+    return (X - shift) / scale
 
 
 def folding_callback(callback: Callable | None, unscale: Callable[..., np.ndarray],

@@ -6,6 +6,7 @@ from numbers import Integral
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import scipy.sparse as sp
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _num_samples
 
@@ -79,9 +80,9 @@ def row_uniforms(X: ArrayLike, seed: int = 0) -> np.ndarray:
 
     Parameters
     ----------
-    X : array-like of shape (n_samples, n_features) or (n_samples,)
+    X : {array-like, sparse matrix} of shape (n_samples, n_features) or (n_samples,)
         The rows to draw for: numbers, text or a mix (an object array); a 1-D ``X`` is one
-        column.
+        column. A sparse matrix draws as its dense rows do.
     seed : int in [0, 2**64), default=0
         Salt of the hash: another seed gives other, equally reproducible, numbers.
 
@@ -92,9 +93,12 @@ def row_uniforms(X: ArrayLike, seed: int = 0) -> np.ndarray:
     """
     if not (isinstance(seed, Integral) and 0 <= seed < 2**64):
         raise ValueError(f"seed must be an integer in [0, 2**64); got {seed!r}")
-    X = np.asarray(X)
-    if X.ndim == 1:
-        X = X[:, None]
+    if sp.issparse(X):
+        X = sp.csr_matrix(X)  # blocks of rows are slices of CSR
+    else:
+        X = np.asarray(X)
+        if X.ndim == 1:
+            X = X[:, None]
     h = _row_hashes(X, seed)
     u = (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
     return np.mod(u + _repeat_index(h) * _PHI, 1.0)
@@ -117,6 +121,8 @@ def _row_hashes(X: np.ndarray, seed: int) -> np.ndarray:
         start = _mix(np.array([seed], dtype=np.uint64) + _GOLDEN)[0]
         for lo in range(0, n, step):
             block = X[lo:lo + step]
+            if sp.issparse(block):  # hashed as its dense rows: a row's number does not depend on the format
+                block = block.toarray()
             if numeric:
                 columns = list(_number_words(block).reshape(block.shape[0], -1).T)
             else:

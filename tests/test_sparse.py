@@ -1,0 +1,113 @@
+"""Sparse X: the rate estimators train and predict on it as on the same rows dense."""
+
+import numpy as np
+import pandas as pd
+import pytest
+import scipy.sparse as sp
+from sklearn.base import clone
+from sklearn.linear_model import LogisticRegression
+from sklearn.pipeline import make_pipeline
+from sklearn.preprocessing import OneHotEncoder
+
+from skrate import ConstrainedClassifier, MetricOptimizer
+from skrate.generalized import pr_auc
+from skrate.metrics import audit
+from skrate.models import input_scale, scaled_input
+from skrate.solutions import row_uniforms
+
+
+def _data(n=2000, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 6))
+    X[X < 0.5] = 0.0  # mostly zeros
+    X[:, 5] *= 1e4  # a column in large units: the games rescale it
+    g = rng.integers(0, 2, n)
+    y = (X[:, 0] + 0.5 * g + rng.normal(size=n) > 0.8).astype(int)
+    return X, y, {"g": g}
+
+
+TPR = "tpr[g] >= 0.9 * tpr"
+ESTIMATORS = [
+    ConstrainedClassifier(constraints=TPR, random_state=0, max_iter=200),
+    ConstrainedClassifier(constraints=TPR, solver="lagrangian", random_state=0, max_iter=200),
+    ConstrainedClassifier(constraints=TPR, model="mlp", random_state=0, max_iter=60),
+    ConstrainedClassifier(constraints=TPR, margin="auto", validation_fraction=0.3, random_state=0, max_iter=200),
+    ConstrainedClassifier(constraints=TPR, solution="T_stochastic", random_state=0, max_iter=200),
+    MetricOptimizer(metric="f1", random_state=0),
+    MetricOptimizer(metric="h_mean", solver="frank_wolfe", random_state=0),
+    MetricOptimizer(metric="g_mean", constraints=TPR, solver="three_player", random_state=0, max_iter=200),
+    MetricOptimizer(metric=pr_auc(), random_state=0, max_iter=100),
+]
+
+
+@pytest.mark.parametrize("estimator", ESTIMATORS, ids=lambda e: f"{type(e).__name__}-{e.get_params()}"[:90])
+def test_sparse_x_fits_and_predicts_as_dense(estimator):
+    X, y, groups = _data()
+    S = sp.csr_matrix(X)
+    dense = clone(estimator).fit(X, y, groups=groups)
+    sparse = clone(estimator).fit(sp.csc_matrix(X), y, groups=groups)  # any format: read as CSR
+    np.testing.assert_allclose(sparse.candidates_, dense.candidates_, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(sparse.predict_proba(S), dense.predict_proba(X), atol=1e-9)
+    np.testing.assert_array_equal(sparse.predict(S), dense.predict(X))
+    np.testing.assert_array_equal(sparse.predict(S), sparse.predict(X))  # a row draws as its dense self
+    assert sp.issparse(S) and S.nnz == np.count_nonzero(X)  # the input is left as it was
+
+
+def test_sparse_reports_and_audit_match_dense():
+    X, y, groups = _data()
+    S = sp.csr_matrix(X)
+    clf = ConstrainedClassifier(constraints=TPR, random_state=0, max_iter=200).fit(S, y, groups=groups)
+    pd.testing.assert_frame_equal(clf.constraint_report(S, y, groups=groups), clf.constraint_report(X, y, groups=groups))
+    pd.testing.assert_frame_equal(audit(clf, S, y, groups=groups, n_bootstrap=20, random_state=0),
+                                  audit(clf, X, y, groups=groups, n_bootstrap=20, random_state=0))
+
+
+def test_one_hot_pipeline_with_sparse_output_trains():
+    # OneHotEncoder's default output is sparse: the pipeline a user writes first
+    rng = np.random.default_rng(1)
+    n = 1500
+    frame = pd.DataFrame({"job": rng.choice(["a", "b", "c", "d"], n), "city": rng.choice(["x", "y"], n)})
+    y = ((frame.job == "a") | (rng.random(n) < 0.3)).astype(int).to_numpy()
+    groups = {"city": frame.city.to_numpy()}
+    pipe = make_pipeline(OneHotEncoder(handle_unknown="ignore"),
+                         ConstrainedClassifier(constraints="ppr[city] >= 0.9 * ppr", random_state=0, max_iter=200))
+    pipe.fit(frame, y, constrainedclassifier__groups=groups)
+    dense = make_pipeline(OneHotEncoder(handle_unknown="ignore", sparse_output=False), clone(pipe[-1]))
+    dense.fit(frame, y, constrainedclassifier__groups=groups)
+    np.testing.assert_allclose(pipe.predict_proba(frame), dense.predict_proba(frame), atol=1e-9)
+    report = pipe[-1].constraint_report(pipe[0].transform(frame), y, groups=groups)
+    violations = report["violation"].dropna()  # the objective's row has none
+    assert len(violations) == 2 and (violations <= 0.02).all()
+
+
+def test_oracle_estimator_takes_sparse_x_when_it_can():
+    X, y, groups = _data(n=1200)
+    clf = ConstrainedClassifier(constraints=TPR, solver="oracle_lagrangian", estimator=LogisticRegression(),
+                                random_state=0, max_iter=10).fit(sp.csr_matrix(X), y, groups=groups)
+    p = clf.predict_proba(sp.csr_matrix(X))[:, 1]
+    assert np.isfinite(p).all() and 0 < p.mean() < 1
+    np.testing.assert_array_equal(clf.predict(sp.csr_matrix(X)), clf.predict(X))
+
+
+def test_row_uniforms_of_sparse_rows_are_those_of_dense_rows(monkeypatch):
+    import skrate.solutions._stochastic_model as sm
+
+    monkeypatch.setattr(sm, "_BLOCK", 64)  # several blocks of rows
+    X = _data(n=500)[0]
+    X[:40] = np.round(X[:40])  # repeated rows keep their golden-ratio sequence
+    for form in (sp.csr_matrix, sp.csc_matrix, sp.coo_matrix):
+        np.testing.assert_array_equal(row_uniforms(form(X), seed=3), row_uniforms(X, seed=3))
+
+
+def test_input_scale_of_sparse_columns_matches_dense_and_stays_sparse():
+    X = _data(n=800)[0]
+    X[:, 2] *= 1e-4
+    dense, sparse = input_scale(X), input_scale(sp.csr_matrix(X))
+    np.testing.assert_array_equal(sparse[1], dense[1])
+    assert not sparse[0].any()
+    out = scaled_input(sp.csr_matrix(X), sparse)
+    assert sp.issparse(out)
+    np.testing.assert_array_equal(out.toarray(), X / sparse[1])
+    # an offset column is centred when dense only (centring would fill a sparse one)
+    X[:, 1] += 1e3
+    assert input_scale(X)[0][1] != 0 and input_scale(sp.csr_matrix(X))[0][1] == 0
