@@ -304,7 +304,7 @@ def _model_input(frame, written, features: list[str], categorical: list[str], pa
     columns = {}
     for col in features:
         if col in categorical:
-            columns[col] = _as_text(frame[col]) if written is None else written[col].to_numpy(dtype=str)
+            columns[col] = _as_text(frame[col]) if written is None else written[col].to_numpy(dtype=object)
             continue
         number = pd.to_numeric(frame[col], errors="coerce").astype(float).to_numpy()
         bad = np.flatnonzero(~np.isfinite(number))
@@ -350,7 +350,7 @@ def _pipeline(features: list[str], categorical: list[str], estimator):
 
     prep = ColumnTransformer([
         ("numeric", StandardScaler(), [c for c in features if c not in categorical]),
-        ("categorical", OneHotEncoder(handle_unknown="ignore", sparse_output=False), categorical),
+        ("categorical", OneHotEncoder(handle_unknown="ignore"), categorical),
     ])
     return Pipeline([("prepare", prep), ("classifier", estimator)])
 
