@@ -81,12 +81,33 @@ def test_strings_take_the_python_calls(text, built):
     ('tpr("a", "b") >= 0.1', 0, "positional argument"),
     ('tpr(race="a",\n sex=x) >= 0', 19, "a literal value"),
     ('tpr(race="a")[sex] >= 0', 13, "an operator"),
+    ("tpr(where='race') >= 0.5", 10, "where= takes a dict"),
+    ("tpr(where={['race']: 'a'}) >= 0.5", 10, "a literal value"),
+    ("tpr(race={['a']}) >= 0.5", 9, "a literal value"),
+    ("tpr(race='é', sex=Female) >= 0", 18, "a literal value"),  # columns counted in characters, not bytes
+    ("tpr(race='日本語', a=1, a=2) >= 0", 21, "each keyword once"),
+    ("tpr(label=2) >= 0", 10, "takes 0 or 1"),
+    ("tpr(group='label') >= 0", 10, "not a group column"),
+    ("tpr(race=[]) >= 0", 9, "at least one value"),
+    ("tpr[race] >= 1e400", 13, "overflows a float"),
+    ("tpr(x=1 y=2) >= 0", 6, "forgot a comma?"),
 ])
 def test_call_errors_point_at_the_position(text, pos, expected):
     with pytest.raises(SpecParseError) as info:
         parse_constraint(text)
     assert info.value.pos == pos
     assert expected in str(info.value)
+
+
+@pytest.mark.parametrize("text, built", [
+    ("0.5 <= tpr()", 0.5 <= tpr()),
+    ("0.9 >= tpr(group='race')", 0.9 >= tpr(group="race")),
+    ("0.6 <= precision[race=a]", 0.6 <= precision(race="a")),
+])
+def test_a_number_on_the_left_reads_as_python_reads_it(text, built):
+    # Python reflects '0.5 <= tpr()' into 'tpr() >= 0.5': the string must be that same constraint
+    con = parse_constraint(text)
+    assert con == built and hash(con) == hash(built) and str(con) == str(built)
 
 
 def test_algebra_is_linear_and_canonical():
@@ -249,8 +270,9 @@ def test_non_finite_constants_are_refused_where_they_enter(bad):
                   lambda: bad + ppr()):
         with pytest.raises(ValueError, match="finite constants, got"):
             build()
-    with pytest.raises(ValueError, match="finite constants, got inf"):
+    with pytest.raises(SpecParseError, match="1e999 overflows a float") as info:
         parse_constraint("tpr >= 1e999")
+    assert info.value.pos == 7  # the number itself, not the comparison
 
 
 @pytest.mark.parametrize("text, pos, message", [

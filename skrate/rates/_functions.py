@@ -8,6 +8,7 @@ constraint containing ``tpr(group="race")`` stands for one constraint per race.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Callable, Iterable
 
 from ._expression import Expression, Rate, Ratio
@@ -33,6 +34,9 @@ def _ratio(numerator: str, denominator: str, group: str | Iterable[str] | None,
 
 
 def _filters(where: dict[str, Any] | None, filters: dict[str, Any]) -> dict[str, Any]:
+    if where is not None and not isinstance(where, Mapping):
+        raise TypeError(f"where= takes a dict of column: value (or list of values), got {type(where).__name__} "
+                        f"{where!r}.")
     # Group column names are strings (as the group table stores them): 0 and "0" are one column.
     where = {str(k): v for k, v in (where or {}).items()}
     both = set(where) & set(filters)

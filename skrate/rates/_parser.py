@@ -21,8 +21,10 @@ from __future__ import annotations
 import ast
 from typing import Any, NoReturn
 
+import numpy as np
+
 from ._expression import Constraint, Expression, Ratio
-from ._functions import RATE_FUNCTIONS
+from ._functions import RATE_FUNCTIONS, _filters
 from ._slice import Slice
 
 
@@ -105,9 +107,12 @@ class _Parser:
         if self.pos == start:
             return None
         try:
-            return float(t[start:self.pos])
+            value = float(t[start:self.pos])
         except ValueError:
             raise SpecParseError(t, start, "a number") from None
+        if not np.isfinite(value):
+            self._fail(start, f"{t[start:self.pos]} overflows a float; write a finite number.")
+        return value
 
     def _value(self) -> str:
         self._skip()
@@ -155,6 +160,9 @@ class _Parser:
                     self._fail(self.pos, "a spec holds one comparison; write a <= b <= c as two "
                                          "constraints, 'a <= b' and 'b <= c'.")
                 self._end()
+                if isinstance(lhs, float) and not isinstance(rhs, float):
+                    # Python reads '0.5 <= tpr()' as 'tpr() >= 0.5': the same constraint, equal and alike
+                    lhs, op, rhs = rhs, {"<=": ">=", ">=": "<="}[op], lhs
                 return self._build(lambda: Constraint.make(lhs, op, rhs), op_pos)
         raise SpecParseError(self.text, self.pos, "'<=' or '>='" + (" or an operator" if self.pos < len(self.text) else ""))
 
@@ -239,7 +247,8 @@ class _Parser:
             self.pos = start
             raise SpecParseError(self.text, start, f"a rate name (one of {', '.join(sorted(RATE_FUNCTIONS))})")
         if self._peek("("):
-            args, kwargs = self._call()
+            args, kwargs, positions = self._call()
+            self._check_arguments(args, kwargs, positions)
             return self._build(lambda: RATE_FUNCTIONS[name](*args, **kwargs), start)
         filters, expand = {}, []
         if self._eat("["):
@@ -276,21 +285,29 @@ class _Parser:
             self._expect("]", "',' or ']'")
         return self._build(lambda: RATE_FUNCTIONS[name](group=expand or None, where=filters), start)
 
-    def _call(self) -> tuple[list[Any], dict[str, Any]]:
+    def _call(self) -> tuple[list[Any], dict[str, Any], list[int]]:
         """The arguments of ``RATE(...)`` at the position, read as Python reads a call: literal
-        values (quoted text, numbers, lists), keywords for the filters and ``group``."""
+        values (quoted text, numbers, lists), keywords for the filters and ``group``; and where
+        each argument's value starts, positional ones first."""
         self._skip()
         open_pos, close = self.pos, self._closing(self.pos)
         source = "f" + self.text[open_pos:close + 1]
-        lines = [0] + [i + 1 for i, ch in enumerate(source) if ch == "\n"]
+        lines = source.split("\n")
+        starts = np.cumsum([0] + [len(line) + 1 for line in lines])
 
-        def at(line: int | None, col: int | None) -> int:  # ast's (line, column) as a position in the spec
-            return min(open_pos - 1 + lines[(line or 1) - 1] + (col or 0), close)
+        def at(line: int | None, col: int | None, in_bytes: bool = True) -> int:
+            """ast's (line, column) as a position in the spec; node columns count UTF-8 bytes."""
+            line = (line or 1) - 1
+            if in_bytes:
+                col = len(lines[line].encode()[:col or 0].decode(errors="ignore"))
+            return min(open_pos - 1 + int(starts[line]) + (col or 0), close)
 
         try:
             call = ast.parse(source, mode="eval").body
         except SyntaxError as exc:  # its offset counts from 1
-            self._fail(at(exc.lineno, (exc.offset or 1) - 1), f"the arguments do not parse as Python: {exc.msg}.")
+            msg = exc.msg.rstrip(".?") + ("?" if exc.msg.endswith("?") else ".")
+            self._fail(at(exc.lineno, (exc.offset or 1) - 1, in_bytes=False),
+                       f"the arguments do not parse as Python: {msg}")
         if not isinstance(call, ast.Call):  # 'tpr(a)(b)': more than one call
             self._fail(open_pos, 'a rate call is its name and arguments in parentheses, e.g. tpr(group="race").')
 
@@ -299,7 +316,7 @@ class _Parser:
                 self._fail(at(node.lineno, node.col_offset), "'*' in a spec; write each argument out.")
             try:
                 return ast.literal_eval(node)
-            except ValueError:
+            except (ValueError, TypeError):  # a name, a call; a list inside a set or a dict's key
                 self._fail(at(node.lineno, node.col_offset), 'a literal value: text in quotes (race="Black"), '
                                                                "a number, or a list of them.")
 
@@ -311,7 +328,19 @@ class _Parser:
                 self._fail(at(item.lineno, item.col_offset), f"each keyword once (repeated {item.arg!r}).")
             kwargs[item.arg] = literal(item.value)
         self.pos = close + 1
-        return args, kwargs
+        return args, kwargs, [at(node.lineno, node.col_offset) for node in [*call.args, *(k.value for k in call.keywords)]]
+
+    def _check_arguments(self, args: list[Any], kwargs: dict[str, Any], positions: list[int]) -> None:
+        """Each argument of a rate call checked on its own, so that an error points at it."""
+        named = [("group", args[0], positions[0])] if args else []  # more than one positional: the call says
+        named += zip(kwargs, kwargs.values(), positions[len(args):])
+        for key, value, pos in named:
+            if key == "group":
+                self._build(lambda: Slice.make(expand=value), pos)
+            elif key == "where":
+                self._build(lambda: Slice.make(_filters(value, {})), pos)
+            else:
+                self._build(lambda: Slice.make({key: value}), pos)
 
     def _closing(self, start: int) -> int:
         """Index of the ``)`` that closes the ``(`` at ``start``, outside quotes and brackets."""
