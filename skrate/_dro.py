@@ -60,6 +60,11 @@ _SAMPLING_PARAMETERS = """\
         Seeds the samples of ``"sgd"``."""
 
 
+def _column_range(A) -> tuple[np.ndarray, np.ndarray]:
+    """Each column's smallest and largest entry (a sparse column's implicit zeros included)."""
+    return min_max_axis(A, axis=0) if sp.issparse(A) else (A.min(axis=0), A.max(axis=0))
+
+
 def _standardise(A, q: np.ndarray, centre: bool):
     """The columns of ``A`` divided by their ``q``-weighted scale, and their scaled means.
 
@@ -74,10 +79,7 @@ def _standardise(A, q: np.ndarray, centre: bool):
     squares of entries beyond 1e154 no longer overflow (nor below 1e-154 underflow),
     which made such a column's scale infinite (or 0, then 1) and its coefficient 0.
     """
-    if sp.issparse(A):
-        low, high = min_max_axis(A, axis=0)
-    else:
-        low, high = A.min(axis=0), A.max(axis=0)
+    low, high = _column_range(A)
     unit = power_of_two_above(np.maximum(-low, high))  # 1 for a zero column
     if sp.issparse(A):
         scaled = (A @ sp.diags(1.0 / unit)).tocsr()
@@ -104,16 +106,23 @@ def _standardise(A, q: np.ndarray, centre: bool):
     return scaled, mean / scale, scale
 
 
-def _freeze(X, offset: np.ndarray, ridge: np.ndarray):
-    """The standardised features without those whose penalty overflows, and their ridge.
+def _freeze(X, offset: np.ndarray, ridge: np.ndarray, flat: np.ndarray | None = None):
+    """The standardised features without those whose coefficient is 0 for every purpose, and
+    their ridge.
 
-    A penalty strength ``alpha / scale^2`` beyond the float range (a feature of scale
-    below about ``sqrt(alpha) * 1e-154``) holds the feature's standardised coefficient
-    below its loss gradient over 1.8e308, 0 for every purpose; but an infinite strength
-    makes the penalty at 0 NaN (``inf * 0``), which hung the fit. Such a feature is zeroed,
-    with strength 0, so its coefficient stays at its start, 0.
+    A penalty strength ``s = alpha / scale^2`` beyond ``1 / sqrt(eps)`` (6.7e7: a feature in
+    units far below the others') holds the feature's standardised coefficient below ``g / s``
+    for a loss gradient ``g`` along it, and the objective it could lower by below
+    ``g^2 / (2 s)``, under 1e-8 for a gradient of unit size: nothing any ``tol`` resolves.
+    Left in, its curvature stalls the quasi-Newton steps of every coefficient (all 0 after the
+    fit at 1e-12 units), and beyond the float range it makes the penalty at 0 NaN (``inf * 0``). A column ``flat``
+    (constant on the rows, with an intercept that takes its value) holds only the rounding of
+    its offset once centred, noise that at an offset of 1e18 swamped the other features.
+    Such features are zeroed, with strength 0, so their coefficients stay at their start, 0.
     """
-    frozen = ~np.isfinite(ridge)
+    frozen = ~(ridge <= 1.0 / np.sqrt(np.finfo(float).eps))  # NaN-safe: an infinite strength too
+    if flat is not None:
+        frozen |= flat
     if not frozen.any():
         return X, offset, ridge
     if sp.issparse(X):
@@ -178,6 +187,8 @@ class _BaseDRO(BaseEstimator):
         if support.size < n_samples:
             X, T, sw = X[support], T[support], sw[support]
         q = _normalised(sw)
+        low, high = _column_range(X)
+        flat = (low == high) if self.fit_intercept else None  # with an intercept, a constant column adds nothing
         X, x_offset, x_scale = _standardise(X, q, self.fit_intercept)
         t_mean, t_scale = 0.0, 1.0
         if scale_target:
@@ -204,7 +215,7 @@ class _BaseDRO(BaseEstimator):
         # t_scale^2 (the unit of the standardised objective).
         with np.errstate(over="ignore"):
             ridge = float(self.alpha) / x_scale / x_scale
-        X, x_offset, ridge = _freeze(X, x_offset, ridge)
+        X, x_offset, ridge = _freeze(X, x_offset, ridge, flat)
         problem = LinearDRO(X, T, LOSSES[loss], q, self.divergence, float(self.radius),
                             ridge, n_outputs, self.fit_intercept, x_offset)
         theta = np.zeros(problem.n_params)
@@ -225,7 +236,8 @@ class _BaseDRO(BaseEstimator):
         self.n_iter_ = max(result.n_iter, 1)
         W, b = problem.unpack(result.theta)
         b = t_scale * (b - x_offset @ W) + t_mean
-        return W * (t_scale / x_scale)[:, None], b
+        with np.errstate(over="ignore", invalid="ignore"):  # a subnormal column's 1 / scale overflows
+            return np.where(W == 0.0, 0.0, W * (t_scale / x_scale)[:, None]), b
 
     def _convergence_message(self, result: Result) -> str:
         """Why an unconverged fit stopped, and what to change."""
