@@ -93,13 +93,11 @@ def row_uniforms(X: ArrayLike, seed: int = 0) -> np.ndarray:
     """
     if not (isinstance(seed, Integral) and 0 <= seed < 2**64):
         raise ValueError(f"seed must be an integer in [0, 2**64); got {seed!r}")
-    if sp.issparse(X):
-        X = sp.csr_matrix(X)  # blocks of rows are slices of CSR
-    else:
+    if not sp.issparse(X):
         X = np.asarray(X)
         if X.ndim == 1:
             X = X[:, None]
-    h = _row_hashes(X, seed)
+    h = _sparse_row_hashes(X, seed) if sp.issparse(X) else _row_hashes(X, seed)
     u = (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
     return np.mod(u + _repeat_index(h) * _PHI, 1.0)
 
@@ -110,6 +108,11 @@ _PHI = (np.sqrt(5.0) - 1.0) / 2.0
 _BLOCK = 2**20
 
 
+def _start(seed: int) -> np.uint64:
+    """Every row's hash before its first column: the seed, scrambled."""
+    return _mix(np.array([seed], dtype=np.uint64) + _GOLDEN)[0]
+
+
 def _row_hashes(X: np.ndarray, seed: int) -> np.ndarray:
     """The 64-bit hash of each row of a 2-D ``X``, computed in blocks of rows (a row's hash
     reads only its own entries, so the blocks do not change it)."""
@@ -118,11 +121,9 @@ def _row_hashes(X: np.ndarray, seed: int) -> np.ndarray:
     step = max(1, _BLOCK // max(int(np.prod(X.shape[1:])), 1))
     h = np.empty(n, dtype=np.uint64)
     with np.errstate(over="ignore"):  # 64-bit wrap-around is the point of the hash
-        start = _mix(np.array([seed], dtype=np.uint64) + _GOLDEN)[0]
+        start = _start(seed)
         for lo in range(0, n, step):
             block = X[lo:lo + step]
-            if sp.issparse(block):  # hashed as its dense rows: a row's number does not depend on the format
-                block = block.toarray()
             if numeric:
                 columns = list(_number_words(block).reshape(block.shape[0], -1).T)
             else:
@@ -131,6 +132,27 @@ def _row_hashes(X: np.ndarray, seed: int) -> np.ndarray:
             for j, words in enumerate(columns):
                 hb = _mix(hb ^ (words + _GOLDEN * np.uint64(j + 1)))
             h[lo:lo + step] = hb
+    return h
+
+
+def _sparse_row_hashes(X: sp.spmatrix, seed: int) -> np.ndarray:
+    """:func:`_row_hashes` of the dense rows of a sparse ``X``, column by column over all rows:
+    a stored entry mixes its word, every other row the word of 0 (the bytes of +0.0). One pass
+    per column, where blocks of dense rows of a wide ``X`` (text features) took a pass per
+    column per handful of rows."""
+    X = sp.csc_matrix(X)
+    if not X.has_canonical_format:  # duplicate entries add up, as in the dense rows
+        X = X.copy()
+        X.sum_duplicates()
+    words = _number_words(X.data)
+    with np.errstate(over="ignore"):
+        h = np.full(X.shape[0], _start(seed), dtype=np.uint64)
+        for j in range(X.shape[1]):  # over columns, never over rows
+            salt = _GOLDEN * np.uint64(j + 1)
+            rows, span = X.indices[X.indptr[j]:X.indptr[j + 1]], slice(X.indptr[j], X.indptr[j + 1])
+            stored = _mix(h[rows] ^ (words[span] + salt))
+            h = _mix(h ^ salt)
+            h[rows] = stored
     return h
 
 
