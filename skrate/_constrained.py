@@ -202,10 +202,12 @@ class ConstrainedClassifier(RateClassifierBase):
     margins_ : ndarray of shape (n_constraints,)
         The margin of each constraint in its own units, as its violation is reported (zeros
         without ``margin``). ``"auto"`` sets a ratio's margin ``m`` on its linear form
-        ``c D - N``; it is shown as ``m / D``, ``D`` the denominator of the selected solution
-        on the data the solution is chosen on.
+        ``c D - N``; it is shown as ``m / D``, ``D`` the denominator of the solution selected
+        at fit time on the data the solution is chosen on.
     fit_report_ : DataFrame or list of dict
-        Per constraint of the selected solution: the margin and the violation (``lhs - rhs``
+        Per constraint of the solution selected at fit time (``set_params(solution=...)``
+        afterwards does not redo it; :meth:`constraint_report` on the training rows reads the
+        current one): the margin and the violation (``lhs - rhs``
         for ``<=``, ``rhs - lhs`` for ``>=``, ratios in their own units, as in
         :meth:`constraint_report`) on the training part and on the held-out part (NaN
         without one).

@@ -782,7 +782,7 @@ class MetricOptimizer(RateClassifierBase):
 
     @property
     def feasible_(self) -> bool:
-        check_is_fitted(self)
+        self._solution_weights(None)  # fitted, and a known solution (set_params may name any)
         return self._infeasibility[self.solution] is None
 
     def metric_values(self, X: ArrayLike, y: ArrayLike, *,

@@ -1347,6 +1347,9 @@ def test_pr_auc_metric_values_names_an_unknown_solution():
     est = MetricOptimizer(metric="pr_auc", random_state=0, max_iter=20).fit(X, y)
     with pytest.raises(ValueError, match="Unknown solution 'bogus'; choose from"):
         est.metric_values(X, y, solution="bogus")
+    est.set_params(solution="m-stochastic")  # a typo after fitting: feasible_ names the choices too
+    with pytest.raises(ValueError, match="Unknown solution 'm-stochastic'; choose from"):
+        est.feasible_
 
 
 def test_a_ratio_objective_over_no_losses_is_reported_infinite_not_clipped():
