@@ -210,9 +210,12 @@ def column_scaling(X: np.ndarray, fit_intercept: bool) -> tuple[np.ndarray, np.n
     X, q1, q3 = X / unit, q1 / unit, q3 / unit
     iqr = q3 - q1
     clipped = np.where(iqr > 0, np.clip(X, q1 - 3.0 * iqr, q3 + 3.0 * iqr), X)
-    offset = clipped.mean(axis=0) if fit_intercept else np.zeros(X.shape[1])
+    flat = np.ptp(X, axis=0) == 0
+    # a constant column's offset is its value, exactly: a mean's rounding (1e234 at 1e250) left
+    # behind as the centred column overflowed the solvers
+    offset = np.where(flat, X[0], clipped.mean(axis=0)) if fit_intercept and X.shape[0] else np.zeros(X.shape[1])
     scale = np.sqrt(np.mean((clipped - offset) ** 2, axis=0))
-    return offset * unit, np.where(np.ptp(X, axis=0) > 0, scale * unit, 1.0)
+    return offset * unit, np.where(flat, 1.0, scale * unit)
 
 
 @dataclass

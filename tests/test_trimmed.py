@@ -1208,3 +1208,20 @@ def test_tied_losses_with_a_finite_weight_step_end_on_zero_one_weights():
     m = TrimmedClassifier(weight_step=1.0, penalty="l1", alpha=10, random_state=0).fit(X, y)
     assert set(np.unique(m.sample_weights_)) <= {0.0, 1.0}
     assert m.inlier_mask_.sum() == m.n_inliers_
+
+
+@pytest.mark.parametrize("solver", ["smart", "alternating"])
+@pytest.mark.parametrize("value", [1e100, 1e250])
+def test_a_large_constant_column_is_taken_by_the_intercept(solver, value):
+    # centred by its rounded mean it kept 1e234 of rounding: a LinAlgError, NaN, or a null model;
+    # it must fit as a column of zeros does (the same shape, so the same solver path)
+    rng = np.random.default_rng(4)
+    X = rng.normal(size=(300, 3))
+    y = (X @ [1.0, 0.5, -2.0] + rng.normal(size=300) > 0).astype(int)
+    zeros = TrimmedClassifier(solver=solver, random_state=0).fit(np.column_stack([X, np.zeros(300)]), y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        est = TrimmedClassifier(solver=solver, random_state=0).fit(np.column_stack([X, np.full(300, value)]), y)
+    assert est.coef_.ravel()[-1] == 0.0
+    np.testing.assert_allclose(est.coef_, zeros.coef_, rtol=1e-4)
+    assert est.objective_ == pytest.approx(zeros.objective_, rel=1e-6)
