@@ -15,7 +15,6 @@ from sklearn.model_selection import check_cv
 from sklearn.preprocessing import OneHotEncoder
 from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
-from sklearn.utils.validation import check_is_fitted
 
 from ._base import RateClassifierBase, warn_uncovered
 from .exceptions import InfeasibleConstraintsWarning
