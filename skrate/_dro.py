@@ -65,7 +65,7 @@ def _column_range(A) -> tuple[np.ndarray, np.ndarray]:
     return min_max_axis(A, axis=0) if sp.issparse(A) else (A.min(axis=0), A.max(axis=0))
 
 
-def _standardise(A, q: np.ndarray, centre: bool):
+def _standardise(A, q: np.ndarray, centre: bool, extremes: tuple[np.ndarray, np.ndarray] | None = None):
     """The columns of ``A`` divided by their ``q``-weighted scale, and their scaled means.
 
     Returns ``(A / scale, offset, scale)``: ``A / scale - offset`` has ``q``-weighted mean 0
@@ -78,8 +78,9 @@ def _standardise(A, q: np.ndarray, centre: bool):
     largest magnitude, ``unit``: the division is exact, so they keep every bit, but
     squares of entries beyond 1e154 no longer overflow (nor below 1e-154 underflow),
     which made such a column's scale infinite (or 0, then 1) and its coefficient 0.
+    ``extremes`` are the columns' ``(low, high)`` when the caller has them (:func:`_column_range`).
     """
-    low, high = _column_range(A)
+    low, high = _column_range(A) if extremes is None else extremes
     unit = power_of_two_above(np.maximum(-low, high))  # 1 for a zero column
     if sp.issparse(A):
         scaled = (A @ sp.diags(1.0 / unit)).tocsr()
@@ -115,9 +116,10 @@ def _freeze(X, offset: np.ndarray, ridge: np.ndarray, flat: np.ndarray | None = 
     for a loss gradient ``g`` along it, and the objective it could lower by below
     ``g^2 / (2 s)``, under 1e-8 for a gradient of unit size: nothing any ``tol`` resolves.
     Left in, its curvature stalls the quasi-Newton steps of every coefficient (all 0 after the
-    fit at 1e-12 units), and beyond the float range it makes the penalty at 0 NaN (``inf * 0``). A column ``flat``
-    (constant on the rows, with an intercept that takes its value) holds only the rounding of
-    its offset once centred, noise that at an offset of 1e18 swamped the other features.
+    fit at 1e-12 units), and beyond the float range it makes the penalty at 0 NaN (``inf * 0``).
+    A column ``flat`` (constant on the rows, with an intercept that takes its value) holds only
+    the rounding of its offset once centred, noise that at an offset of 1e18 swamped the other
+    features.
     Such features are zeroed, with strength 0, so their coefficients stay at their start, 0.
     """
     frozen = ~(ridge <= 1.0 / np.sqrt(np.finfo(float).eps))  # NaN-safe: an infinite strength too
@@ -189,7 +191,7 @@ class _BaseDRO(BaseEstimator):
         q = _normalised(sw)
         low, high = _column_range(X)
         flat = (low == high) if self.fit_intercept else None  # with an intercept, a constant column adds nothing
-        X, x_offset, x_scale = _standardise(X, q, self.fit_intercept)
+        X, x_offset, x_scale = _standardise(X, q, self.fit_intercept, (low, high))
         t_mean, t_scale = 0.0, 1.0
         if scale_target:
             T, (t_offset,), (t_scale,) = _standardise(T[:, None], q, self.fit_intercept)

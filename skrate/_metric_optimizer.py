@@ -35,8 +35,8 @@ from .generalized._program import (
 )
 from .generalized._ratio import RatioProgram, solve_ratio_game
 from .generalized._three_player import CONFIGURATIONS, solve_three_player
-from .models import (Design, LinearModel, MLPModel, ProbabilityScoreModel, folding_callback, input_scale, log_odds, scaled_input,
-                     score_threshold, with_score)
+from .models import (Design, LinearModel, MLPModel, ProbabilityScoreModel, folding_callback, input_scale, log_odds,
+                     scaled_input, score_threshold, with_score)
 from .models._oracle import fit_weighted, sample_weight_key, seeded
 from .problem import ratio_bound_out_of_range, zero_denominator_reason
 from .rates import Expression, Ratio

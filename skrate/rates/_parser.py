@@ -328,7 +328,8 @@ class _Parser:
                 self._fail(at(item.lineno, item.col_offset), f"each keyword once (repeated {item.arg!r}).")
             kwargs[item.arg] = literal(item.value)
         self.pos = close + 1
-        return args, kwargs, [at(node.lineno, node.col_offset) for node in [*call.args, *(k.value for k in call.keywords)]]
+        values = [*call.args, *(item.value for item in call.keywords)]
+        return args, kwargs, [at(node.lineno, node.col_offset) for node in values]
 
     def _check_arguments(self, args: list[Any], kwargs: dict[str, Any], positions: list[int]) -> None:
         """Each argument of a rate call checked on its own, so that an error points at it."""

@@ -93,11 +93,11 @@ def row_uniforms(X: ArrayLike, seed: int = 0) -> np.ndarray:
     """
     if not (isinstance(seed, Integral) and 0 <= seed < 2**64):
         raise ValueError(f"seed must be an integer in [0, 2**64); got {seed!r}")
-    if not sp.issparse(X):
+    if sp.issparse(X):
+        h = _sparse_row_hashes(X, seed)
+    else:
         X = np.asarray(X)
-        if X.ndim == 1:
-            X = X[:, None]
-    h = _sparse_row_hashes(X, seed) if sp.issparse(X) else _row_hashes(X, seed)
+        h = _row_hashes(X[:, None] if X.ndim == 1 else X, seed)
     u = (h >> np.uint64(11)).astype(np.float64) * 2.0**-53
     return np.mod(u + _repeat_index(h) * _PHI, 1.0)
 
