@@ -24,6 +24,7 @@ from ._auc_objective import ClassStatistics, column_extremes, smooth_objective, 
 from ._auc_solvers import (column_scale, diverged, minibatch_smoothness, pinned_scale,
                            solve_exact, spam, spam_epoch, vrspam)
 from ._prox import elastic_net_penalty
+from .models._input_scale import column_offsets
 from .utils._validation import unfitted_on_error, validate_numeric
 
 if TYPE_CHECKING:
@@ -263,11 +264,12 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         # at the centre): there is nothing to step along, and 1 / 0 would amplify that error
         return 1.0 / smoothness if smoothness > 0 else 0.0
 
-    @staticmethod
-    def _calibration(X, y01: np.ndarray, w: np.ndarray) -> tuple[float, np.ndarray]:
-        """``(slope, intercept_)`` of the Platt calibration of the scores ``X @ w``."""
+    def _calibration(self, X, y01: np.ndarray, w: np.ndarray) -> tuple[float, np.ndarray]:
+        """``(slope, intercept_)`` of the Platt calibration of the scores ``X @ w``, for rows
+        ``X`` already :meth:`_centred` (uncentred scores of a column in offset units would
+        differ by less than their rounding error)."""
         cal = fit_platt(np.asarray(X @ w).ravel(), y01)
-        return cal.slope, np.array([cal.offset])
+        return cal.slope, np.array([cal.offset - self._offset @ w])
 
     @staticmethod
     def _check_divergence(loss: float, solver: str, step_size: float) -> None:
@@ -311,8 +313,21 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
             self._fit(X, y01)
         return self
 
+    def _centred(self, X):
+        """``X`` less the offsets of the stream's columns, which the solvers play on.
+
+        The objective depends on differences of rows only, so the shift leaves it unchanged;
+        it keeps the scores of a column in large offset units (a timestamp) from cancelling
+        to their last digits against the class means.
+        """
+        if not self._offset.any():
+            return X
+        return (X.toarray() if sp.issparse(X) else X) - self._offset
+
     def _fit(self, X, y01: np.ndarray) -> None:
         l1_ratio = self._l1_ratio()
+        raw, self._offset = X, column_offsets(X)
+        X = self._centred(X)
         stats = ClassStatistics.from_data(X, y01)
         rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31))
         solver = self.solver
@@ -361,8 +376,8 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         self._calibration_slope, self.intercept_ = self._calibration(X, y01, result.coef)
         # later partial_fit calls continue from here
         self._init_stream(stats, n_calls=self.n_iter_, smoothness=self._fit_smoothness,
-                          scale=scale)
-        self._reservoir = RowReservoir.from_sample(_RESERVOIR_SIZE, X, y01, self._rng)
+                          scale=scale, offset=self._offset)
+        self._reservoir = RowReservoir.from_sample(_RESERVOIR_SIZE, raw, y01, self._rng)
         self.t_ = X.shape[0]
 
     def _warn_not_converged(self, solver: str, gap: float) -> None:
@@ -377,8 +392,10 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
                       f"{hint}.", ConvergenceWarning)
 
     def _init_stream(self, stats: ClassStatistics, n_calls: int, smoothness: float,
-                     scale: np.ndarray | None) -> None:
+                     scale: np.ndarray | None, offset: np.ndarray | None) -> None:
         self._stats = stats
+        # None: partial_fit takes those of its first chunk
+        self._offset = offset
         # None: partial_fit takes those of its first chunk
         self._scale = scale
         self._reservoir = RowReservoir(_RESERVOIR_SIZE)
@@ -443,14 +460,18 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
             if first:
                 self.classes_ = classes
                 self._init_stream(ClassStatistics.empty(X.shape[1]), n_calls=0,
-                                  smoothness=0.0, scale=None)
+                                  smoothness=0.0, scale=None, offset=None)
                 self.coef_ = np.zeros((1, X.shape[1]))
                 self.solver_ = "spam"
             self._partial_fit(X, y01)
         return self
 
     def _partial_fit(self, X, y01: np.ndarray) -> None:
-        # then fixed for the whole stream: changing scales would not be a reparametrisation
+        raw = X
+        # then fixed for the whole stream: changing them would not be a reparametrisation
+        if self._offset is None:
+            self._offset = column_offsets(X)
+        X = self._centred(X)
         scale = column_scale(X) if self._scale is None else self._scale
         # the new state is built aside (copies of the statistics, the generator and the
         # reservoir) and committed at the end, once nothing can fail: a call that raises
@@ -475,8 +496,8 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
                 loss = stream_loss(w, X, y01, stats)
             self._check_divergence(loss, "SPAM", step_size)
         reservoir = copy.copy(self._reservoir)  # add() replaces its arrays
-        reservoir.add(X, y01, rng)
-        calibration = self._calibration(reservoir.X, reservoir.y, w)
+        reservoir.add(raw, y01, rng)
+        calibration = self._calibration(self._centred(reservoir.X), reservoir.y, w)
         self._scale, self._stats, self._rng, self._reservoir = scale, stats, rng, reservoir
         self._n_calls, self._smoothness, self.step_size_ = n_calls, smoothness, step_size
         self._calibration_slope, self.intercept_ = calibration

@@ -983,3 +983,27 @@ def test_constant_features_get_exactly_zero_coefficients(solver, penalty):
     Xc[-5:, -1] += 1.0  # then varies: no longer pinned
     stream.partial_fit(Xc[-50:], y[-50:])
     assert stream.coef_[0, -1] != 0
+
+
+@pytest.mark.parametrize("solver", ["exact", "spam", "vrspam"])
+def test_a_column_in_offset_units_is_fitted_as_its_centred_self(solver):
+    # a timestamp in nanoseconds, spread over milliseconds: its scores cancelled against the
+    # class means to their last digits, so VRSPAM stalled (a ConvergenceWarning quoting a gap
+    # of 1e12) and returned coefficients off by a part in 1e3, and every solver's calibration
+    # took the scores for constant (slope 1)
+    rng = np.random.default_rng(3)
+    t = rng.normal(size=2000)
+    y = (t + rng.normal(size=2000) > 0).astype(int)
+    X = np.c_[rng.normal(size=2000), 1.7e18 + t * 1e6]
+    centred = X - X.mean(axis=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore" if solver == "spam" else "error", ConvergenceWarning)
+        a = AUCClassifier(solver=solver, random_state=0).fit(X, y)
+        b = AUCClassifier(solver=solver, random_state=0).fit(centred, y)
+    np.testing.assert_allclose(a.coef_, b.coef_, rtol=1e-6)
+    np.testing.assert_allclose(a.decision_function(X), b.decision_function(centred), atol=1e-3)
+    streams = [AUCClassifier(random_state=0) for _ in range(2)]
+    for chunk in np.array_split(np.arange(len(y)), 5):
+        streams[0].partial_fit(X[chunk], y[chunk], classes=[0, 1])
+        streams[1].partial_fit(centred[chunk], y[chunk], classes=[0, 1])
+    np.testing.assert_allclose(streams[0].coef_, streams[1].coef_, rtol=1e-6)

@@ -20,6 +20,36 @@ _BAND = 2.0**5
 _OFFSET = 4.0
 
 
+def column_offsets(X: np.ndarray | sp.spmatrix, peak: np.ndarray | None = None) -> np.ndarray:
+    """The mean of every column of dense ``X`` whose mean exceeds four standard deviations in
+    magnitude, 0 for the other columns (and for every column of a sparse ``X``: shifting a
+    sparse column would fill it).
+
+    Parameters
+    ----------
+    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+        Finite inputs.
+    peak : ndarray of shape (n_features,), default=None
+        The largest magnitude of every column, when already known.
+
+    Returns
+    -------
+    ndarray of shape (n_features,)
+    """
+    shift = np.zeros(X.shape[1])
+    if sp.issparse(X) or not X.shape[0]:
+        return shift
+    if peak is None:
+        peak = np.abs(X).max(axis=0)
+    # the moments of X * 2**-top, in (-1, 1) exactly: no overflow for columns near the float limit
+    _, top = np.frexp(np.where(peak > 0, peak, 1.0))
+    unit = np.ldexp(X, -top)
+    mean, sd = unit.mean(axis=0), unit.std(axis=0)
+    shifted = (sd > 0) & (np.abs(mean) > _OFFSET * sd)
+    shift[shifted] = np.ldexp(mean[shifted], top[shifted])
+    return shift
+
+
 def input_scale(X: np.ndarray | sp.spmatrix) -> tuple[np.ndarray, np.ndarray] | None:
     """Per-column shifts and divisors for the game solvers' model inputs, or None when no column
     needs one: the game plays on ``(X - shift) / scale`` (see :func:`scaled_input`).
@@ -45,17 +75,12 @@ def input_scale(X: np.ndarray | sp.spmatrix) -> tuple[np.ndarray, np.ndarray] | 
         return None
     sparse = sp.issparse(X)
     peak = np.asarray(abs(X).max(axis=0).toarray()).ravel() if sparse else np.abs(X).max(axis=0)
-    # the moments of X * 2**-top, in (-1, 1) exactly: no overflow for columns near the float limit
     _, top = np.frexp(np.where(peak > 0, peak, 1.0))
-    shift = np.zeros(X.shape[1])
-    if not sparse:
-        unit = np.ldexp(X, -top)
-        mean, sd = unit.mean(axis=0), unit.std(axis=0)
-        shifted = (sd > 0) & (np.abs(mean) > _OFFSET * sd)
-        shift[shifted] = np.ldexp(mean[shifted], top[shifted])
-        if shifted.any():
-            peak[shifted] = np.abs(X[:, shifted] - shift[shifted]).max(axis=0)
-            _, top[shifted] = np.frexp(peak[shifted])
+    shift = column_offsets(X, peak)
+    shifted = shift != 0
+    if shifted.any():
+        peak[shifted] = np.abs(X[:, shifted] - shift[shifted]).max(axis=0)
+        _, top[shifted] = np.frexp(peak[shifted])
     out = ((peak > _BAND) | (peak < 1.0 / _BAND)) & (peak > 0)
     if not (out.any() or shift.any()):
         return None
