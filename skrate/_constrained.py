@@ -340,7 +340,9 @@ class ConstrainedClassifier(RateClassifierBase):
             Group membership columns named by the constraints (a 1-D array is the column
             ``"group"``). Routed by metadata routing: ``set_fit_request(groups=True)``.
         sample_weight : array-like of shape (n_samples,), default=None
-            Weights of the examples in every rate.
+            Weights of the examples in every rate. Only their ratios matter: weights whose
+            largest entry lies beyond ``2**900`` or below ``2**-900`` are divided by its power
+            of two first (exactly), so that their totals stay finite.
         baseline : array-like of shape (n_samples,), default=None
             The baseline model's decisions, for churn, wins and losses constraints: its predicted
             class labels (``old_model.predict(X)``; read as labels whenever every value is one of

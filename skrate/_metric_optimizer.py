@@ -609,6 +609,7 @@ class MetricOptimizer(RateClassifierBase):
         groups : DataFrame, dict of arrays, or array-like of shape (n_samples,), default=None
             Group columns named by the metrics (a 1-D array is the column ``"group"``).
         sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the examples in every rate, as in :meth:`ConstrainedClassifier.fit`.
         baseline : array-like of shape (n_samples,), default=None
             A baseline model's decisions, for churn and win-loss constraints: its predicted class
             labels (``old_model.predict(X)``; read as labels whenever every value is one of

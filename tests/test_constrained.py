@@ -535,3 +535,28 @@ def test_unscale_folds_the_shift_and_scale_into_the_parameters():
         folded = model.unscale(thetas, (shift, scale))
         for theta, back in zip(thetas, folded):
             np.testing.assert_allclose(model.scores(X, back), model.scores((X - shift) / scale, theta), atol=1e-9)
+
+
+@pytest.mark.parametrize("factor", [1e306, 1e-300])
+def test_weights_of_any_magnitude_give_the_rates_of_unit_weights(factor):
+    # the weight total of 1e306 x 1500 rows overflowed to inf (every rate NaN, a null model);
+    # tiny weights are brought to unit size as well
+    from skrate.metrics import audit
+
+    X, y, g = _fair_data(n=1500)
+    w = np.where(g == "b", 3.0, 1.0) + np.random.default_rng(0).random(1500)
+    spec = "ppr[group=a] >= ppr - 0.02"
+    ref = ConstrainedClassifier(spec, random_state=0).fit(X, y, groups=g, sample_weight=w)
+    scaled = w * factor
+    before = scaled.copy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        clf = ConstrainedClassifier(spec, random_state=0).fit(X, y, groups=g, sample_weight=scaled)
+        report = clf.constraint_report(X, y, groups=g, sample_weight=scaled)
+        table = audit(clf, X, y, groups=g, sample_weight=scaled, n_bootstrap=20, random_state=0)
+    np.testing.assert_array_equal(scaled, before)
+    np.testing.assert_allclose(clf.predict_proba(X), ref.predict_proba(X), rtol=1e-9, atol=1e-12)
+    np.testing.assert_allclose(report["lhs"], ref.constraint_report(X, y, groups=g, sample_weight=w)["lhs"],
+                               rtol=1e-12)
+    expected = audit(clf, X, y, groups=g, sample_weight=w, n_bootstrap=20, random_state=0)
+    pd.testing.assert_frame_equal(table, expected, check_exact=False, rtol=1e-9)

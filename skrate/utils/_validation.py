@@ -80,14 +80,27 @@ def validate_numeric(estimator, X, y="no_validation", *, advice: str = "", **kwa
     return out
 
 
+# Weights whose largest entry lies beyond 2**+-_WEIGHT_RANGE are brought to unit size: their sums
+# over up to 2**60 rows stay finite, and their products with rates stay normal floats
+_WEIGHT_RANGE = 900
+
+
 def check_sample_weight(sample_weight, n: int) -> np.ndarray:
     """``sample_weight`` as a float array of ``n`` finite entries (ones when None), refusing
     negative entries: a rate is a weighted share of rows, and a negative weight would make it
-    one no data has (below 0, above 1, or a denominator of 0)."""
+    one no data has (below 0, above 1, or a denominator of 0).
+
+    Weights whose largest entry is beyond ``2**900`` or below ``2**-900`` are divided by the power
+    of two of that entry, exactly: rates, shares of the total weight, are unchanged, and the
+    totals no longer overflow (nor lose their digits to subnormals). The input is never modified.
+    """
     weights = _check_sample_weight(sample_weight, np.empty((n, 0)))
     if (weights < 0).any():
         raise ValueError(f"sample_weight has negative entries (smallest {weights.min():.4g}, row "
                          f"{int(np.argmin(weights))}); rates weigh examples by it, so it must be >= 0.")
+    _, top = np.frexp(weights.max(initial=0.0))
+    if abs(top) > _WEIGHT_RANGE and weights.any():
+        weights = np.ldexp(weights, -top)  # a new array: _check_sample_weight may return the input
     return weights
 
 
