@@ -21,6 +21,7 @@ from ._smart import (
     TrimmedProblem,
     column_scaling,
     concentration_steps,
+    penalty_weight,
     smart,
     trimmed_location,
 )
@@ -266,9 +267,14 @@ class _BaseTrimmed(BaseEstimator):
             y_scale = y_scale if 0.0 < y_scale < np.inf else 1.0  # h equal targets
             Y = (Y - y_loc) / y_scale
             alpha *= y_scale ** (PENALTY_DEGREE[self.penalty] - 2)
+        # a penalty weight alpha / scale^2 past the float range (a column below 1e-154 in
+        # magnitude) holds the coefficient at 0: the solvers leave such a column out, as
+        # inf * 0 in their steps and rescalings would be NaN
+        d = X.shape[1]
+        free = ~(np.isinf(penalty_weight(alpha, scale)) if self.penalty != "none" else np.zeros(d, bool))
         problem = TrimmedProblem(
-            (X - offset) / scale, Y, loss, float(h), self.penalty, alpha,
-            bool(self.fit_intercept), coef_scale=scale, groups=groups, floors=floors,
+            (X[:, free] - offset[free]) / scale[free], Y, loss, float(h), self.penalty, alpha,
+            bool(self.fit_intercept), coef_scale=scale[free], groups=groups, floors=floors,
         )
         if self.solver == "alternating":
             fit = concentration_steps(
@@ -289,7 +295,9 @@ class _BaseTrimmed(BaseEstimator):
                 tol=self.tol,
                 rng=np.random.default_rng(seed),
             )
-        fit.coef = fit.coef * (y_scale / scale[:, None])
+        coef = np.zeros((d, fit.coef.shape[1]))
+        coef[free] = fit.coef * (y_scale / scale[free, None])
+        fit.coef = coef
         fit.intercept = y_scale * fit.intercept + y_loc - offset @ fit.coef
         with np.errstate(over="ignore"):  # a mean square beyond the largest float reads inf
             fit.objective = np.asarray(fit.objective, dtype=float) * y_scale * y_scale

@@ -1225,3 +1225,26 @@ def test_a_large_constant_column_is_taken_by_the_intercept(solver, value):
     assert est.coef_.ravel()[-1] == 0.0
     np.testing.assert_allclose(est.coef_, zeros.coef_, rtol=1e-4)
     assert est.objective_ == pytest.approx(zeros.objective_, rel=1e-6)
+
+
+@pytest.mark.parametrize("Estimator", [TrimmedRegressor, TrimmedClassifier])
+@pytest.mark.parametrize("solver", ["smart", "alternating"])
+def test_a_column_whose_penalty_weight_is_infinite_gets_coefficient_zero(Estimator, solver):
+    # a column below 1e-154 makes alpha / scale^2 inf: inf * 0 in the steps and the refits'
+    # rescaling gave NaN coefficients (alternating) and invalid-value warnings (smart); the fit
+    # must be the one without that column
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 3))
+    y = X @ [1.0, 2.0, -1.0] + 0.3 * rng.normal(size=300)
+    if Estimator is TrimmedClassifier:
+        y = (y > 0).astype(int)
+    tiny = X.copy()
+    tiny[:, 1] *= 1e-200
+    without = Estimator(solver=solver, random_state=0).fit(X[:, [0, 2]], y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        fit = Estimator(solver=solver, random_state=0).fit(tiny, y)
+    coef = np.atleast_2d(fit.coef_)
+    assert np.all(coef[:, 1] == 0.0)
+    np.testing.assert_allclose(coef[:, [0, 2]], np.atleast_2d(without.coef_), rtol=1e-9)
+    np.testing.assert_allclose(fit.intercept_, without.intercept_, rtol=1e-9)
