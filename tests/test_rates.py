@@ -475,3 +475,14 @@ def test_an_equality_between_rates_says_how_to_write_one():
     with pytest.raises(TypeError, match=r"== between rate expressions compares them as objects.*two "
                                         r"constraints, \[a <= b, a >= b\]"):
         as_constraints([tpr() >= 0.5, equal])
+
+
+@pytest.mark.parametrize("opener", ["(", "-", "+"])
+def test_nesting_past_the_limit_is_refused_at_its_position_not_with_a_recursion_error(opener):
+    closer = ")" if opener == "(" else ""
+    # an even number of signs: the rate itself
+    assert parse_constraint(opener * 100 + "tpr" + closer * 100 + " >= 0.5") == parse_constraint("tpr >= 0.5")
+    text = opener * 5000 + "tpr" + closer * 5000 + " >= 0.5"
+    with pytest.raises(SpecParseError, match="nest deeper than 100 levels") as info:
+        parse_constraint(text)
+    assert info.value.pos == 100

@@ -13,7 +13,8 @@ Grammar::
 
 Values are bare text up to ``,``, ``|`` or ``]`` (so ``African-American`` needs no quotes)
 or double-quoted strings. A call takes the rate function's Python arguments as literals, so a
-goal written in Python reads the same inside a string.
+goal written in Python reads the same inside a string. Parentheses and signs nest at most 100
+levels deep.
 """
 
 from __future__ import annotations
@@ -46,9 +47,14 @@ class SpecParseError(ValueError):
         return type(self), (self.text, self.pos, self.expected, self.reason)
 
 
+# Parentheses and signs nest the recursive descent a few frames a level: deeper nesting would
+# overflow Python's stack (a RecursionError that points at nothing)
+_MAX_NESTING = 100
+
+
 class _Parser:
     def __init__(self, text: str):
-        self.text, self.pos = text, 0
+        self.text, self.pos, self.depth = text, 0, 0
 
     # -- characters -------------------------------------------------------------------
     def _skip(self) -> None:
@@ -223,17 +229,31 @@ class _Parser:
             else:
                 return out
 
+    def _nested(self, pos: int, parse):
+        """``parse()`` one nesting level deeper, refused at ``pos`` past ``_MAX_NESTING``."""
+        if self.depth >= _MAX_NESTING:
+            self._fail(pos, f"parentheses and signs nest deeper than {_MAX_NESTING} levels here; "
+                            "write the spec with fewer.")
+        self.depth += 1
+        try:
+            return parse()
+        finally:
+            self.depth -= 1
+
     def unary(self):
+        self._skip()
+        pos = self.pos
         if self._eat("-"):
-            inner = self.unary()
-            return -inner
+            return -self._nested(pos, self.unary)
         if self._eat("+"):
-            return self.unary()
+            return self._nested(pos, self.unary)
         return self.atom()
 
     def atom(self):
+        self._skip()
+        pos = self.pos
         if self._eat("("):
-            inner = self.expr()
+            inner = self._nested(pos, self.expr)
             self._expect(")")
             return inner
         number = self._number()
