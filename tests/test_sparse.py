@@ -93,6 +93,7 @@ def test_row_uniforms_of_sparse_rows_are_those_of_dense_rows(monkeypatch):
     import skrate.solutions._stochastic_model as sm
 
     monkeypatch.setattr(sm, "_BLOCK", 64)  # several blocks of rows
+    monkeypatch.setattr(sm, "_NUMBER_ROWS", 64)
     X = _data(n=500)[0]
     X[:40] = np.round(X[:40])  # repeated rows keep their golden-ratio sequence
     for form in (sp.csr_matrix, sp.csc_matrix, sp.coo_matrix):
@@ -129,3 +130,21 @@ def test_sparse_rows_hash_in_one_pass_per_column(monkeypatch):
     # duplicate stored entries add up, as the dense row does; the input keeps its entries
     dup = sp.coo_matrix((np.array([1.0, 2.0, -0.0]), (np.array([0, 0, 1]), np.array([5, 5, 6]))), shape=(3, 8))
     np.testing.assert_array_equal(row_uniforms(dup.tocsc(), seed=1), row_uniforms(dup.toarray(), seed=1))
+
+
+def test_wide_dense_rows_hash_in_one_pass_per_column(monkeypatch):
+    # dense rows went in blocks of 2**20 / n_features rows, each hashed column by column: a
+    # pass per column per handful of rows (3 s for 1000 x 20000)
+    import skrate.solutions._stochastic_model as sm
+
+    X = np.random.default_rng(0).normal(size=(600, 4000))
+    expected = row_uniforms(sp.csr_matrix(X), seed=2)
+    calls = []
+    mix = sm._mix
+    monkeypatch.setattr(sm, "_mix", lambda h: calls.append(1) or mix(h))
+    u = row_uniforms(X, seed=2)
+    assert len(calls) <= X.shape[1] + 1
+    np.testing.assert_array_equal(u, expected)
+    # a block of rows is hashed as the same rows on their own
+    monkeypatch.setattr(sm, "_NUMBER_ROWS", 7)
+    np.testing.assert_array_equal(row_uniforms(X, seed=2), u)

@@ -106,6 +106,7 @@ _PHI = (np.sqrt(5.0) - 1.0) / 2.0
 
 # Entries of X hashed at a time: row blocks of about 8 MB of words, never a copy of all of X.
 _BLOCK = 2**20
+_NUMBER_ROWS = 2**16
 
 
 def _start(seed: int) -> np.uint64:
@@ -114,23 +115,26 @@ def _start(seed: int) -> np.uint64:
 
 
 def _row_hashes(X: np.ndarray, seed: int) -> np.ndarray:
-    """The 64-bit hash of each row of a 2-D ``X``, computed in blocks of rows (a row's hash
-    reads only its own entries, so the blocks do not change it)."""
+    """The 64-bit hash of each row of a 2-D ``X``, computed column by column in blocks of rows
+    (a row's hash reads only its own entries, so the blocks do not change it).
+
+    A block holds one column's words at a time, so numbers go in blocks of ``2**16`` rows
+    whatever the width (blocks of ``2**20 / width`` rows took a pass per column per handful of
+    rows of a wide ``X``). A column of text becomes an array as wide as its longest entry, so
+    other entries go in blocks of ``2**20 / width`` rows.
+    """
     n = X.shape[0]
+    X = X.reshape(n, -1)
     numeric = X.dtype.kind in "biuf"
-    step = max(1, _BLOCK // max(int(np.prod(X.shape[1:])), 1))
+    words = _number_words if numeric else _column_words
+    step = _NUMBER_ROWS if numeric else max(1, _BLOCK // max(X.shape[1], 1))
     h = np.empty(n, dtype=np.uint64)
     with np.errstate(over="ignore"):  # 64-bit wrap-around is the point of the hash
-        start = _start(seed)
         for lo in range(0, n, step):
             block = X[lo:lo + step]
-            if numeric:
-                columns = list(_number_words(block).reshape(block.shape[0], -1).T)
-            else:
-                columns = [_column_words(block[:, j]) for j in range(block.shape[1])]
-            hb = np.full(block.shape[0], start, dtype=np.uint64)
-            for j, words in enumerate(columns):
-                hb = _mix(hb ^ (words + _GOLDEN * np.uint64(j + 1)))
+            hb = np.full(block.shape[0], _start(seed), dtype=np.uint64)
+            for j in range(block.shape[1]):  # over columns, never over rows
+                hb = _mix(hb ^ (words(block[:, j]) + _GOLDEN * np.uint64(j + 1)))
             h[lo:lo + step] = hb
     return h
 
