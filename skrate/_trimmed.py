@@ -272,6 +272,8 @@ class _BaseTrimmed(BaseEstimator):
         # inf * 0 in their steps and rescalings would be NaN
         d = X.shape[1]
         free = ~(np.isinf(penalty_weight(alpha, scale)) if self.penalty != "none" else np.zeros(d, bool))
+        if free.all():
+            free = slice(None)  # X[:, mask] is in Fortran order: the solvers' sums would round apart
         problem = TrimmedProblem(
             (X[:, free] - offset[free]) / scale[free], Y, loss, float(h), self.penalty, alpha,
             bool(self.fit_intercept), coef_scale=scale[free], groups=groups, floors=floors,
