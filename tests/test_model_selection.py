@@ -295,9 +295,9 @@ def test_tradeoff_curve_reports_a_group_value_absent_from_the_test_split_as_nan(
 
 def test_tradeoff_curve_refuses_groups_in_another_row_order():
     X, y, g = _data(200)
-    shuffled = pd.DataFrame(g).sample(frac=1, random_state=0)
+    frame = pd.DataFrame(X, index=np.arange(200)[::-1])  # a split's rows, labelled
     with pytest.raises(ValueError, match="holds the labels of X's index in another order"):
-        tradeoff_curve(ConstrainedClassifier(max_iter=5), pd.DataFrame(X), y, groups=shuffled,
+        tradeoff_curve(ConstrainedClassifier(max_iter=5), frame, y, groups=pd.DataFrame(g),
                        constraints=TEMPLATE, slacks=[0.1])
 
 

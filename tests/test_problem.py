@@ -220,6 +220,29 @@ def test_groups_in_another_row_order_than_X_are_refused():
                                   list("aabbab"))
 
 
+def test_a_pipeline_frame_made_from_an_array_matches_rows_by_position():
+    # set_output(transform="pandas") turns an array into a frame indexed 0..n-1: labels and groups
+    # of a shuffled frame, passed in the array's row order, were refused as "another order"
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from skrate import ConstrainedClassifier
+
+    rng = np.random.default_rng(1)
+    df = pd.DataFrame({"x": rng.normal(size=300), "g": rng.choice(["a", "b"], 300)})
+    df["y"] = (df["x"] + rng.normal(size=300) > 0).astype(int)
+    df = df.sample(frac=1.0, random_state=0)  # index: a permutation of 0..299
+    X = df[["x"]].to_numpy()
+    clf = ConstrainedClassifier("tpr[g] >= tpr - 0.05", max_iter=30, random_state=0)
+    plain = make_pipeline(StandardScaler(), clf).fit(X, df["y"], constrainedclassifier__groups=df[["g"]])
+    framed = make_pipeline(StandardScaler(), clf).set_output(transform="pandas")
+    framed.fit(X, df["y"], constrainedclassifier__groups=df[["g"]])
+    np.testing.assert_array_equal(framed.predict_proba(X), plain.predict_proba(X))
+    # a frame with row labels of its own is still held to them
+    with pytest.raises(ValueError, match="another order"):
+        GroupTable.from_input(df[["g"]].sort_index(), df[["x"]], 300)
+
+
 def test_labels_weights_and_baselines_in_another_row_order_than_X_are_refused():
     # the same pitfall as groups', where it is likelier still: y[y.index.isin(X_test.index)]
     from sklearn.linear_model import LogisticRegression

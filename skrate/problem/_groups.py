@@ -345,8 +345,12 @@ def check_row_order(X, **columns) -> None:
     """Rows are matched by position, as everywhere in scikit-learn. A frame or Series (also one
     in a dict of columns) whose index holds X's labels in another order
     (``y[y.index.isin(X_test.index)]``) would be matched to the wrong rows without a word, so it
-    is refused, naming its keyword (``groups=``, ``y=``, ``sample_weight=``...)."""
-    if not _is_indexed(X):
+    is refused, naming its keyword (``groups=``, ``y=``, ``sample_weight=``...).
+
+    An ``X`` indexed ``0, 1, ..., n - 1`` (a ``RangeIndex``) has no row labels to check: pandas
+    gives that index to every frame built without one, a pipeline step's pandas output made
+    from an array included, whose rows are the array's in its order."""
+    if not _is_indexed(X) or _is_default_index(X.index):
         return
     for name, values in columns.items():
         entries = values.items() if isinstance(values, dict) else [(None, values)]
@@ -366,6 +370,11 @@ def check_row_order(X, **columns) -> None:
 
 def _is_frame(obj) -> bool:
     return hasattr(obj, "columns") and hasattr(obj, "iloc")
+
+
+def _is_default_index(index) -> bool:
+    """Whether ``index`` is pandas' default ``RangeIndex`` ``0, 1, ..., n - 1``."""
+    return type(index).__name__ == "RangeIndex" and index.start == 0 and index.step == 1
 
 
 def _is_indexed(obj) -> bool:
