@@ -12,7 +12,7 @@ from sklearn.base import _fit_context, clone
 from sklearn.compose import ColumnTransformer
 from sklearn.frozen import FrozenEstimator
 from sklearn.model_selection import check_cv
-from sklearn.preprocessing import OneHotEncoder
+from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
 from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
@@ -93,6 +93,12 @@ def _warn_if_cells_undecodable(oracle: PluginOracle, columns: list[str], data, X
             f"The plug-in oracle thresholds every row alike: the cells of {' x '.join(map(repr, columns))} are "
             f"not linear functions of X's columns, though {', '.join(map(repr, decodable))} is one-hot in X. "
             "For one threshold per cell, add a one-hot column of each combination to X.", UserWarning, stacklevel=5)
+
+
+def _as_floats(X) -> np.ndarray:
+    """The numeric columns of a frame as floats, a missing value (``pd.NA`` of a nullable or
+    Arrow column included) as NaN: a ColumnTransformer refuses to pass ``pd.NA`` on in arrays."""
+    return X.to_numpy(dtype=float, na_value=np.nan) if hasattr(X, "iloc") else np.asarray(X, dtype=float)
 
 
 class _EncodedScoreModel(ProbabilityScoreModel):
@@ -510,7 +516,7 @@ class MetricOptimizer(RateClassifierBase):
         text = [c for c, t in X_in.dtypes.items() if not _is_numeric(t)] if hasattr(X_in, "dtypes") else []
         if text:
             encoder = ColumnTransformer([("categories", OneHotEncoder(handle_unknown="ignore", sparse_output=False),
-                                          text)], remainder="passthrough", sparse_threshold=0.0)
+                                          text)], remainder=FunctionTransformer(_as_floats), sparse_threshold=0.0)
             self._model = _EncodedScoreModel(est, encoder, encoder.fit_transform(X_in).shape[1], positive)
         else:
             self._model = ProbabilityScoreModel(est, X_in.shape[1], positive)

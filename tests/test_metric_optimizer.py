@@ -1190,6 +1190,27 @@ def test_missing_values_reach_an_estimator_that_takes_them():
         MetricOptimizer(metric="g_mean").fit(X, y)
 
 
+@pytest.mark.parametrize("with_text", [True, False])
+def test_nullable_columns_with_pd_na_reach_the_estimator_as_nan_does(with_text):
+    # a nullable Int64 column holding pd.NA next to a category column: the encoder of the linear
+    # part passed it through to an array, which scikit-learn's ColumnTransformer refuses
+    pd = pytest.importorskip("pandas")
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    rng = np.random.default_rng(0)
+    age = rng.integers(18, 70, 400)
+    y = (age + 10 * rng.normal(size=400) > 45).astype(int)
+    nullable = pd.DataFrame({"age": pd.array(age, dtype="Int64"), "priors": rng.poisson(2, 400).astype(float)})
+    if with_text:
+        nullable["charge"] = pd.Categorical(rng.choice(["F", "M"], 400))
+    nullable.loc[::7, "age"] = pd.NA
+    floats = nullable.astype({"age": float})
+    assert floats["age"].isna().sum() == 58
+    hgb = HistGradientBoostingClassifier(categorical_features="from_dtype", max_iter=20, random_state=0)
+    fits = [MetricOptimizer(metric="f1", estimator=hgb, random_state=0).fit(X, y) for X in (nullable, floats)]
+    np.testing.assert_array_equal(fits[0].predict_proba(nullable), fits[1].predict_proba(floats))
+
+
 def test_pr_auc_refusal_names_the_metric_not_its_stacked_rows():
     X, y = _one_d()
     with pytest.raises(ValueError, match=r"\('pr_auc' is ratio\); solvers that do: ratio") as info:

@@ -118,7 +118,7 @@ class ProbabilityScoreModel:
         if z is None:
             z = log_odds(self.estimator, X, self.positive)
         if hasattr(X, "iloc"):
-            X = X.to_numpy(dtype=float)
+            X = X.to_numpy(dtype=float, na_value=np.nan)
         # x only decodes the group cells; a missing value the estimator took must not make the
         # score NaN (weight 0 times NaN), so it reads as 0 there, in fit and predict alike
         if sp.issparse(X):
