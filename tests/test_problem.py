@@ -493,3 +493,35 @@ def test_reports_of_many_parity_constraints_hold_no_constraints_by_rows_matrix()
     finally:
         evaluate.compile_factored = original
     assert len(calls) == 1 and not undefined and [r["violation"] for r in reported] == [r["violation"] for r in rows]
+
+
+def test_columns_of_a_frame_x_are_read_only_when_a_goal_names_them():
+    # every column of X was copied into the group table: a sparse frame of 20000 x 2000 (0.5 MB)
+    # became 320 MB of arrays at every fit, report, audit and scorer call
+    import tracemalloc
+
+    import scipy.sparse as sp
+
+    from skrate import ConstrainedClassifier
+
+    M = sp.random(20000, 2000, density=0.001, format="csr", random_state=0)
+    X = pd.DataFrame.sparse.from_spmatrix(M, columns=[f"f{j}" for j in range(2000)])
+    tracemalloc.start()
+    try:
+        table = GroupTable.from_input(None, X, 20000)
+        rows = table.take(np.arange(0, 20000, 2))
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 5e6
+    assert "f7" in table.raw and len(table.raw) == 2000 and table.given == []
+    np.testing.assert_array_equal(rows.raw["f7"], M[::2, 7].toarray().ravel())
+    # a frame column named by a goal is read, through row selections (held-out rows) too
+    rng = np.random.default_rng(0)
+    frame = pd.DataFrame({"x": rng.normal(size=400), "g": rng.choice([0, 1], 400)})
+    y = (frame["x"] + rng.normal(size=400) > 0).astype(int)
+    clf = ConstrainedClassifier("ppr[g=1] >= ppr - 0.02", validation_fraction=0.3, max_iter=50, random_state=0)
+    clf.fit(frame, y)
+    report = clf.constraint_report(frame, y)
+    p = clf.predict_proba(frame)[:, 1]
+    np.testing.assert_allclose(report["lhs"].iloc[0], p[frame["g"] == 1].mean())

@@ -185,8 +185,7 @@ def audit(
     weights = check_sample_weight(sample_weight, n)
     baseline = check_baseline(baseline, np.asarray(estimator.classes_), n)
     table = GroupTable.from_input(groups, X, n)
-    own = GroupTable.from_input(groups, None, n)
-    clash = sorted(set(own.raw) & {ALL, CONSTRAINT})
+    clash = sorted(set(table.given) & {ALL, CONSTRAINT})
     if clash:  # the report's attribute column marks the overall and constraint rows by these names
         raise ValueError(f"audit names its overall rows and its constraint rows 'all' and 'constraint' in the "
                          f"'attribute' column, so a group column cannot be called {clash[0]!r}; rename it, "
@@ -196,7 +195,7 @@ def audit(
         raise ValueError(f"{type(estimator).__name__} returned non-finite predictions on X.")
 
     data = RateData(y01, weights, table, baseline)
-    cells = _cells(data.groups, list(own.raw))
+    cells = _cells(data.groups, table.given)
     cons = expand_constraints(as_constraints(constraints), data.groups)
     absent = {str(con): a for con in cons if (a := absent_values(con.rates, data.groups))}
     if absent:  # as constraint_report: a slice these rows do not reach is undefined, not an error

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral
 
@@ -139,6 +139,43 @@ ROUTING_HINT = (" Inside a Pipeline, GridSearchCV or cross_validate, groups reac
                 "estimator.set_fit_request(groups=True) and scorer.set_score_request(groups=True).")
 
 
+class _Columns(Mapping):
+    """Group columns by name: those given, then the columns of a DataFrame ``X`` behind them,
+    each read from the frame only when asked for (a wide or sparse frame is never copied whole;
+    most goals name none of its columns). ``rows`` selects the frame's rows, in that order."""
+
+    def __init__(self, own: dict, frame=None, rows: np.ndarray | None = None, labels: dict | None = None):
+        self.own, self.frame, self.rows = own, frame, rows
+        if labels is None:  # the frame's column labels by name
+            labels = {} if frame is None else {str(k): k for k in frame.columns}
+        self._labels = {k: v for k, v in labels.items() if k not in own}
+
+    def __getitem__(self, key: str):
+        if key in self.own:
+            return self.own[key]
+        column = self.frame[self._labels[key]].to_numpy()  # KeyError for an unknown name
+        return column if self.rows is None else column[self.rows]
+
+    def __iter__(self):
+        yield from self.own
+        yield from self._labels
+
+    def __len__(self) -> int:
+        return len(self.own) + len(self._labels)
+
+    def __contains__(self, key) -> bool:
+        return key in self.own or key in self._labels
+
+    def take(self, idx: np.ndarray) -> "_Columns":
+        """The rows ``idx``: the given columns indexed now, the frame's when read."""
+        rows = idx if self.rows is None else self.rows[idx]
+        return _Columns({k: np.asarray(v)[idx] for k, v in self.own.items()}, self.frame, rows, self._labels)
+
+    def with_column(self, key: str, values: np.ndarray) -> "_Columns":
+        """These columns and ``key`` (standing before a frame column of its name)."""
+        return _Columns({**self.own, key: values}, self.frame, self.rows, self._labels)
+
+
 @dataclass
 class GroupTable:
     """Named group columns, validated and converted to strings on first use.
@@ -148,10 +185,19 @@ class GroupTable:
     are also available by name, behind the columns of ``groups``.
     """
 
-    raw: dict
+    raw: Mapping
     n: int
     named_x: bool = False  # whether X's columns are among the columns
     _cache: dict = field(default_factory=dict, repr=False)
+
+    def __post_init__(self):
+        if not isinstance(self.raw, _Columns):
+            self.raw = _Columns(dict(self.raw))
+
+    @property
+    def given(self) -> list[str]:
+        """The names of the group columns given (not those read from a DataFrame ``X``)."""
+        return list(self.raw.own)
 
     @classmethod
     def from_input(cls, groups, X, n: int) -> "GroupTable":
@@ -170,12 +216,11 @@ class GroupTable:
                                  f"got an array of shape {np.shape(groups)} (a 2-D array has no column names).")
             name = getattr(groups, "name", None)  # a Series of a frame without column names is named 0
             own = {str("group" if name is None else name): groups}
-        raw = {str(k): X[k].to_numpy() for k in X.columns} if _is_frame(X) else {}
-        raw.update(own)  # a group column stands before X's column of its name
-        given = set(own)
-        for key in given:  # now, whether or not a goal reads the column: routed groups come with every fit
-            _check_rows(np.asarray(raw[key]), key, n)
-        clash = sorted(given & set(RESERVED))
+        # a group column stands before X's column of its name
+        raw = _Columns(own, X if _is_frame(X) else None)
+        for key, values in own.items():  # now, whether or not a goal reads the column: routed groups come with every fit
+            _check_rows(np.asarray(values), key, n)
+        clash = sorted(set(own) & set(RESERVED))
         if clash:  # a slice filter on it would select by the label or the baseline decision instead
             raise ValueError(f"The group column name {clash[0]!r} is reserved: in a rate, {clash[0]}=... "
                              f"selects rows by the {'true label' if clash[0] == 'label' else 'baseline decision'}. "
@@ -196,12 +241,12 @@ class GroupTable:
     def check_rows(self) -> None:
         """Refuse a column that is not one value per row now, as its first use would: before
         the rows are split, after which a longer column would go unnoticed."""
-        for key, values in self.raw.items():
+        for key, values in self.raw.own.items():  # a frame's columns have its rows
             _check_rows(np.asarray(values), key, self.n)
 
     def take(self, idx: np.ndarray) -> "GroupTable":
         """The rows ``idx`` of every column; columns already validated and coded carry over."""
-        table = GroupTable({k: np.asarray(v)[idx] for k, v in self.raw.items()}, len(idx), self.named_x)
+        table = GroupTable(self.raw.take(idx), len(idx), self.named_x)
         for key, value in self._cache.items():
             if isinstance(key, str):
                 table._cache[key] = value[idx]
