@@ -47,6 +47,7 @@ from ._divergence import (
     _worst_case,
 )
 from ._dro_losses import convex_loss, score_hessian
+from .utils._conic import CLARABEL
 from .utils._warnings import ignoring
 
 if TYPE_CHECKING:
@@ -84,9 +85,6 @@ _MU_FACTOR = 0.1
 _CERTIFY_MAX_ENTRIES = 5e7
 # Largest rows x parameters for which the continuation tries the max-loss problem on all rows.
 _CONIC_FULL_ENTRIES = 1e5
-# Clarabel's defaults (1e-8) leave the max-loss optimum up to about 1e-8 above the
-# exact one.
-_CLARABEL_TOLERANCES = dict(tol_gap_abs=1e-10, tol_gap_rel=1e-10, tol_feas=1e-10)
 # Losses outside the working set of :func:`max_loss` may exceed its maximum by this
 # relative amount (well below the conic solver's accuracy) before they join it.
 _MAX_LOSS_SLACK = 1e-8
@@ -322,7 +320,7 @@ def _solve_quietly(conic: cp.Problem, **options) -> None:
     """Solve with Clarabel; the callers check the answer themselves, so cvxpy's accuracy
     warning would only repeat (or contradict) their verdict."""
     with ignoring(Warning, "Solution may be inaccurate"):
-        conic.solve(solver="CLARABEL", **options)
+        conic.solve(**{"solver": "CLARABEL", **options})
 
 
 def _certify(problem: LinearDRO, result: Result, tol: float) -> Result:
@@ -823,7 +821,7 @@ def _solve_working_set(data: LinearDRO, working: np.ndarray, max_iter: int):
     penalty = 0.5 * cp.sum_squares(cp.multiply(root_ridge, W))
     conic = cp.Problem(cp.Minimize(t + penalty), [epigraph])
     try:
-        _solve_quietly(conic, max_iter=max_iter, **_CLARABEL_TOLERANCES)
+        _solve_quietly(conic, max_iter=max_iter, **CLARABEL)
     except cp.error.SolverError:
         return None, None, 0
     used = int(conic.solver_stats.num_iters or 0)

@@ -322,7 +322,14 @@ def test_groups_given_as_column_names_point_at_the_columns():
 
 
 def test_importing_metrics_needs_no_pandas_and_audit_says_how_to_get_it():
-    code = ("import sys; sys.modules['pandas'] = None; sys.modules['matplotlib'] = None\n"
+    # an import hook, as if they were not installed (sys.modules[name] = None broke scikit-learn's
+    # own pandas check before 1.9)
+    code = ("import importlib.abc, sys\n"
+            "class Missing(importlib.abc.MetaPathFinder):\n"
+            "    def find_spec(self, name, path, target=None):\n"
+            "        if name.split('.')[0] in ('pandas', 'matplotlib'):\n"
+            "            raise ModuleNotFoundError(f'No module named {name!r}', name=name)\n"
+            "sys.meta_path.insert(0, Missing())\n"
             "import numpy as np\n"
             "from sklearn.dummy import DummyClassifier\n"
             "import skrate.metrics as m, skrate.model_selection\n"

@@ -2,7 +2,9 @@
 
 import numpy as np
 import pytest
+from sklearn import __version__ as sklearn_version
 from sklearn.utils.estimator_checks import parametrize_with_checks
+from sklearn.utils.fixes import parse_version
 
 from skrate.utils import all_estimators
 
@@ -42,11 +44,20 @@ def _instances():
 
 def _expected_failures(estimator) -> dict:
     """A randomised classifier's predict draws labels with probability predict_proba, so it
-    differs from decision_function > 0 by design (documented in decision_function)."""
-    if getattr(estimator, "solution", None) != "T_stochastic":
-        return {}
-    reason = "predict draws a mixture's labels; decision_function > 0 is the majority label"
-    return {"check_classifiers_train": reason, "check_classifiers_classes": reason}
+    differs from decision_function > 0 by design (documented in decision_function).
+
+    scikit-learn 1.6's sample-weight equivalence checks make a binary-only classifier's two
+    classes around ``y[0]``, which their weighted and repeated datasets do not share (fixed in
+    1.7 by ``y.min()``): they compare two different problems there."""
+    failures = {}
+    tags = estimator.__sklearn_tags__().classifier_tags
+    if parse_version(sklearn_version) < parse_version("1.7") and tags is not None and not tags.multi_class:
+        reason = "scikit-learn < 1.7 builds the weighted and the repeated data with other labels"
+        failures.update({f"check_sample_weight_equivalence_on_{kind}_data": reason for kind in ("dense", "sparse")})
+    if getattr(estimator, "solution", None) == "T_stochastic":
+        reason = "predict draws a mixture's labels; decision_function > 0 is the majority label"
+        failures.update({"check_classifiers_train": reason, "check_classifiers_classes": reason})
+    return failures
 
 
 def test_estimators_are_discovered():

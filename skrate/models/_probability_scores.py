@@ -38,7 +38,8 @@ def log_odds(estimator: BaseEstimator, X: ArrayLike | sp.spmatrix, positive: Any
         When ``positive`` is not among ``estimator.classes_``.
     """
     classes = np.asarray(estimator.classes_)
-    column = np.flatnonzero(classes == positive)
+    # compared one by one: numpy < 1.25 warns on comparing numbers with a string elementwise
+    column = np.flatnonzero([c == positive for c in classes.tolist()])
     if column.size != 1:
         raise ValueError(f"The probability model's classes_ {classes.tolist()} do not include the positive "
                          f"class '{positive}'; fit it on the same labels.")
