@@ -525,3 +525,33 @@ def test_columns_of_a_frame_x_are_read_only_when_a_goal_names_them():
     report = clf.constraint_report(frame, y)
     p = clf.predict_proba(frame)[:, 1]
     np.testing.assert_allclose(report["lhs"].iloc[0], p[frame["g"] == 1].mean())
+
+
+@pytest.mark.parametrize("specs", [
+    ["tpr[race] >= tpr - 0.02", "ppr[sex=M] <= 0.2", "ppr[sex=M] >= 0.6"],  # contradictory bounds
+    ["error <= 0.1", "fpr[race=b] <= 0.05", "tpr[race=a] >= 0.99"],
+    ["ppr[race] <= ppr + 0.01", "ppr[race] >= ppr - 0.01", "churn <= 0.3"],  # feasible
+])
+def test_least_violation_merges_alike_rows_into_the_per_row_optimum(specs):
+    # the LP had one variable per training row: at a million rows HiGHS ran out of memory inside
+    # a warning's diagnosis. Rows alike in every slice share a variable, with the same optimum
+    import scipy.sparse as sp
+    from scipy.optimize import linprog
+
+    from skrate.problem._feasibility import _cells, least_violation
+
+    rng = np.random.default_rng(1)
+    n = 2000
+    groups = {"race": rng.choice(["a", "b", "c"], n), "sex": rng.choice(["F", "M"], n)}
+    data = RateData(rng.integers(0, 2, n), rng.uniform(0.5, 2.0, n), GroupTable.from_input(groups, None, n),
+                    rng.integers(0, 2, n))
+    problem = compile_problem(parse_expression("error"), [c for s in specs for c in as_constraints(s)], data)
+    unit, upper = _cells(problem.basis)
+    assert unit.shape[1] <= 3 * 2 * 2 * 2  # race x sex x label x baseline decision
+    A, b = sp.csr_matrix(problem.A[1:]), problem.b[1:]
+    m, n = A.shape
+    per_row = linprog(np.r_[np.zeros(n), 1.0], A_ub=sp.hstack([A, -np.ones((m, 1))]), b_ub=-b,
+                      bounds=[(0.0, 1.0)] * n + [(None, None)], method="highs")
+    value, worst = least_violation(problem)
+    assert value == pytest.approx(per_row.fun, abs=1e-9)
+    assert (A @ per_row.x[:n] + b)[worst] == pytest.approx(per_row.fun, abs=1e-9)

@@ -7,11 +7,30 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from ..rates import Constraint, Ratio
+from ..solutions._stochastic_model import _sparse_row_hashes
 from ..rates._functions import named_ratio
 from ._compile import RateProblem
 
 # ranges of the named ratios over every classifier (tp <= ppr; wins and losses are rates)
 _RATIO_RANGES = {"precision": (0.0, 1.0), "win_loss_ratio": (0.0, np.inf)}
+
+
+def _cells(basis: sp.spmatrix) -> tuple[sp.csc_matrix, np.ndarray]:
+    """Rows whose columns of ``basis`` are proportional, merged: the columns scaled to a largest
+    entry of 1 (one per merged cell) and each cell's sum of the rows' scales.
+
+    A row's column holds its weight over the sizes of the slices it falls in, so rows alike in
+    label, groups and baseline decision share a direction. The directions are compared to 12
+    significant digits, below which the weights' rounding parts them.
+    """
+    B = sp.csc_matrix(basis, dtype=float)
+    scale = np.asarray(abs(B).max(axis=0).toarray()).ravel()
+    used = np.flatnonzero(scale > 0)  # a row in no slice, or of weight 0, moves no rate
+    unit = sp.csr_matrix(B[:, used] @ sp.diags(1.0 / scale[used]))
+    key = unit.T.tocsr()
+    key.data = np.round(key.data, 12) + 0.0
+    _, first, cell = np.unique(_sparse_row_hashes(key, 0), return_index=True, return_inverse=True)
+    return sp.csc_matrix(unit[:, first]), np.bincount(cell.ravel(), weights=scale[used])
 
 
 def least_violation(problem: RateProblem) -> tuple[float, int]:
@@ -22,6 +41,10 @@ def least_violation(problem: RateProblem) -> tuple[float, int]:
     it by the LP ``min t s.t. A yhat + b <= t, 0 <= yhat <= 1``. A positive value means no
     model can meet the constraints together (a bound outside a rate's range, contradictory
     bounds); a value <= 0 means the model class or the training fell short.
+
+    Rows alike in every slice the rates read (label, groups, baseline decision) enter ``A``
+    in proportion to their weights, so only their weighted sum of decisions matters: the LP
+    has one variable per such cell (a few hundred), not per row, and the same optimum.
 
     Parameters
     ----------
@@ -37,14 +60,15 @@ def least_violation(problem: RateProblem) -> tuple[float, int]:
         The index of the constraint attaining it, among ``problem.constraints`` (0 when the
         linear program fails).
     """
-    A = sp.csr_matrix(problem.A[1:])
+    unit, upper = _cells(problem.basis)
+    A = sp.csr_matrix(problem.mix[1:] @ unit)
     b = problem.b[1:]
     m, n = A.shape
-    # variables (yhat, t): minimise t subject to A yhat - t <= -b
+    # variables (s, t), s the cells' weighted sums of decisions: minimise t s.t. A s - t <= -b
     A_ub = sp.hstack([A, -np.ones((m, 1))], format="csr")
     c = np.zeros(n + 1)
     c[-1] = 1.0
-    res = linprog(c, A_ub=A_ub, b_ub=-b, bounds=[(0.0, 1.0)] * n + [(None, None)], method="highs")
+    res = linprog(c, A_ub=A_ub, b_ub=-b, bounds=[(0.0, u) for u in upper] + [(None, None)], method="highs")
     if res.status != 0:
         return float("nan"), 0
     values = A @ res.x[:n] + b
