@@ -1248,3 +1248,25 @@ def test_a_column_whose_penalty_weight_is_infinite_gets_coefficient_zero(Estimat
     assert np.all(coef[:, 1] == 0.0)
     np.testing.assert_allclose(coef[:, [0, 2]], np.atleast_2d(without.coef_), rtol=1e-9)
     np.testing.assert_allclose(fit.intercept_, without.intercept_, rtol=1e-9)
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # one epoch
+def test_a_classifiers_first_epoch_selects_incrementally(monkeypatch):
+    # a classifier starts at log 2 on every row: the cut fell among n equal losses, the zones held
+    # them all and nearly every step took the O(n) full selection (quadratic in n: 52 s for one
+    # epoch at 200k rows)
+    import skrate._kept_set as kept_set
+    from skrate._smart import _ordered_ties
+
+    full, calls = kept_set.KeptSet._full, []
+    monkeypatch.setattr(kept_set.KeptSet, "_full", lambda self, *a: calls.append(1) or full(self, *a))
+    rng = np.random.RandomState(0)
+    X = rng.randn(30000, 5)
+    y = (X @ rng.randn(5) + rng.randn(30000) > 0).astype(int)
+    TrimmedClassifier(max_iter=1, random_state=0).fit(X, y)
+    assert len(calls) < 30
+    # ties are ordered by row within a few units in the last place; other values, NaN and inf stay
+    losses = np.array([0.5, np.log(2), np.inf, np.log(2), 0.1, np.inf, np.nan, np.log(2)])
+    out = _ordered_ties(losses)
+    np.testing.assert_array_equal(out[[0, 2, 4, 5, 6]], losses[[0, 2, 4, 5, 6]])
+    assert out[1] == np.log(2) < out[3] < out[7] <= np.log(2) * (1 + 1e-15)
