@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from scipy.sparse.linalg import LinearOperator, aslinearoperator
 
 from ..exceptions import UndefinedRateError
 from ..rates import Constraint, Expression
@@ -240,7 +241,13 @@ class RateProblem:
 
     @property
     def A(self) -> sp.csr_matrix:
+        """The product, formed: ``n`` entries per row of a constraint on an overall rate."""
         return (self.mix @ self.basis).tocsr()
+
+    @property
+    def operator(self) -> LinearOperator:
+        """``A`` as a product never formed: ``operator.T @ w`` goes through the factors."""
+        return aslinearoperator(self.mix) @ aslinearoperator(self.basis)
 
     @property
     def n_constraints(self) -> int:
