@@ -60,6 +60,17 @@ def test_rank_refit_warns_and_ranks_by_the_other_score_when_one_is_nan_everywher
         RankRefit()(_results([np.nan] * 2, [np.nan] * 2))
 
 
+def test_rank_refit_tells_a_score_failing_in_some_folds_from_one_failing_in_all():
+    # a fit failing in one fold (a rare group missing from its training rows) makes every mean NaN:
+    # it was reported as the scorer failing in every fold, with routing as the likely cause
+    results = _results([np.nan] * 2, [np.nan] * 2)
+    results.update({"split0_test_error": [-0.1, -0.2], "split1_test_error": [np.nan, np.nan],
+                    "split0_test_violation": [np.nan, np.nan], "split1_test_violation": [np.nan, np.nan]})
+    with pytest.raises(ValueError, match=r"'error' failed in some folds only .* group value its training rows "
+                                         r"lack.*; 'violation' failed .* in every fold, e.g. groups or baseline"):
+        RankRefit()(results)
+
+
 def test_rank_refit_refuses_when_every_setting_lacks_one_score():
     # neither column is NaN throughout, yet no setting has both: an arbitrary one was picked
     with pytest.raises(ValueError, match="every setting has a NaN 'error' or 'violation' score"):

@@ -65,10 +65,20 @@ class RankRefit:
         # only NaN is a failed score: an infinite one is a ratio beyond every bound (wins, no losses)
         failed = [name for name, v in ((self.error, err), (self.violation, vio)) if np.isnan(v).all()]
         if failed:  # a rank over NaN alone ties everything: rank by the other score, or give up
-            causes = (f"every {' and every '.join(map(repr, failed))} score is NaN: the scorer failed (or a ratio "
-                      "it measures was undefined) in every fold, e.g. groups or baseline not routed to it "
-                      "(scorer.set_score_request(groups=True) under sklearn.set_config(enable_metadata_routing="
-                      "True)); GridSearchCV's warnings name the error")
+            some = [name for name in failed if self._scored_in_some_fold(cv_results, name)]
+            every = [name for name in failed if name not in some]
+            parts = []
+            if some:
+                parts.append(f"{' and '.join(map(repr, some))} failed in some folds only (a mean over folds is NaN "
+                             "when one is): a fit that failed there (error_score=nan), e.g. a group value its "
+                             "training rows lack, or a ratio undefined on its test rows")
+            if every:
+                parts.append(f"{' and '.join(map(repr, every))} failed (or a ratio it measures was undefined) in "
+                             "every fold, e.g. groups or baseline not routed to the scorer "
+                             "(scorer.set_score_request(groups=True) under "
+                             "sklearn.set_config(enable_metadata_routing=True))")
+            causes = (f"every {' and every '.join(map(repr, failed))} score is NaN: {'; '.join(parts)}; "
+                      "GridSearchCV's warnings name the error")
             if len(failed) == 2:
                 raise ValueError(f"RankRefit cannot pick a setting: {causes}.")
             other, values = (self.violation, violation) if failed[0] == self.error else (self.error, objective)
@@ -92,6 +102,14 @@ class RankRefit:
                 return int(pick)
             candidates = np.flatnonzero(better)
             pick = candidates[np.lexsort((vio_pos[candidates], objective[candidates]))[0]]
+
+    @staticmethod
+    def _scored_in_some_fold(cv_results: dict, name: str) -> bool:
+        """Whether some fold scored ``name`` for some setting: its means are NaN without the
+        scorer failing everywhere."""
+        splits = [np.asarray(v, dtype=float) for k, v in cv_results.items()
+                  if k.startswith("split") and k.endswith(f"_test_{name}")]
+        return any(np.isfinite(v).any() for v in splits)
 
     @staticmethod
     def _column(cv_results: dict, name: str) -> np.ndarray:
