@@ -626,3 +626,17 @@ def test_audit_of_several_group_columns_keeps_memory_linear_and_intervals_paired
     again = pd.DataFrame(audit(clf, X, y, groups=g[["sex", "race"]], metrics=("tpr",), n_bootstrap=50,
                                random_state=np.random.RandomState(3)))
     pd.testing.assert_frame_equal(state, again)
+
+
+def test_every_audited_column_and_the_constraints_share_one_draw_of_each_resample(monkeypatch):
+    # each block (one per group column, one for the constraints) drew the same resamples again:
+    # four columns cost 2.3 times one
+    import skrate.metrics._bootstrap as bootstrap
+
+    draws, resample = [], bootstrap.resample_counts
+    monkeypatch.setattr(bootstrap, "resample_counts", lambda rng, n: draws.append(n) or resample(rng, n))
+    X, y, g = _data(300)
+    groups = g.assign(third=np.where(np.arange(300) % 3 == 0, "u", "v"))
+    clf = LogisticRegression().fit(X, y)
+    audit(clf, X, y, groups=groups, constraints="tpr[race] >= tpr - 0.1", n_bootstrap=120, random_state=0)
+    assert len(draws) == 120

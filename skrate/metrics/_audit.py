@@ -212,12 +212,9 @@ def audit(
         blocks.setdefault(attribute, []).extend(metric_term(kind, where) for kind in metrics)
     blocks[CONSTRAINT] = [t for con in measured for t in (con.lhs, con.rhs)]
     seed = random_state if isinstance(random_state, Integral) else check_random_state(random_state).randint(2**31 - 1)
-    point, samples = [], []
-    for block in filter(None, blocks.values()):
-        parts = RateParts(block, data, p)
-        point.append(parts.values()[:, 0])
-        samples.append(bootstrap_values(parts, n_bootstrap, seed, n_jobs))
-    point, samples = np.concatenate(point), np.vstack(samples)
+    parts = [RateParts(block, data, p) for block in blocks.values() if block]
+    point = np.concatenate([part.values()[:, 0] for part in parts])
+    samples = bootstrap_values(parts, n_bootstrap, seed, n_jobs)
     k = len(metrics)
     n_rates = len(cells) * k
 

@@ -12,6 +12,8 @@ multiplies every weight by the row's draw count ``k_i``, which only changes the 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import numpy as np
 import scipy.sparse as sp
 from joblib import Parallel, delayed
@@ -187,23 +189,31 @@ def resample_counts(rng: np.random.Generator, n: int) -> np.ndarray:
     return np.bincount(rng.integers(n, size=n), minlength=n)
 
 
-def _chunk(parts: RateParts, seed: int, size: int) -> np.ndarray:
+def _chunk(blocks: list[RateParts], seed: int, size: int) -> np.ndarray:
     rng = np.random.default_rng(seed)
-    # one resample's row counts at a time: O(rows + cells x size) memory
-    counts = (resample_counts(rng, parts.n) for _ in range(size))
-    return parts.term_values(parts.rates_from_sums(*parts.cell_sums(counts, size)))
+    sums = [(np.empty((b.n_cells, size)), np.empty((b.n_cells, size))) for b in blocks]
+    for j in range(size):
+        # one resample's row counts at a time, shared by every block: O(rows + cells x size) memory
+        counts = resample_counts(rng, blocks[0].n)
+        for block, (s_w, s_wp) in zip(blocks, sums):
+            s_w[:, j], s_wp[:, j] = block._sums(counts)
+    return np.vstack([b.term_values(b.rates_from_sums(*s)) for b, s in zip(blocks, sums)])
 
 
-def bootstrap_values(parts: RateParts, n_bootstrap: int, random_state=None, n_jobs=None) -> np.ndarray:
+def bootstrap_values(parts: RateParts | Sequence[RateParts], n_bootstrap: int, random_state=None,
+                     n_jobs=None) -> np.ndarray:
     """Term values (terms x n_bootstrap) on resamples of the rows drawn with replacement.
 
-    The draws depend only on ``random_state``, not on ``n_jobs``: each chunk of ``_CHUNK``
-    resamples has its own seed, drawn from ``random_state`` in order.
+    ``parts`` may be several blocks of terms on the same rows (each with its own cells): they
+    are measured on the same resamples, drawn once, and their terms stacked in order. The draws
+    depend only on ``random_state``, not on ``n_jobs``: each chunk of ``_CHUNK`` resamples has
+    its own seed, drawn from ``random_state`` in order.
     """
+    blocks = [parts] if isinstance(parts, RateParts) else list(parts)
     sizes = [_CHUNK] * (n_bootstrap // _CHUNK) + ([n_bootstrap % _CHUNK] if n_bootstrap % _CHUNK else [])
     seeds = check_random_state(random_state).randint(np.iinfo(np.int32).max, size=len(sizes))
-    chunks = Parallel(n_jobs=n_jobs)(delayed(_chunk)(parts, int(s), k) for s, k in zip(seeds, sizes))
-    return np.hstack(chunks) if chunks else np.zeros((len(parts.terms), 0))
+    chunks = Parallel(n_jobs=n_jobs)(delayed(_chunk)(blocks, int(s), k) for s, k in zip(seeds, sizes))
+    return np.hstack(chunks) if chunks else np.zeros((sum(len(b.terms) for b in blocks), 0))
 
 
 def percentile_interval(samples: np.ndarray, confidence_level: float) -> tuple[np.ndarray, np.ndarray]:
