@@ -64,9 +64,8 @@ class SurrogateTheta:
         if self._pos_neg is None:
             self._pos_neg = (self.A.maximum(0).tocsc(), self.A.minimum(0).tocsc())
         pos, neg = self._pos_neg
-        if self.idx is not None:
-            pos, neg = pos[:, self.idx], neg[:, self.idx]
-        pos, neg = pos * self.scale, neg * self.scale
+        if self.idx is not None:  # a minibatch: its columns, scaled to the full sample
+            pos, neg = pos[:, self.idx] * self.scale, neg[:, self.idx] * self.scale
         upper = _surrogate_rates(pos, neg, self.scores, 0.0, self.surrogate)
         lower = -_surrogate_rates(-neg, -pos, self.scores, 0.0, self.surrogate)
         return np.where(direction >= 0, upper, lower)
