@@ -395,9 +395,7 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
                      scale: np.ndarray | None, offset: np.ndarray | None) -> None:
         self._stats = stats
         # None: partial_fit takes those of its first chunk
-        self._offset = offset
-        # None: partial_fit takes those of its first chunk
-        self._scale = scale
+        self._offset, self._scale = offset, scale
         self._reservoir = RowReservoir(_RESERVOIR_SIZE)
         self._rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31))
         self._n_calls = n_calls

@@ -115,8 +115,8 @@ def stacked_problem(metric: PRAUC, X: np.ndarray | sp.spmatrix, data: RateData):
     rows = np.tile(np.arange(n), T)
     data_big = data.take(rows)
     head = np.repeat(np.arange(T).astype(str), n)
-    data_big = RateData(data_big.y, data_big.sample_weight, GroupTable(data_big.groups.raw.with_column(HEAD, head), n * T),
-                        data_big.baseline)
+    stacked = GroupTable(data_big.groups.raw.with_column(HEAD, head), n * T)
+    data_big = RateData(data_big.y, data_big.sample_weight, stacked, data_big.baseline)
     objective = 1.0
     constraints = []
     for t, tau in enumerate(metric.levels):

@@ -218,7 +218,8 @@ class GroupTable:
             own = {str("group" if name is None else name): groups}
         # a group column stands before X's column of its name
         raw = _Columns(own, X if _is_frame(X) else None)
-        for key, values in own.items():  # now, whether or not a goal reads the column: routed groups come with every fit
+        # now, whether or not a goal reads the column: routed groups come with every fit
+        for key, values in own.items():
             _check_rows(np.asarray(values), key, n)
         clash = sorted(set(own) & set(RESERVED))
         if clash:  # a slice filter on it would select by the label or the baseline decision instead
