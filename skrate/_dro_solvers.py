@@ -47,7 +47,7 @@ from ._divergence import (
     _worst_case,
 )
 from ._dro_losses import convex_loss, score_hessian
-from .utils._conic import CLARABEL
+from .utils._conic import CLARABEL_TOLERANCES
 from .utils._warnings import ignoring
 
 if TYPE_CHECKING:
@@ -320,7 +320,7 @@ def _solve_quietly(conic: cp.Problem, **options) -> None:
     """Solve with Clarabel; the callers check the answer themselves, so cvxpy's accuracy
     warning would only repeat (or contradict) their verdict."""
     with ignoring(Warning, "Solution may be inaccurate"):
-        conic.solve(**{"solver": "CLARABEL", **options})
+        conic.solve(solver="CLARABEL", **options)
 
 
 def _certify(problem: LinearDRO, result: Result, tol: float) -> Result:
@@ -821,7 +821,7 @@ def _solve_working_set(data: LinearDRO, working: np.ndarray, max_iter: int):
     penalty = 0.5 * cp.sum_squares(cp.multiply(root_ridge, W))
     conic = cp.Problem(cp.Minimize(t + penalty), [epigraph])
     try:
-        _solve_quietly(conic, max_iter=max_iter, **CLARABEL)
+        _solve_quietly(conic, max_iter=max_iter, **CLARABEL_TOLERANCES)
     except cp.error.SolverError:
         return None, None, 0
     used = int(conic.solver_stats.num_iters or 0)

@@ -28,7 +28,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog, minimize
 
-from ..utils._conic import CLARABEL
+from ..utils._conic import CLARABEL_TOLERANCES
 from ._metrics import KLD, GMean, HMean, MaxOf, QMean, RateFunction
 
 _LO = 1e-6
@@ -211,7 +211,7 @@ class CvxpyXiPlayer:
         if w * self.sign < 0:
             raise ValueError(f"w={w:g} has the other sign than this problem's, built with sign={self.sign:g}.")
         self.w.value = abs(float(w))  # its sign is the problem's, fixed when it was built
-        self.problem.solve(**CLARABEL)
+        self.problem.solve(solver="CLARABEL", **CLARABEL_TOLERANCES)
         out = self.fixed.copy()
         out[self.free] = self.xi.value
         return out

@@ -135,15 +135,10 @@ class RateParts:
     def n_cells(self) -> int:
         return self.V.shape[1]
 
-    def cell_sums(self, counts=None, size: int | None = None) -> tuple[np.ndarray, np.ndarray]:
-        """``(S_w, S_wp)`` (cells x B) for row counts ``counts`` (B x rows); None is the sample.
-        ``counts`` may also be an iterable of ``size`` count vectors, read one at a time."""
-        if counts is None:
-            counts, size = [None], 1
-        elif size is None:
-            counts = np.atleast_2d(counts)
-            size = len(counts)
-        s_w = np.empty((self.n_cells, size))
+    def cell_sums(self, counts=None) -> tuple[np.ndarray, np.ndarray]:
+        """``(S_w, S_wp)`` (cells x B) for row counts ``counts`` (B x rows); None is the sample."""
+        counts = [None] if counts is None else np.atleast_2d(counts)
+        s_w = np.empty((self.n_cells, len(counts)))
         s_wp = np.empty_like(s_w)
         for j, k in enumerate(counts):
             s_w[:, j], s_wp[:, j] = self._sums(k)

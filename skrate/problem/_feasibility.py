@@ -7,8 +7,8 @@ import scipy.sparse as sp
 from scipy.optimize import linprog
 
 from ..rates import Constraint, Ratio
-from ..solutions._stochastic_model import _sparse_row_hashes
 from ..rates._functions import named_ratio
+from ..solutions._stochastic_model import _sparse_row_hashes
 from ._compile import RateProblem
 
 # ranges of the named ratios over every classifier (tp <= ppr; wins and losses are rates)
