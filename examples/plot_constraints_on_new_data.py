@@ -6,9 +6,10 @@ A model trained to meet ``ppr[race] >= ppr - 0.05`` meets it on its training row
 construction. On new rows the rates are new estimates, and the model was chosen *because*
 its training estimates looked good, so the constraint often breaks by about the noise of the
 smallest slice. ``margin="auto"`` tightens each constraint by a confidence bound on its
-estimate (``margin_confidence=0.95`` by default), so that a constraint met with its margin
-on the training rows holds in the population with about that probability (somewhat less, as
-the solution is chosen on those same rows).
+estimate (``margin_confidence=0.95`` by default), widened after training to hold for every
+mixture of the trained models at once, so that a constraint met with its margin on the
+training rows holds in the population with about that probability, although the solution is
+chosen on those same rows.
 
 Here: positive prediction rates across race within 0.05 of the overall rate (demographic
 parity) on COMPAS, over ten random 70/30 splits, with and without margins. Each split's test violation is itself an estimate

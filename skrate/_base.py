@@ -122,6 +122,15 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
     def weights_(self) -> np.ndarray:
         return self._solution_weights(None)
 
+    def _keep_trajectory(self, traj, seed: int) -> None:
+        """The fitted attributes every game leaves: its candidates, their values and multipliers."""
+        self.candidates_ = traj.params
+        self.train_objective_ = traj.objective
+        self.train_constraints_ = traj.constraints
+        self.multipliers_ = traj.multipliers
+        self.n_iter_ = traj.n_iter
+        self.random_seed_ = seed
+
     def stochastic_model(self, solution: str | None = None) -> StochasticModel:
         """The fitted distribution over models of a solution.
 

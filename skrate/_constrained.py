@@ -17,10 +17,12 @@ from .models import LinearModel, MLPModel, folding_callback, input_scale, scaled
 from .models._fitted import FittedEstimators
 from ._holdout import check_goal_columns, check_held_out_values, holdout_split
 from .problem import (compile_problem, confidence_margins, evaluate_term, in_own_units, least_violation,
-                      ratio_bound_out_of_range, report_rows, tightened, violation_rows, zero_denominator_reason)
+                      ratio_bound_out_of_range, report_rows, simultaneous_margins, tightened, violation_rows,
+                      zero_denominator_reason)
 from .rates import Expression, Ratio, as_constraints, as_expression
 from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
 from .solvers import GAME_SOLVERS, SURROGATES, solve_rate_game
+from .solvers._rate_game import candidate_decisions
 from .solvers._oracle_game import ORACLE_SOLVERS
 from ._oracle import check_oracle_params, fit_oracle_game
 from .utils._validation import unfitted_on_error
@@ -120,12 +122,14 @@ class ConstrainedClassifier(RateClassifierBase):
         form ``g <= 0`` to ``g + margin <= 0`` with a confidence bound on ``g``'s estimate from
         its slices' sizes (see :func:`skrate.problem.confidence_margins`; for a ratio ``N / D
         >= c``, ``g`` is ``c D - N``), measured on the sample the solution is chosen on (the
-        held-out part when there is one).
+        held-out part when there is one). After training, each margin widens where needed to
+        one that holds for every mixture of the candidates at once
+        (:func:`skrate.problem.simultaneous_margins`), so that choosing the solution on those
+        rows does not lower the level.
     margin_confidence : float, default=0.95
-        Per-constraint probability that a constraint met with ``margin="auto"`` holds on new data,
-        for a model fixed in advance. The solution is chosen on the rows the margin is measured
-        on, which makes the realised level somewhat lower (measured in the user guide's
-        "Constraints that hold on new data"); ask for 0.99 when the level matters.
+        Per-constraint probability that a constraint met with ``margin="auto"`` holds on new
+        data, whichever mixture of the candidates the solution is (measured in the user guide's
+        "Constraints that hold on new data").
     random_state : int, RandomState instance or None, default=None
         Seeds minibatches, MLP initialisation, the held-out split, the per-row draws of
         stochastic predictions and the ``estimator``'s ``random_state`` parameters left None
@@ -405,6 +409,30 @@ class ConstrainedClassifier(RateClassifierBase):
             held_problem = None if held is None else self._compile_part(unmeasured, tight, held_data, data, source,
                                                                         "held-out")
         check_oracle_params(self.estimator, self.solver)
+        traj = self._play(problem, held_problem, X, data, train, held, gen)
+        if isinstance(self.margin, str):
+            # "auto" covers the choice among the candidates too: each margin widens to one that
+            # holds for every mixture of them at once, on the rows the solution is chosen on
+            extra = self._selection_allowance(expanded, traj, X if held is None else _safe_indexing(X, held),
+                                              data if held is None else held_data, gen)
+            traj.constraints = traj.constraints + extra[:, None]
+            self.margins_ = self.margins_ + extra
+        self.constraints_ = expanded
+        self.objective_ = objective
+        self._keep_trajectory(traj, seed)
+        lp = self._set_solutions(traj)
+        if self.solver in ORACLE_SOLVERS:
+            if self.solution != "T_stochastic":
+                # keep the models some solution other than the uniform mixture uses: at most m + 3
+                self._model.keep(np.flatnonzero(sum(w for name, w in self.solutions_.items() if name != "T_stochastic")))
+            self.estimators_ = self._model.estimators
+        self.fit_report_ = self._fit_report(X, data, train, held, lp.feasible,
+                                            problem if held is None else held_problem)
+        return self
+
+    def _play(self, problem, held_problem, X, data, train, held, gen):
+        """Play the game on ``problem`` (and ``held_problem`` on the held-out rows); set the score
+        model and return the trajectory."""
         if self.solver in ORACLE_SOLVERS:
             self._model, traj = fit_oracle_game(
                 self, problem, _safe_indexing(X, train) if held is not None else X,
@@ -428,23 +456,14 @@ class ConstrainedClassifier(RateClassifierBase):
             )
             if transform is not None:
                 traj.params = self._model.unscale(traj.params, transform)
-        self.constraints_ = expanded
-        self.objective_ = objective
-        self.candidates_ = traj.params
-        self.train_objective_ = traj.objective
-        self.train_constraints_ = traj.constraints
-        self.multipliers_ = traj.multipliers
-        self.n_iter_ = traj.n_iter
-        self.random_seed_ = seed
-        lp = self._set_solutions(traj)
-        if self.solver in ORACLE_SOLVERS:
-            if self.solution != "T_stochastic":
-                # keep the models some solution other than the uniform mixture uses: at most m + 3
-                self._model.keep(np.flatnonzero(sum(w for name, w in self.solutions_.items() if name != "T_stochastic")))
-            self.estimators_ = self._model.estimators
-        self.fit_report_ = self._fit_report(X, data, train, held, lp.feasible,
-                                            problem if held is None else held_problem)
-        return self
+        return traj
+
+    def _selection_allowance(self, constraints, traj, X_chosen, chosen_on, gen) -> np.ndarray:
+        """How far each "auto" margin must widen to hold for every mixture of the candidates on
+        the rows the solution is chosen on (``X_chosen``, with ``chosen_on`` their rate data)."""
+        decisions = candidate_decisions(self._model, X_chosen, traj.params)
+        wider = simultaneous_margins(constraints, chosen_on, decisions, self.margin_confidence, gen)
+        return np.maximum(wider - self.margins_, 0.0)
 
     def stochastic_model(self, solution: str | None = None) -> StochasticModel:
         model = super().stochastic_model(solution)

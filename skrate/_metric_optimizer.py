@@ -711,12 +711,7 @@ class MetricOptimizer(RateClassifierBase):
         self.constraints_ = [c.label for c in program.constraints]
         self.metric_class_ = _problem_class(program)
         self.solver_ = solver
-        self.candidates_ = traj.params
-        self.train_objective_ = traj.objective
-        self.train_constraints_ = traj.constraints
-        self.multipliers_ = traj.multipliers
-        self.n_iter_ = traj.n_iter
-        self.random_seed_ = seed
+        self._keep_trajectory(traj, seed)
         self._set_solutions(program, traj)
         self._check_feasible(program, traj, constraints, data_fit, game_model, X_fit,
                              cross_fit or self._cross_fits_estimator())

@@ -20,6 +20,8 @@ from typing import TYPE_CHECKING, Callable
 import numpy as np
 import scipy.sparse as sp
 from scipy.special import expit
+from sklearn.utils import _safe_indexing
+from sklearn.utils.validation import _num_samples
 
 from ..models import Design
 from ..problem import RateProblem
@@ -54,6 +56,17 @@ def decision_rates(model, X, params: np.ndarray, matrix, *, chunk_rows: int = CH
     for start in range(0, n, chunk_rows):
         rows = slice(start, min(start + chunk_rows, n))
         out += cols[:, rows] @ _decisions(model, X[rows], params)
+    return out
+
+
+def candidate_decisions(model, X, params: np.ndarray, *, chunk_rows: int = CHUNK_ROWS) -> np.ndarray:
+    """The 0/1 decisions of the candidates ``params`` on ``X`` as a boolean (n, k) array, scored
+    ``chunk_rows`` rows at a time (one byte per entry: a million rows of 100 candidates is 100 MB)."""
+    n, k = _num_samples(X), params.shape[0]
+    out = np.empty((n, k), dtype=bool)
+    for start in range(0, n, chunk_rows):
+        rows = slice(start, min(start + chunk_rows, n))
+        out[rows] = np.asarray(model.scores_many(_safe_indexing(X, rows), params), dtype=float) > 0
     return out
 
 
