@@ -99,7 +99,7 @@ _CLI_WORDS = [
      r"'group'\)", "no --groups were given: list the group columns the constraints name in --groups"),
     (r" X reached the estimator as an array, whose columns have no names:.*?\)\)\.", ""),  # here it always does
     (r"filter on a value with \w+\(where=\{[^}]*\}\) or ", "filter on a value with "),
-    (r" \(fit_report_ lists each constraint on each part\)", " ('skrate audit' lists each constraint)"),
+    (r" \(fit_report_ lists each constraint's margin and violation on each part\)", " ('skrate audit' lists each constraint)"),
     (r", train longer \(max_iter\), or choose another solution", " or train longer (--max-iter)"),
     (r"\(max_iter\)", "(--max-iter)"),
     (r"constraints go in constraints=", "constraints go in --constraint"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import warnings
+from dataclasses import replace
 from numbers import Integral, Real
 from typing import TYPE_CHECKING
 
@@ -36,6 +37,10 @@ if TYPE_CHECKING:
 # exceed the 0-1 rates) need a smaller one than the players on true rates.
 LAMBDA_STEPS = {"proxy_lagrangian": 2.0, "proxy_lagrangian_ext": 2.0, "lagrangian": 0.5,
                 "oracle_proxy_lagrangian": 10.0, "oracle_lagrangian": 2.0}
+
+
+#: Games played again, at most, when no mixture of the candidates meets the widened "auto" margins.
+_REPLAYS = 2
 
 
 class ConstrainedClassifier(RateClassifierBase):
@@ -125,7 +130,9 @@ class ConstrainedClassifier(RateClassifierBase):
         held-out part when there is one). After training, each margin widens where needed to
         one that holds for every mixture of the candidates at once
         (:func:`skrate.problem.simultaneous_margins`), so that choosing the solution on those
-        rows does not lower the level.
+        rows does not lower the level; when no mixture meets the wider margins, the game plays
+        again aiming at them (at most twice more, ``callback`` and ``verbose`` following every
+        game; ``n_iter_`` counts the last).
     margin_confidence : float, default=0.95
         Per-constraint probability that a constraint met with ``margin="auto"`` holds on new
         data, whichever mixture of the candidates the solution is (measured in the user guide's
@@ -412,11 +419,20 @@ class ConstrainedClassifier(RateClassifierBase):
         traj = self._play(problem, held_problem, X, data, train, held, gen)
         if isinstance(self.margin, str):
             # "auto" covers the choice among the candidates too: each margin widens to one that
-            # holds for every mixture of them at once, on the rows the solution is chosen on
-            extra = self._selection_allowance(expanded, traj, X if held is None else _safe_indexing(X, held),
-                                              data if held is None else held_data, gen)
-            traj.constraints = traj.constraints + extra[:, None]
-            self.margins_ = self.margins_ + extra
+            # holds for every mixture of them at once, on the rows the solution is chosen on. The
+            # game aimed at the narrower margins; when no mixture meets the wider ones, it plays
+            # again aiming at them
+            X_chosen, chosen_on = (X, data) if held is None else (_safe_indexing(X, held), held_data)
+            for replay in range(_REPLAYS + 1):
+                extra = self._selection_allowance(expanded, traj, X_chosen, chosen_on, gen)
+                traj.constraints = traj.constraints + extra[:, None]
+                self.margins_ = self.margins_ + extra
+                for p in (problem, held_problem):
+                    if p is not None:
+                        p.b[1:] += extra
+                if replay == _REPLAYS or not extra.any() or shrink(traj.objective, traj.constraints).feasible:
+                    break
+                traj = self._play(problem, held_problem, X, data, train, held, gen)
         self.constraints_ = expanded
         self.objective_ = objective
         self._keep_trajectory(traj, seed)
@@ -607,8 +623,10 @@ class ConstrainedClassifier(RateClassifierBase):
                 " (the m_stochastic solution does)" if self.feasible_ else " (nor does the m_stochastic solution)")
             text = f"The {named} does not meet {every}{note}"
         if broken:
-            text += (f"; its largest violation is {defined[worst]:.4g}, on '{self.constraints_[worst]}', in the "
-                     "constraint's own units (fit_report_ lists each constraint on each part)")
+            margin = ", margin included," if self.margins_.any() else ""
+            text += (f"; its largest violation{margin} is {defined[worst]:.4g}, on '{self.constraints_[worst]}', in "
+                     "the constraint's own units (fit_report_ lists each constraint's margin and violation on each "
+                     "part)")
         undefined = [c for c, e in zip(self.constraints_, excess) if np.isnan(e)]
         if undefined:
             ratio = next(t for t in (undefined[0].lhs, undefined[0].rhs) if isinstance(t, Ratio))
@@ -628,6 +646,13 @@ class ConstrainedClassifier(RateClassifierBase):
             if beyond:
                 advice = (f" No classifier at all can meet {beyond[0]}{', margin included' if moved else ''}. "
                           f"Loosen or drop that constraint{' or its margin' if moved else ''}.")
+            elif least > 1e-9 and isinstance(self.margin, str) and least_violation(
+                    replace(problem, b=np.r_[problem.b[0], problem.b[1:] - self.margins_]))[0] <= 1e-9:
+                advice = (f" No classifier at all can meet them together with their margins on these rows (the least "
+                          f"possible largest violation is {least:.4g}, on '{self.constraints_[hardest]}'), though "
+                          f"one can without: the margins of margin='auto' at margin_confidence="
+                          f"{self.margin_confidence} ask more than {problem.basis.shape[1]} rows can promise. Lower "
+                          "margin_confidence, or train on more rows (or hold fewer out).")
             elif least > 1e-9:
                 advice = (f" No classifier at all can meet them together on these rows, even one choosing each "
                           f"row's decision freely: the least possible largest violation is {least:.4g}, on "
@@ -636,6 +661,9 @@ class ConstrainedClassifier(RateClassifierBase):
                           "contradict each other).")
             else:
                 advice = " Loosen the constraints, or train longer (max_iter) or with a larger model."
+            if isinstance(self.margin, str) and broken and "margin_confidence" not in advice:
+                advice += (" The margins of margin='auto' cover the choice among the trained models, which "
+                           "widens them with few rows per slice; a lower margin_confidence narrows them.")
         warnings.warn(f"{text}.{advice}", InfeasibleConstraintsWarning, stacklevel=6)
 
     def _set_solutions(self, traj):

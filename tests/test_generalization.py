@@ -1,9 +1,12 @@
 """Constraints that hold on new data: held-out multipliers and confidence margins."""
 
+import warnings
+
 import numpy as np
 import pytest
 
 from skrate import ConstrainedClassifier
+from skrate.exceptions import InfeasibleConstraintsWarning
 from skrate._holdout import holdout_split
 from skrate.problem import GroupTable, RateData, confidence_margins, simultaneous_margins
 from skrate.rates import parse_constraint
@@ -446,3 +449,64 @@ def test_auto_margins_widen_to_cover_every_mixture_of_the_candidates(solver):
     assert clf.feasible_
     report = clf.constraint_report(X[mask], y[mask], groups=g[mask], solution="m_stochastic")
     assert report["violation"].iloc[0] + clf.margins_[0] <= 1e-9
+
+
+def test_the_game_plays_again_when_no_mixture_meets_the_widened_margins():
+    # the oracle stops once its mixture meets the narrower margins it aims at; widened after
+    # training, they were out of the candidates' reach here (an InfeasibleConstraintsWarning)
+    from sklearn.linear_model import LogisticRegression
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(3000, 4))
+    g = rng.choice(["a", "b"], 3000, p=[0.8, 0.2])
+    X[g == "b", 0] -= 0.5
+    y = ((X[:, 0] + X[:, 1] + rng.normal(size=3000)) > 0.5).astype(int)
+    clf = ConstrainedClassifier("tpr[group] >= 0.95 * tpr", margin="auto", estimator=LogisticRegression(),
+                                solver="oracle_proxy_lagrangian", random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InfeasibleConstraintsWarning)
+        clf.fit(X, y, groups=g)
+    assert clf.feasible_
+    report = clf.constraint_report(X, y, groups=g, solution="m_stochastic")
+    assert (report["violation"].iloc[:-1] + clf.margins_ <= 1e-9).all()
+
+
+def test_margins_more_than_the_rows_can_promise_are_named():
+    # three groups, the smallest 60 rows of the 600 held out: no classifier meets every group's
+    # parity with its margin, though one meets them without
+    rng = np.random.default_rng(0)
+    g = rng.choice(["a", "b", "c"], 2000, p=[0.6, 0.3, 0.1])
+    X = rng.normal(size=(2000, 3))
+    shift = np.where(g == "a", 0.7, -0.7)
+    y = (X[:, 0] + shift + rng.normal(scale=0.7, size=2000) > 0).astype(int)
+    X[:, 2] += shift
+    clf = ConstrainedClassifier("ppr[group] >= ppr - 0.05", margin="auto", validation_fraction=0.3, random_state=0)
+    with pytest.warns(InfeasibleConstraintsWarning, match=r"largest violation, margin included, is .* though one can "
+                      r"without: the margins of margin='auto' at margin_confidence=0.95 ask more than 600 rows"):
+        clf.fit(X, y, groups=g)
+    assert not clf.feasible_
+
+
+def test_candidates_with_distinct_decisions_are_never_merged():
+    rng = np.random.default_rng(0)
+    data, _, _ = _one_slice(400, rng)
+    d = np.zeros((400, 40), bool)  # 40 candidates, each saying 1 on its own 5 rows
+    d[rng.permutation(400)[:200].reshape(40, 5).T, np.arange(40)] = True
+    con = [parse_constraint("ppr <= 0.5")]
+    np.testing.assert_allclose(simultaneous_margins(con, data, d, 0.95, random_state=0),
+                               simultaneous_margins(con, data, d.astype(float), 0.95, random_state=0), rtol=1e-12)
+
+
+def test_a_simultaneous_margin_near_certainty_stays_between_its_bounds():
+    rng = np.random.default_rng(14)
+    data, y, g = _one_slice(3000, rng)
+    d = rng.random((3000, 20)) < 0.5
+    con = [parse_constraint("ppr[g=b] >= 0.3")]
+    rates = d[g == "b"].mean(axis=0)
+    sd = np.sqrt(rates * (1 - rates) / (g == "b").sum())
+    # one candidate: its own normal quantile, however few draws fall beyond it
+    np.testing.assert_allclose(simultaneous_margins(con, data, d[:, :1], 0.99999, random_state=0),
+                               [norm.ppf(0.99999) * sd[0]], rtol=1e-9)
+    # nearly independent candidates: the largest of them, as the independent formula gives it
+    got = simultaneous_margins(con, data, d, 0.999, random_state=1)[0]
+    np.testing.assert_allclose(got, sd.mean() * norm.ppf(0.999 ** (1 / 20)), rtol=0.04)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+from scipy.optimize import brentq
 from scipy.stats import norm
 
 from ..rates import Constraint, Ratio
@@ -79,10 +80,11 @@ def _fixes_label(rate) -> bool:
     return RATE_KINDS[rate.kind][1] is not None or any(key == LABEL for key, _ in rate.slice.filters)
 
 
-#: Rows of the candidates' influences held at a time, and draws of their joint errors (5,000 put
-#: a 0.95 quantile within about 2% of itself, one standard error).
-_ROWS = 2**16
-_DRAWS = 5_000
+#: Entries of the (rows, candidates) blocks held at a time (32 MiB of floats).
+_ENTRIES = 2**22
+#: Monte Carlo draws of the candidates' joint errors: at least this many, and enough for this many
+#: beyond the quantile, up to the cap (5,000 put a 0.95 quantile within about 2%, one standard error).
+_DRAWS, _TAIL_DRAWS, _MAX_DRAWS = 5_000, 100, 200_000
 
 
 def simultaneous_margins(constraints: list[Constraint], data: RateData, decisions: ArrayLike,
@@ -133,13 +135,11 @@ def simultaneous_margins(constraints: list[Constraint], data: RateData, decision
     if decisions.ndim != 2 or decisions.shape[0] != data.n:
         raise ValueError(f"decisions must have shape ({data.n}, n_candidates), one row per row of data; "
                          f"got shape {decisions.shape}")
-    # candidates with the same decisions err together, so one of each is enough. Each is keyed by
-    # its decisions' sum of a random weight in [1, 2) per row: distinct 0/1 columns differ by 1 or
-    # more, rounding by 1e-10 at most (a duplicate kept is harmless, only slower)
+    # candidates with the same decisions err together, so one of each is enough (exactly: 0/1
+    # columns compared by their packed bits)
     if decisions.dtype == bool:
-        probe = 1.0 + np.random.default_rng(0).random(data.n)
-        keys = np.round(4.0 * sum(probe[b] @ decisions[b] for b in _blocks(data.n)))
-        _, first = np.unique(keys, return_index=True)
+        packed = np.ascontiguousarray(np.packbits(decisions, axis=0).T)
+        _, first = np.unique(packed.view(np.dtype((np.void, packed.shape[1]))).ravel(), return_index=True)
     else:
         _, first = np.unique(decisions.T, axis=0, return_index=True)
     influences = _Influences(data, decisions[:, np.sort(first)])
@@ -177,13 +177,14 @@ class _Influences:
         if rate not in self._rates:
             idx, w = slice_weights(rate, self.data)
             v, c = rate_coefficients(rate, self.data, idx)
-            value = sum((w[b] * v[b]) @ self.decisions[idx[b]] for b in _blocks(idx.size)) + np.dot(w, c)
+            k = self.decisions.shape[1]
+            value = sum((w[b] * v[b]) @ self.decisions[idx[b]] for b in _blocks(idx.size, k)) + np.dot(w, c)
             ones = np.ones(self.decisions.shape[1])
             self._rates[rate] = (idx, w * v, np.column_stack([w * c, -w]), np.column_stack([ones, value]))
         return self._rates[rate]
 
     def gram(self, r, s) -> np.ndarray:
-        """``I_r^T I_s``, summed ``_ROWS`` shared rows at a time."""
+        """``I_r^T I_s``, summed over the rows the slices share a block at a time."""
         if (s, r) in self._grams:
             return self._grams[(s, r)].T
         if (r, s) not in self._grams:
@@ -191,7 +192,7 @@ class _Influences:
             shared = idx_r if r == s else np.intersect1d(idx_r, idx_s, assume_unique=True)
             k = self.decisions.shape[1]
             DD, DU_s, DU_r, UU = np.zeros((k, k)), np.zeros((k, 2)), np.zeros((k, 2)), np.zeros((2, 2))
-            for b in _blocks(shared.size):
+            for b in _blocks(shared.size, k):
                 rows = shared[b]
                 i, j = np.searchsorted(idx_r, rows), np.searchsorted(idx_s, rows)
                 D = self.decisions[rows].astype(float)
@@ -203,18 +204,33 @@ class _Influences:
         return self._grams[(r, s)]
 
 
-def _blocks(n: int):
-    return (slice(lo, lo + _ROWS) for lo in range(0, n, _ROWS))
+def _blocks(n: int, k: int):
+    """Slices of ``n`` rows whose blocks of ``k`` columns hold about ``_ENTRIES`` entries."""
+    step = max(1, _ENTRIES // max(k, 1))
+    return (slice(lo, lo + step) for lo in range(0, n, step))
 
 
 def _largest_error_quantile(gram: np.ndarray, confidence: float, rng: np.random.Generator) -> float:
-    """The ``confidence`` quantile of ``max_k Z_k`` for ``Z ~ N(0, gram)``."""
+    """The ``confidence`` quantile of ``max_k Z_k`` for ``Z ~ N(0, gram)``, by Monte Carlo.
+
+    It lies between the largest of the single quantiles, ``z sigma_k``, and the union bound,
+    the ``t`` at which ``sum_k P(Z_k > t) = 1 - confidence``; the estimate is kept within them,
+    which bounds its noise where few draws fall beyond the quantile (``confidence`` near 1).
+    """
+    sd = np.sqrt(np.clip(np.diag(gram), 0.0, None))
+    if not sd.max() > 0:
+        return 0.0
+    alpha, spread = 1.0 - confidence, sd[sd > 0]
+    lower = norm.ppf(confidence) * spread.max()
+    bracket = norm.isf(alpha / spread.size) * spread.max()  # every term at most alpha / k there
+    upper = brentq(lambda t: norm.sf(t / spread).sum() - alpha, lower, bracket) if bracket > lower else lower
     values, vectors = np.linalg.eigh((gram + gram.T) / 2)
     root = vectors * np.sqrt(np.clip(values, 0.0, None))  # root @ root.T == gram
-    step = max(1, _ROWS // root.shape[0])  # draws held at a time
-    largest = np.concatenate([(rng.standard_normal((min(step, _DRAWS - lo), root.shape[0])) @ root.T).max(axis=1)
-                              for lo in range(0, _DRAWS, step)])
-    return float(np.quantile(largest, confidence))
+    draws = int(min(_MAX_DRAWS, max(_DRAWS, np.ceil(_TAIL_DRAWS / alpha))))
+    step = max(1, _ENTRIES // root.shape[0])  # draws held at a time
+    largest = np.concatenate([(rng.standard_normal((min(step, draws - lo), root.shape[0])) @ root.T).max(axis=1)
+                              for lo in range(0, draws, step)])
+    return float(np.clip(np.quantile(largest, confidence), lower, upper))
 
 
 def in_own_units(constraints: list[Constraint], margins: ArrayLike, data: RateData,
