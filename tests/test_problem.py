@@ -538,7 +538,7 @@ def test_least_violation_merges_alike_rows_into_the_per_row_optimum(specs):
     import scipy.sparse as sp
     from scipy.optimize import linprog
 
-    from skrate.problem._feasibility import _cells, least_violation
+    from skrate.problem import CellMatrix, least_violation
 
     rng = np.random.default_rng(1)
     n = 2000
@@ -546,8 +546,8 @@ def test_least_violation_merges_alike_rows_into_the_per_row_optimum(specs):
     data = RateData(rng.integers(0, 2, n), rng.uniform(0.5, 2.0, n), GroupTable.from_input(groups, None, n),
                     rng.integers(0, 2, n))
     problem = compile_problem(parse_expression("error"), [c for s in specs for c in as_constraints(s)], data)
-    unit, upper = _cells(problem.basis)
-    assert unit.shape[1] <= 3 * 2 * 2 * 2  # race x sex x label x baseline decision
+    cells = CellMatrix.from_factors(problem.mix, problem.basis)
+    assert cells.K.shape[1] <= 3 * 2 * 2 * 2  # race x sex x label x baseline decision
     A, b = sp.csr_matrix(problem.A[1:]), problem.b[1:]
     m, n = A.shape
     per_row = linprog(np.r_[np.zeros(n), 1.0], A_ub=sp.hstack([A, -np.ones((m, 1))]), b_ub=-b,
@@ -555,3 +555,65 @@ def test_least_violation_merges_alike_rows_into_the_per_row_optimum(specs):
     value, worst = least_violation(problem)
     assert value == pytest.approx(per_row.fun, abs=1e-9)
     assert (A @ per_row.x[:n] + b)[worst] == pytest.approx(per_row.fun, abs=1e-9)
+
+
+def test_cell_matrix_is_the_product_of_the_rate_factors():
+    import scipy.sparse as sp
+
+    from skrate.problem import CellMatrix, compile_factored
+
+    rng = np.random.default_rng(3)
+    n = 3000
+    groups = {"race": rng.choice(["a", "b", "c"], n), "sex": rng.choice(["F", "M"], n)}
+    w = rng.uniform(0.5, 2.0, n)
+    w[:10] = 0.0  # rows of weight 0 move no rate
+    data = RateData(rng.integers(0, 2, n), w, GroupTable.from_input(groups, None, n), rng.integers(0, 2, n))
+    specs = ["ppr[race] <= ppr + 0.05", "tpr[sex=F] >= 0.9 * tpr", "error <= 0.3", "churn <= 0.2",
+             "accuracy[race=a] >= accuracy - 0.1"]
+    exprs = [c.expression for c in expand_constraints([c for s in specs for c in as_constraints(s)], data.groups)]
+    mix, basis, _ = compile_factored(exprs, data)
+    A, cells = sp.csr_matrix(mix @ basis).toarray(), CellMatrix.from_factors(mix, basis)
+    assert cells.P.nnz == n - 10 and cells.K.shape[1] <= 3 * 2 * 2 * 2  # race x sex x label x baseline
+    np.testing.assert_allclose(cells.toarray(), A, rtol=1e-12, atol=1e-18)
+    np.testing.assert_allclose(cells.maximum(0).toarray(), np.maximum(A, 0), rtol=1e-12, atol=1e-18)
+    np.testing.assert_allclose(cells.minimum(0).toarray(), np.minimum(A, 0), rtol=1e-12, atol=1e-18)
+    np.testing.assert_allclose(abs(cells).sum(axis=1), np.abs(A).sum(axis=1), rtol=1e-12)
+    x, v = rng.random((n, 3)), rng.normal(size=A.shape[0])
+    np.testing.assert_allclose(cells @ x, A @ x, rtol=1e-12)
+    np.testing.assert_allclose(cells.T @ v, A.T @ v, rtol=1e-12, atol=1e-18)
+    idx = rng.permutation(n)[:500]
+    np.testing.assert_allclose((cells[:, idx] * 2.0).toarray(), 2.0 * A[:, idx], rtol=1e-12, atol=1e-18)
+    np.testing.assert_allclose((-cells[1:3]).toarray(), -A[1:3], rtol=1e-12, atol=1e-18)
+
+
+def test_games_over_rates_never_form_the_product_of_the_rate_factors(monkeypatch):
+    # a parity constraint's row of A = mix @ basis holds n entries: MetricOptimizer's programs and
+    # the Lagrangian's surrogates held one such row per group (1 GB at 300k rows and 50 groups)
+    import skrate.problem as problem_module
+    import skrate.problem._compile as compile_module
+    from skrate import ConstrainedClassifier, MetricOptimizer
+
+    rng = np.random.default_rng(4)
+    n = 600
+    X = rng.normal(size=(n, 3))
+    g = rng.choice(list("abcde"), n)
+    y = (X[:, 0] + rng.normal(size=n) > 0).astype(int)
+    specs = ["ppr[group] >= ppr - 0.05"]
+    refs = [MetricOptimizer("g_mean", constraints=specs, solver="three_player", max_iter=60, random_state=0),
+            MetricOptimizer("f1", constraints=specs, max_iter=60, random_state=0),  # sums of ratios
+            MetricOptimizer("g_mean", constraints=specs, batch_size=100, max_iter=60, random_state=0),  # Frank-Wolfe
+            ConstrainedClassifier(specs, solver="lagrangian", max_iter=60, random_state=0),
+            ConstrainedClassifier(specs, solver="lagrangian", batch_size=100, max_iter=60, random_state=0)]
+    expected = [ref.fit(X, y, groups=g).predict_proba(X) for ref in refs]
+    assert [r.solver_ for r in refs[:3]] == ["three_player", "ratio", "frank_wolfe"]
+
+    def formed(*args, **kwargs):
+        raise AssertionError("A = mix @ basis was formed")
+
+    monkeypatch.setattr(compile_module.RateProblem, "A", property(formed))
+    monkeypatch.setattr(compile_module, "compile_expressions", formed)
+    monkeypatch.setattr(problem_module, "compile_expressions", formed)
+    for module in ("skrate.generalized._program", "skrate.generalized._ratio"):  # any copy of the name
+        monkeypatch.setattr(f"{module}.compile_expressions", formed, raising=False)
+    for ref, p in zip(refs, expected):
+        np.testing.assert_allclose(ref.fit(X, y, groups=g).predict_proba(X), p, atol=1e-12)

@@ -13,7 +13,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..exceptions import UndefinedRateError
-from ..problem import (RateData, compile_expressions, expand_constraints, ratio_value, report_rows, reported_rates,
+from ..problem import (CellMatrix, RateData, compile_factored, expand_constraints, ratio_value, report_rows, reported_rates,
                        violation_rows)
 from ..problem._evaluate import absent_values
 from ..rates import Constraint, Ratio
@@ -70,7 +70,7 @@ class CompiledSum:
 class MetricProgram:
     """Objective (row 0 of ``values``) and constraints ``<= 0`` over the rates ``A @ yhat + b``."""
 
-    A: sp.csr_matrix
+    A: CellMatrix
     b: np.ndarray
     objective: CompiledSum
     constraints: list
@@ -274,14 +274,14 @@ def compile_program(objective: Metric | Expression | Ratio | str,
             for bound in _expand(con, groups):
                 sums.append((bound.metric, "constraint", str(bound), ()))
     labels = _unique([text if role == "constraint" else f"objective: {text}" for _, role, text, _ in sums])
-    rows, consts, compiled, cache = [], [], [], {}
+    exprs, consts, compiled, cache = [], [], [], {}
     n_rows = 0
     for (metric, role, text, guards), label in zip(sums, labels):
         atoms, measured = [], True
         for coef, atom in [*metric.terms, *((0.0, g) for g in guards)]:
             if atom not in cache:
                 try:
-                    A_a, b_a = compile_expressions(list(atom.exprs), data)
+                    _, _, b_a = compile_factored(list(atom.exprs), data)
                     atom.check(b_a)
                 except ValueError as exc:
                     if undefined is not None and role == "constraint" and _unmeasured(atom, data, exc):
@@ -289,7 +289,7 @@ def compile_program(objective: Metric | Expression | Ratio | str,
                         break
                     raise ValueError(f"The {role} '{text}' cannot be measured on this data: {exc}") from None
                 cache[atom] = np.arange(n_rows, n_rows + len(atom.exprs))
-                rows.append(A_a)
+                exprs.extend(atom.exprs)
                 consts.append(b_a)
                 n_rows += len(atom.exprs)
             atoms.append((float(coef), atom, cache[atom]))
@@ -299,7 +299,9 @@ def compile_program(objective: Metric | Expression | Ratio | str,
                                         np.array([idx[0] for _, _, idx in guarded], dtype=int)))
         else:
             undefined.append(label)
-    A = sp.vstack(rows).tocsr() if rows else sp.csr_matrix((0, data.n))
+    # the rates over the cells of alike rows: a parity constraint's row reads every row of the data
+    A = (CellMatrix.from_factors(*compile_factored(exprs, data)[:2]) if exprs
+         else CellMatrix(np.zeros((0, 0)), sp.csc_matrix((0, data.n))))
     b = np.concatenate(consts) if consts else np.zeros(0)
     return MetricProgram(A, b, compiled[0], compiled[1:])
 

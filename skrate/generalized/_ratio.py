@@ -27,9 +27,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
-import scipy.sparse as sp
 
-from ..problem import RateData, compile_expressions
+from ..problem import CellMatrix, RateData, compile_factored
 from ._program import MetricProgram
 from ._stopping import EarlyStopping, Snapshots, WindowMean
 from ._theta_player import SurrogateTheta
@@ -55,13 +54,11 @@ class RatioProgram:
         self.coef = np.array(coefs, dtype=float)
         self.constant = np.array(constants)
         try:
-            A_n, b_n = compile_expressions(nums, data)
-            A_d, b_d = compile_expressions(dens, data)
+            mix, basis, self.b = compile_factored(nums + dens, data)
         except ValueError as exc:
             raise ValueError(f"A ratio of the problem cannot be measured on this data: {exc}") from None
         self.k = len(coefs)
-        self.A = sp.vstack([A_n, A_d]).tocsr()
-        self.b = np.concatenate([b_n, b_d])
+        self.A = CellMatrix.from_factors(mix, basis)
 
     def split(self, r: np.ndarray):
         return r[: self.k], r[self.k:]

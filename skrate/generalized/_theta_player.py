@@ -11,6 +11,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from ..models import Design
+from ..problem import CellMatrix
 from ..solvers import surrogate_grad
 from ..solvers._adam import Adam
 from ..solvers._rate_game import _surrogate_rates
@@ -31,12 +32,12 @@ class SurrogateTheta:
         self.n = self.X.shape[0]
         self.surrogate, self.rng = surrogate, rng
         self.theta = model.init_params(rng) if init_params is None else np.array(init_params, dtype=float)
-        self.AT = sp.csr_matrix(A.T)  # the transpose once: every step multiplies by it
+        self.AT = A.T if isinstance(A, CellMatrix) else sp.csr_matrix(A.T)  # once: every step multiplies by it
         self.adam = Adam(self.theta.shape[0], learning_rate)
         self.reg = alpha * model.penalty_mask()
         self.full = batch_size is None or batch_size >= self.n
         self.batch_size = batch_size
-        self.A_cols = None if self.full else sp.csc_matrix(A)
+        self.A_cols = None if self.full else A if isinstance(A, CellMatrix) else sp.csc_matrix(A)
         self.order, self.at = rng.permutation(self.n), 0
         self._pos_neg = None
         self._cache = None

@@ -25,7 +25,6 @@ Narasimhan, Cotter and Gupta (NeurIPS 2019), Section 4.
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 from scipy.optimize import linprog, minimize
 
 from ..utils._conic import CLARABEL_TOLERANCES
@@ -153,7 +152,6 @@ def best_response(atom, lam: np.ndarray, w: float, fixed: np.ndarray, start: np.
 def rate_box(A, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The range of the rates ``A @ yhat + b`` over decisions ``yhat`` in ``[0, 1]^n``: each row's
     negative coefficients at 1 give its least value, its positive ones its greatest."""
-    A = sp.csr_matrix(A)
     return (b + np.asarray(A.minimum(0).sum(axis=1)).ravel(), b + np.asarray(A.maximum(0).sum(axis=1)).ravel())
 
 

@@ -19,6 +19,7 @@ from ..exceptions import UndefinedRateError
 from ..rates import Constraint, Expression
 from ..rates._expression import NEEDS_LABELS, RATE_KINDS, Rate
 from ..rates._slice import BASELINE, LABEL
+from ._cells import CellMatrix
 from ._groups import GroupTable
 
 
@@ -243,6 +244,12 @@ class RateProblem:
     def A(self) -> sp.csr_matrix:
         """The product, formed: ``n`` entries per row of a constraint on an overall rate."""
         return (self.mix @ self.basis).tocsr()
+
+    @property
+    def cells(self) -> CellMatrix:
+        """``A`` over the cells of alike rows (:class:`~skrate.problem.CellMatrix`): n entries
+        in all, however many rows of ``A`` read the overall rate."""
+        return CellMatrix.from_factors(self.mix, self.basis)
 
     @property
     def operator(self) -> LinearOperator:

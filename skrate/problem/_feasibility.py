@@ -8,29 +8,11 @@ from scipy.optimize import linprog
 
 from ..rates import Constraint, Ratio
 from ..rates._functions import named_ratio
-from ..solutions._stochastic_model import _sparse_row_hashes
+from ._cells import CellMatrix
 from ._compile import RateProblem
 
 # ranges of the named ratios over every classifier (tp <= ppr; wins and losses are rates)
 _RATIO_RANGES = {"precision": (0.0, 1.0), "win_loss_ratio": (0.0, np.inf)}
-
-
-def _cells(basis: sp.spmatrix) -> tuple[sp.csc_matrix, np.ndarray]:
-    """Rows whose columns of ``basis`` are proportional, merged: the columns scaled to a largest
-    entry of 1 (one per merged cell) and each cell's sum of the rows' scales.
-
-    A row's column holds its weight over the sizes of the slices it falls in, so rows alike in
-    label, groups and baseline decision share a direction. The directions are compared to 12
-    significant digits, below which the weights' rounding parts them.
-    """
-    B = sp.csc_matrix(basis, dtype=float)
-    scale = np.asarray(abs(B).max(axis=0).toarray()).ravel()
-    used = np.flatnonzero(scale > 0)  # a row in no slice, or of weight 0, moves no rate
-    unit = sp.csr_matrix(B[:, used] @ sp.diags(1.0 / scale[used]))
-    key = unit.T.tocsr()
-    key.data = np.round(key.data, 12) + 0.0
-    _, first, cell = np.unique(_sparse_row_hashes(key, 0), return_index=True, return_inverse=True)
-    return sp.csc_matrix(unit[:, first]), np.bincount(cell.ravel(), weights=scale[used])
 
 
 def least_violation(problem: RateProblem) -> tuple[float, int]:
@@ -60,8 +42,8 @@ def least_violation(problem: RateProblem) -> tuple[float, int]:
         The index of the constraint attaining it, among ``problem.constraints`` (0 when the
         linear program fails).
     """
-    unit, upper = _cells(problem.basis)
-    A = sp.csr_matrix(problem.mix[1:] @ unit)
+    cells = CellMatrix.from_factors(problem.mix[1:], problem.basis)
+    A, upper = sp.csr_matrix(cells.K), np.asarray(cells.P.sum(axis=1)).ravel()
     b = problem.b[1:]
     m, n = A.shape
     # variables (s, t), s the cells' weighted sums of decisions: minimise t s.t. A s - t <= -b

@@ -24,7 +24,7 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _num_samples
 
 from ..models import Design
-from ..problem import RateProblem
+from ..problem import CellMatrix, RateProblem
 from ._adam import Adam
 from ._players import PLAYERS
 from ._surrogates import surrogate_grad
@@ -51,7 +51,7 @@ def decision_rates(model, X, params: np.ndarray, matrix, *, chunk_rows: int = CH
         return np.zeros((matrix.shape[0], k))
     if n <= chunk_rows:
         return matrix @ _decisions(model, X, params)
-    cols = sp.csc_matrix(matrix)  # a block of columns of CSC is a cheap slice
+    cols = matrix if isinstance(matrix, CellMatrix) else sp.csc_matrix(matrix)  # cheap column blocks
     out = np.zeros((matrix.shape[0], k))
     for start in range(0, n, chunk_rows):
         rows = slice(start, min(start + chunk_rows, n))
@@ -209,8 +209,8 @@ def solve_rate_game(
         if held_out is not None:
             raise ValueError("solver='lagrangian' updates its multipliers on surrogate rates of the training "
                              "sample, so it cannot use held_out; use a proxy-Lagrangian solver with a held-out sample.")
-        A = problem.A
-        A_pos, A_neg = A.maximum(0).tocsr(), A.minimum(0).tocsr()
+        A = problem.cells  # a parity constraint's row of A reads every row: never formed
+        A_pos, A_neg = A.maximum(0), A.minimum(0)
 
     every = max(1, -(-max_iter // max(1, n_candidates)))  # rounded up: at most n_candidates of them
     snaps, lams = [], []

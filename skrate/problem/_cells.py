@@ -1,0 +1,141 @@
+"""Rate matrices over the cells of alike rows: ``A = K @ P``, never formed.
+
+A row of the data enters a basic rate through its weight over the slice's total, times a
+coefficient of its label (and baseline decision). Its column of the rate basis is therefore its
+weight times a direction shared by every row alike in label, groups and baseline decision: the
+rows fall into a few *cells*. A rate matrix ``A = mix @ basis`` is then ``K @ P``, ``K`` the
+coefficient of each cell in each row of ``A`` (a small dense matrix) and ``P`` one entry per row
+of the data, its scale, in its cell's row. A row of ``A`` that combines a group's rate with the
+overall rate (every parity constraint) holds n entries; ``K @ P`` holds n in all, and a product
+costs one pass over them. Since the scales are ``>= 0``, the positive and negative parts of
+``A`` (the surrogate games' upper and lower bounds) are ``K``'s, times ``P``: exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import scipy.sparse as sp
+
+from ..solutions._stochastic_model import _sparse_row_hashes
+
+
+def row_cells(basis: sp.spmatrix) -> tuple[np.ndarray, np.ndarray, sp.csc_matrix]:
+    """The cell of every row of the data, its scale, and the cells' directions.
+
+    Parameters
+    ----------
+    basis : sparse matrix of shape (n_rates, n_samples)
+        The coefficient of each row's decision in each basic rate.
+
+    Returns
+    -------
+    cell : ndarray of int of shape (n_samples,)
+        The cell of each row; -1 for a row in no slice or of weight 0, which moves no rate.
+    scale : ndarray of shape (n_samples,)
+        The largest magnitude in each row's column of ``basis`` (0 for a row in no cell).
+    unit : scipy.sparse.csc_matrix of shape (n_rates, n_cells)
+        Each cell's column of ``basis`` over its scale: a largest entry of magnitude 1. Directions
+        are compared to 12 significant digits, below which the weights' rounding parts them.
+    """
+    B = sp.csc_matrix(basis, dtype=float)
+    scale = np.asarray(abs(B).max(axis=0).toarray()).ravel()
+    used = np.flatnonzero(scale > 0)
+    unit = sp.csr_matrix(B[:, used] @ sp.diags(1.0 / scale[used]))
+    key = unit.T.tocsr()
+    key.data = np.round(key.data, 12) + 0.0
+    _, first, inverse = np.unique(_sparse_row_hashes(key, 0), return_index=True, return_inverse=True)
+    cell = np.full(B.shape[1], -1)
+    cell[used] = inverse.ravel()
+    return cell, scale, sp.csc_matrix(unit[:, first])
+
+
+class CellMatrix:
+    """``A = K @ P`` with the few operations the solvers ask of a sparse rate matrix.
+
+    Products with vectors and matrices, the transpose (as an operator), positive and negative
+    parts, magnitudes, row sums, negation and scaling, and selections of rows and columns
+    (minibatches) all go through the factors.
+
+    Parameters
+    ----------
+    K : ndarray of shape (n_rows, n_cells)
+        The coefficient of each cell in each row of ``A``.
+    P : sparse matrix of shape (n_cells, n_samples)
+        At most one entry per column: the row's scale, in its cell's row.
+    """
+
+    def __init__(self, K: np.ndarray, P: sp.spmatrix):
+        self.K, self.P = np.asarray(K, dtype=float), sp.csc_matrix(P)
+
+    @classmethod
+    def from_factors(cls, mix: sp.spmatrix, basis: sp.spmatrix) -> "CellMatrix":
+        """``mix @ basis`` (see :func:`~skrate.problem.compile_factored`) as cells."""
+        cell, scale, unit = row_cells(basis)
+        used = np.flatnonzero(cell >= 0)
+        P = sp.csc_matrix((scale[used], (cell[used], used)), shape=(unit.shape[1], basis.shape[1]))
+        return cls((sp.csr_matrix(mix) @ unit).toarray(), P)
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.K.shape[0], self.P.shape[1]
+
+    @property
+    def T(self) -> "_Transposed":
+        return _Transposed(self)
+
+    def __matmul__(self, x):
+        return self.K @ (self.P @ x)
+
+    def maximum(self, value: float) -> "CellMatrix":
+        return CellMatrix(np.maximum(self.K, value), self.P)
+
+    def minimum(self, value: float) -> "CellMatrix":
+        return CellMatrix(np.minimum(self.K, value), self.P)
+
+    def __abs__(self) -> "CellMatrix":
+        return CellMatrix(np.abs(self.K), self.P)
+
+    def __neg__(self) -> "CellMatrix":
+        return CellMatrix(-self.K, self.P)
+
+    def __mul__(self, scalar: float) -> "CellMatrix":
+        return CellMatrix(self.K * scalar, self.P)
+
+    __rmul__ = __mul__
+
+    def __getitem__(self, key) -> "CellMatrix":
+        rows, cols = key if isinstance(key, tuple) else (key, slice(None))
+        return CellMatrix(np.atleast_2d(self.K[rows]), self.P[:, cols])
+
+    def sum(self, axis: int) -> np.ndarray:
+        """Row sums (``axis=1``)."""
+        if axis != 1:
+            raise ValueError("CellMatrix sums its rows only (axis=1).")
+        return self.K @ np.asarray(self.P.sum(axis=1)).ravel()
+
+    def tocsr(self) -> "CellMatrix":
+        return self
+
+    tocsc = tocsr
+
+    def toarray(self) -> np.ndarray:
+        """``A`` formed, for small checks."""
+        return np.asarray(self.K @ self.P.toarray())
+
+
+class _Transposed:
+    """``A.T`` of a :class:`CellMatrix`: products ``A.T @ w`` through the factors."""
+
+    def __init__(self, A: CellMatrix):
+        self.A = A
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.A.shape[::-1]
+
+    @property
+    def T(self) -> CellMatrix:
+        return self.A
+
+    def __matmul__(self, w):
+        return self.A.P.T @ (self.A.K.T @ w)
