@@ -301,7 +301,7 @@ def compile_program(objective: Metric | Expression | Ratio | str,
             undefined.append(label)
     # the rates over the cells of alike rows: a parity constraint's row reads every row of the data
     A = (CellMatrix.from_factors(*compile_factored(exprs, data)[:2]) if exprs
-         else CellMatrix(np.zeros((0, 0)), sp.csc_matrix((0, data.n))))
+         else CellMatrix(sp.csr_matrix((0, 0)), sp.csc_matrix((0, data.n))))
     b = np.concatenate(consts) if consts else np.zeros(0)
     return MetricProgram(A, b, compiled[0], compiled[1:])
 

@@ -4,10 +4,10 @@ A row of the data enters a basic rate through its weight over the slice's total,
 coefficient of its label (and baseline decision). Its column of the rate basis is therefore its
 weight times a direction shared by every row alike in label, groups and baseline decision: the
 rows fall into a few *cells*. A rate matrix ``A = mix @ basis`` is then ``K @ P``, ``K`` the
-coefficient of each cell in each row of ``A`` (a small dense matrix) and ``P`` one entry per row
-of the data, its scale, in its cell's row. A row of ``A`` that combines a group's rate with the
-overall rate (every parity constraint) holds n entries; ``K @ P`` holds n in all, and a product
-costs one pass over them. Since the scales are ``>= 0``, the positive and negative parts of
+coefficient of each cell in each row of ``A`` (sparse: a row holds the cells of its slices) and
+``P`` one entry per row of the data, its scale, in its cell's row. A row of ``A`` that combines a
+group's rate with the overall rate (every parity constraint) holds n entries; ``P`` holds n in
+all, and a product costs one pass over them. Since the scales are ``>= 0``, the positive and negative parts of
 ``A`` (the surrogate games' upper and lower bounds) are ``K``'s, times ``P``: exactly.
 """
 
@@ -58,14 +58,14 @@ class CellMatrix:
 
     Parameters
     ----------
-    K : ndarray of shape (n_rows, n_cells)
+    K : sparse matrix of shape (n_rows, n_cells)
         The coefficient of each cell in each row of ``A``.
     P : sparse matrix of shape (n_cells, n_samples)
         At most one entry per column: the row's scale, in its cell's row.
     """
 
-    def __init__(self, K: np.ndarray, P: sp.spmatrix):
-        self.K, self.P = np.asarray(K, dtype=float), sp.csc_matrix(P)
+    def __init__(self, K: sp.spmatrix, P: sp.spmatrix):
+        self.K, self.P = sp.csr_matrix(K, dtype=float), sp.csc_matrix(P)
 
     @classmethod
     def from_factors(cls, mix: sp.spmatrix, basis: sp.spmatrix) -> "CellMatrix":
@@ -73,7 +73,7 @@ class CellMatrix:
         cell, scale, unit = row_cells(basis)
         used = np.flatnonzero(cell >= 0)
         P = sp.csc_matrix((scale[used], (cell[used], used)), shape=(unit.shape[1], basis.shape[1]))
-        return cls((sp.csr_matrix(mix) @ unit).toarray(), P)
+        return cls(sp.csr_matrix(mix) @ unit, P)
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -87,13 +87,13 @@ class CellMatrix:
         return self.K @ (self.P @ x)
 
     def maximum(self, value: float) -> "CellMatrix":
-        return CellMatrix(np.maximum(self.K, value), self.P)
+        return CellMatrix(self.K.maximum(value), self.P)
 
     def minimum(self, value: float) -> "CellMatrix":
-        return CellMatrix(np.minimum(self.K, value), self.P)
+        return CellMatrix(self.K.minimum(value), self.P)
 
     def __abs__(self) -> "CellMatrix":
-        return CellMatrix(np.abs(self.K), self.P)
+        return CellMatrix(abs(self.K), self.P)
 
     def __neg__(self) -> "CellMatrix":
         return CellMatrix(-self.K, self.P)
@@ -105,7 +105,7 @@ class CellMatrix:
 
     def __getitem__(self, key) -> "CellMatrix":
         rows, cols = key if isinstance(key, tuple) else (key, slice(None))
-        return CellMatrix(np.atleast_2d(self.K[rows]), self.P[:, cols])
+        return CellMatrix(self.K[rows], self.P[:, cols])
 
     def sum(self, axis: int) -> np.ndarray:
         """Row sums (``axis=1``)."""
@@ -120,7 +120,7 @@ class CellMatrix:
 
     def toarray(self) -> np.ndarray:
         """``A`` formed, for small checks."""
-        return np.asarray(self.K @ self.P.toarray())
+        return (self.K @ self.P).toarray()
 
 
 class _Transposed:
