@@ -565,6 +565,7 @@ class ConstrainedClassifier(RateClassifierBase):
         parts = {"train": train} if held is None else {"train": train, "held_out": held}
         chosen_on = "held_out" if held is not None else "train"
         linear = self.margins_ if isinstance(self.margin, str) else None  # "auto" sets them on the linear forms g
+        self._linear_margins = linear  # margins_ turns to own units below; the warning's diagnosis reads these
 
         def measure(solution, part):
             """``solution``'s violation of each constraint on ``part``, and on the part the
@@ -646,8 +647,8 @@ class ConstrainedClassifier(RateClassifierBase):
             if beyond:
                 advice = (f" No classifier at all can meet {beyond[0]}{', margin included' if moved else ''}. "
                           f"Loosen or drop that constraint{' or its margin' if moved else ''}.")
-            elif least > 1e-9 and isinstance(self.margin, str) and least_violation(
-                    replace(problem, b=np.r_[problem.b[0], problem.b[1:] - self.margins_]))[0] <= 1e-9:
+            elif least > 1e-9 and self._linear_margins is not None and least_violation(
+                    replace(problem, b=np.r_[problem.b[0], problem.b[1:] - self._linear_margins]))[0] <= 1e-9:
                 advice = (f" No classifier at all can meet them together with their margins on these rows (the least "
                           f"possible largest violation is {least:.4g}, on '{self.constraints_[hardest]}'), though "
                           f"one can without: the margins of margin='auto' at margin_confidence="

@@ -510,3 +510,15 @@ def test_a_simultaneous_margin_near_certainty_stays_between_its_bounds():
     # nearly independent candidates: the largest of them, as the independent formula gives it
     got = simultaneous_margins(con, data, d, 0.999, random_state=1)[0]
     np.testing.assert_allclose(got, sd.mean() * norm.ppf(0.999 ** (1 / 20)), rtol=0.04)
+
+
+def test_a_ratio_margin_beyond_what_the_rows_promise_is_named_in_the_linear_units():
+    # precision >= 0.9 on 300 rows of base rate 0.3: met by predicting a few positives only, but
+    # not with the auto margin on its linear form (0.1 ppr >= margin fails); margins_ reports the
+    # margin in the ratio's units, which the diagnosis must not subtract from the linear form
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    y = (rng.random(300) < 0.3).astype(int)
+    clf = ConstrainedClassifier("precision >= 0.9", objective="-tpr", margin="auto", random_state=0)
+    with pytest.warns(InfeasibleConstraintsWarning, match="though one can without: the margins of margin='auto'"):
+        clf.fit(X, y)
