@@ -617,3 +617,30 @@ def test_games_over_rates_never_form_the_product_of_the_rate_factors(monkeypatch
         monkeypatch.setattr(f"{module}.compile_expressions", formed, raising=False)
     for ref, p in zip(refs, expected):
         np.testing.assert_allclose(ref.fit(X, y, groups=g).predict_proba(X), p, atol=1e-12)
+
+
+def test_cell_matrix_with_weights_a_subnormal_apart_and_without_rates():
+    import scipy.sparse as sp
+
+    from skrate import ConstrainedClassifier, MetricOptimizer
+    from skrate.problem import CellMatrix, compile_factored
+
+    rng = np.random.default_rng(5)
+    n = 300
+    g = rng.choice(["a", "b", "c"], n)
+    w = np.full(n, 1e10)
+    w[:5] = 1e-300  # their scales over the slices' totals are subnormal: 1 / scale overflows
+    data = RateData(rng.integers(0, 2, n), w, GroupTable.from_input({"group": g}, None, n))
+    exprs = [c.expression for c in expand_constraints(as_constraints("ppr[group] >= ppr - 0.05"), data.groups)]
+    mix, basis, _ = compile_factored(exprs, data)
+    cells = CellMatrix.from_factors(mix, basis)
+    assert np.isfinite(cells.K.toarray()).all()
+    np.testing.assert_allclose(cells.toarray(), sp.csr_matrix(mix @ basis).toarray(), rtol=1e-12, atol=1e-300)
+    # a program without rates (a constant objective) has an empty matrix of the data's width
+    empty = CellMatrix.from_factors(sp.csr_matrix((2, 0)), sp.csr_matrix((0, 7)))
+    assert empty.shape == (2, 7) and not (empty @ np.ones(7)).any()
+    X = rng.normal(size=(n, 2))
+    y = (X[:, 0] > 0).astype(int)
+    assert MetricOptimizer("0*ppr + 0.3", max_iter=20).fit(X, y).predict_proba(X).shape == (n, 2)
+    assert ConstrainedClassifier("0*ppr <= 1", objective="0*ppr", solver="lagrangian",
+                                 max_iter=20).fit(X, y).predict_proba(X).shape == (n, 2)

@@ -38,9 +38,14 @@ def row_cells(basis: sp.spmatrix) -> tuple[np.ndarray, np.ndarray, sp.csc_matrix
         are compared to 12 significant digits, below which the weights' rounding parts them.
     """
     B = sp.csc_matrix(basis, dtype=float)
+    if B.shape[0] == 0:  # no rates (a constant objective): no row moves any
+        return np.full(B.shape[1], -1), np.zeros(B.shape[1]), sp.csc_matrix((0, 0))
     scale = np.asarray(abs(B).max(axis=0).toarray()).ravel()
     used = np.flatnonzero(scale > 0)
-    unit = sp.csr_matrix(B[:, used] @ sp.diags(1.0 / scale[used]))
+    unit = sp.csc_matrix(B[:, used])
+    # divided, not multiplied by the reciprocal: a subnormal scale (weights 1e300 apart) has none
+    unit.data = unit.data / np.repeat(scale[used], np.diff(unit.indptr))
+    unit = unit.tocsr()
     key = unit.T.tocsr()
     key.data = np.round(key.data, 12) + 0.0
     _, first, inverse = np.unique(_sparse_row_hashes(key, 0), return_index=True, return_inverse=True)
