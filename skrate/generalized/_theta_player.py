@@ -8,7 +8,6 @@ the scores is ``(A.T @ c) * surrogate'(f)`` (the core's compiler and surrogates)
 from __future__ import annotations
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..models import Design
 from ..problem import CellMatrix
@@ -21,7 +20,7 @@ class SurrogateTheta:
     """Adam steps on the surrogate of ``row_weights . (A @ yhat)``, full-batch or minibatch;
     with a plug-in ``oracle``, its exact best responses instead (full-batch)."""
 
-    def __init__(self, model, X, A: sp.csr_matrix, *, surrogate: str, learning_rate: float, alpha: float,
+    def __init__(self, model, X, A: CellMatrix, *, surrogate: str, learning_rate: float, alpha: float,
                  batch_size: int | None, rng: np.random.Generator, init_params: np.ndarray | None = None,
                  oracle=None):
         self.oracle = oracle
@@ -32,12 +31,11 @@ class SurrogateTheta:
         self.n = self.X.shape[0]
         self.surrogate, self.rng = surrogate, rng
         self.theta = model.init_params(rng) if init_params is None else np.array(init_params, dtype=float)
-        self.AT = A.T if isinstance(A, CellMatrix) else sp.csr_matrix(A.T)  # once: every step multiplies by it
+        self.AT = A.T  # through the factors: every step multiplies by it
         self.adam = Adam(self.theta.shape[0], learning_rate)
         self.reg = alpha * model.penalty_mask()
         self.full = batch_size is None or batch_size >= self.n
         self.batch_size = batch_size
-        self.A_cols = None if self.full else A if isinstance(A, CellMatrix) else sp.csc_matrix(A)
         self.order, self.at = rng.permutation(self.n), 0
         self._pos_neg = None
         self._cache = None
@@ -51,7 +49,7 @@ class SurrogateTheta:
                 self.order, self.at = self.rng.permutation(self.n), 0
             self.idx = self.order[self.at:self.at + self.batch_size]
             self.at += self.batch_size
-            self.Xb, self.XTb, self.Ab = self.X[self.idx], None, self.A_cols[:, self.idx]
+            self.Xb, self.XTb, self.Ab = self.X[self.idx], None, self.A[:, self.idx]
             self.ATb = self.Ab.T
             self.scale = self.n / self.batch_size
         self._cache = None  # the previous batch's activations are not held through this forward pass
@@ -63,7 +61,7 @@ class SurrogateTheta:
         rates with ``direction >= 0`` (penalised), a lower bound of the others (rewarded), so the
         surrogate of ``direction . rates`` bounds it from above."""
         if self._pos_neg is None:
-            self._pos_neg = (self.A.maximum(0).tocsc(), self.A.minimum(0).tocsc())
+            self._pos_neg = (self.A.maximum(0), self.A.minimum(0))
         pos, neg = self._pos_neg
         if self.idx is not None:  # a minibatch: its columns, scaled to the full sample
             pos, neg = pos[:, self.idx] * self.scale, neg[:, self.idx] * self.scale

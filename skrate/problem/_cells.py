@@ -118,11 +118,6 @@ class CellMatrix:
             raise ValueError("CellMatrix sums its rows only (axis=1).")
         return self.K @ np.asarray(self.P.sum(axis=1)).ravel()
 
-    def tocsr(self) -> "CellMatrix":
-        return self
-
-    tocsc = tocsr
-
     def toarray(self) -> np.ndarray:
         """``A`` formed, for small checks."""
         return (self.K @ self.P).toarray()

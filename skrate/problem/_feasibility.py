@@ -43,7 +43,7 @@ def least_violation(problem: RateProblem) -> tuple[float, int]:
         linear program fails).
     """
     cells = CellMatrix.from_factors(problem.mix[1:], problem.basis)
-    A, upper = sp.csr_matrix(cells.K), np.asarray(cells.P.sum(axis=1)).ravel()
+    A, upper = cells.K, np.asarray(cells.P.sum(axis=1)).ravel()
     b = problem.b[1:]
     m, n = A.shape
     # variables (s, t), s the cells' weighted sums of decisions: minimise t s.t. A s - t <= -b
