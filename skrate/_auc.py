@@ -381,8 +381,11 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         self.t_ = X.shape[0]
 
     def _warn_not_converged(self, solver: str, gap: float) -> None:
-        where = (f"with its estimate of the relative objective gap at {gap:.2g}, above "
-                 f"tol={self.tol}")
+        # with a penalty the gap is certified by a dual bound; without one it is the last
+        # relative decrease of the objective
+        what = ("the relative objective gap bounded by" if self.alpha > 0
+                else "the objective's last relative decrease at")
+        where = f"with {what} {gap:.2g}, above tol={self.tol}"
         # stochastic passes needed grow with L_b / (alpha n): on small collinear data the
         # direct solve is the remedy, not more passes
         hint = ("increase max_iter, or use solver='exact' (one linear solve of the d x d "

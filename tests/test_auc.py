@@ -383,6 +383,19 @@ def test_spam_warns_when_far_from_the_optimum():
     assert (clf.objective_ - exact.objective_) / exact.objective_ > 0.1  # far indeed
 
 
+def test_convergence_warning_quotes_a_bound_on_the_true_gap():
+    # with a penalty the quoted gap is the dual certificate: at least the true relative gap
+    X, y = load_breast_cancer(return_X_y=True)
+    exact = AUCClassifier(solver="exact").fit(X, y)
+    with pytest.warns(ConvergenceWarning, match="gap bounded by") as record:
+        clf = AUCClassifier(solver="spam", max_iter=3, random_state=0).fit(X, y)
+    quoted = float(re.search(r"bounded by (\S+),", str(record[0].message)).group(1))
+    true_gap = (clf.objective_ - exact.objective_) / exact.objective_
+    assert quoted >= true_gap * 0.99  # two significant digits
+    with pytest.warns(ConvergenceWarning, match="last relative decrease"):
+        AUCClassifier(solver="spam", alpha=0.0, max_iter=2, tol=1e-12, random_state=0).fit(X, y)
+
+
 def test_spam_stops_once_the_certified_gap_is_below_tol():
     X, y = _data(n=3000, d=10, seed=7)
     alpha, tol = 0.05, 0.25
@@ -678,7 +691,7 @@ def test_vrspam_warns_with_the_gap_of_the_returned_model(max_iter):
     with pytest.warns(ConvergenceWarning, match=f"max_iter={max_iter} passes") as record:
         clf = AUCClassifier(max_iter=max_iter, alpha=0.1, tol=1e-12, random_state=0).fit(X, y)
     assert clf.n_iter_ == max_iter
-    quoted = float(re.search(r"gap at (\S+),", str(record[0].message)).group(1))
+    quoted = float(re.search(r"bounded by (\S+),", str(record[0].message)).group(1))
     gap = _relative_gap(clf.coef_.ravel(), X, y, ClassStatistics.from_data(X, y), 0.1, 0.0,
                         np.inf)[2]
     assert quoted == pytest.approx(gap, rel=0.05)  # quoted to two digits
