@@ -13,7 +13,6 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import LinearOperator, aslinearoperator
 
 from ..exceptions import UndefinedRateError
 from ..rates import Constraint, Expression
@@ -250,11 +249,6 @@ class RateProblem:
         """``A`` over the cells of alike rows (:class:`~skrate.problem.CellMatrix`): n entries
         in all, however many rows of ``A`` read the overall rate."""
         return CellMatrix.from_factors(self.mix, self.basis)
-
-    @property
-    def operator(self) -> LinearOperator:
-        """``A`` as a product never formed: ``operator.T @ w`` goes through the factors."""
-        return aslinearoperator(self.mix) @ aslinearoperator(self.basis)
 
     @property
     def n_constraints(self) -> int:

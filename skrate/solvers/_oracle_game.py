@@ -44,9 +44,7 @@ from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.sparse.linalg import LinearOperator
-
-from ..problem import RateProblem
+from ..problem import CellMatrix, RateProblem
 from ..solutions._shrink import shrink
 from ._players import LagrangePlayer, SwapRegretPlayer
 from ._trajectory import Trajectory
@@ -57,15 +55,15 @@ ORACLE_SOLVERS = ("oracle_lagrangian", "oracle_proxy_lagrangian")
 N_ITER_NO_CHANGE = 3
 
 
-def cost_sensitive_reduction(A: sp.spmatrix | LinearOperator, weights: np.ndarray,
+def cost_sensitive_reduction(A: sp.spmatrix | CellMatrix, weights: np.ndarray,
                              total_weight: float | None = None) -> tuple[np.ndarray, np.ndarray]:
     """Labels and sample weights whose weighted 0-1 loss is the Lagrangian ``weights . (A @ yhat + b)``.
 
     Parameters
     ----------
-    A : sparse matrix or LinearOperator of shape (1 + m, n)
+    A : sparse matrix or CellMatrix of shape (1 + m, n)
         Rate rows (objective first), as in :class:`skrate.problem.RateProblem` (whose
-        ``operator`` keeps them factored).
+        ``cells`` keep them factored).
     weights : ndarray of shape (1 + m,)
         Multipliers of the objective and constraints.
     total_weight : float, optional
@@ -205,10 +203,11 @@ def solve_oracle_game(
     if solver == "oracle_lagrangian":
         player.radius = radius
     models, objective, constraints, lams = [], [], [], []
+    A = problem.cells  # formed once: each call's costs are one product through its factors
 
     def respond(weights: np.ndarray) -> np.ndarray:
         """One oracle call at ``weights``; the model joins the candidates; returns its values."""
-        labels, sample_weight = cost_sensitive_reduction(problem.operator, weights, total_weight)
+        labels, sample_weight = cost_sensitive_reduction(A, weights, total_weight)
         model = oracle(X, labels, sample_weight)
         values = problem.values(_decisions(model, X))
         if held_out is not None:
