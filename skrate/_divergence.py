@@ -40,8 +40,8 @@ DIVERGENCES = ("chi2", "kl")
 
 # Largest inverse temperature tried for KL. The root is finite whenever the caller finds the
 # ball short of the top losses, but a loss within a relative delta of the largest puts it
-# near 1 / delta: up to 1e16 for a tie broken by the last bit, further for subnormal gaps.
-_KL_MAX_INV_TEMP = 1e300
+# near 1 / delta: 1e16 for a tie broken by the last bit, 1e300 for losses spanning 1e300.
+_KL_MAX_INV_TEMP = float(np.finfo(float).max)
 
 
 def _concentrated(losses: np.ndarray, q: np.ndarray) -> np.ndarray:
@@ -207,10 +207,12 @@ def _kl(
         newton = t - gap / slope if slope > 0 else np.inf
         if lo < newton < hi:
             t = newton
-        else:
-            t = 4.0 * t if hi == np.inf else 0.5 * (lo + hi)
-        if t > _KL_MAX_INV_TEMP:
-            return _concentrated(z, q), 0.0
+        elif hi == np.inf:  # squaring reaches a root near 1 / delta in log log steps
+            if t == _KL_MAX_INV_TEMP:  # gaps below 1 / MAX of the spread: p is in the
+                break  # ball and optimal to the rounding of those gaps
+            t = min(max(4.0 * t, t * t), _KL_MAX_INV_TEMP)
+        else:  # bisection in log t where the bracket spans orders of magnitude
+            t = math.sqrt(lo) * math.sqrt(hi) if lo > 0 and hi > 4.0 * lo else 0.5 * (lo + hi)
     return p, 1.0 / t_p
 
 

@@ -839,7 +839,7 @@ def fit_weighted(
             used += res.nit
             W, b = res.x[: d * K].reshape(d, K) / D, res.x[d * K :].copy()
             grad_W = D * res.jac[: d * K].reshape(d, K)
-            if max(np.max(np.abs(grad_W)), np.max(np.abs(res.jac[d * K :]), initial=0.0)) <= tol:
+            if max(np.max(np.abs(grad_W), initial=0.0), np.max(np.abs(res.jac[d * K :]), initial=0.0)) <= tol:
                 return W, b, True
             if not res.fun < f_last:  # no progress: rounding sets the limit
                 break
@@ -859,7 +859,7 @@ def fit_weighted(
         U_new = Q.prox(Uy - eta * gU, eta)
         b_new = by - eta * gb
         # the gradient mapping in the units of W: D times the one in u
-        mapping = max(np.max(np.abs(D * (Uy - U_new))) / eta, np.max(np.abs(gb), initial=0.0))
+        mapping = max(np.max(np.abs(D * (Uy - U_new)), initial=0.0) / eta, np.max(np.abs(gb), initial=0.0))
         if accelerate:
             # adaptive restart (O'Donoghue and Candes, 2015): drop the momentum when it
             # points against the step, which keeps FISTA fast on an ill-conditioned set

@@ -266,7 +266,11 @@ class _BaseTrimmed(BaseEstimator):
             y_loc, y_scale = trimmed_location(Y, h, centre=self.fit_intercept)
             y_scale = y_scale if 0.0 < y_scale < np.inf else 1.0  # h equal targets
             Y = (Y - y_loc) / y_scale
-            alpha *= y_scale ** (PENALTY_DEGREE[self.penalty] - 2)
+            if alpha > 0:  # l0's y_scale^-2 passes the float range for targets below 1e-154:
+                # the largest float, still a weight no coefficient pays (and inf * 0 is NaN)
+                with np.errstate(over="ignore"):
+                    alpha = float(min(alpha * np.float64(y_scale) ** (PENALTY_DEGREE[self.penalty] - 2),
+                                      np.finfo(float).max))
         # a penalty weight alpha / scale^2 past the float range (a column below 1e-154 in
         # magnitude) holds the coefficient at 0: the solvers leave such a column out, as
         # inf * 0 in their steps and rescalings would be NaN

@@ -132,6 +132,23 @@ def test_kl_worst_case_on_near_tied_top_losses_stays_in_the_ball(gap):
     assert robust_loss(losses, "kl", radius) == pytest.approx(p @ losses, rel=1e-15)
 
 
+@pytest.mark.parametrize("low", [-1e20, -1e100, -1e300])
+def test_kl_worst_case_ignores_how_far_below_a_loss_lies(low):
+    # the root's inverse temperature is about 1 / 1e300 of the spread here: growing by 4x
+    # per step and bisecting arithmetically, the search stopped short after 200 steps and
+    # returned a distribution outside the ball (1e100) or inside but not the worst (1e300)
+    ref = worst_case_weights(np.array([-1.0, 0.0, 1.0]), "kl", 1.0)
+    assert ref[0] < 0.01  # the far loss carries (almost) nothing even at a spread of 2
+    p = worst_case_weights(np.array([low, 0.0, 1.0]), "kl", 1.0)
+    assert p[0] == 0.0
+    assert _divergence(p, np.full(3, 1 / 3), "kl") == pytest.approx(1.0, rel=1e-9)
+    # the top two share the mass as the two-point distribution on the ball's boundary does
+    two_point = minimize_scalar(lambda a: (a * np.log(3 * a) + (1 - a) * np.log(3 * (1 - a)) - 1.0) ** 2,
+                                bounds=(0.5, 1.0 - 1e-12), method="bounded", options={"xatol": 1e-12}).x
+    assert p[2] == pytest.approx(two_point, abs=1e-6)
+    assert robust_loss(np.array([low, 0.0, 1.0]), "kl", 1.0) == pytest.approx(two_point, abs=1e-6)
+
+
 @pytest.mark.parametrize("top, tiny", [(1.0, 1.0), (1e10, 1e-14), (1e12, 1e-16)])
 def test_chi2_worst_case_of_a_light_top_loss_stays_in_the_ball(top, tiny):
     # With every row active, p = q (l - eta) / E_q[l - eta] and the robust loss is

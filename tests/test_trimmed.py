@@ -830,6 +830,37 @@ def test_targets_in_extreme_units_give_the_rescaled_fit(s):
     assert fit.intercept_ / s == pytest.approx(ref.intercept_, rel=1e-7)
 
 
+@pytest.mark.parametrize("solver", ["smart", "alternating"])
+def test_l0_penalty_on_targets_below_1e_154(solver):
+    # alpha * y_scale^-2 raised OverflowError, even at alpha = 0
+    X, y = _regression_in_units()
+    s = 1e-160
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        ref = TrimmedRegressor(penalty="l0", alpha=0.0, solver=solver, random_state=0).fit(X, y)
+        free = TrimmedRegressor(penalty="l0", alpha=0.0, solver=solver, random_state=0).fit(X, s * y)
+        # any positive alpha outweighs every coefficient when the loss is of order s^2
+        held = TrimmedRegressor(penalty="l0", alpha=1e-3, solver=solver, random_state=0).fit(X, s * y)
+    np.testing.assert_allclose(free.coef_ / s, ref.coef_, rtol=1e-7)
+    np.testing.assert_array_equal(held.coef_, 0.0)
+    assert np.isfinite(held.intercept_) and np.isfinite(held.objective_)
+
+
+@pytest.mark.parametrize("solver", ["smart", "alternating"])
+@pytest.mark.parametrize("Estimator", [TrimmedRegressor, TrimmedClassifier])
+def test_every_column_held_at_zero_gives_the_intercept_model(Estimator, solver):
+    # columns below 1e-154 with a penalty are left out of the solvers (their penalty weight
+    # is inf); with all of them left out the refits' stopping tests reduced an empty array
+    X, y = _regression_in_units()
+    if Estimator is TrimmedClassifier:
+        y = (y > np.median(y)).astype(int)
+    params = dict(penalty="l2", alpha=0.1, solver=solver, random_state=0)
+    fit = Estimator(**params).fit(1e-160 * X, y)
+    ref = Estimator(**params).fit(np.zeros_like(X), y)  # constant columns: coefficient 0
+    np.testing.assert_array_equal(fit.coef_, 0.0)
+    np.testing.assert_allclose(fit.intercept_, ref.intercept_, rtol=1e-9)
+
+
 @pytest.mark.parametrize("Estimator", [TrimmedRegressor, TrimmedClassifier])
 @pytest.mark.parametrize("s", [1e-170, 1e155, 1e300])
 def test_features_in_extreme_units_give_the_rescaled_fit(Estimator, s):
