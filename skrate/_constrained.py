@@ -17,6 +17,7 @@ from .exceptions import InfeasibleConstraintsWarning, UndefinedRateError
 from .models import LinearModel, MLPModel, folding_callback, input_scale, scaled_input
 from .models._fitted import FittedEstimators
 from ._holdout import check_goal_columns, check_held_out_values, holdout_split
+from .problem._groups import check_row_order
 from .problem import (compile_problem, confidence_margins, evaluate_term, in_own_units, least_violation,
                       ratio_bound_out_of_range, report_rows, simultaneous_margins, tightened, violation_rows,
                       zero_denominator_reason)
@@ -351,9 +352,12 @@ class ConstrainedClassifier(RateClassifierBase):
             Group membership columns named by the constraints (a 1-D array is the column
             ``"group"``). Routed by metadata routing: ``set_fit_request(groups=True)``.
         sample_weight : array-like of shape (n_samples,), default=None
-            Weights of the examples in every rate. Only their ratios matter: weights whose
-            largest entry lies beyond ``2**900`` or below ``2**-900`` are divided by its power
-            of two first (exactly), so that their totals stay finite.
+            Weights of the examples in every rate. The rates read only their ratios, and so do
+            the built-in models: weights whose largest entry lies beyond ``2**900`` or below
+            ``2**-900`` are divided by its power of two first (exactly), so that their totals
+            stay finite. A user's ``estimator`` gets weights that sum to their total, as a
+            weight ``k`` is ``k`` repeated rows: their scale sets the balance of its
+            regularisation, as it would for the estimator alone.
         baseline : array-like of shape (n_samples,), default=None
             The baseline model's decisions, for churn, wins and losses constraints: its predicted
             class labels (``old_model.predict(X)``; read as labels whenever every value is one of
@@ -381,7 +385,9 @@ class ConstrainedClassifier(RateClassifierBase):
             raise ValueError(f"The objective {objective} is a ratio of rates; ConstrainedClassifier "
                              "minimises linear combinations of rates.")
         constraints = as_constraints(self.constraints)
+        self._expand_keys = {k for c in constraints for k in c.expand_keys}  # read by reports, not the parameter
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
+        check_row_order(X_raw, validation_mask=validation_mask)
         _, gen, seed = self._random_streams()
         check_goal_columns(objective, constraints, data)
         train, held = self._split(data, constraints, validation_mask, gen)
@@ -423,8 +429,11 @@ class ConstrainedClassifier(RateClassifierBase):
             # game aimed at the narrower margins; when no mixture meets the wider ones, it plays
             # again aiming at them
             X_chosen, chosen_on = (X, data) if held is None else (_safe_indexing(X, held), held_data)
+            # draws of their own: the game's stream depends on the row count, and rows of
+            # weight 0 must not move the margins
+            draws = np.random.default_rng([seed, 2])
             for replay in range(_REPLAYS + 1):
-                extra = self._selection_allowance(expanded, traj, X_chosen, chosen_on, gen)
+                extra = self._selection_allowance(expanded, traj, X_chosen, chosen_on, draws)
                 traj.constraints = traj.constraints + extra[:, None]
                 self.margins_ = self.margins_ + extra
                 for p in (problem, held_problem):
@@ -474,11 +483,11 @@ class ConstrainedClassifier(RateClassifierBase):
                 traj.params = self._model.unscale(traj.params, transform)
         return traj
 
-    def _selection_allowance(self, constraints, traj, X_chosen, chosen_on, gen) -> np.ndarray:
+    def _selection_allowance(self, constraints, traj, X_chosen, chosen_on, draws) -> np.ndarray:
         """How far each "auto" margin must widen to hold for every mixture of the candidates on
         the rows the solution is chosen on (``X_chosen``, with ``chosen_on`` their rate data)."""
         decisions = candidate_decisions(self._model, X_chosen, traj.params)
-        wider = simultaneous_margins(constraints, chosen_on, decisions, self.margin_confidence, gen)
+        wider = simultaneous_margins(constraints, chosen_on, decisions, self.margin_confidence, draws)
         return np.maximum(wider - self.margins_, 0.0)
 
     def stochastic_model(self, solution: str | None = None) -> StochasticModel:
@@ -542,7 +551,10 @@ class ConstrainedClassifier(RateClassifierBase):
         if any(isinstance(v, str) for v in np.ravel(np.asarray(self.margin, dtype=object))):
             raise ValueError(f"margin={self.margin!r} mixes text and numbers; 'auto' sets every constraint's "
                              "margin, so pass margin='auto' alone, or a number per constraint.")
-        margin = np.asarray(self.margin, dtype=float)
+        try:
+            margin = np.asarray(self.margin, dtype=float)
+        except (TypeError, ValueError):
+            margin = np.full(m + 1, np.nan)  # a dict or ragged input: refused below, by shape
         if (margin.ndim and margin.shape != (m,)) or (margin < 0).any():
             raise ValueError(f"margin must be 'auto', a number >= 0 or one number >= 0 per constraint "
                              f"({m} after expanding group columns: {[str(c) for c in constraints]}); got {self.margin!r}.")
@@ -557,7 +569,7 @@ class ConstrainedClassifier(RateClassifierBase):
         """The values of each group column the constraints were expanded over in fit."""
         return {key: {v for c in self.constraints_ for r in c.rates for k, vs in r.slice.filters
                       if k == key for v in vs}
-                for key in {k for c in as_constraints(self.constraints) for k in c.expand_keys}}
+                for key in self._expand_keys}
 
     def _fit_report(self, X, data, train, held, lp_feasible: bool, problem):
         """Violations in the constraints' own units on each part, ``margins_`` in them too; then

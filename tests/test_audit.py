@@ -355,6 +355,14 @@ def test_plots(tmp_path):
         plot_audit(report, ["f1"])
     one = plot_audit(report, "tpr")  # a name alone, not its letters
     assert len(one) == 1 and one[0].get_title() == "tpr"
+    # the dashed line is the overall rate; a report filtered to one attribute has none (it
+    # was drawn at the first group's rate)
+    tpr = report.query("metric == 'tpr'")
+    dashed = [ln for ln in one[0].lines if ln.get_linestyle() == "--"]
+    assert len(dashed) == 1
+    assert dashed[0].get_xdata()[0] == tpr.loc[tpr["attribute"] == "all", "value"].iloc[0]
+    filtered = plot_audit(report[report["attribute"] != "all"], "tpr")
+    assert not [ln for ln in filtered[0].lines if ln.get_linestyle() == "--"]
 
 
 def test_plot_height_follows_the_rows_drawn():
@@ -640,3 +648,15 @@ def test_every_audited_column_and_the_constraints_share_one_draw_of_each_resampl
     clf = LogisticRegression().fit(X, y)
     audit(clf, X, y, groups=groups, constraints="tpr[race] >= tpr - 0.1", n_bootstrap=120, random_state=0)
     assert len(draws) == 120
+
+
+def test_a_metric_constraint_is_refused_naming_where_it_is_evaluated():
+    from skrate.generalized import kld_fairness
+    from skrate.metrics import make_violation_scorer
+
+    X, y, g = _data(400)
+    clf = LogisticRegression().fit(X, y)
+    con = kld_fairness("race", 0.02)
+    with pytest.raises(TypeError, match=r"kld\[race\] <= 0.02 is a metric constraint.*make_violation_scorer"):
+        audit(clf, X, y, groups=g, constraints=[con])
+    assert np.isfinite(make_violation_scorer(con)(clf, X, y, groups=g))  # where it is evaluated

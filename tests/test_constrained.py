@@ -395,6 +395,10 @@ def test_constraint_report_on_rows_without_a_fitted_group_or_with_a_new_one():
         clf.constraint_report(X, y, groups=renamed)
     with pytest.raises(ValueError, match="Unknown group column 'group'"):
         clf.constraint_report(X, y)
+    # the report describes the fitted model: a parameter set after fit does not change it
+    clf.set_params(constraints=None)
+    with pytest.warns(UserWarning, match=r"values the model was not constrained on .*'group': \['new'\]"):
+        clf.constraint_report(X, y, groups=renamed)
 
 
 def test_new_group_values_are_told_apart_from_fitted_ones_as_filters_match_them():

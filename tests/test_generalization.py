@@ -11,6 +11,7 @@ from skrate._holdout import holdout_split
 from skrate.problem import GroupTable, RateData, confidence_margins, simultaneous_margins
 from skrate.rates import parse_constraint
 from scipy.stats import norm
+from sklearn.datasets import make_classification
 
 
 def _population(n, rng):
@@ -201,6 +202,23 @@ def test_validation_mask_takes_a_boolean_or_0_1_indicator():
         ConstrainedClassifier("ppr[group=b] >= 0.1").fit(X, y, groups=g, validation_mask=mask * 2)
 
 
+def test_a_validation_mask_indexed_in_another_order_is_refused():
+    # matched by position, as every per-row argument: a Series sorted apart from X held out
+    # other rows than the ones marked, without a word
+    pd = pytest.importorskip("pandas")
+    X, y, g = _population(300, np.random.default_rng(6))
+    index = np.random.default_rng(1).permutation(300)
+    frame = pd.DataFrame(X, index=index)
+    mask = pd.Series(index % 3 == 0, index=index)
+    with pytest.raises(ValueError, match="validation_mask"):
+        ConstrainedClassifier("ppr[group=b] >= 0.1", max_iter=5).fit(frame, y, groups=g,
+                                                                   validation_mask=mask.sort_index())
+    # in X's order it is taken as given
+    a = ConstrainedClassifier("ppr[group=b] >= 0.1", max_iter=5).fit(frame, y, groups=g, validation_mask=mask)
+    b = ConstrainedClassifier("ppr[group=b] >= 0.1", max_iter=5).fit(X, y, groups=g, validation_mask=mask.values)
+    np.testing.assert_array_equal(a.predict_proba(frame), b.predict_proba(X))
+
+
 def test_validation_fraction_uses_held_out_constraint_values():
     X, y, g = _population(3000, np.random.default_rng(4))
     clf = ConstrainedClassifier("ppr[group=b] >= ppr - 0.05", validation_fraction=0.3, random_state=0)
@@ -368,7 +386,8 @@ def test_a_missing_group_value_is_named_at_its_row_as_given():
 
 def test_a_negative_margin_is_refused_in_every_form():
     X, y, g = _population(300, np.random.default_rng(10))
-    for margin in (-0.05, np.asarray(-0.05), [-0.05, -0.05]):
+    # a dict (or ragged list) is no form: it raised float()'s TypeError, naming nothing
+    for margin in (-0.05, np.asarray(-0.05), [-0.05, -0.05], {0: 0.01, 1: 0.02}, [0.01, [0.02]]):
         with pytest.raises(ValueError, match="'?margin'? (parameter of ConstrainedClassifier )?must be"):
             ConstrainedClassifier("ppr[group] >= 0.1", margin=margin, max_iter=5).fit(X, y, groups=g)
 
@@ -522,3 +541,58 @@ def test_a_ratio_margin_beyond_what_the_rows_promise_is_named_in_the_linear_unit
     clf = ConstrainedClassifier("precision >= 0.9", objective="-tpr", margin="auto", random_state=0)
     with pytest.warns(InfeasibleConstraintsWarning, match="though one can without: the margins of margin='auto'"):
         clf.fit(X, y)
+
+
+@pytest.mark.parametrize("k", [2, 3, 5, 16])
+def test_a_simultaneous_margin_of_candidates_alike_in_spread(k):
+    # k candidates that differ on the negatives only have one spread for a tpr: the union
+    # bound's root then lies at the end of its bracket, where rounding left brentq's ends of
+    # one sign and the fit crashed
+    rng = np.random.default_rng(0)
+    y = np.r_[np.ones(40, int), np.zeros(40, int)]
+    data = RateData(y, np.ones(80), GroupTable.from_input(None, None, 80), None)
+    d = np.zeros((80, k), bool)
+    d[:40] = (rng.random(40) < 0.6)[:, None]  # the same decisions on the positives
+    d[40:] = rng.random((40, k)) < 0.5
+    got = simultaneous_margins([parse_constraint("tpr >= 0.5")], data, d, 0.95, random_state=0)
+    # every candidate has the same tpr error: the margin of one of them
+    rate = d[:40, 0].mean()
+    np.testing.assert_allclose(got, [norm.ppf(0.95) * np.sqrt(rate * (1 - rate) / 40)], rtol=1e-9)
+
+
+def test_auto_margins_fit_when_candidates_share_their_spread():
+    X, y = make_classification(n_samples=100, n_features=4, random_state=0)
+    g = np.arange(100) % 2
+    for seed in (9, 14):  # two of the first twenty seeds crashed
+        clf = ConstrainedClassifier("tpr[group] >= 0.8 * tpr", margin="auto", validation_fraction=0.3,
+                                    max_iter=20, random_state=seed)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InfeasibleConstraintsWarning)
+            clf.fit(X, y, groups=g)
+        assert np.isfinite(clf.margins_).all()
+
+
+def test_rows_of_weight_zero_do_not_move_auto_margins():
+    # they split candidates that agree on every weighted row, and they moved the game's
+    # random stream, which the margins' Monte Carlo draws shared
+    rng = np.random.RandomState(0)
+    X = rng.normal(size=(80, 4))
+    y = (X[:, 0] + rng.normal(size=80) > 0).astype(int)
+    g, w = rng.randint(0, 2, 80), rng.randint(0, 4, 80).astype(float)
+    keep = w > 0
+    fits = []
+    for rows in (np.ones(80, bool), keep):
+        clf = ConstrainedClassifier("tpr[group] >= 0.9 * tpr", margin="auto", max_iter=100, random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", InfeasibleConstraintsWarning)
+            fits.append(clf.fit(X[rows], y[rows], sample_weight=w[rows], groups=g[rows]))
+    np.testing.assert_allclose(fits[0].margins_, fits[1].margins_, rtol=1e-6)  # sums in another order
+    np.testing.assert_allclose(fits[0].predict_proba(X), fits[1].predict_proba(X), atol=1e-12)
+    # and in the margins alone: a candidate that differs from another on rows of weight 0 only
+    data = RateData(y, w, GroupTable.from_input(g, None, 80), None)
+    d = rng.randint(0, 2, (80, 5)).astype(bool)
+    d[:, 4] = np.where(keep, d[:, 3], ~d[:, 3])
+    con = [parse_constraint("tpr[group=0] >= 0.9 * tpr"), parse_constraint("tpr[group=1] >= 0.9 * tpr")]
+    kept = RateData(y[keep], w[keep], GroupTable.from_input(g[keep], None, int(keep.sum())), None)
+    np.testing.assert_allclose(simultaneous_margins(con, data, d, 0.95, random_state=0),
+                               simultaneous_margins(con, kept, d[keep], 0.95, random_state=0), rtol=1e-12)

@@ -201,8 +201,9 @@ def test_a_rate_the_rows_leave_undefined_scores_nan_with_a_warning_naming_why():
     clf = LogisticRegression().fit(X, y)
     no_positive_b = ~((g.race == "b").to_numpy() & (y == "yes"))  # rows without a positive in group b
     Xs, ys, gs = X[no_positive_b], y[no_positive_b], g[no_positive_b]
-    with pytest.warns(UndefinedMetricWarning, match=r"tpr\[race=b\] is undefined on these rows, scored NaN"):
+    with pytest.warns(UndefinedMetricWarning, match=r"tpr\[race=b\] is undefined on these rows, scored NaN") as record:
         assert np.isnan(make_rate_scorer("tpr[race=b]")(clf, Xs, ys, groups=gs))
+    assert record[0].filename == __file__  # the user's line, not the library's
     with pytest.warns(UndefinedMetricWarning, match="max_violation is undefined"):
         assert np.isnan(make_violation_scorer(SPEC)(clf, Xs, ys, groups=gs))
     assert np.isfinite(make_violation_scorer(SPEC)(clf, X, y, groups=g))

@@ -123,7 +123,9 @@ def audit(
         How decisions are read from the estimator: ``"predict"`` labels, or ``"expected"``
         rates from ``predict_proba(X)[:, 1]`` (the probability that a randomised classifier
         predicts 1). ``"auto"`` uses expected rates for skrate's stochastic estimators and
-        ``predict`` for every other classifier.
+        ``predict`` for every other classifier. A stochastic model's ``predict`` gives the
+        copies of a repeated row of features draws in turn, so with ``"predict"`` a group's
+        rate can move with the order of such rows; expected rates do not.
     n_bootstrap : int, default=1000
         Number of bootstrap resamples; 0 skips the intervals (NaN bounds).
     confidence_level : float, default=0.95

@@ -23,6 +23,8 @@ def plot_audit(report: pd.DataFrame, metrics: str | Sequence[str] | None = None,
                ax: Axes | np.ndarray | None = None) -> np.ndarray:
     """Per-group rates with their bootstrap intervals, one panel per metric.
 
+    A dashed line marks the overall rate (the row of attribute ``"all"``) when the report holds it.
+
     Parameters
     ----------
     report : DataFrame
@@ -58,7 +60,9 @@ def plot_audit(report: pd.DataFrame, metrics: str | Sequence[str] | None = None,
         value = rows["value"].to_numpy(float)
         err = np.vstack([value - rows["value_low"].to_numpy(float), rows["value_high"].to_numpy(float) - value])
         axis.errorbar(value, pos, xerr=None if np.isnan(err).all() else np.abs(err), fmt="o", capsize=3)
-        axis.axvline(value[0], color="0.6", lw=1, ls="--")
+        overall = rows["attribute"].to_numpy() == "all"
+        if overall.any():  # a report filtered to one attribute has no overall row: no line
+            axis.axvline(value[overall][0], color="0.6", lw=1, ls="--")
         axis.set_yticks(pos, labels)
         axis.set_title(metric)
     return axes

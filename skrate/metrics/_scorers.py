@@ -15,6 +15,7 @@ from ..problem import GroupTable, RateData, evaluate_term
 from ..problem._groups import check_row_order
 from ..rates import Constraint, as_expression
 from ..utils._validation import check_baseline, check_sample_weight
+from ..utils._warnings import stacklevel_outside
 from ._decisions import DECISIONS, check_probabilities, is_stochastic, positive_labels
 
 if TYPE_CHECKING:
@@ -52,7 +53,7 @@ def _undefined(metric, exc: UndefinedRateError) -> float:
     without a group value), said in a warning as scikit-learn's metrics do: a misspelt group
     value reads the same, and the warning lists the known ones."""
     warnings.warn(f"{metric.__name__} is undefined on these rows, scored NaN: {exc}", UndefinedMetricWarning,
-                  stacklevel=3)
+                  stacklevel=stacklevel_outside("skrate", "sklearn"))
     return float("nan")
 
 

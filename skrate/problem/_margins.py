@@ -135,13 +135,14 @@ def simultaneous_margins(constraints: list[Constraint], data: RateData, decision
     if decisions.ndim != 2 or decisions.shape[0] != data.n:
         raise ValueError(f"decisions must have shape ({data.n}, n_candidates), one row per row of data; "
                          f"got shape {decisions.shape}")
-    # candidates with the same decisions err together, so one of each is enough (exactly: 0/1
-    # columns compared by their packed bits)
+    # candidates with the same decisions on the weighted rows err together, so one of each is
+    # enough (exactly: 0/1 columns compared by their packed bits); a row of weight 0 is no row
+    weighted = decisions[data.sample_weight > 0]
     if decisions.dtype == bool:
-        packed = np.ascontiguousarray(np.packbits(decisions, axis=0).T)
+        packed = np.ascontiguousarray(np.packbits(weighted, axis=0).T)
         _, first = np.unique(packed.view(np.dtype((np.void, packed.shape[1]))).ravel(), return_index=True)
     else:
-        _, first = np.unique(decisions.T, axis=0, return_index=True)
+        _, first = np.unique(weighted.T, axis=0, return_index=True)
     influences = _Influences(data, decisions[:, np.sort(first)])
     rng = np.random.default_rng(random_state)
     quantiles: dict[frozenset, float] = {}
@@ -210,6 +211,17 @@ def _blocks(n: int, k: int):
     return (slice(lo, lo + step) for lo in range(0, n, step))
 
 
+def _merge_identical(gram: np.ndarray) -> np.ndarray:
+    """``gram`` over one of each set of coordinates that are one variable: ``Z_i - Z_j`` of
+    variance 0 (to rounding), as candidates that differ only on rows a constraint does not
+    read are. Their maximum is any one of them, which the draws would only blur."""
+    var = np.diag(gram)
+    apart = var[:, None] + var[None, :] - 2 * gram  # Var(Z_i - Z_j)
+    same = apart <= 1e-11 * max(var.max(initial=0.0), np.finfo(float).tiny)
+    keep = ~np.triu(same, 1).any(axis=0)  # the first of each set
+    return gram[np.ix_(keep, keep)]
+
+
 def _largest_error_quantile(gram: np.ndarray, confidence: float, rng: np.random.Generator) -> float:
     """The ``confidence`` quantile of ``max_k Z_k`` for ``Z ~ N(0, gram)``, by Monte Carlo.
 
@@ -217,13 +229,21 @@ def _largest_error_quantile(gram: np.ndarray, confidence: float, rng: np.random.
     the ``t`` at which ``sum_k P(Z_k > t) = 1 - confidence``; the estimate is kept within them,
     which bounds its noise where few draws fall beyond the quantile (``confidence`` near 1).
     """
+    gram = _merge_identical(gram)
     sd = np.sqrt(np.clip(np.diag(gram), 0.0, None))
     if not sd.max() > 0:
         return 0.0
     alpha, spread = 1.0 - confidence, sd[sd > 0]
     lower = norm.ppf(confidence) * spread.max()
     bracket = norm.isf(alpha / spread.size) * spread.max()  # every term at most alpha / k there
-    upper = brentq(lambda t: norm.sf(t / spread).sum() - alpha, lower, bracket) if bracket > lower else lower
+    excess = lambda t: norm.sf(t / spread).sum() - alpha  # noqa: E731 (decreasing in t)
+    # at either end the root may lie only by rounding (k equal spreads put it at bracket)
+    if not bracket > lower or excess(lower) <= 0:
+        upper = lower
+    elif excess(bracket) >= 0:
+        upper = bracket
+    else:
+        upper = brentq(excess, lower, bracket)
     values, vectors = np.linalg.eigh((gram + gram.T) / 2)
     root = vectors * np.sqrt(np.clip(values, 0.0, None))  # root @ root.T == gram
     draws = int(min(_MAX_DRAWS, max(_DRAWS, np.ceil(_TAIL_DRAWS / alpha))))

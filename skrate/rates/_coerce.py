@@ -46,6 +46,12 @@ def as_constraints(spec: Constraint | str | list | tuple | None) -> list[Constra
                         "expressions compares them as objects (the same expression or not) and states no "
                         "constraint. Write an equality a == b as two constraints, [a <= b, a >= b], or "
                         "bound the gap on both sides, [a - b <= 0.01, a - b >= -0.01].")
+    from ..generalized import MetricConstraint  # it builds on this module: imported when needed
+
+    if isinstance(spec, MetricConstraint):
+        raise TypeError(f"{spec} is a metric constraint, a function of rates as MetricOptimizer takes them; "
+                        "only rate constraints are taken here. Evaluate metric constraints with "
+                        "skrate.metrics.make_violation_scorer or MetricOptimizer.metric_values.")
     raise TypeError(f"A constraint must be a Constraint, a string such as 'tpr[race] >= 0.9 * tpr', "
                     f"or a list of them; got {type(spec).__name__}: {spec!r}.")
 

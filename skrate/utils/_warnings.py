@@ -1,8 +1,11 @@
-"""Silencing a warning without crossing threads."""
+"""Silencing a warning without crossing threads; pointing one at the user's line."""
 
 from __future__ import annotations
 
 import contextlib
+import importlib
+import os
+import sys
 import threading
 import warnings
 from typing import Iterator
@@ -25,3 +28,14 @@ def ignoring(category: type[Warning], message: str = "") -> Iterator[None]:
     with warnings.catch_warnings():
         warnings.filterwarnings("ignore", message=message, category=category)
         yield
+
+
+def stacklevel_outside(*packages: str) -> int:
+    """The ``stacklevel`` of a ``warnings.warn`` made by this function's caller that names the
+    first frame outside ``packages`` (``"skrate"``, and ``"sklearn"`` when it calls a scorer):
+    the user's line, however deep the call chain between."""
+    prefixes = tuple(os.path.dirname(importlib.import_module(p).__file__) + os.sep for p in packages)
+    frame, level = sys._getframe(1), 1
+    while frame is not None and frame.f_code.co_filename.startswith(prefixes):
+        frame, level = frame.f_back, level + 1
+    return level
