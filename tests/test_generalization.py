@@ -596,3 +596,33 @@ def test_rows_of_weight_zero_do_not_move_auto_margins():
     kept = RateData(y[keep], w[keep], GroupTable.from_input(g[keep], None, int(keep.sum())), None)
     np.testing.assert_allclose(simultaneous_margins(con, data, d, 0.95, random_state=0),
                                simultaneous_margins(con, kept, d[keep], 0.95, random_state=0), rtol=1e-12)
+
+
+def test_influence_products_over_distinct_rows_equal_the_products_over_every_row():
+    # rows that repeat a decision pattern are summed before the product; rows of weight 0 and
+    # overlapping slices (a group's rate and the overall one) must give I_r^T I_s exactly
+    from skrate.problem._compile import rate_coefficients, slice_weights
+    from skrate.problem._margins import _Influences
+
+    rng = np.random.default_rng(3)
+    n, k = 400, 6
+    y = rng.integers(0, 2, n)
+    g = rng.choice(["a", "b"], n)
+    w = rng.integers(0, 3, n).astype(float)
+    d = rng.random(n)[:, None] < np.linspace(0.2, 0.8, k)  # few patterns: candidates nested by threshold
+    data = RateData(y, w, GroupTable.from_input(g, None, n), None)
+    influences = _Influences(data, d)
+    assert influences._distinct.shape == (k + 1, k)  # k + 1 patterns of k distinct candidates
+
+    con = parse_constraint("tpr[group=a] <= tpr + 0.05")
+    for (r, _), (s, _) in [(a, b) for a in con.expression.terms for b in con.expression.terms]:
+        I = {}
+        for rate in (r, s):  # I_r = w (v d + c) - w value on the slice, 0 elsewhere
+            idx, ws = slice_weights(rate, data)
+            v, c = rate_coefficients(rate, data, idx)
+            contrib = np.zeros((n, k))
+            contrib[idx] = ws[:, None] * (v[:, None] * d[idx] + c[:, None])
+            value = contrib.sum(axis=0)
+            contrib[idx] -= ws[:, None] * value
+            I[rate] = contrib
+        np.testing.assert_allclose(influences.gram(r, s), I[r].T @ I[s], rtol=1e-12, atol=1e-15)

@@ -135,15 +135,7 @@ def simultaneous_margins(constraints: list[Constraint], data: RateData, decision
     if decisions.ndim != 2 or decisions.shape[0] != data.n:
         raise ValueError(f"decisions must have shape ({data.n}, n_candidates), one row per row of data; "
                          f"got shape {decisions.shape}")
-    # candidates with the same decisions on the weighted rows err together, so one of each is
-    # enough (exactly: 0/1 columns compared by their packed bits); a row of weight 0 is no row
-    weighted = decisions[data.sample_weight > 0]
-    if decisions.dtype == bool:
-        packed = np.ascontiguousarray(np.packbits(weighted, axis=0).T)
-        _, first = np.unique(packed.view(np.dtype((np.void, packed.shape[1]))).ravel(), return_index=True)
-    else:
-        _, first = np.unique(weighted.T, axis=0, return_index=True)
-    influences = _Influences(data, decisions[:, np.sort(first)])
+    influences = _Influences(data, decisions)
     rng = np.random.default_rng(random_state)
     quantiles: dict[frozenset, float] = {}
     out = np.empty(len(constraints))
@@ -168,20 +160,44 @@ class _Influences:
     overall rate), so each product is formed once, over the rows the two slices share.
 
     On its slice ``I_r = diag(w v) D + U V^T``, ``D`` the decisions, ``U = [w c, -w]`` and
-    ``V = [1, value]``: the product is one weighted ``D^T D`` and rank-two corrections."""
+    ``V = [1, value]``: the product is one weighted ``D^T D`` and rank-two corrections. Rows
+    far from every candidate's boundary share their decisions, so ``D`` is read over its
+    distinct rows, each weighted by the sum over the rows that repeat it."""
 
     def __init__(self, data: RateData, decisions: np.ndarray):
-        self.data, self.decisions, self._rates, self._grams = data, decisions, {}, {}
+        self.data, self._rates, self._grams = data, {}, {}
+        # each row's pattern: an index into the distinct rows of decisions (compared by bytes)
+        rows = np.packbits(decisions, axis=1) if decisions.dtype == bool else np.ascontiguousarray(decisions)
+        rows = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1])))
+        _, first, pattern = np.unique(rows.ravel(), return_index=True, return_inverse=True)
+        self._pattern, distinct = pattern.ravel(), decisions[first]
+        # candidates with the same decisions on the weighted rows err together, so one of each
+        # is enough (exactly: 0/1 columns compared by their packed bits, on the distinct rows);
+        # a row of weight 0 is no row
+        seen = distinct[np.unique(self._pattern[data.sample_weight > 0])]
+        if decisions.dtype == bool:
+            packed = np.ascontiguousarray(np.packbits(seen, axis=0).T)
+            _, keep = np.unique(packed.view(np.dtype((np.void, packed.shape[1]))).ravel(), return_index=True)
+        else:
+            _, keep = np.unique(seen.T, axis=0, return_index=True)
+        self._distinct = distinct[:, np.sort(keep)]
+
+    def _pattern_sums(self, rows: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The distinct rows ``rows`` repeat, and the sums of ``weights`` (one column per sum)
+        over the rows that repeat each."""
+        pattern, which = np.unique(self._pattern[rows], return_inverse=True)
+        return pattern, np.column_stack([np.bincount(which.ravel(), weights=col, minlength=pattern.size)
+                                         for col in weights.T])
 
     def _rate(self, rate):
         """Rows of the rate's slice, ``w v`` and ``U`` on them, and ``V``."""
         if rate not in self._rates:
             idx, w = slice_weights(rate, self.data)
             v, c = rate_coefficients(rate, self.data, idx)
-            k = self.decisions.shape[1]
-            value = sum((w[b] * v[b]) @ self.decisions[idx[b]] for b in _blocks(idx.size, k)) + np.dot(w, c)
-            ones = np.ones(self.decisions.shape[1])
-            self._rates[rate] = (idx, w * v, np.column_stack([w * c, -w]), np.column_stack([ones, value]))
+            pattern, per = self._pattern_sums(idx, (w * v)[:, None])
+            k = self._distinct.shape[1]
+            value = sum(per[b, 0] @ self._distinct[pattern[b]] for b in _blocks(pattern.size, k)) + np.dot(w, c)
+            self._rates[rate] = (idx, w * v, np.column_stack([w * c, -w]), np.column_stack([np.ones(k), value]))
         return self._rates[rate]
 
     def gram(self, r, s) -> np.ndarray:
@@ -191,17 +207,19 @@ class _Influences:
         if (r, s) not in self._grams:
             (idx_r, a_r, U_r, V_r), (idx_s, a_s, U_s, V_s) = self._rate(r), self._rate(s)
             shared = idx_r if r == s else np.intersect1d(idx_r, idx_s, assume_unique=True)
-            k = self.decisions.shape[1]
-            DD, DU_s, DU_r, UU = np.zeros((k, k)), np.zeros((k, 2)), np.zeros((k, 2)), np.zeros((2, 2))
-            for b in _blocks(shared.size, k):
-                rows = shared[b]
-                i, j = np.searchsorted(idx_r, rows), np.searchsorted(idx_s, rows)
-                D = self.decisions[rows].astype(float)
-                DD += (D * (a_r[i] * a_s[j])[:, None]).T @ D
-                DU_s += D.T @ (a_r[i, None] * U_s[j])
-                DU_r += D.T @ (a_s[j, None] * U_r[i])
-                UU += U_r[i].T @ U_s[j]
-            self._grams[(r, s)] = DD + DU_s @ V_s.T + V_r @ DU_r.T + V_r @ UU @ V_s.T
+            i, j = np.searchsorted(idx_r, shared), np.searchsorted(idx_s, shared)
+            # the row weights of D^T diag(a_r a_s) D, D^T diag(a_r) U_s and D^T diag(a_s) U_r,
+            # summed over the rows of each pattern
+            pattern, per = self._pattern_sums(shared, np.column_stack(
+                [a_r[i] * a_s[j], a_r[i, None] * U_s[j], a_s[j, None] * U_r[i]]))
+            k = self._distinct.shape[1]
+            DD, DU = np.zeros((k, k)), np.zeros((k, 4))
+            for b in _blocks(pattern.size, k):
+                D = self._distinct[pattern[b]].astype(float)
+                DD += (D * per[b, :1]).T @ D
+                DU += D.T @ per[b, 1:]
+            UU = U_r[i].T @ U_s[j]
+            self._grams[(r, s)] = DD + DU[:, :2] @ V_s.T + V_r @ DU[:, 2:].T + V_r @ UU @ V_s.T
         return self._grams[(r, s)]
 
 
