@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import csv
 import os
 import re
 import sys
@@ -21,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 EXIT_USAGE, EXIT_DATA, EXIT_NOINPUT, EXIT_CANTCREAT = 2, 65, 66, 73
+STDIO = "-"  # a data file of "-" is standard input, as for cat and pandas
 # /3: categorical features are read as written ("01" and "1" are two categories); /2 read them as
 # whole numbers where they were numbers, and is read so still. /2: the model is trained on y as 0/1,
 # "classes" is [negative, positive] and "categorical" lists the one-hot encoded features; /1 files
@@ -165,8 +167,11 @@ def _pandas(purpose: str = "reading CSV files"):
     return pd
 
 
-def _input(path: str) -> Path:
-    """``path`` when it exists: a file or a pipe, as bash's ``<(...)`` gives, which is no regular file."""
+def _input(path: str):
+    """``path`` when it exists: a file or a pipe, as bash's ``<(...)`` gives, which is no regular
+    file; ``-`` is standard input."""
+    if path == STDIO:
+        return sys.stdin.buffer  # bytes: the encoding (and a byte-order mark) read as from a file
     p = Path(path)
     if not p.exists():
         raise CLIError(f"{path}: no such file", EXIT_NOINPUT)
@@ -175,10 +180,15 @@ def _input(path: str) -> Path:
     return p
 
 
-def _check_writable(path: str, option: str) -> None:
-    """Refuse an output path that cannot be written before any work is done, not after training."""
+def _check_writable(path: str, option: str, inputs: tuple[str, ...] = ()) -> None:
+    """Refuse an output path that cannot be written, or that is one of the command's ``inputs``
+    (it would be replaced by the output), before any work is done, not after training."""
     p = Path(path)
     folder = p.parent  # Path("m.joblib").parent is Path(".")
+    same = [i for i in inputs if p.exists() and Path(i).exists() and os.path.samefile(p, i)]
+    if same:
+        raise CLIError(f"{option} {path}: that is the input file {same[0]}, which the output would replace; "
+                       "write it elsewhere", EXIT_USAGE)
     if p.is_dir():
         problem = "is a directory"
     elif not folder.is_dir():
@@ -217,6 +227,7 @@ def _read_csv(path: str, text: tuple[str, ...] = ()):
         raise CLIError(f"{path}: not a readable CSV file ({str(exc).strip()})") from None
     if frame.shape[0] == 0:
         raise CLIError(f"{path}: the file has a header but no rows")
+    _check_header(path)
     written = frame.copy()
     for col in frame.columns.difference(list(text)):
         number = pd.to_numeric(frame[col], errors="coerce")
@@ -225,23 +236,69 @@ def _read_csv(path: str, text: tuple[str, ...] = ()):
     return frame, written
 
 
+def _regular_file(path: str) -> Path | None:
+    """``path`` as a file that can be read again, unlike a pipe or standard input."""
+    p = Path(path)
+    return p if path != STDIO and p.is_file() else None
+
+
+def _check_header(path: str) -> None:
+    """Refuse a header with an empty or a repeated name: pandas would rename them (``Unnamed: 0``,
+    ``x.1``), and the renamed column, a saved index often, would be trained on unnoticed. A pipe
+    cannot be read again, so only a file's header is checked."""
+    p = _regular_file(path)
+    if p is None:
+        return
+    with open(p, newline="", encoding="utf-8-sig") as fh:
+        header = next((row for row in csv.reader(fh, skipinitialspace=True) if row), [])
+    unnamed = [i + 1 for i, name in enumerate(header) if not name.strip()]
+    if unnamed:
+        raise CLIError(f"{path}: column {unnamed[0]} of the header has no name (a saved index, as "
+                       "DataFrame.to_csv writes by default?); name it in the header, or save the file without "
+                       "it (to_csv(..., index=False))")
+    seen: set[str] = set()
+    repeated = [name for name in header if name in seen or seen.add(name)]
+    if repeated:
+        raise CLIError(f"{path}: the header names column {repeated[0]!r} more than once; give each column its "
+                       "own name")
+
+
 def _need_columns(frame, columns: list[str], path: str, role: str) -> None:
     missing = [c for c in columns if c not in frame.columns]
     if missing:
+        hint = ""
+        if len(frame.columns) == 1 and ";" in str(frame.columns[0]):
+            hint = ("; the file seems to separate its values with ';', and skrate reads comma-separated "
+                    "values: convert it, e.g. pandas.read_csv(path, sep=';').to_csv(new_path, index=False)")
         raise CLIError(f"{path}: no column {', '.join(map(repr, missing))} ({role}); the file's columns are "
-                       f"{', '.join(map(str, frame.columns))}")
+                       f"{', '.join(map(str, frame.columns))}{hint}")
 
 
-def _line(index: int) -> int:
-    return index + 2  # 1-based, after the header
+def _line(path: str, index: int) -> str:
+    """Where data row ``index`` (0-based) starts in the file: pandas skips blank lines and reads a
+    quoted cell over several lines as one row, so its line is counted as the csv module reads
+    them. A pipe cannot be read again: there it is the data row."""
+    p = _regular_file(path)
+    if p is not None:
+        with open(p, newline="", encoding="utf-8-sig") as fh:
+            reader = csv.reader(fh, skipinitialspace=True)
+            if any(reader):  # up to the header, past any blank line before it
+                row, end = 0, reader.line_num
+                for record in reader:
+                    if record:  # a blank line is no row
+                        if row == index:
+                            return f"line {end + 1}"
+                        row += 1
+                    end = reader.line_num
+    return f"data row {index + 1}"
 
 
 def _no_empty(frame, columns: list[str], path: str) -> None:
     for col in columns:
         empty = frame[col].isna().to_numpy()
         if empty.any():
-            raise CLIError(f"{path}: column {col!r} has {int(empty.sum())} empty value(s), the first on line "
-                           f"{_line(int(np.flatnonzero(empty)[0]))}; fill or drop those rows")
+            raise CLIError(f"{path}: column {col!r} has {int(empty.sum())} empty value(s), the first on "
+                           f"{_line(path, int(np.flatnonzero(empty)[0]))}; fill or drop those rows")
 
 
 def _as_text(values) -> np.ndarray:
@@ -310,7 +367,7 @@ def _model_input(frame, written, features: list[str], categorical: list[str], pa
         bad = np.flatnonzero(~np.isfinite(number))
         if bad.size:
             more = f" ({bad.size} cells are not finite numbers)" if bad.size > 1 else ""
-            raise CLIError(f"{path}: column {col!r} is numeric, but line {_line(int(bad[0]))} holds "
+            raise CLIError(f"{path}: column {col!r} is numeric, but {_line(path, int(bad[0]))} holds "
                            f"{str(frame[col].iloc[bad[0]])!r}{more}; {advice.format(col=col)}")
         columns[col] = number
     return pd.DataFrame(columns, index=frame.index)
@@ -421,7 +478,9 @@ def cmd_fit(args) -> int:
     groups = _columns(args.groups, "--groups")
     excluded = _columns(args.exclude, "--exclude")
     declared = _columns(args.categorical, "--categorical")
-    _check_writable(args.out, "--out")
+    if args.out == STDIO:
+        raise CLIError("--out -: a model is a binary file; name the file to write it to", EXIT_USAGE)
+    _check_writable(args.out, "--out", (args.data,))
     frame, written = _read_csv(args.data)
     _need_columns(frame, [args.target], args.data, "--target")
     for names, option in ((groups, "--groups"), (excluded, "--exclude"), (declared, "--categorical")):
@@ -429,6 +488,10 @@ def cmd_fit(args) -> int:
     features = [c for c in frame.columns if c != args.target and c not in excluded]
     if not features:
         raise CLIError(f"{args.data}: no feature column is left besides the target {args.target!r}")
+    for col in declared:
+        if col not in features:  # an option that would change nothing is a mistake said
+            role = "the target" if col == args.target else "excluded by --exclude"
+            raise CLIError(f"--categorical {col}: that column is {role}, not a feature", EXIT_USAGE)
     _no_empty(frame, [args.target] + features + groups, args.data)
     classes = _classes(frame, args.target, args.data, args.positive_class)
     y = _target(frame, args.target, args.data, classes)
@@ -472,6 +535,8 @@ def cmd_fit(args) -> int:
 def _load(path: str) -> dict:
     import joblib
 
+    if path == STDIO:
+        raise CLIError("the model cannot come from standard input (- is for the data); name its file", EXIT_USAGE)
     _input(path)
     try:
         payload = joblib.load(path)
@@ -513,7 +578,7 @@ def _warn_unseen(payload: dict, X, data: str) -> None:
             values = sorted(set(cells[unseen].tolist()))
             shown = ", ".join(map(repr, values[:5])) + (", ..." if len(values) > 5 else "")
             print(f"warning: {data}: column {col!r} holds {len(values)} value(s) the model never saw in training "
-                  f"({shown}) in {int(unseen.sum())} row(s), the first on line {_line(int(np.argmax(unseen)))}; "
+                  f"({shown}) in {int(unseen.sum())} row(s), the first on {_line(data, int(np.argmax(unseen)))}; "
                   f"the model reads them as none of its categories ({', '.join(map(repr, known[:5].tolist()))}"
                   f"{', ...' if len(known) > 5 else ''})", file=sys.stderr)
 
@@ -524,8 +589,11 @@ def cmd_audit(args) -> int:
 
     constraints = _parse_constraints(args.constraint)  # a wrong command line before any file is read
     groups = _columns(args.groups, "--groups") if args.groups is not None else None
+    if args.out == STDIO:
+        raise CLIError("--out -: the audit itself goes to standard output; name a file for the tidy table",
+                       EXIT_USAGE)
     if args.out:
-        _check_writable(args.out, "--out")
+        _check_writable(args.out, "--out", (args.model, args.data))
     payload = _load(args.model)
     target = args.target or payload["target"]
     groups = payload["groups"] if groups is None else groups
@@ -549,8 +617,10 @@ def cmd_audit(args) -> int:
 
 
 def cmd_predict(args) -> int:
+    if args.out == STDIO:
+        args.out = None  # standard output, as without --out
     if args.out:
-        _check_writable(args.out, "--out")
+        _check_writable(args.out, "--out", (args.model, args.data))
     payload = _load(args.model)
     model, (negative, positive) = payload["model"], payload["classes"]
     prediction, probability = "prediction", f"probability_{positive}"
@@ -618,7 +688,7 @@ def build_parser() -> argparse.ArgumentParser:
     demo.set_defaults(func=cmd_demo)
 
     fit = command("fit", help="train a constrained classifier on a CSV file")
-    fit.add_argument("data", help="CSV file (UTF-8) with a header row")
+    fit.add_argument("data", help="CSV file (UTF-8) with a header row; - reads standard input")
     fit.add_argument("--target", required=True, help="the binary label column")
     fit.add_argument("--positive-class", metavar="VALUE",
                      help="the target value that rates count as positive (tpr, ppr, ...) and --proba gives "
@@ -647,7 +717,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     aud = command("audit", help="per-group rates and constraint violations of a model on a CSV file")
     aud.add_argument("model", help="a model written by 'skrate fit'")
-    aud.add_argument("data", help="CSV file with the model's features and the target")
+    aud.add_argument("data", help="CSV file with the model's features and the target; - reads standard input")
     aud.add_argument("--target", help="the label column (default: the one the model was fitted on)")
     aud.add_argument("--groups", help="comma-separated group columns (default: the model's)")
     aud.add_argument("--constraint", action="append", default=[],
@@ -656,18 +726,20 @@ def build_parser() -> argparse.ArgumentParser:
                      help="bootstrap resamples (0: no intervals; default: %(default)s)")
     aud.add_argument("--random-state", **seed)
     aud.add_argument("--out", help="also write the tidy audit table to this CSV file")
-    aud.add_argument("-q", "--quiet", action="store_true")
+    aud.add_argument("-q", "--quiet", action="store_true",
+                     help="no 'wrote' line; warnings are still printed")
     aud.set_defaults(func=cmd_audit)
 
     pred = command("predict", help="predict labels for a CSV file")
     pred.add_argument("model", help="a model written by 'skrate fit'")
-    pred.add_argument("data", help="CSV file with the model's features")
+    pred.add_argument("data", help="CSV file with the model's features; - reads standard input")
     pred.add_argument("--proba", action="store_true",
                       help="also write the probability of predicting the positive class, in the column "
                            "probability_<positive class>")
     pred.add_argument("--id", metavar="COLUMN", help="copy this column (e.g. a row id) into the predictions")
-    pred.add_argument("--out", help="CSV file to write (default: standard output)")
-    pred.add_argument("-q", "--quiet", action="store_true")
+    pred.add_argument("--out", help="CSV file to write (default, or -: standard output)")
+    pred.add_argument("-q", "--quiet", action="store_true",
+                      help="no 'wrote' line; warnings are still printed")
     pred.set_defaults(func=cmd_predict)
     return parser
 
