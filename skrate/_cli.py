@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import itertools
 import os
 import re
 import sys
@@ -242,6 +243,18 @@ def _regular_file(path: str) -> Path | None:
     return p if path != STDIO and p.is_file() else None
 
 
+def _records(p: Path):
+    """The file's CSV records as pandas reads them, the header first, each with the line it
+    starts on: blank lines are skipped, and a quoted cell may span several lines."""
+    with open(p, newline="", encoding="utf-8-sig") as fh:
+        reader = csv.reader(fh, skipinitialspace=True)
+        end = 0
+        for record in reader:
+            if record:
+                yield end + 1, record
+            end = reader.line_num
+
+
 def _check_header(path: str) -> None:
     """Refuse a header with an empty or a repeated name: pandas would rename them (``Unnamed: 0``,
     ``x.1``), and the renamed column, a saved index often, would be trained on unnoticed. A pipe
@@ -249,8 +262,7 @@ def _check_header(path: str) -> None:
     p = _regular_file(path)
     if p is None:
         return
-    with open(p, newline="", encoding="utf-8-sig") as fh:
-        header = next((row for row in csv.reader(fh, skipinitialspace=True) if row), [])
+    header = next((record for _, record in _records(p)), [])
     unnamed = [i + 1 for i, name in enumerate(header) if not name.strip()]
     if unnamed:
         raise CLIError(f"{path}: column {unnamed[0]} of the header has no name (a saved index, as "
@@ -275,22 +287,11 @@ def _need_columns(frame, columns: list[str], path: str, role: str) -> None:
 
 
 def _line(path: str, index: int) -> str:
-    """Where data row ``index`` (0-based) starts in the file: pandas skips blank lines and reads a
-    quoted cell over several lines as one row, so its line is counted as the csv module reads
-    them. A pipe cannot be read again: there it is the data row."""
+    """Where data row ``index`` (0-based) starts in the file (see :func:`_records`). A pipe
+    cannot be read again: there it is the data row."""
     p = _regular_file(path)
-    if p is not None:
-        with open(p, newline="", encoding="utf-8-sig") as fh:
-            reader = csv.reader(fh, skipinitialspace=True)
-            if any(reader):  # up to the header, past any blank line before it
-                row, end = 0, reader.line_num
-                for record in reader:
-                    if record:  # a blank line is no row
-                        if row == index:
-                            return f"line {end + 1}"
-                        row += 1
-                    end = reader.line_num
-    return f"data row {index + 1}"
+    found = None if p is None else next(itertools.islice(_records(p), index + 1, None), None)
+    return f"line {found[0]}" if found else f"data row {index + 1}"
 
 
 def _no_empty(frame, columns: list[str], path: str) -> None:

@@ -166,20 +166,13 @@ class _Influences:
 
     def __init__(self, data: RateData, decisions: np.ndarray):
         self.data, self._rates, self._grams = data, {}, {}
-        # each row's pattern: an index into the distinct rows of decisions (compared by bytes)
-        rows = np.packbits(decisions, axis=1) if decisions.dtype == bool else np.ascontiguousarray(decisions)
-        rows = np.ascontiguousarray(rows).view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1])))
-        _, first, pattern = np.unique(rows.ravel(), return_index=True, return_inverse=True)
+        # each row's pattern: an index into the distinct rows of decisions
+        _, first, pattern = np.unique(_row_keys(decisions), return_index=True, return_inverse=True)
         self._pattern, distinct = pattern.ravel(), decisions[first]
         # candidates with the same decisions on the weighted rows err together, so one of each
-        # is enough (exactly: 0/1 columns compared by their packed bits, on the distinct rows);
-        # a row of weight 0 is no row
+        # is enough (exactly, compared on the distinct rows); a row of weight 0 is no row
         seen = distinct[np.unique(self._pattern[data.sample_weight > 0])]
-        if decisions.dtype == bool:
-            packed = np.ascontiguousarray(np.packbits(seen, axis=0).T)
-            _, keep = np.unique(packed.view(np.dtype((np.void, packed.shape[1]))).ravel(), return_index=True)
-        else:
-            _, keep = np.unique(seen.T, axis=0, return_index=True)
+        _, keep = np.unique(_row_keys(seen.T), return_index=True)
         self._distinct = distinct[:, np.sort(keep)]
 
     def _pattern_sums(self, rows: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -221,6 +214,13 @@ class _Influences:
             UU = U_r[i].T @ U_s[j]
             self._grams[(r, s)] = DD + DU[:, :2] @ V_s.T + V_r @ DU[:, 2:].T + V_r @ UU @ V_s.T
         return self._grams[(r, s)]
+
+
+def _row_keys(a: np.ndarray) -> np.ndarray:
+    """Each row of ``a`` as one value that compares by its bytes (0/1 rows packed 8 to a byte),
+    for ``np.unique`` to find equal rows exactly."""
+    rows = np.ascontiguousarray(np.packbits(a, axis=1) if a.dtype == bool else a)
+    return rows.view(np.dtype((np.void, rows.dtype.itemsize * rows.shape[1]))).ravel()
 
 
 def _blocks(n: int, k: int):
