@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import io
 import itertools
 import os
 import re
@@ -168,17 +169,29 @@ def _pandas(purpose: str = "reading CSV files"):
     return pd
 
 
-def _input(path: str):
-    """``path`` when it exists: a file or a pipe, as bash's ``<(...)`` gives, which is no regular
-    file; ``-`` is standard input."""
-    if path == STDIO:
-        return sys.stdin.buffer  # bytes: the encoding (and a byte-order mark) read as from a file
+_PIPED: dict[str, bytes] = {}  # a pipe's bytes, read once: its header and lines are looked up again
+
+
+def _existing(path: str) -> Path:
     p = Path(path)
     if not p.exists():
         raise CLIError(f"{path}: no such file", EXIT_NOINPUT)
     if p.is_dir():
         raise CLIError(f"{path}: a directory, not a file", EXIT_NOINPUT)
     return p
+
+
+def _input(path: str):
+    """``path`` to read: a regular file as itself; a pipe (``-`` for standard input, or bash's
+    ``<(...)``) as its bytes, read on first use and kept, for it cannot be read twice."""
+    if path != STDIO and _existing(path).is_file():
+        return Path(path)
+    if path not in _PIPED:
+        try:  # bytes: the encoding (and a byte-order mark) read as from a file
+            _PIPED[path] = sys.stdin.buffer.read() if path == STDIO else Path(path).read_bytes()
+        except OSError as exc:
+            raise CLIError(f"{path}: cannot read the file ({exc})", EXIT_NOINPUT) from None
+    return io.BytesIO(_PIPED[path])
 
 
 def _check_writable(path: str, option: str, inputs: tuple[str, ...] = ()) -> None:
@@ -237,16 +250,13 @@ def _read_csv(path: str, text: tuple[str, ...] = ()):
     return frame, written
 
 
-def _regular_file(path: str) -> Path | None:
-    """``path`` as a file that can be read again, unlike a pipe or standard input."""
-    p = Path(path)
-    return p if path != STDIO and p.is_file() else None
-
-
-def _records(p: Path):
+def _records(path: str):
     """The file's CSV records as pandas reads them, the header first, each with the line it
     starts on: blank lines are skipped, and a quoted cell may span several lines."""
-    with open(p, newline="", encoding="utf-8-sig") as fh:
+    source = _input(path)
+    text = (open(source, newline="", encoding="utf-8-sig") if isinstance(source, Path)
+            else io.TextIOWrapper(source, newline="", encoding="utf-8-sig"))
+    with text as fh:
         reader = csv.reader(fh, skipinitialspace=True)
         end = 0
         for record in reader:
@@ -257,12 +267,8 @@ def _records(p: Path):
 
 def _check_header(path: str) -> None:
     """Refuse a header with an empty or a repeated name: pandas would rename them (``Unnamed: 0``,
-    ``x.1``), and the renamed column, a saved index often, would be trained on unnoticed. A pipe
-    cannot be read again, so only a file's header is checked."""
-    p = _regular_file(path)
-    if p is None:
-        return
-    header = next((record for _, record in _records(p)), [])
+    ``x.1``), and the renamed column, a saved index often, would be trained on unnoticed."""
+    header = next((record for _, record in _records(path)), [])
     unnamed = [i + 1 for i, name in enumerate(header) if not name.strip()]
     if unnamed:
         raise CLIError(f"{path}: column {unnamed[0]} of the header has no name (a saved index, as "
@@ -287,11 +293,8 @@ def _need_columns(frame, columns: list[str], path: str, role: str) -> None:
 
 
 def _line(path: str, index: int) -> str:
-    """Where data row ``index`` (0-based) starts in the file (see :func:`_records`). A pipe
-    cannot be read again: there it is the data row."""
-    p = _regular_file(path)
-    found = None if p is None else next(itertools.islice(_records(p), index + 1, None), None)
-    return f"line {found[0]}" if found else f"data row {index + 1}"
+    """Where data row ``index`` (0-based) starts in the file (see :func:`_records`)."""
+    return f"line {next(itertools.islice(_records(path), index + 1, None))[0]}"
 
 
 def _no_empty(frame, columns: list[str], path: str) -> None:
@@ -538,7 +541,7 @@ def _load(path: str) -> dict:
 
     if path == STDIO:
         raise CLIError("the model cannot come from standard input (- is for the data); name its file", EXIT_USAGE)
-    _input(path)
+    _existing(path)
     try:
         payload = joblib.load(path)
     except Exception as exc:  # joblib raises many kinds on foreign files
@@ -770,6 +773,7 @@ def _join_spec_values(argv: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Run the ``skrate`` command; returns its exit code. No arguments runs the demo."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    _PIPED.clear()  # a pipe of an earlier call (tests call main repeatedly) is not this one's
     with _streams_may_close():  # a closed output stream costs its output, never the work
         parser = build_parser()
         args = parser.parse_args(_join_spec_values(argv) or ["demo"])

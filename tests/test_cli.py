@@ -641,9 +641,11 @@ def test_a_cell_is_named_by_its_line_in_the_file(syn, tmp_path, monkeypatch, cap
     code, _, err = _main(fit, tmp_path, monkeypatch, capsys)
     line = text.splitlines().index("abc,b,1") + 1
     assert code == 65 and f"column 'x1' is numeric, but line {line} holds 'abc'" in err
-    # a pipe is read once: there the data row is named
+    # a pipe is read once and kept: its lines are named as a file's, and its header is checked
     res = run("fit", "-", "--target", "y", "-q", "--out", "g.joblib", cwd=tmp_path, input=text)
-    assert res.returncode == 65 and "column 'x1' is numeric, but data row 3 holds 'abc'" in res.stderr
+    assert res.returncode == 65 and f"column 'x1' is numeric, but line {line} holds 'abc'" in res.stderr
+    res = run("fit", "-", "--target", "y", "-q", "--out", "g.joblib", cwd=tmp_path, input="x1,x1,y\n1,2,0\n3,4,1\n")
+    assert res.returncode == 65 and "-: the header names column 'x1' more than once" in res.stderr
 
 
 def test_an_output_that_is_an_input_is_refused(syn, monkeypatch, capsys):
