@@ -423,6 +423,7 @@ class ConstrainedClassifier(RateClassifierBase):
                                                                         "held-out")
         check_oracle_params(self.estimator, self.solver)
         traj = self._play(problem, held_problem, X, data, train, held, gen)
+        lp = None  # the LP shrink of traj, once solved
         if isinstance(self.margin, str):
             # "auto" covers the choice among the candidates too: each margin widens to one that
             # holds for every mixture of them at once, on the rows the solution is chosen on. The
@@ -439,13 +440,14 @@ class ConstrainedClassifier(RateClassifierBase):
                 for p in (problem, held_problem):
                     if p is not None:
                         p.b[1:] += extra
-                if replay == _REPLAYS or not extra.any() or shrink(traj.objective, traj.constraints).feasible:
+                lp = None if replay == _REPLAYS or not extra.any() else shrink(traj.objective, traj.constraints)
+                if lp is None or lp.feasible:
                     break
                 traj = self._play(problem, held_problem, X, data, train, held, gen)
         self.constraints_ = expanded
         self.objective_ = objective
         self._keep_trajectory(traj, seed)
-        lp = self._set_solutions(traj)
+        lp = self._set_solutions(traj, lp)
         if self.solver in ORACLE_SOLVERS:
             if self.solution != "T_stochastic":
                 # keep the models some solution other than the uniform mixture uses: at most m + 3
@@ -679,11 +681,12 @@ class ConstrainedClassifier(RateClassifierBase):
                            "widens them with few rows per slice; a lower margin_confidence narrows them.")
         warnings.warn(f"{text}.{advice}", InfeasibleConstraintsWarning, stacklevel=6)
 
-    def _set_solutions(self, traj):
-        """Set ``solutions_`` and return the LP shrink of the candidates (the m-stochastic one)."""
+    def _set_solutions(self, traj, lp=None):
+        """Set ``solutions_`` and return the LP shrink of the candidates (the m-stochastic one),
+        solved unless given as ``lp``."""
         k = traj.params.shape[0]
         one_hot = np.eye(k)
-        lp = shrink(traj.objective, traj.constraints)
+        lp = shrink(traj.objective, traj.constraints) if lp is None else lp
         self.solutions_ = {
             "m_stochastic": lp.weights,
             "best": one_hot[best_iterate(traj.objective, traj.constraints)],

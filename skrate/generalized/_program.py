@@ -261,7 +261,6 @@ def compile_program(objective: Metric | Expression | Ratio | str,
     """
     groups = data.groups if expand_over is None else expand_over
     objective = _expand_objective(as_metric(objective), groups)
-    # (metric, role, the text the user wrote: a core constraint's, not its rearrangement's)
     # (metric, role, the text the user wrote: a core constraint's, not its rearrangement's, and the
     # denominators of its ratio sides, which must stay positive for its linear form to mean it)
     sums: list[tuple[MetricSum, str, str, tuple]] = [(objective, "objective", str(objective), ())]
