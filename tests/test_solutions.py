@@ -6,6 +6,7 @@ import sys
 import cvxpy as cp
 import numpy as np
 import pytest
+import scipy.sparse as sp
 from scipy.stats import kstest, rankdata
 
 from skrate.models import LinearModel, MLPModel
@@ -108,6 +109,13 @@ def test_best_iterate_matches_the_rank_rule():
     cons[:, 10] = -1.0
     obj[10] = 0.0
     assert best_iterate(obj, cons) == 10
+    # an undefined value ranks last as +inf; a NaN made rankdata rank nothing, and the lowest
+    # objective won, infeasible or not
+    o, g = np.array([0.1, 0.2, 0.05]), np.array([[0.0, 0.0, 1.0]])
+    assert best_iterate(o, g) == 0 and best_iterate([0.1, np.inf, 0.05], g) == 0
+    for bad in ((o, [[0.0, np.nan, 1.0]]), ([0.1, np.nan, 0.05], g)):
+        with pytest.raises(ValueError, match="hold NaN; give an undefined value as \\+inf"):
+            best_iterate(*bad)
 
 
 @pytest.mark.parametrize("choose", [lambda o, g: shrink(o, g).weights, best_iterate])
@@ -159,6 +167,12 @@ def test_row_uniforms_refuse_a_seed_outside_64_bits():
         with pytest.raises(ValueError, match=r"seed must be an integer in \[0, 2\*\*64\)"):
             row_uniforms(X, seed=seed)
     assert row_uniforms(X, seed=2**64 - 1).shape == (3,)
+
+
+def test_row_uniforms_of_no_rows():
+    # a dense input of no rows failed to reshape; a sparse one gave no draws
+    for X in (np.empty((0, 3)), [], np.empty((0, 2), dtype=object), sp.csr_matrix((0, 3))):
+        assert row_uniforms(X).shape == (0,)
 
 
 def test_row_uniforms_are_reproducible_and_uniform():

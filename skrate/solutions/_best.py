@@ -45,7 +45,7 @@ def best_iterate(objective: ArrayLike, constraints: ArrayLike) -> int:
         Objective value of each candidate.
     constraints : array-like of shape (m, k)
         Constraint values ``g_j`` (met when ``<= 0``) of each candidate; ``m`` may be 0, and
-        then the objective alone decides.
+        then the objective alone decides. Values may be ``+inf`` (undefined: ranked last), not NaN.
 
     Returns
     -------
@@ -59,6 +59,9 @@ def best_iterate(objective: ArrayLike, constraints: ArrayLike) -> int:
     Other Goals. JMLR 20(172), 2019, Eq. 18.
     """
     objective, constraints = candidate_values(objective, constraints)
+    if np.isnan(objective).any() or np.isnan(constraints).any():  # rankdata would rank nothing at all
+        raise ValueError("objective and constraints hold NaN; give an undefined value as +inf, which ranks "
+                         "its candidate last")
     violation = np.maximum(constraints.max(axis=0), 0.0) if constraints.shape[0] else np.zeros_like(objective)
     score = np.maximum(rankdata(objective, method="min"), rankdata(violation, method="min"))
     order = np.lexsort((-np.arange(objective.shape[0]), objective, score))

@@ -124,6 +124,8 @@ def _row_hashes(X: np.ndarray, seed: int) -> np.ndarray:
     other entries go in blocks of ``2**20 / width`` rows.
     """
     n = X.shape[0]
+    if n == 0:  # reshape cannot infer the width of no rows
+        return np.empty(0, dtype=np.uint64)
     X = X.reshape(n, -1)
     numeric = X.dtype.kind in "biuf"
     words = _number_words if numeric else _column_words
