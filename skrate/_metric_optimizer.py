@@ -197,7 +197,9 @@ class MetricOptimizer(RateClassifierBase):
     learning_rate : float, default=0.05
         Adam step size of the model.
     lambda_learning_rate : float, default=0.5
-        Gradient-ascent step of the multipliers.
+        Gradient-ascent step of the multipliers. Against the oracle of ``"oracle"`` the
+        multipliers of non-linear metrics take the decaying step ``lambda_learning_rate / sqrt(t)``
+        at round ``t``: its exact answers jump between extreme models.
     xi_learning_rate : float, default=0.05
         Step of the slack player of the ratio solver.
     lambda_bound : float, default=100.0
