@@ -168,6 +168,17 @@ def test_expansion_over_two_columns_skips_cells_without_rows():
                                           "ppr[grp=b, sex=M] >= ppr - 0.1"]
 
 
+def test_expansion_over_columns_of_many_values_takes_the_combinations_that_occur():
+    # six id-like columns: the product of their value counts (2000**6) overflowed numpy's index
+    rng = np.random.default_rng(0)
+    n = 2000
+    ids = {f"c{i}": rng.permutation(n) for i in range(6)}
+    expanded = expand_constraints(as_constraints("ppr[c0, c1, c2, c3, c4, c5] >= 0"), GroupTable.from_input(ids, None, n))
+    combos = [tuple(c.lhs.rates[0].slice.get(f"c{i}")[0] for i in range(6)) for c in expanded]
+    assert combos == sorted(combos) and len(combos) == n
+    assert set(combos) == {tuple(str(ids[f"c{i}"][r]) for i in range(6)) for r in range(n)}
+
+
 def test_a_dict_of_group_arrays_longer_than_X_points_at_cross_validation():
     with pytest.raises(ValueError, match="has 12 entries but X has 8 rows.*not split by cross-validation"):
         GroupTable.from_input({"grp": np.array(["a", "b"] * 6)}, None, 8)

@@ -22,6 +22,7 @@ from sklearn.utils import check_random_state
 from ..problem import GroupTable, RateData, ratio_value
 from ..problem._compile import _coefficients, check_rate, slice_mask
 from ..problem._evaluate import zero_within_rounding
+from ..problem._groups import cell_index
 from ..rates import Ratio
 from ..rates._expression import Rate
 from ..rates._slice import BASELINE, LABEL
@@ -39,17 +40,6 @@ def _codes(values: np.ndarray) -> tuple[np.ndarray, int]:
         return values.astype(np.intp), 2
     uniques, inverse = np.unique(values, return_inverse=True)
     return inverse.astype(np.intp).ravel(), max(len(uniques), 1)
-
-
-def _cell_index(columns: list[tuple[np.ndarray, int]], n: int) -> np.ndarray:
-    """Dense 0..C-1 index of each row's combination of ``columns`` (codes, number of codes)."""
-    cell, size = np.zeros(n, dtype=np.intp), 1
-    for codes, card in columns:
-        cell, size = cell * card + codes, size * card
-        if size > 4 * max(n, 1):  # keep the combined codes small (and far from overflow)
-            cell, size = _codes(cell)
-    present = np.bincount(cell, minlength=size) > 0
-    return (np.cumsum(present) - 1)[cell]
 
 
 def _value_classes(key: str, known: list, codes: np.ndarray, filters: list) -> tuple[np.ndarray, int]:
@@ -101,7 +91,7 @@ class RateParts:
         columns = [_value_classes(key, known, c, [v for k, v in filters if k == key])
                    for key, (known, c) in codes.items()]
         columns += [_codes(a) for a in (data.y, data.baseline) if a is not None]
-        self.cell = _cell_index(columns, n)
+        self.cell = cell_index(columns, n)[0]
         n_cells = int(self.cell.max()) + 1 if n else 0
         rep = np.zeros(n_cells, dtype=np.intp)
         rep[self.cell] = np.arange(n)  # a row of each cell: all its rows are alike

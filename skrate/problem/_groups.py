@@ -176,6 +176,19 @@ class _Columns(Mapping):
         return _Columns({**self.own, key: values}, self.frame, self.rows, self._labels)
 
 
+def cell_index(columns: list[tuple[np.ndarray, int]], n: int) -> tuple[np.ndarray, int]:
+    """Each of ``n`` rows' combination of ``columns`` (codes, number of codes) as its index among
+    the combinations that occur, in the order of the codes, and their number."""
+    cell, size = np.zeros(n, dtype=np.intp), 1
+    for codes, card in columns:
+        cell, size = cell * card + codes, size * card
+        if size > 4 * max(n, 1):  # keep the mixed-radix number small (and far from overflow)
+            uniques, cell = np.unique(cell, return_inverse=True)
+            cell, size = cell.astype(np.intp).ravel(), len(uniques)
+    present = np.bincount(cell, minlength=size) > 0
+    return (np.cumsum(present) - 1)[cell], int(present.sum())
+
+
 @dataclass
 class GroupTable:
     """Named group columns, validated and converted to strings on first use.
@@ -306,21 +319,18 @@ class GroupTable:
         """The sorted distinct values of a group column."""
         return list(self.codes(key)[0])
 
-    def cells(self, keys: Sequence[str]) -> tuple[np.ndarray, tuple[int, ...]]:
-        """Each row's combination of values of the columns ``keys``, as one integer (the
-        mixed-radix number of its values' indices), and the radices."""
-        columns = [self.codes(k)[1] for k in keys]
-        dims = tuple(len(self.codes(k)[0]) for k in keys)
-        return (np.ravel_multi_index(columns, dims) if keys else np.zeros(self.n, dtype=np.intp)), dims
+    def cells(self, keys: Sequence[str]) -> tuple[np.ndarray, int]:
+        """Each row's combination of values of the columns ``keys``, as its index among the
+        combinations that occur (in the order of the values), and their number."""
+        return cell_index([(self.codes(k)[1], len(self.codes(k)[0])) for k in keys], self.n)
 
     def combinations(self, keys: tuple[str, ...]) -> list[tuple[str, ...]]:
         """The combinations of values of the columns ``keys`` that occur in some row, sorted."""
-        code, dims = self.cells(keys)
-        # counting integer codes is linear; sorting the rows of a table was not
-        present = (np.flatnonzero(np.bincount(code)) if np.prod(dims) <= 4 * self.n + 64 else np.unique(code))
-        index = np.unravel_index(present, dims)
-        known = [self.values(k) for k in keys]
-        return [tuple(values[i] for values, i in zip(known, row)) for row in zip(*(ix.tolist() for ix in index))]
+        cell, size = self.cells(keys)
+        row = np.empty(size, dtype=np.intp)
+        row[cell] = np.arange(self.n)  # a row of each combination
+        columns = [[self.values(k)[i] for i in self.codes(k)[1][row]] for k in keys]
+        return list(zip(*columns)) if keys else [()] * size
 
     def _matches(self, key: str, value: str) -> list[int]:
         """Indices of the values of column ``key`` that ``value`` names: itself, or a value equal
