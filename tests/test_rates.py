@@ -486,3 +486,36 @@ def test_nesting_past_the_limit_is_refused_at_its_position_not_with_a_recursion_
     with pytest.raises(SpecParseError, match="nest deeper than 100 levels") as info:
         parse_constraint(text)
     assert info.value.pos == 100
+
+
+def test_nesting_inside_call_arguments_is_refused_at_the_call():
+    # Python's own parser raised RecursionError on thousands of signs in a call's argument
+    text = "ppr(race=" + "-" * 3000 + "1) >= 0"
+    with pytest.raises(SpecParseError, match="nest too deeply") as info:
+        parse_constraint(text)
+    assert info.value.pos == 3
+
+
+def test_a_constant_on_the_left_is_written_as_python_reads_it():
+    # a constant expression on the left printed '0.5 <= ppr', which parsed back to 'ppr >= 0.5'
+    for con in (parse_constraint("0 * tpr + 0.5 <= ppr"), parse_expression("0.5") <= ppr(), 0.5 <= ppr()):
+        assert con == parse_constraint("ppr >= 0.5") and str(con) == "ppr >= 0.5"
+        assert eval(repr(con), {"parse_constraint": parse_constraint}) == con
+    assert (parse_expression("0.8") >= precision()) == parse_constraint("precision <= 0.8")
+
+
+def test_the_caret_stands_under_the_position_on_its_own_line():
+    for text, line in (("tpr[race] >=\n    0.95 * tpx", "    0.95 * tpx"), ("tpr >=\t0.9 *\ttpx", "tpr >=\t0.9 *\ttpx")):
+        with pytest.raises(SpecParseError) as info:
+            parse_constraint(text)
+        shown, caret = str(info.value).splitlines()[-2:]
+        assert shown == "    " + line
+        assert caret.rstrip("^").replace("\t", " ") == " " * len(caret.rstrip("^")) and caret.endswith("^")
+        assert text[info.value.pos:].startswith("tpx") and line[len(caret) - 5:].startswith("tpx")
+
+
+def test_a_comparison_inside_a_quoted_value_is_not_taken_for_a_missing_bracket():
+    for text, pos in (("ppr(race='a>=b' >= 0", 16), ('tpr[race="a<=b" >= 0.9 * tpr', 16)):
+        with pytest.raises(SpecParseError, match="to close the") as info:
+            parse_constraint(text)
+        assert info.value.pos == pos

@@ -300,6 +300,9 @@ class Constraint:
         if op not in ("<=", ">="):
             raise ValueError(f"A constraint compares with <= or >=, got {op!r}.")
         lhs, rhs = _lift(lhs), _lift(rhs)
+        if isinstance(lhs, Expression) and not lhs.terms and (isinstance(rhs, Ratio) or rhs.terms):
+            # '0.5 <= tpr' is 'tpr >= 0.5', as Python reads it: one constraint, written one way
+            lhs, op, rhs = rhs, {"<=": ">=", ">=": "<="}[op], lhs
         con = cls(lhs, op, rhs)
         con.expression  # validate ratio placement now, not at fit time
         return con

@@ -29,6 +29,15 @@ from ._functions import RATE_FUNCTIONS, _filters
 from ._slice import Slice
 
 
+def _pointer(text: str, pos: int) -> str:
+    """The line of ``text`` that holds ``pos``, and a caret under it (tabs kept, so it lines up)."""
+    start = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", pos)
+    line = text[start:] if end < 0 else text[start:end]
+    pad = "".join(c if c == "\t" else " " for c in text[start:pos])
+    return f"    {line}\n    {pad}^"
+
+
 class SpecParseError(ValueError):
     """A rate spec string could not be parsed (``expected`` says what was expected), or parses
     into nothing valid (``reason`` says why: a chained comparison, a product of rates, a division
@@ -41,7 +50,7 @@ class SpecParseError(ValueError):
             head = f"Cannot parse {text!r}: expected {expected} at position {pos}, found {found}."
         else:
             head = f"Invalid spec {text!r} (near position {pos}): {reason}"
-        super().__init__(f"{head}\n    {text}\n    {' ' * pos}^")
+        super().__init__(f"{head}\n{_pointer(text, pos)}")
 
     def __reduce__(self):  # pickled by its arguments, not its message: it crosses joblib's processes
         return type(self), (self.text, self.pos, self.expected, self.reason)
@@ -151,9 +160,13 @@ class _Parser:
                       expected: str = "']' to close the filters before the comparison") -> None:
         """Refuse a comparison between ``start`` and ``end``, inside the brackets: most likely the
         closing ']' was forgotten (``tpr[race=Black >= 0.9 * tpr``)."""
-        found = [i for i in (self.text.find(op, start, end) for op in ("<=", ">=")) if i >= 0]
-        if found:
-            raise SpecParseError(self.text, min(found), expected)
+        quote = None
+        for i in range(start, min(end, len(self.text)) - 1):
+            ch = self.text[i]
+            if quote is None and self.text[i:i + 2] in ("<=", ">="):  # a quoted value may hold one
+                raise SpecParseError(self.text, i, expected)
+            if ch in "'\"" and quote in (None, ch):
+                quote = None if quote else ch
 
     # -- grammar ----------------------------------------------------------------------
     def constraint(self) -> Constraint:
@@ -166,9 +179,6 @@ class _Parser:
                     self._fail(self.pos, "a spec holds one comparison; write a <= b <= c as two "
                                          "constraints, 'a <= b' and 'b <= c'.")
                 self._end()
-                if isinstance(lhs, float) and not isinstance(rhs, float):
-                    # Python reads '0.5 <= tpr()' as 'tpr() >= 0.5': the same constraint, equal and alike
-                    lhs, op, rhs = rhs, {"<=": ">=", ">=": "<="}[op], lhs
                 return self._build(lambda: Constraint.make(lhs, op, rhs), op_pos)
         raise SpecParseError(self.text, self.pos, "'<=' or '>='" + (" or an operator" if self.pos < len(self.text) else ""))
 
@@ -328,6 +338,8 @@ class _Parser:
             msg = exc.msg.rstrip(".?") + ("?" if exc.msg.endswith("?") else ".")
             self._fail(at(exc.lineno, (exc.offset or 1) - 1, in_bytes=False),
                        f"the arguments do not parse as Python: {msg}")
+        except (RecursionError, MemoryError):  # Python's own parser gives up on deep nesting
+            self._fail(open_pos, "the arguments nest too deeply to parse; write each value once, as a literal.")
         if not isinstance(call, ast.Call):  # 'tpr(a)(b)': more than one call
             self._fail(open_pos, 'a rate call is its name and arguments in parentheses, e.g. tpr(group="race").')
 
