@@ -483,6 +483,29 @@ def test_cell_decoders_bound_the_cells_by_the_columns(monkeypatch):
     assert cell_decoders(dropped, rng.integers(4, size=200)) is None
 
 
+def test_cell_decoders_of_sparse_x_stay_sparse():
+    import tracemalloc
+
+    import scipy.sparse as sp
+
+    rng = np.random.default_rng(0)
+    n, d = 20000, 2000
+    cells = rng.integers(3, size=n)
+    onehot = sp.csr_matrix((cells[:, None] == np.arange(3)).astype(float))
+    X = sp.hstack([sp.random(n, d, density=0.001, format="csr", random_state=0), onehot], format="csr")
+    tracemalloc.start()
+    V, c = cell_decoders(X, cells)
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    # a dense copy of X is 320 MB; the decoder needs the cells' values and one column per cell
+    assert peak < 20 * 2**20, peak
+    np.testing.assert_allclose(X @ V + c, cells[:, None] == np.arange(3), atol=1e-9)
+    assert not V[:d].any()  # the random columns vary within cells: unused
+    small = X[:3000]
+    dense = cell_decoders(small.toarray(), cells[:3000])
+    np.testing.assert_allclose(dense[0], cell_decoders(small, cells[:3000])[0])
+
+
 def test_best_mixture_keeps_rates_on_a_small_support():
     _, _, _, data = _data(200)
     rng = np.random.default_rng(0)

@@ -12,6 +12,7 @@ rows: a sort once, then one cumulative sum per call. Each answer is a linear mod
 from __future__ import annotations
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.optimize import minimize
 from scipy.special import expit
 
@@ -43,20 +44,38 @@ def cell_decoders(X, cells: np.ndarray, tol: float = 1e-6):
 
     When the group columns are one-hot features of ``X`` (the usual case) each cell's
     indicator is an exact linear function of ``X``; a per-cell threshold then is a linear
-    model on ``X``, which needs no group at prediction time.
+    model on ``X``, which needs no group at prediction time. The decoder is sought among the
+    columns constant within every cell, through their values per cell: a small system of
+    cells x columns, never a dense copy of ``X`` (a sparse ``X`` stays sparse).
     """
     Xd = Design(X).X
+    n = Xd.shape[0]
     n_cells = int(cells.max()) + 1
-    if n_cells > Xd.shape[1] + 1:  # disjoint indicators span n_cells dimensions, [X, 1] at most d + 1
+    # disjoint indicators span n_cells dimensions, [X, 1] at most d + 1; and a cell per row is
+    # fitted by any columns that span the rows, which says nothing of new rows
+    if n_cells > Xd.shape[1] + 1 or n_cells >= n:
         return None
-    Xd = Xd.toarray() if hasattr(Xd, "toarray") else np.asarray(Xd)
-    design = np.column_stack([Xd, np.ones(Xd.shape[0])])
-    target = (cells[:, None] == np.arange(n_cells)[None, :]).astype(float)
-    coef, _, rank, _ = np.linalg.lstsq(design, target, rcond=None)
-    # columns spanning every row fit any target: an exact fit then says nothing of new rows
-    if rank >= design.shape[0] or np.abs(design @ coef - target).max() > tol:
+    member = sp.csr_matrix((np.ones(n), (cells, np.arange(n))), shape=(n_cells, n))
+    count = np.maximum(np.bincount(cells, minlength=n_cells), 1)[:, None]
+    squares = Xd.multiply(Xd) if sp.issparse(Xd) else np.square(Xd)
+    mean = _dense(member @ Xd) / count
+    spread = _dense(member @ squares) / count - mean**2
+    flat = np.flatnonzero(np.all(spread <= (tol * np.maximum(np.abs(mean), 1.0)) ** 2, axis=0))
+    values = np.column_stack([mean[:, flat], np.ones(n_cells)])
+    coef, _, rank, _ = np.linalg.lstsq(values, np.eye(n_cells), rcond=None)
+    if rank < n_cells:
         return None
-    return coef[:-1], coef[-1]
+    V = np.zeros((Xd.shape[1], n_cells))
+    V[flat] = coef[:-1]
+    # exact on every row, not only on the cells' means
+    fitted = Xd[:, flat] @ coef[:-1] + coef[-1]
+    if np.abs(fitted - (cells[:, None] == np.arange(n_cells)[None, :])).max() > tol:
+        return None
+    return V, coef[-1]
+
+
+def _dense(a) -> np.ndarray:
+    return a.toarray() if sp.issparse(a) else np.asarray(a)
 
 
 class PluginOracle:
