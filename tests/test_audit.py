@@ -660,3 +660,33 @@ def test_a_metric_constraint_is_refused_naming_where_it_is_evaluated():
     with pytest.raises(TypeError, match=r"kld\[race\] <= 0.02 is a metric constraint.*make_violation_scorer"):
         audit(clf, X, y, groups=g, constraints=[con])
     assert np.isfinite(make_violation_scorer(con)(clf, X, y, groups=g))  # where it is evaluated
+
+
+def test_constraints_on_separate_columns_are_resampled_in_separate_blocks(monkeypatch):
+    # one block for every constraint crossed their columns: 3 columns of 30 values made up to
+    # 27000 cells where each column has 60 (its values x the label)
+    rng = np.random.default_rng(0)
+    n = 6000
+    X = rng.normal(size=(n, 3))
+    y = (X[:, 0] + rng.normal(size=n) > 0).astype(int)
+    groups = pd.DataFrame({f"c{i}": rng.integers(0, 30, n).astype(str) for i in range(3)})
+    model = LogisticRegression().fit(X, y)
+    sizes = []
+    init = RateParts.__init__
+
+    def counting(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        sizes.append(self.n_cells)
+
+    monkeypatch.setattr(RateParts, "__init__", counting)
+    cons = [f"tpr[c{i}] >= tpr - 0.05" for i in range(3)]
+    together = audit(model, X, y, groups=groups, metrics=["ppr"], constraints=cons, n_bootstrap=50, random_state=0)
+    assert max(sizes) <= 2 * 30
+    # the draws depend on the seed only: each constraint audited alone has the same intervals
+    rows = together[together["attribute"] == "constraint"].reset_index(drop=True)
+    for i, con in enumerate(cons):
+        alone = audit(model, X, y, groups=groups, metrics=["ppr"], constraints=[con], n_bootstrap=50, random_state=0)
+        alone = alone[alone["attribute"] == "constraint"].reset_index(drop=True)
+        mine = rows[rows["group"].str.startswith(f"tpr[c{i}=")].reset_index(drop=True)
+        assert len(mine) == 30
+        pd.testing.assert_frame_equal(mine, alone, check_exact=False, rtol=1e-12)

@@ -206,13 +206,18 @@ def audit(
                       UserWarning, stacklevel=3)  # past validate_params' wrapper
     measured = [con for con in cons if str(con) not in absent]
 
-    # One set of cell sums per attribute (and one for the constraints): cells crossing every
-    # audited column would reach one per row with a few columns. The blocks share every
-    # resample (draws depend only on the seed), so differences to the overall rate stay paired.
-    blocks: dict[str, list] = {}
+    # One set of cell sums per attribute, and one per set of columns constraints read: cells
+    # crossing every audited column would reach one per row with a few columns. The blocks
+    # share every resample (draws depend only on the seed), so differences stay paired.
+    blocks: dict = {}
     for attribute, _, where, _ in cells:
         blocks.setdefault(attribute, []).extend(metric_term(kind, where) for kind in metrics)
-    blocks[CONSTRAINT] = [t for con in measured for t in (con.lhs, con.rhs)]
+    reading: dict[tuple, list] = {}
+    for con in measured:
+        reading.setdefault(tuple(sorted({k for r in con.rates for k, _ in r.slice.filters})), []).append(con)
+    measured = [con for group in reading.values() for con in group]  # in the order of the blocks
+    for columns, group in reading.items():
+        blocks[CONSTRAINT, columns] = [t for con in group for t in (con.lhs, con.rhs)]
     seed = random_state if isinstance(random_state, Integral) else check_random_state(random_state).randint(2**31 - 1)
     parts = [RateParts(block, data, p) for block in blocks.values() if block]
     point = np.concatenate([part.values()[:, 0] for part in parts])
