@@ -55,7 +55,7 @@ class KeptSet:
 
     def __init__(self, problem: TrimmedProblem, band: int, incremental: bool = True):
         P = self.P = problem
-        n = P.X.shape[0]
+        n = self.n = P.X.shape[0]
         self.band = self.min_band = max(1, int(band))
         self.max_band = max(self.band, n // 8)
         self.f = P.floor_counts  # as many kept by each floor as keep_smallest keeps
@@ -101,11 +101,13 @@ class KeptSet:
         return lo, (p[hi_rank] if hi_rank < v.size else np.inf)
 
     def _rebuild(self, losses, w, outgrown=False):
-        # a cut leaving its band within a few updates widens the band (fewer O(n)
-        # rebuilds), zones that lasted narrow it (less work per update)
-        if outgrown and self.lasted < 8:
+        # a rebuild selects among all n rows, an update among about band: a cut that left
+        # its band before the updates' work (lasted x band) reached a rebuild's widens the
+        # band (fewer rebuilds), zones that lasted long past it narrow it (less per update)
+        work = self.lasted * self.band
+        if outgrown and work < self.n:
             self.band = min(2 * self.band, self.max_band)
-        elif self.lasted > 64:
+        elif work > 8 * self.n:
             self.band = max(self.band // 2, self.min_band)
         self.valid, self.pending, self.lasted = False, [], 0
         if not self.incremental:
