@@ -66,8 +66,9 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
             tags.input_tags.sparse = get_tags(estimator).input_tags.sparse
         return tags
 
-    def _rate_data(self, X_raw, X, y, groups, sample_weight, baseline) -> RateData:
-        check_row_order(X_raw, sample_weight=sample_weight, baseline=baseline)
+    def _rate_data(self, X_raw, X, y, groups, sample_weight, baseline, **aligned) -> RateData:
+        """The rate data of a fit; ``aligned`` names further per-row inputs held to X's row order."""
+        check_row_order(X_raw, sample_weight=sample_weight, baseline=baseline, **aligned)
         y01 = None if y is None else (np.asarray(y) == self.classes_[1]).astype(int)
         weights = check_sample_weight(sample_weight, X.shape[0])
         return RateData(y01, weights, GroupTable.from_input(groups, X_raw, X.shape[0]),

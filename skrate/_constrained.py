@@ -17,7 +17,6 @@ from .exceptions import InfeasibleConstraintsWarning, UndefinedRateError
 from .models import LinearModel, MLPModel, folding_callback, input_scale, scaled_input
 from .models._fitted import FittedEstimators
 from ._holdout import check_goal_columns, check_held_out_values, holdout_split
-from .problem._groups import check_row_order
 from .problem import (compile_problem, confidence_margins, evaluate_term, in_own_units, least_violation,
                       ratio_bound_out_of_range, report_rows, simultaneous_margins, tightened, violation_rows,
                       zero_denominator_reason)
@@ -386,8 +385,7 @@ class ConstrainedClassifier(RateClassifierBase):
                              "minimises linear combinations of rates.")
         constraints = as_constraints(self.constraints)
         self._expand_keys = {k for c in constraints for k in c.expand_keys}  # read by reports, not the parameter
-        data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
-        check_row_order(X_raw, validation_mask=validation_mask)
+        data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline, validation_mask=validation_mask)
         _, gen, seed = self._random_streams()
         check_goal_columns(objective, constraints, data)
         train, held = self._split(data, constraints, validation_mask, gen)
@@ -579,7 +577,6 @@ class ConstrainedClassifier(RateClassifierBase):
         parts = {"train": train} if held is None else {"train": train, "held_out": held}
         chosen_on = "held_out" if held is not None else "train"
         linear = self.margins_ if isinstance(self.margin, str) else None  # "auto" sets them on the linear forms g
-        self._linear_margins = linear  # margins_ turns to own units below; the warning's diagnosis reads these
 
         def measure(solution, part):
             """``solution``'s violation of each constraint on ``part``, and on the part the
@@ -606,14 +603,14 @@ class ConstrainedClassifier(RateClassifierBase):
         self.feasible_ = bool(lp_feasible) and not np.isnan(mixture[0]).any()
         where = "held-out" if held is not None else "training"
         if not self.feasible_:
-            self._warn_shortfall("m_stochastic", np.add(*mixture), where, problem)
+            self._warn_shortfall("m_stochastic", np.add(*mixture), where, problem, linear)
         chosen = np.add(*on[chosen_on])
         # the candidates' linear forms (margins included) are the LP's test of the mixture;
         # tradeoff_curve reads this verdict on the solution predict uses
         self._selected_feasible = self.feasible_ if self.solution == "m_stochastic" else not (
             np.isnan(chosen).any() or (self.train_constraints_ @ self.weights_ > 1e-9).any())
         if not self._selected_feasible and self.solution != "m_stochastic":
-            self._warn_shortfall(self.solution, chosen, where, problem)
+            self._warn_shortfall(self.solution, chosen, where, problem, linear)
         on_held = on["held_out"][0] if held is not None else np.full(len(self.constraints_), np.nan)
         rows = [{"constraint": str(c), "margin": mg, "train": a, "held_out": b}
                 for c, mg, a, b in zip(self.constraints_, self.margins_, on["train"][0], on_held)]
@@ -623,9 +620,10 @@ class ConstrainedClassifier(RateClassifierBase):
             return rows
         return pd.DataFrame(rows, columns=["constraint", "margin", "train", "held_out"])
 
-    def _warn_shortfall(self, solution: str, excess: np.ndarray, where: str, problem) -> None:
+    def _warn_shortfall(self, solution: str, excess: np.ndarray, where: str, problem, linear) -> None:
         """Warn that ``solution`` does not meet every constraint on the data it is chosen on;
-        ``excess`` is each constraint's violation plus its margin, in its own units (NaN: undefined)."""
+        ``excess`` is each constraint's violation plus its margin, in its own units (NaN: undefined);
+        ``linear`` the "auto" margins on the linear forms ``problem`` holds (None for others)."""
         defined = np.where(np.isnan(excess), -np.inf, excess)
         worst = int(np.argmax(defined)) if defined.size else 0
         broken = bool(defined.size) and defined[worst] > 0
@@ -661,8 +659,8 @@ class ConstrainedClassifier(RateClassifierBase):
             if beyond:
                 advice = (f" No classifier at all can meet {beyond[0]}{', margin included' if moved else ''}. "
                           f"Loosen or drop that constraint{' or its margin' if moved else ''}.")
-            elif least > 1e-9 and self._linear_margins is not None and least_violation(
-                    replace(problem, b=np.r_[problem.b[0], problem.b[1:] - self._linear_margins]))[0] <= 1e-9:
+            elif least > 1e-9 and linear is not None and least_violation(
+                    replace(problem, b=np.r_[problem.b[0], problem.b[1:] - linear]))[0] <= 1e-9:
                 advice = (f" No classifier at all can meet them together with their margins on these rows (the least "
                           f"possible largest violation is {least:.4g}, on '{self.constraints_[hardest]}'), though "
                           f"one can without: the margins of margin='auto' at margin_confidence="
