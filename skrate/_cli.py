@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import csv
+import functools
 import io
 import itertools
 import os
@@ -114,6 +115,18 @@ _CLI_WORDS = [
 ]
 
 
+@functools.cache
+def _baseline_names() -> tuple[str, ...]:
+    """The rate and metric names that need a baseline model's decisions, which the command line
+    has no input for: its messages do not offer them."""
+    from .generalized._metrics import METRICS
+    from .rates._functions import RATE_FUNCTIONS
+
+    rates = [n for n, make in RATE_FUNCTIONS.items() if any(r.needs_baseline for r in make().rates)]
+    return tuple(rates + [n for n, make in METRICS.items() if n not in RATE_FUNCTIONS
+                          and any(r.needs_baseline for r in _metric_rates(make()))])
+
+
 def _cli_text(exc) -> str:
     """A library error or warning in command-line words."""
     from .problem._groups import ROUTING_HINT
@@ -121,6 +134,8 @@ def _cli_text(exc) -> str:
     text = str(exc).replace(ROUTING_HINT, "")  # no Pipeline routes the groups here
     for python, cli in _CLI_WORDS:
         text = re.sub(python, cli, text)
+    for name in _baseline_names():  # out of the lists of names: "['a', 'b']" and "(one of a, b)"
+        text = re.sub(rf"'{name}', |(?<=[ (]){name}, |, {name}(?=\))", "", text)
     if "Unknown group column" in text and "--groups" not in text:
         text += " (list the group columns the constraints name in --groups)"
     return text

@@ -2,6 +2,7 @@
 
 import io
 import os
+import re
 import subprocess
 import sys
 
@@ -255,6 +256,17 @@ def test_metric_needs_metric_optimizer(files, capsys, monkeypatch):
         assert code == 2
         assert "--metric f1 needs skrate.MetricOptimizer" in err and "--objective" in err
         assert not (files / "f1.joblib").exists()
+
+
+@pytest.mark.parametrize("option, spec", [("--metric", "foo"), ("--objective", "foo"), ("--constraint", "foo >= 0")])
+def test_name_lists_offer_no_name_that_needs_a_baseline(option, spec, capsys):
+    from skrate._cli import main
+
+    assert main(["fit", "missing.csv", "--target", "y", option, spec, "--out", "m.joblib"]) == 2
+    err = capsys.readouterr().err
+    assert "tpr" in err and "fpr" in err  # the list is there
+    for name in ("win_loss_ratio", "wins", "losses", "loss_churn", "churn", "baseline_ppr"):
+        assert not re.search(rf"\b{name}\b", err), (name, err)
 
 
 def test_demo_prints_both_audits_and_writes_the_figure(tmp_path):
