@@ -197,9 +197,13 @@ class MetricOptimizer(RateClassifierBase):
     learning_rate : float, default=0.05
         Adam step size of the model.
     lambda_learning_rate : float, default=0.5
-        Gradient-ascent step of the multipliers. Against the oracle of ``"oracle"`` the
-        multipliers of non-linear metrics take the decaying step ``lambda_learning_rate / sqrt(t)``
-        at round ``t``: its exact answers jump between extreme models.
+        Gradient-ascent step of the multipliers. A constraint's step grows by 5% each round its
+        violation (or slack, while its multiplier is positive) persists, and falls back to
+        ``lambda_learning_rate`` when the sign changes: a tight ratio floor, violated by
+        thousandths in its linear form, is met in tens of rounds rather than thousands. Against
+        the oracle of ``"oracle"`` the multipliers of non-linear metrics take the decaying step
+        ``lambda_learning_rate / sqrt(t)`` at round ``t``: its exact answers jump between extreme
+        models.
     xi_learning_rate : float, default=0.05
         Step of the slack player of the ratio solver.
     lambda_bound : float, default=100.0

@@ -29,6 +29,7 @@ from collections.abc import Callable
 import numpy as np
 
 from ..problem import CellMatrix, RateData, compile_factored
+from ._multipliers import MultiplierAscent
 from ._program import MetricProgram
 from ._stopping import EarlyStopping, Snapshots, WindowMean
 from ._theta_player import SurrogateTheta
@@ -106,7 +107,8 @@ def solve_ratio_game(
         player.theta = oracle.theta_eta.copy()
     c, owner = ratios.coef, ratios.owner
     bound = 10.0 * np.abs(c)
-    mu = np.zeros(m)
+    multipliers = MultiplierAscent(m, lambda_learning_rate, lambda_bound)
+    mu = multipliers.mu
     stopper = EarlyStopping(tol if player.full else None, n_iter_no_change)
     snaps = Snapshots(max_iter, n_candidates)
     N_avg = D_avg = None
@@ -128,7 +130,7 @@ def solve_ratio_game(
         player.step(np.concatenate([lam * c, -lam * xi]))
         obj, phi = _values(ratios, c * N / np.maximum(D, 1e-3), m)
         if m:
-            mu = np.clip(mu + lambda_learning_rate * phi, 0.0, lambda_bound)
+            mu = multipliers.update(phi)
         # the rates of the uniform mixture of the iterates are the means of theirs
         N_mix, D_mix = ratios.split(recent.push(np.concatenate([N, D])))
         mixed = stopper.merit(*_values(ratios, c * N_mix / np.maximum(D_mix, 1e-3), m))

@@ -30,6 +30,7 @@ import numpy as np
 from ..solvers import Trajectory
 from ..solvers._rate_game import decision_rates
 from ._metrics import RateFunction
+from ._multipliers import MultiplierAscent
 from ._program import MetricProgram
 from ._stopping import EarlyStopping, Snapshots, WindowMean
 from ._theta_player import SurrogateTheta
@@ -140,7 +141,8 @@ def solve_three_player(
     A, b = program.A, program.b
     m = program.n_constraints
     blocks, linear = _blocks(program)
-    mu = np.zeros(m)
+    multipliers = MultiplierAscent(m, lambda_learning_rate, lambda_bound)
+    mu = multipliers.mu
     player = SurrogateTheta(model, X, A, surrogate=surrogate, learning_rate=learning_rate, alpha=alpha,
                             batch_size=batch_size, rng=rng, init_params=init_params,
                             oracle=oracle if theta_kind == "oracle" else None)
@@ -190,7 +192,7 @@ def solve_three_player(
         obj, cons = program.values(both)
         phi = cons[:, 0] if lam_rates == "true" else np.array([c.value(seen) for c in program.constraints])
         if m:
-            mu = np.clip(mu + lambda_learning_rate * phi, 0.0, lambda_bound)
+            mu = multipliers.update(phi)
         judged = program.flag_undefined(both, cons)
         here, mixed = stopper.merit(obj[0], judged[:, 0]), stopper.merit(obj[1], judged[:, 1])
         stop = stopper.update(t, here, mixed)
