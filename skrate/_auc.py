@@ -25,7 +25,7 @@ from ._auc_solvers import (column_scale, diverged, minibatch_smoothness, pinned_
                            solve_exact, spam, spam_epoch, vrspam)
 from ._prox import elastic_net_penalty
 from .models._input_scale import column_offsets
-from .utils._validation import unfitted_on_error, validate_numeric
+from .utils._validation import check_label_missing, unfitted_on_error, validate_numeric
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -147,6 +147,14 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
     objective_ : float
         ``P(coef_)`` on the training data (only set by ``fit``).
 
+    Notes
+    -----
+    So that ``partial_fit`` can refit the calibration as the stream goes on, the fitted model
+    keeps a uniform sample of at most 2000 of the rows it was trained on (``fit`` and
+    ``partial_fit`` alike), features and labels, and a pickle of it carries them. Where the
+    model is shared and the training rows must not be, share ``coef_``, ``intercept_`` and
+    ``classes_``, or the model's predictions, instead.
+
     References
     ----------
     Ying, Y., Wen, L. and Lyu, S. Stochastic Online AUC Maximization. NeurIPS 2016.
@@ -214,6 +222,7 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
     def _encode_target(y, classes=None) -> tuple[np.ndarray, np.ndarray]:
         """``(classes, 0/1 codes of y)``, 1 for ``classes[1]``; the classes of ``y`` when not
         given."""
+        check_label_missing(np.asarray(y))
         y_type = type_of_target(y, input_name="y")
         if y_type != "binary":
             check_classification_targets(y)  # scikit-learn's error for a continuous target

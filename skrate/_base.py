@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .problem import GroupTable, RateData
 from .problem._groups import check_row_order
 from .solutions import StochasticModel
-from .utils._validation import _is_numeric, check_baseline, check_sample_weight, validate_numeric
+from .utils._validation import _is_numeric, check_baseline, check_label_missing, check_sample_weight, validate_numeric
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -32,7 +32,8 @@ def warn_uncovered(method: str, data: RateData, fitted: dict[str, set], empty: l
     new = {k: v for k, v in new.items() if v}
     notes = []
     if empty:
-        notes.append(f"no rows fall in a slice of {len(empty)} constraint(s), reported as NaN: {empty}")
+        notes.append(f"{len(empty)} constraint(s) are undefined on these rows, reported as NaN: a slice holds "
+                     f"no rows, or none that a rate of theirs divides by (no positives for tpr): {empty}")
     if new:
         notes.append("these rows hold group values the model was not constrained on (its constraints "
                      f"were expanded over the values seen in fit): {new}; {advice}")
@@ -105,6 +106,7 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
         self._raw_X = self._takes_raw_X()
         check_row_order(X, y=y)
         X, y = self._check_X(X, y)
+        check_label_missing(y)
         y_type = type_of_target(y, input_name="y", raise_unknown=True)
         if y_type != "binary":
             check_classification_targets(y)  # scikit-learn's error for a continuous target

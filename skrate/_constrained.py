@@ -187,7 +187,8 @@ class ConstrainedClassifier(RateClassifierBase):
         The objective as parsed (``error_rate`` by default).
     candidates_ : ndarray of shape (n_snapshots, n_params)
         Snapshots of the model parameters (with the oracle solvers, the candidate's index): up to
-        ``n_candidates`` evenly spaced over the iterations, and the last; ``"best"`` is the one
+        ``n_candidates`` evenly spaced over the iterations, then the last iterate and the
+        parameters its update led to; ``"best"`` is the one
         of them ranked best (Eq. 18), as in Cotter et al.
     estimators_ : list of fitted estimators or None
         Oracle solvers only: the estimator fitted at each iteration, aligned with
@@ -510,6 +511,9 @@ class ConstrainedClassifier(RateClassifierBase):
 
     def _split(self, data, constraints, validation_mask, gen):
         if validation_mask is not None:
+            if hasattr(validation_mask, "isna") and validation_mask.isna().any():  # a nullable boolean's NA
+                raise ValueError(f"validation_mask has {int(validation_mask.isna().sum())} missing value(s); "
+                                 "mark every row True (held out) or False.")
             mask = np.asarray(validation_mask)
             if mask.dtype.kind in "iuf" and np.isin(mask, (0, 1)).all():
                 mask = mask.astype(bool)  # a 0/1 indicator reads as the boolean mask it is

@@ -21,7 +21,7 @@ from ._divergence import DIVERGENCES, _normalised
 from ._dro_losses import LOSSES
 from ._dro_solvers import LinearDRO, Result, dynamic_sgd, primal_lbfgs
 from .utils._binary import power_of_two_above
-from .utils._validation import unfitted_on_error, validate_numeric
+from .utils._validation import check_label_missing, unfitted_on_error, validate_numeric
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -424,6 +424,7 @@ class DROClassifier(ClassifierMixin, _BaseDRO):
         """
         with unfitted_on_error(self):
             X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64)
+            check_label_missing(y)
             check_classification_targets(y)
             classes, y_idx = np.unique(y, return_inverse=True)
             if classes.size < 2:

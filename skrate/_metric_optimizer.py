@@ -178,6 +178,7 @@ class MetricOptimizer(RateClassifierBase):
         Score function of the surrogate solvers; the plug-in solvers (``"oracle"``,
         ``"frank_wolfe"``) produce linear models and refuse ``"mlp"``.
     hidden_layer_sizes : tuple of int, default=(16,)
+        Hidden layer widths of ``model="mlp"``.
     init : {"logistic", "zeros"}, default="logistic"
         Starting point of the linear model of the surrogate solvers: L2-regularised logistic
         regression (a good model of the labels, the natural start for a metric of them) or
@@ -216,6 +217,7 @@ class MetricOptimizer(RateClassifierBase):
         units, as for :class:`ConstrainedClassifier`; ``candidates_`` and
         the weights on ``x`` in the ``callback``'s parameters are folded back onto ``X``.
     max_iter : int, default=500
+        Rounds of the game (fewer when ``tol`` stops it on a plateau).
     batch_size : int or None, default=None
         None trains full-batch; an int trains the surrogate player on minibatches. The plug-in
         oracle (``"oracle"``, ``"frank_wolfe"``, and ``"ratio"`` with ``estimator=``) answers
@@ -236,7 +238,10 @@ class MetricOptimizer(RateClassifierBase):
         multipliers oscillate before they settle) and for ``"ratio"`` (players at running
         averages), 100 for the other surrogate solvers (small steps).
     random_state : int, RandomState instance or None, default=None
+        Seeds the surrogate model's initialisation, the minibatches, the stochastic ``predict``
+        and the ``random_state`` parameters of ``estimator`` left None.
     verbose : int, default=0
+        Print progress every tenth of ``max_iter`` when positive.
     callback : callable, default=None
         ``callback(iteration, params, rates)`` after every iteration (counted from 0), with the
         model's parameters after the iteration's update and the rates the metrics read of the

@@ -25,7 +25,7 @@ from ._smart import (
     smart,
     trimmed_location,
 )
-from .utils._validation import unfitted_on_error, validate_numeric
+from .utils._validation import check_label_missing, unfitted_on_error, validate_numeric
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -538,6 +538,7 @@ class TrimmedClassifier(ClassifierMixin, _BaseTrimmed):
         """
         with unfitted_on_error(self):
             X, y = validate_numeric(self, X, y, dtype=np.float64)
+            check_label_missing(y)
             check_classification_targets(y)
             classes, y_index, counts = np.unique(y, return_inverse=True, return_counts=True)
             if classes.size < 2:

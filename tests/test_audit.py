@@ -173,7 +173,9 @@ def test_ratio_violation_is_in_the_ratio_units():
 def test_undefined_ratio_constraint_has_nan_violation():
     X, y, _ = _data(300)
     never = np.column_stack([np.zeros(len(y)), np.zeros(len(y))])  # Fixed predicts 0 everywhere
-    report = audit(Fixed().fit(never, y), never, y, constraints="precision >= 0.8", n_bootstrap=20, random_state=0)
+    with pytest.warns(UserWarning, match=r"1 constraint\(s\) are undefined on these rows, reported as NaN"):
+        report = audit(Fixed().fit(never, y), never, y, constraints="precision >= 0.8", n_bootstrap=20,
+                       random_state=0)
     row = report[report.attribute == "constraint"]
     assert np.isnan(row["violation"].item()) and np.isnan(row["violation_high"].item())
     line = next(t for t in str(report).splitlines() if t.lstrip().startswith("precision >= 0.8"))
@@ -690,3 +692,23 @@ def test_constraints_on_separate_columns_are_resampled_in_separate_blocks(monkey
         mine = rows[rows["group"].str.startswith(f"tpr[c{i}=")].reset_index(drop=True)
         assert len(mine) == 30
         pd.testing.assert_frame_equal(mine, alone, check_exact=False, rtol=1e-12)
+
+
+@pytest.mark.parametrize("how", ["no positives", "zero weight"])
+def test_a_constraint_undefined_on_rows_of_its_slice_is_warned_of(how):
+    # the slice has rows, but none its rate divides by: NaN, as absent group values, and said so
+    X, y, g = _data(400)
+    y, weight = y.copy(), np.ones(len(y))
+    in_c = (g.race == "c").to_numpy()
+    if how == "no positives":
+        y[in_c] = 0
+    else:
+        weight[in_c] = 0.0
+    clf = LogisticRegression().fit(X, y)
+    with pytest.warns(UserWarning, match=r"audit: 1 constraint\(s\) are undefined on these rows, reported as "
+                                         r"NaN.*\['tpr\[race=c\] >= tpr - 0.1'\]"):
+        report = audit(clf, X, y, groups=g, sample_weight=weight, constraints="tpr[race] >= tpr - 0.1",
+                       n_bootstrap=20, random_state=0)
+    rows = pd.DataFrame(report).query("attribute == 'constraint'").set_index("group")
+    assert np.isnan(rows.loc["tpr[race=c] >= tpr - 0.1", "violation"])
+    assert np.isfinite(rows.loc["tpr[race=a] >= tpr - 0.1", "violation"])

@@ -84,3 +84,14 @@ def test_text_columns_are_refused_by_name(cls):
     y = np.tile([0, 1], 20)
     with pytest.raises(ValueError, match=r"X has the non-numeric columns \['cat'\], and .* fits numeric features"):
         cls().fit(X, y)
+
+
+@pytest.mark.parametrize("cls", [cls for _, cls in all_estimators() if cls.__name__.endswith(("Classifier", "Optimizer"))],
+                         ids=lambda c: c.__name__)
+def test_a_missing_label_among_text_labels_is_named(cls):
+    # a None among strings failed in numpy's sort: "'<' not supported between NoneType and str"
+    X = np.random.default_rng(0).normal(size=(40, 2))
+    y = np.array(["no", "yes"] * 20, dtype=object)
+    y[7] = None
+    with pytest.raises(ValueError, match=r"y has 1 missing label\(s\) \(None or NaN\), the first in row 7"):
+        cls().fit(X, y)

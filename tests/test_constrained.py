@@ -383,7 +383,7 @@ def test_constraint_report_on_rows_without_a_fitted_group_or_with_a_new_one():
     X, y, g = _fair_data(n=600)
     clf = ConstrainedClassifier("tpr[group] >= 0.9 * tpr", max_iter=50, random_state=0).fit(X, y, groups=g)
     only = g == g[0]
-    with pytest.warns(UserWarning, match=r"no rows fall in a slice of 1 constraint\(s\), reported as NaN"):
+    with pytest.warns(UserWarning, match=r"1 constraint\(s\) are undefined on these rows, reported as NaN"):
         report = clf.constraint_report(X[only], y[only], groups=g[only])
     kept = report["constraint"].str.startswith(f"tpr[group={g[0]}]")
     other = report["constraint"].str.startswith("tpr[") & ~kept

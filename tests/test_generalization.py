@@ -200,6 +200,11 @@ def test_validation_mask_takes_a_boolean_or_0_1_indicator():
     np.testing.assert_array_equal(fits[0].predict_proba(X), fits[2].predict_proba(X))
     with pytest.raises(ValueError, match=r"boolean \(or 0/1\) array"):
         ConstrainedClassifier("ppr[group=b] >= 0.1").fit(X, y, groups=g, validation_mask=mask * 2)
+    pd = pytest.importorskip("pandas")
+    nullable = pd.Series(mask, dtype="boolean")
+    nullable[4] = pd.NA
+    with pytest.raises(ValueError, match=r"validation_mask has 1 missing value\(s\); mark every row True"):
+        ConstrainedClassifier("ppr[group=b] >= 0.1").fit(X, y, groups=g, validation_mask=nullable)
 
 
 def test_a_validation_mask_indexed_in_another_order_is_refused():

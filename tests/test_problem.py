@@ -655,3 +655,22 @@ def test_cell_matrix_with_weights_a_subnormal_apart_and_without_rates():
     assert MetricOptimizer("0*ppr + 0.3", max_iter=20).fit(X, y).predict_proba(X).shape == (n, 2)
     assert ConstrainedClassifier("0*ppr <= 1", objective="0*ppr", solver="lagrangian",
                                  max_iter=20).fit(X, y).predict_proba(X).shape == (n, 2)
+
+
+def test_repeated_index_labels_in_another_row_order_are_refused():
+    # an index with repeated labels, as pd.concat of two frames leaves, was not checked
+    index = np.repeat(np.arange(50), 2) + 1000
+    X = pd.DataFrame({"x": np.arange(100.0)}, index=index)
+    groups = pd.DataFrame({"g": np.tile(["a", "b"], 50)}, index=index)
+    GroupTable.from_input(groups, X, 100)  # in X's order
+    with pytest.raises(ValueError, match=r"another order, .* groups\.loc\[X\.index\]"):
+        GroupTable.from_input(groups.sample(frac=1.0, random_state=0), X, 100)
+
+
+@pytest.mark.parametrize("make", [lambda r: pd.DataFrame({1: r, "1": r[::-1]}), lambda r: {1: r, "1": r[::-1]},
+                                  lambda r: pd.DataFrame(np.column_stack([r, r]), columns=["race", "race"])])
+def test_group_columns_whose_names_clash_are_refused(make):
+    # 1 and "1" both read as the column "1": one hid the other without a word
+    r = np.array(["a", "b"] * 5)
+    with pytest.raises(ValueError, match=r"groups has more than one column named '(1|race)' \(labels "):
+        GroupTable.from_input(make(r), None, 10)

@@ -221,7 +221,7 @@ def compile_program(objective: Metric | Expression | Ratio | str,
     An objective over a bare group column is the sum over its values; a constraint over one
     stands for one constraint per value. A ``max_of`` / ``min_of`` over one is the max (min) over
     the rates of all its values. The values are those of ``expand_over`` (an
-    :class:`Expansion`), by default those of ``data``. A metric undefined on the data (an empty
+    ``Expansion``), by default those of ``data``. A metric undefined on the data (an empty
     slice, a class proportion of 0 or 1 for a KL-divergence, no positives for an F-measure)
     raises an error naming the metric and its slice; but given a list ``undefined`` (a report
     on later rows), a constraint whose slice these rows leave empty, or that names a group

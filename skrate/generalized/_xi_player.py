@@ -135,7 +135,7 @@ def best_response(atom, lam: np.ndarray, w: float, fixed: np.ndarray, start: np.
     start : ndarray of shape (k,), optional
         Warm start of the numerical fallback.
     box : (ndarray, ndarray) of shape (k,) each, optional
-        The range ``lo <= xi <= hi`` each rate expression can take (:func:`rate_box`); by
+        The range ``lo <= xi <= hi`` each rate expression can take (``rate_box``); by
         default ``[0, 1]``, the range of a basic rate.
     """
     free = np.isnan(fixed)

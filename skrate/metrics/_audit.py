@@ -255,16 +255,23 @@ def audit(
         violation_s = np.array([constraint_violation(con, lhs_s[m], rhs_s[m]) for m, con in enumerate(measured)])
         low, high = interval(violation_s.reshape(len(measured), samples.shape[1]))
         at = {str(con): m for m, con in enumerate(measured)}
+        undefined: list[str] = []
         for con in cons:
             if str(con) in absent:
                 records.append({"attribute": CONSTRAINT, "group": str(con), "metric": CONSTRAINT, "count": n})
                 continue
             m = at[str(con)]
+            if np.isnan(lhs[m]) or np.isnan(rhs[m]):
+                undefined.append(str(con))
             records.append({
                 "attribute": CONSTRAINT, "group": str(con), "metric": CONSTRAINT, "count": n,
                 "value": lhs[m], "bound": rhs[m], "violation": constraint_violation(con, lhs[m], rhs[m]),
                 "violation_low": low[m], "violation_high": high[m],
             })
+        if undefined:  # a slice with rows but none its rate divides by: no violation to report
+            warnings.warn(f"audit: {len(undefined)} constraint(s) are undefined on these rows, reported as NaN: "
+                          "a slice holds no rows that a rate of theirs divides by (no positives for tpr), or "
+                          f"only rows of weight 0: {undefined}.", UserWarning, stacklevel=3)
     frame = pd.DataFrame.from_records(records, columns=COLUMNS)
     from ._report import AuditFrame
 

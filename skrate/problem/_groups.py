@@ -201,7 +201,7 @@ class GroupTable:
     raw: Mapping
     n: int
     named_x: bool = False  # whether X's columns are among the columns
-    _cache: dict = field(default_factory=dict, repr=False)
+    _cache: dict = field(default_factory=dict, repr=False, init=False)
 
     def __post_init__(self):
         if not isinstance(self.raw, _Columns):
@@ -219,10 +219,14 @@ class GroupTable:
         own: dict = {}
         if groups is None:
             pass
-        elif _is_frame(groups):
-            own = {str(k): groups[k].to_numpy() for k in groups.columns}
-        elif isinstance(groups, dict):
-            own = {str(k): v for k, v in groups.items()}
+        elif _is_frame(groups) or isinstance(groups, dict):
+            items = list(groups.items())  # a frame's by position: repeated labels included
+            names = [str(k) for k, _ in items]
+            twice = next((name for i, name in enumerate(names) if names.index(name) != i), None)
+            if twice is not None:  # one would hide the other: 1 and "1" are both the column "1"
+                raise ValueError(f"groups has more than one column named {twice!r} (labels "
+                                 f"{[k for k, _ in items if str(k) == twice]}); rename them apart.")
+            own = {str(k): v.to_numpy() if _is_frame(groups) else v for k, v in items}
         else:
             if np.ndim(groups) != 1:
                 raise ValueError("groups must be a DataFrame, a dict {name: values} or a 1-D array; "
@@ -414,9 +418,10 @@ def check_row_order(X, **columns) -> None:
             if not _is_indexed(column):  # a list's .index is a method, not row labels
                 continue
             ci, xi = column.index, X.index
-            # the same labels in another order; isin hashes, where sorting fails on mixed labels
-            if (not ci.equals(xi) and len(ci) == len(xi) and ci.is_unique and xi.is_unique
-                    and bool(ci.isin(xi).all())):
+            # the same labels in another order (repeated ones too, as after a concat); isin hashes,
+            # where sorting fails on mixed labels
+            if (not ci.equals(xi) and len(ci) == len(xi) and bool(ci.isin(xi).all())
+                    and bool(xi.isin(ci).all())):
                 which = name if key is None else f"{name}[{key!r}]"
                 raise ValueError(f"The index of {which} holds the labels of X's index in another order, and "
                                  f"rows are matched by position. If {which} is labelled like X's rows, align "

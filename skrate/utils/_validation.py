@@ -120,3 +120,13 @@ def check_baseline(baseline, classes: np.ndarray, n: int) -> np.ndarray | None:
         raise ValueError(f"baseline must hold 0/1 decisions (or the class labels {classes.tolist()}); "
                          f"got values {sorted(values)[:5]}.")
     return b.astype(int)
+
+
+def check_label_missing(y: np.ndarray) -> None:
+    """Refuse missing class labels: scikit-learn checks float labels for NaN, but object labels
+    with a None among strings fail later in its sort, with a message that names neither."""
+    if y.dtype == object:
+        missing = np.flatnonzero(np.equal(y, None) | (y != y))
+        if missing.size:
+            raise ValueError(f"y has {missing.size} missing label(s) (None or NaN), the first in row "
+                             f"{missing[0]}; drop those rows or fill in their labels.")
