@@ -28,11 +28,10 @@ class MultiplierAscent:
         """One step on the constraint values ``phi`` (positive: violated); the new multipliers."""
         sign = np.sign(phi)
         # moving: the last step went the same way and the bound in that direction is not reached
-        moving = (sign == self.sign) & (sign != 0) & np.where(sign > 0, self.mu < self.bound, self.mu > 0)
-        size = np.where(moving, self.step_size * self.growth, self.base)
+        moving = (sign == self.sign) & ((sign > 0) & (self.mu < self.bound) | (sign < 0) & (self.mu > 0))
         # no step need cross the whole range [0, bound]: keeps a long run of tiny values finite
-        with np.errstate(divide="ignore"):
-            self.step_size = np.minimum(size, np.maximum(self.base, self.bound / np.abs(phi)))
+        grown = np.minimum(self.step_size * self.growth, self.bound / np.maximum(np.abs(phi), 1e-300))
+        self.step_size = np.where(moving, np.maximum(grown, self.base), self.base)
         self.sign = sign
         self.mu = np.clip(self.mu + self.step_size * phi, 0.0, self.bound)
         return self.mu

@@ -128,6 +128,7 @@ class _Transposed:
 
     def __init__(self, A: CellMatrix):
         self.A = A
+        self._KT, self._PT = A.K.T, A.P.T  # formed once: a solver multiplies by them every step
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -138,4 +139,4 @@ class _Transposed:
         return self.A
 
     def __matmul__(self, w):
-        return self.A.P.T @ (self.A.K.T @ w)
+        return self._PT @ (self._KT @ w)
