@@ -223,6 +223,8 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         """``(classes, 0/1 codes of y)``, 1 for ``classes[1]``; the classes of ``y`` when not
         given."""
         check_label_missing(np.asarray(y))
+        if classes is not None and np.isin(y, classes).all():  # a stream's later chunk: nothing to infer
+            return classes, (y == classes[1]).astype(np.int8)
         y_type = type_of_target(y, input_name="y")
         if y_type != "binary":
             check_classification_targets(y)  # scikit-learn's error for a continuous target
@@ -382,7 +384,7 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         self.coef_ = result.coef.reshape(1, -1)
         self.n_iter_ = int(np.ceil(result.n_passes - 1e-9))
         self.objective_ = loss + elastic_net_penalty(result.coef, self.alpha, l1_ratio)
-        self._calibration_slope, self.intercept_ = self._calibration(X, y01, result.coef)
+        self._calibration_slope, self._intercept = self._calibration(X, y01, result.coef)
         # later partial_fit calls continue from here
         self._init_stream(stats, n_calls=self.n_iter_, smoothness=self._fit_smoothness,
                           scale=scale, offset=self._offset)
@@ -427,7 +429,9 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         feature constant in it keeps scale 1). Features constant in all the rows seen so far
         keep a zero coefficient. Chunks may be dense or sparse, in any mix.
         Updates start once both classes have been seen. The calibration is refitted on a
-        uniform reservoir of at most 2000 rows seen so far.
+        uniform reservoir of at most 2000 rows seen so far, when it is next read
+        (``intercept_``, ``decision_function``, ``predict``, ``predict_proba``), so a stream
+        of single rows pays for the update only.
 
         Parameters
         ----------
@@ -507,15 +511,30 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
             self._check_divergence(loss, "SPAM", step_size)
         reservoir = copy.copy(self._reservoir)  # add() replaces its arrays
         reservoir.add(raw, y01, rng)
-        calibration = self._calibration(self._centred(reservoir.X), reservoir.y, w)
         self._scale, self._stats, self._rng, self._reservoir = scale, stats, rng, reservoir
         self._n_calls, self._smoothness, self.step_size_ = n_calls, smoothness, step_size
-        self._calibration_slope, self.intercept_ = calibration
+        # refitted when next asked for: on a stream of single rows the refit (on up to 2000
+        # kept rows) cost more than the update itself
+        self._calibration_slope = self._intercept = None
         self.t_ += X.shape[0]
         self.coef_ = w.reshape(1, -1)
         self.n_iter_ = 1
 
     # ------------------------------------------------------------------ predict
+    @property
+    def intercept_(self) -> np.ndarray:
+        if "_intercept" not in vars(self) or "coef_" not in vars(self):  # unfitted, or a refit failed
+            raise AttributeError(f"'{type(self).__name__}' object has no attribute 'intercept_'")
+        self._calibrate()
+        return self._intercept
+
+    def _calibrate(self) -> None:
+        """Refit the calibration on the kept rows if ``partial_fit`` left it stale."""
+        if self._intercept is None:
+            w = self.coef_.ravel()
+            self._calibration_slope, self._intercept = self._calibration(
+                self._centred(self._reservoir.X), self._reservoir.y, w)
+
     def decision_function(self, X: ArrayLike | sp.spmatrix | sp.sparray) -> np.ndarray:
         """``X @ coef_ + intercept_``: the AUC score shifted by the calibration's threshold.
 
@@ -544,7 +563,8 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples, 2)
         """
         check_is_fitted(self)
-        p = expit(self._calibration_slope * self.decision_function(X))
+        scores = self.decision_function(X)  # calibrates first, if need be
+        p = expit(self._calibration_slope * scores)
         return np.column_stack([1.0 - p, p])
 
     def predict(self, X: ArrayLike | sp.spmatrix | sp.sparray) -> np.ndarray:

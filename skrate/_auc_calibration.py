@@ -119,9 +119,10 @@ class RowReservoir:
             # a slot hit twice keeps the later row
             last = len(slot) - 1 - np.unique(slot[::-1], return_index=True)[1]
             rows, slot = rows[last], slot[last]
-            keep = np.setdiff1d(np.arange(self.y.shape[0]), slot)
-            self.X = stack([self.X[keep], X[rows]])
-            self.y = np.concatenate([self.y[keep], y[rows]])
+            if rows.size:  # late in a stream most chunks place no row: nothing to copy
+                keep = np.setdiff1d(np.arange(self.y.shape[0]), slot)
+                self.X = stack([self.X[keep], X[rows]])
+                self.y = np.concatenate([self.y[keep], y[rows]])
         if sp.issparse(self.X):
             self.X = sp.csr_matrix(self.X)
         self.n_seen += n

@@ -1022,3 +1022,34 @@ def test_a_column_in_offset_units_is_fitted_as_its_centred_self(solver):
         streams[0].partial_fit(X[chunk], y[chunk], classes=[0, 1])
         streams[1].partial_fit(centred[chunk], y[chunk], classes=[0, 1])
     np.testing.assert_allclose(streams[0].coef_, streams[1].coef_, rtol=1e-6)
+
+
+def test_a_stream_of_single_rows_refits_the_calibration_only_when_it_is_read(monkeypatch):
+    # a refit on up to 2000 kept rows after every call cost more than the update itself
+    import skrate._auc as auc_module
+
+    X, y = _data(n=400, d=5, seed=31)
+    clf = AUCClassifier(random_state=0).partial_fit(X[:50], y[:50], classes=[0, 1])
+    calls = []
+    monkeypatch.setattr(auc_module, "fit_platt", lambda *a: calls.append(1) or fit_platt(*a))
+    for i in range(50, 400):
+        clf.partial_fit(X[i:i + 1], y[i:i + 1])
+    assert calls == []
+    proba = clf.predict_proba(X)
+    assert len(calls) == 1
+    clf.decision_function(X), clf.intercept_
+    assert len(calls) == 1  # read once
+    # the same calibration as refitted eagerly on the kept rows
+    slope, intercept = clf._calibration(clf._centred(clf._reservoir.X), clf._reservoir.y, clf.coef_.ravel())
+    np.testing.assert_allclose(clf.intercept_, intercept)
+    np.testing.assert_allclose(proba[:, 1], 1 / (1 + np.exp(-slope * (X @ clf.coef_.ravel() + intercept[0]))))
+
+
+def test_a_chunk_that_places_no_row_leaves_the_reservoir_arrays_as_they_were():
+    rng = np.random.default_rng(0)
+    res = RowReservoir(10)
+    res.add(rng.normal(size=(10, 3)), np.arange(10) % 2, rng)
+    res.n_seen = 10**9  # a long stream: a new row takes a slot with probability 1e-8
+    X_before, y_before = res.X, res.y
+    res.add(rng.normal(size=(1, 3)), np.array([1]), rng)
+    assert res.X is X_before and res.y is y_before and res.n_seen == 10**9 + 1
