@@ -162,8 +162,8 @@ class ConstrainedClassifier(RateClassifierBase):
         m + 3), all of them when ``solution="T_stochastic"``. ``X`` reaches the estimator as
         given (a DataFrame keeps its dtypes and column names, so text and categorical columns
         work with an estimator or pipeline that encodes them; a sparse ``X`` arrives as CSR).
-        ``model``, ``surrogate``,
-        ``learning_rate``, ``alpha`` and ``batch_size`` do not apply. See :doc:`/oracle`.
+        ``surrogate``, ``learning_rate``, ``alpha`` and ``batch_size`` do not apply, and
+        ``model="mlp"`` is refused. See :doc:`/oracle`.
     n_jobs : int or None, default=None
         Threads predicting the fitted estimators of the oracle solvers in parallel (read when
         predicting: ``set_params(n_jobs=...)`` on a fitted model takes effect).
@@ -420,7 +420,7 @@ class ConstrainedClassifier(RateClassifierBase):
             problem = self._compile_part(objective, tight, fit_data, data, source, train_side)
             held_problem = None if held is None else self._compile_part(unmeasured, tight, held_data, data, source,
                                                                         "held-out")
-        check_oracle_params(self.estimator, self.solver)
+        check_oracle_params(self.estimator, self.solver, self.model)
         traj = self._play(problem, held_problem, X, data, train, held, gen)
         lp = None  # the LP shrink of traj, once solved
         if isinstance(self.margin, str):
@@ -603,8 +603,11 @@ class ConstrainedClassifier(RateClassifierBase):
             for name in set(kept) - set(self._solution_margins):
                 self._solution_margins[name] = measure(name, chosen_on)[1]
         # a ratio's linear form holds trivially when its denominator is 0 (precision of a model
-        # that predicts no positives): met in form, undefined in fact
-        self.feasible_ = bool(lp_feasible) and not np.isnan(mixture[0]).any()
+        # that predicts no positives): met in form, undefined in fact. The deployed model is
+        # judged too: its parameters act on the raw X, and folding the centring of a column
+        # whose offset dwarfs its spread into them can lose the digits the decisions hang on.
+        deployed = np.add(*mixture)
+        self.feasible_ = bool(lp_feasible) and not np.isnan(deployed).any() and bool(np.all(deployed <= 1e-6))
         where = "held-out" if held is not None else "training"
         if not self.feasible_:
             self._warn_shortfall("m_stochastic", np.add(*mixture), where, problem, linear)

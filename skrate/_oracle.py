@@ -9,8 +9,9 @@ from .models._oracle import CostSensitiveOracle, seeded
 from .solvers._oracle_game import ORACLE_SOLVERS, OracleTrajectory, solve_oracle_game
 
 
-def check_oracle_params(estimator, solver: str) -> None:
-    """The estimator and the solver must come together: oracle solvers need one, the others none."""
+def check_oracle_params(estimator, solver: str, model: str = "linear") -> None:
+    """The estimator and the solver must come together: oracle solvers need one, the others none;
+    and the built-in ``model`` is not asked for beside an estimator, which replaces it."""
     if solver in ORACLE_SOLVERS and estimator is None:
         raise ValueError(f"solver={solver!r} fits a classifier on a weighted problem at every iteration; "
                          "pass it as estimator=..., e.g. estimator=LogisticRegression().")
@@ -22,6 +23,9 @@ def check_oracle_params(estimator, solver: str) -> None:
         raise ValueError(f"estimator={type(estimator).__name__} is used by the oracle solvers only; set "
                          f"solver to one of {list(ORACLE_SOLVERS)} (solver={solver!r} trains the built-in "
                          "'model' instead), or drop estimator.")
+    if estimator is not None and model != "linear":
+        raise ValueError(f"model={model!r} has no effect with estimator=: the oracle solvers fit the estimator "
+                         "itself at every iteration. Drop one of them.")
 
 
 def fit_oracle_game(clf, problem, X, held_out, seed: int,

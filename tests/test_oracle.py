@@ -444,6 +444,10 @@ def test_clear_errors():
     with pytest.raises(ValueError, match="tol"):
         ConstrainedClassifier("ppr >= 0.3", estimator=LogisticRegression(), solver="oracle_lagrangian",
                               tol=-1.0).fit(X, y, groups=g)
+    # the built-in network beside an estimator that replaces it: refused, as MetricOptimizer does
+    with pytest.raises(ValueError, match="model='mlp' has no effect with estimator="):
+        ConstrainedClassifier("ppr >= 0.3", estimator=LogisticRegression(), solver="oracle_lagrangian",
+                              model="mlp").fit(X, y, groups=g)
 
 
 def test_non_classifiers_and_pipelines_without_weights_are_refused():

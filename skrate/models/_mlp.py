@@ -16,17 +16,23 @@ if TYPE_CHECKING:
 class MLPModel:
     """ReLU network ``x -> R^1`` over a flat parameter vector, with backpropagation.
 
+    The vector holds each layer in turn, its weights then its biases: ``W1`` (``n_features`` x
+    ``h1``, row-major), ``b1`` (``h1``), ..., ``W_out`` (``h_last`` x 1), ``b_out`` (1); the rows of
+    an estimator's ``candidates_`` are such vectors, ``n_params`` long.
+
     Parameters
     ----------
     n_features : int
+        Width of the input.
     hidden_layer_sizes : tuple of int
+        Widths of the hidden layers, each at least 1.
     """
 
     def __init__(self, n_features: int, hidden_layer_sizes: tuple[int, ...]):
         # an estimator's parameter as given: a fractional width is refused, not rounded down
-        if not hidden_layer_sizes or not all(
+        if not isinstance(hidden_layer_sizes, (tuple, list)) or not hidden_layer_sizes or not all(
                 isinstance(s, Integral) and not isinstance(s, bool) and s >= 1 for s in hidden_layer_sizes):
-            raise ValueError(f"hidden_layer_sizes must be positive integers, got {hidden_layer_sizes!r}.")
+            raise ValueError(f"hidden_layer_sizes must be a tuple of positive integers, got {hidden_layer_sizes!r}.")
         self.n_features = n_features
         self.sizes = (n_features, *(int(s) for s in hidden_layer_sizes), 1)
         self._shapes = [(a, b) for a, b in zip(self.sizes[:-1], self.sizes[1:])]
