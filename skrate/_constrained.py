@@ -125,7 +125,8 @@ class ConstrainedClassifier(RateClassifierBase):
         constraint's own units: ``lhs <= rhs - margin``, ``lhs >= rhs + margin``
         (``precision >= 0.72`` for ``precision >= 0.7`` and 0.02). ``"auto"`` tightens the linear
         form ``g <= 0`` to ``g + margin <= 0`` with a confidence bound on ``g``'s estimate from
-        its slices' sizes (see :func:`skrate.problem.confidence_margins`; for a ratio ``N / D
+        its slices' sizes, sample weights read as importance weights, not as counts of repeated
+        rows (see :func:`skrate.problem.confidence_margins`; for a ratio ``N / D
         >= c``, ``g`` is ``c D - N``), measured on the sample the solution is chosen on (the
         held-out part when there is one). After training, each margin widens where needed to
         one that holds for every mixture of the candidates at once
@@ -357,7 +358,11 @@ class ConstrainedClassifier(RateClassifierBase):
             ``2**-900`` are divided by its power of two first (exactly), so that their totals
             stay finite. A user's ``estimator`` gets weights that sum to their total, as a
             weight ``k`` is ``k`` repeated rows: their scale sets the balance of its
-            regularisation, as it would for the estimator alone.
+            regularisation, as it would for the estimator alone (whether it then fits the same
+            model as on repeated rows is the estimator's own property: a weighted quantile
+            binning, as ``HistGradientBoostingClassifier``'s, does not). A row of weight 0 is
+            dropped, as if it were not given: its group values expand no constraint, and it
+            lands on neither side of a held-out split.
         baseline : array-like of shape (n_samples,), default=None
             The baseline model's decisions, for churn, wins and losses constraints: its predicted
             class labels (``old_model.predict(X)``; read as labels whenever every value is one of
@@ -387,6 +392,7 @@ class ConstrainedClassifier(RateClassifierBase):
         constraints = as_constraints(self.constraints)
         self._expand_keys = {k for c in constraints for k in c.expand_keys}  # read by reports, not the parameter
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline, validation_mask=validation_mask)
+        data, X, validation_mask = self._drop_weightless(data, X, validation_mask)
         _, gen, seed = self._random_streams()
         check_goal_columns(objective, constraints, data)
         train, held = self._split(data, constraints, validation_mask, gen)

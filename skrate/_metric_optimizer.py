@@ -578,6 +578,14 @@ class MetricOptimizer(RateClassifierBase):
             # a class smaller than the folds is handled below
             with contextlib.nullcontext() if strict else ignoring(UserWarning):
                 splits = list(check_cv(self._cv(), y01, classifier=True).split(X, y01))
+            cv = self._cv()
+            n_given, kept = self._rows_given
+            if len(kept) < n_given and not isinstance(cv, Integral) and not hasattr(cv, "split"):
+                # explicit (train, test) splits index the rows as given, those of weight 0 included
+                position = np.full(n_given, -1)
+                position[kept] = np.arange(len(kept))
+                on_kept = lambda idx: (p := position[np.arange(n_given)[np.asarray(idx)]])[p >= 0]
+                splits = [(on_kept(train), on_kept(test)) for train, test in splits]
         except ValueError as exc:
             if not strict:
                 return None
@@ -637,7 +645,10 @@ class MetricOptimizer(RateClassifierBase):
         self : MetricOptimizer
         """
         with unfitted_on_error(self):  # a failed (re)fit leaves no mix of old and new state
-            return self._fit(X, y, groups=groups, sample_weight=sample_weight, baseline=baseline)
+            try:
+                return self._fit(X, y, groups=groups, sample_weight=sample_weight, baseline=baseline)
+            finally:
+                vars(self).pop("_rows_given", None)  # the fit's own: not carried in the model
 
     def _fit(self, X, y, *, groups=None, sample_weight=None, baseline=None):
         X_raw = X
@@ -648,6 +659,10 @@ class MetricOptimizer(RateClassifierBase):
             except ValueError as exc:  # text; an object that is no number raises numpy's TypeError
                 raise ValueError(f"X has non-numeric values ({exc}); estimator= takes category and text "
                                  "columns in a DataFrame, whose dtypes mark them.") from exc
+        data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
+        # explicit cv splits number the rows as given: kept to renumber them
+        self._rows_given = (data.n, np.flatnonzero(data.sample_weight > 0))
+        data, X, X_raw = self._drop_weightless(data, X, X_raw)
         # the built-in models play on offset columns centred and columns in extreme units divided
         # by powers of two; every parameter handed out (candidates_, the callback's) is folded
         # back onto X
@@ -655,7 +670,6 @@ class MetricOptimizer(RateClassifierBase):
         X = scaled_input(X, transform)
         metric = _as_loss(self.metric)
         constraints = stated = as_metric_constraints(self.constraints)
-        data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
         X_fit, data_fit, objective = X, data, metric
         if isinstance(metric, PRAUC):
             if constraints or self.model != "linear" or self.estimator is not None:

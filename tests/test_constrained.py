@@ -580,3 +580,32 @@ def test_feasible_judges_the_deployed_model_not_only_the_lp():
         clf = ConstrainedClassifier(["tpr >= 0.9", "fpr <= 0.2"], max_iter=300, random_state=1).fit(X, y)
     assert clf.fit_report_["train"].max() > 1e-6  # the premise: the deployed model breaks a constraint
     assert not clf.feasible_
+
+
+@pytest.mark.parametrize("kind", ["game", "held_out", "oracle", "metric"])
+def test_a_row_of_weight_zero_is_a_row_dropped(kind):
+    # a group whose rows all weigh 0 was expanded over (UndefinedRateError), and weight-0 rows
+    # landed on the held-out side of a split; scikit-learn's convention: weight 0 drops the row
+    from sklearn.linear_model import LogisticRegression
+
+    from skrate import MetricOptimizer
+
+    rng = np.random.default_rng(0)
+    g = rng.integers(0, 3, 300)
+    X = rng.normal(size=(300, 3))
+    y = (X[:, 0] + 0.3 * g + rng.normal(size=300) > 0).astype(int)
+    w = np.ones(300)
+    w[g == 1] = 0.0
+    w[::7] = 0.0
+    keep = w > 0
+    cons = ["tpr[group] >= tpr - 0.02", "tpr[group] <= tpr + 0.02"]
+    make = {"game": lambda: ConstrainedClassifier(cons, max_iter=200, random_state=0),
+            "held_out": lambda: ConstrainedClassifier(cons, max_iter=200, validation_fraction=0.3, random_state=0),
+            "oracle": lambda: ConstrainedClassifier(cons, estimator=LogisticRegression(), solver="oracle_lagrangian",
+                                                    random_state=0),
+            "metric": lambda: MetricOptimizer("g_mean", cons[:1], random_state=0)}[kind]
+    weighted = make().fit(X, y, groups=g, sample_weight=w)
+    dropped = make().fit(X[keep], y[keep], groups=g[keep])
+    np.testing.assert_array_equal(weighted.predict_proba(X), dropped.predict_proba(X))
+    assert [str(c) for c in weighted.constraints_] == [str(c) for c in dropped.constraints_]
+    assert not any("group=1" in str(c) for c in weighted.constraints_)
