@@ -219,11 +219,11 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         return {"l2": 0.0, "l1": 1.0}.get(self.penalty, float(self.l1_ratio))
 
     @staticmethod
-    def _encode_target(y, classes=None) -> tuple[np.ndarray, np.ndarray]:
+    def _encode_target(y, classes=None, known: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """``(classes, 0/1 codes of y)``, 1 for ``classes[1]``; the classes of ``y`` when not
-        given."""
+        given. ``known``: the classes a stream's first call checked."""
         check_label_missing(np.asarray(y))
-        if classes is not None and np.isin(y, classes).all():  # a stream's later chunk: nothing to infer
+        if known and np.isin(y, classes).all():  # a later chunk of a stream: nothing to infer
             return classes, (y == classes[1]).astype(np.int8)
         y_type = type_of_target(y, input_name="y")
         if y_type != "binary":
@@ -384,11 +384,12 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         self.coef_ = result.coef.reshape(1, -1)
         self.n_iter_ = int(np.ceil(result.n_passes - 1e-9))
         self.objective_ = loss + elastic_net_penalty(result.coef, self.alpha, l1_ratio)
-        self._calibration_slope, self._intercept = self._calibration(X, y01, result.coef)
+        slope, intercept = self._calibration(X, y01, result.coef)
         # later partial_fit calls continue from here
         self._init_stream(stats, n_calls=self.n_iter_, smoothness=self._fit_smoothness,
                           scale=scale, offset=self._offset)
         self._reservoir = RowReservoir.from_sample(_RESERVOIR_SIZE, raw, y01, self._rng)
+        self._calibrated = (self.coef_, self._reservoir, slope, intercept)
         self.t_ = X.shape[0]
 
     def _warn_not_converged(self, solver: str, gap: float) -> None:
@@ -470,7 +471,7 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
                 raise ValueError(f"classes {np.unique(classes).tolist()} differ from the "
                                  f"classes {self.classes_.tolist()} seen before.")
             X, y = self._validate(X, y, reset=first)
-            classes, y01 = self._encode_target(y, classes if first else self.classes_)
+            classes, y01 = self._encode_target(y, classes if first else self.classes_, known=not first)
             if first:
                 self.classes_ = classes
                 self._init_stream(ClassStatistics.empty(X.shape[1]), n_calls=0,
@@ -513,9 +514,6 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         reservoir.add(raw, y01, rng)
         self._scale, self._stats, self._rng, self._reservoir = scale, stats, rng, reservoir
         self._n_calls, self._smoothness, self.step_size_ = n_calls, smoothness, step_size
-        # refitted when next asked for: on a stream of single rows the refit (on up to 2000
-        # kept rows) cost more than the update itself
-        self._calibration_slope = self._intercept = None
         self.t_ += X.shape[0]
         self.coef_ = w.reshape(1, -1)
         self.n_iter_ = 1
@@ -523,17 +521,27 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
     # ------------------------------------------------------------------ predict
     @property
     def intercept_(self) -> np.ndarray:
-        if "_intercept" not in vars(self) or "coef_" not in vars(self):  # unfitted, or a refit failed
+        if "coef_" not in vars(self):  # unfitted, or a refit failed
             raise AttributeError(f"'{type(self).__name__}' object has no attribute 'intercept_'")
-        self._calibrate()
-        return self._intercept
+        return self._calibration_state()[2]
 
-    def _calibrate(self) -> None:
-        """Refit the calibration on the kept rows if ``partial_fit`` left it stale."""
-        if self._intercept is None:
-            w = self.coef_.ravel()
-            self._calibration_slope, self._intercept = self._calibration(
-                self._centred(self._reservoir.X), self._reservoir.y, w)
+    @intercept_.setter
+    def intercept_(self, value) -> None:
+        coef, slope, _ = self._calibration_state()
+        self._calibrated = (coef, self._reservoir, slope, np.atleast_1d(np.asarray(value, dtype=float)))
+
+    def _calibration_state(self) -> tuple[np.ndarray, float, np.ndarray]:
+        """``(coef_, slope, intercept_)``, the calibration refitted on the kept rows when
+        ``partial_fit`` has moved on since it was fitted: refitting it at every call (on up to
+        2000 rows) cost more than a stream of single rows' updates. The calibration is kept with
+        the coefficients and the reservoir it was fitted for, which every call replaces, so a
+        read during a call cannot keep one that no longer fits."""
+        coef, reservoir = self.coef_, self._reservoir
+        cached = vars(self).get("_calibrated")
+        if cached is None or cached[0] is not coef or cached[1] is not reservoir:
+            slope, intercept = self._calibration(self._centred(reservoir.X), reservoir.y, coef.ravel())
+            cached = self._calibrated = (coef, reservoir, slope, intercept)
+        return cached[0], cached[2], cached[3]
 
     def decision_function(self, X: ArrayLike | sp.spmatrix | sp.sparray) -> np.ndarray:
         """``X @ coef_ + intercept_``: the AUC score shifted by the calibration's threshold.
@@ -549,7 +557,8 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         """
         check_is_fitted(self)
         X = validate_numeric(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        return np.asarray(X @ self.coef_.ravel()).ravel() + self.intercept_[0]
+        coef, _, intercept = self._calibration_state()
+        return np.asarray(X @ coef.ravel()).ravel() + intercept[0]
 
     def predict_proba(self, X: ArrayLike | sp.spmatrix | sp.sparray) -> np.ndarray:
         """Calibrated probabilities, an increasing function of the score (same AUC).
@@ -563,8 +572,9 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples, 2)
         """
         check_is_fitted(self)
-        scores = self.decision_function(X)  # calibrates first, if need be
-        p = expit(self._calibration_slope * scores)
+        X = validate_numeric(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        coef, slope, intercept = self._calibration_state()  # one state: a stream may move on meanwhile
+        p = expit(slope * (np.asarray(X @ coef.ravel()).ravel() + intercept[0]))
         return np.column_stack([1.0 - p, p])
 
     def predict(self, X: ArrayLike | sp.spmatrix | sp.sparray) -> np.ndarray:

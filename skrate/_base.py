@@ -26,9 +26,11 @@ def warn_uncovered(method: str, data: RateData, fitted: dict[str, set], empty: l
     and which group values of theirs no fitted constraint covers: the fitted constraints were
     expanded over the values of each column in ``fitted`` seen in fit. ``advice`` says how to
     expand over these rows' values instead."""
-    # as the fitted filters select these rows' values: "1.0" is the group "1" unless "1" is here too
-    new = {k: sorted(set(data.groups.values(k)) - data.groups.selected(k, vs))
-           for k, vs in fitted.items() if k in data.groups.raw}
+    # as the fitted filters select these rows' values: "1.0" is the group "1" unless "1" is here too;
+    # values held only by rows of weight 0 are not there, as in fit
+    groups = data.groups if data.sample_weight.all() else data.groups.take(np.flatnonzero(data.sample_weight > 0))
+    new = {k: sorted(set(groups.values(k)) - groups.selected(k, vs))
+           for k, vs in fitted.items() if k in groups.raw}
     new = {k: v for k, v in new.items() if v}
     notes = []
     if empty:

@@ -134,11 +134,23 @@ def _cli_text(exc) -> str:
     text = str(exc).replace(ROUTING_HINT, "")  # no Pipeline routes the groups here
     for python, cli in _CLI_WORDS:
         text = re.sub(python, cli, text)
-    for name in _baseline_names():  # out of the lists of names: "['a', 'b']" and "(one of a, b)"
-        text = re.sub(rf"'{name}', |(?<=[ (]){name}, |, {name}(?=\))", "", text)
     if "Unknown group column" in text and "--groups" not in text:
         text += " (list the group columns the constraints name in --groups)"
-    return text
+    return _without_baseline_names(text)
+
+
+def _without_baseline_names(text: str) -> str:
+    """``text`` without the names that need a baseline in its lists of names ("among ['a', 'b']",
+    "(one of a, b)") and suggestions ("(did you mean 'churn'?)"); the user's spec stays as written."""
+    names = _baseline_names()
+
+    def listed(match):
+        items = [item for item in match.group(2).split(", ") if item.strip("'") not in names]
+        return match.group(1) + ", ".join(items) + match.group(3)
+
+    text = re.sub(r"(among \[)([^\]]*)(\])", listed, text)
+    text = re.sub(r"(\(one of )([^)]*)(\))", listed, text)
+    return re.sub(r" \(did you mean '(\w+)'\?\)", lambda m: "" if m.group(1) in names else m.group(0), text)
 
 
 @contextlib.contextmanager

@@ -392,10 +392,11 @@ class ConstrainedClassifier(RateClassifierBase):
         constraints = as_constraints(self.constraints)
         self._expand_keys = {k for c in constraints for k in c.expand_keys}  # read by reports, not the parameter
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline, validation_mask=validation_mask)
-        data, X, validation_mask = self._drop_weightless(data, X, validation_mask)
+        # checked on the rows as given, before those of weight 0 go
+        data, X, mask = self._drop_weightless(data, X, self._check_mask(validation_mask, data.n))
         _, gen, seed = self._random_streams()
         check_goal_columns(objective, constraints, data)
-        train, held = self._split(data, constraints, validation_mask, gen)
+        train, held = self._split(data, constraints, mask, gen)
         # where the held-out rows come from, for errors about them (a mask overrides the fraction)
         source = "validation_mask" if validation_mask is not None else f"validation_fraction={self.validation_fraction}"
         if held is not None and self.solver == "lagrangian":
@@ -515,17 +516,24 @@ class ConstrainedClassifier(RateClassifierBase):
             return float(self.lambda_learning_rate)
         return LAMBDA_STEPS[self.solver]
 
-    def _split(self, data, constraints, validation_mask, gen):
-        if validation_mask is not None:
-            if hasattr(validation_mask, "isna") and validation_mask.isna().any():  # a nullable boolean's NA
-                raise ValueError(f"validation_mask has {int(validation_mask.isna().sum())} missing value(s); "
-                                 "mark every row True (held out) or False.")
-            mask = np.asarray(validation_mask)
-            if mask.dtype.kind in "iuf" and np.isin(mask, (0, 1)).all():
-                mask = mask.astype(bool)  # a 0/1 indicator reads as the boolean mask it is
-            if mask.shape != (data.n,) or mask.dtype != bool:
-                raise ValueError(f"validation_mask must be a boolean (or 0/1) array with one entry per row "
-                                 f"({data.n}); got dtype {mask.dtype} and shape {mask.shape}.")
+    @staticmethod
+    def _check_mask(validation_mask, n: int) -> np.ndarray | None:
+        """``validation_mask`` as a boolean array of ``n`` entries; a clear error otherwise."""
+        if validation_mask is None:
+            return None
+        if hasattr(validation_mask, "isna") and validation_mask.isna().any():  # a nullable boolean's NA
+            raise ValueError(f"validation_mask has {int(validation_mask.isna().sum())} missing value(s); "
+                             "mark every row True (held out) or False.")
+        mask = np.asarray(validation_mask)
+        if mask.dtype.kind in "iuf" and np.isin(mask, (0, 1)).all():
+            mask = mask.astype(bool)  # a 0/1 indicator reads as the boolean mask it is
+        if mask.shape != (n,) or mask.dtype != bool:
+            raise ValueError(f"validation_mask must be a boolean (or 0/1) array with one entry per row "
+                             f"({n}); got dtype {mask.dtype} and shape {mask.shape}.")
+        return mask
+
+    def _split(self, data, constraints, mask, gen):
+        if mask is not None:
             if mask.all() or not mask.any():
                 raise ValueError("validation_mask must leave rows on both sides; it marks "
                                  f"{int(mask.sum())} of {data.n} rows as held out.")

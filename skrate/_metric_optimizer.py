@@ -11,7 +11,7 @@ import numpy as np
 from sklearn.base import _fit_context, clone
 from sklearn.compose import ColumnTransformer
 from sklearn.frozen import FrozenEstimator
-from sklearn.model_selection import check_cv
+from sklearn.model_selection import PredefinedSplit, check_cv
 from sklearn.preprocessing import FunctionTransformer, OneHotEncoder
 from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
@@ -282,9 +282,9 @@ class MetricOptimizer(RateClassifierBase):
         rows, where ``feasible_`` then certifies them exactly. An int or splitter cross-fits
         either model; ``None`` uses the in-sample probabilities (one fit instead of
         ``cv + 1``). Ignored for the surrogate solvers and ``pr_auc()``, and for a
-        ``FrozenEstimator``, fitted on other rows. Rows of zero ``sample_weight`` still take
-        their place in the folds, so with cross-fitting they can move the folds' models a little
-        where dropping them would not.
+        ``FrozenEstimator``, fitted on other rows. Rows of zero ``sample_weight`` are dropped
+        before the folds are drawn, as if they were not given; splits that number the rows as
+        given (a list of them, ``PredefinedSplit``) are renumbered onto the rows kept.
 
     Attributes
     ----------
@@ -580,7 +580,8 @@ class MetricOptimizer(RateClassifierBase):
                 splits = list(check_cv(self._cv(), y01, classifier=True).split(X, y01))
             cv = self._cv()
             n_given, kept = self._rows_given
-            if len(kept) < n_given and not isinstance(cv, Integral) and not hasattr(cv, "split"):
+            if len(kept) < n_given and (isinstance(cv, PredefinedSplit) or not (
+                    isinstance(cv, Integral) or hasattr(cv, "split"))):
                 # explicit (train, test) splits index the rows as given, those of weight 0 included
                 position = np.full(n_given, -1)
                 position[kept] = np.arange(len(kept))

@@ -1053,3 +1053,22 @@ def test_a_chunk_that_places_no_row_leaves_the_reservoir_arrays_as_they_were():
     X_before, y_before = res.X, res.y
     res.add(rng.normal(size=(1, 3)), np.array([1]), rng)
     assert res.X is X_before and res.y is y_before and res.n_seen == 10**9 + 1
+
+
+def test_intercept_can_be_set_and_a_stream_refuses_continuous_labels_from_its_first_call():
+    X, y = _data(n=200, d=4, seed=33)
+    clf = AUCClassifier(random_state=0).fit(X, y)
+    clf.intercept_ = np.array([5.0])  # as on scikit-learn's linear models
+    np.testing.assert_allclose(clf.decision_function(X), X @ clf.coef_.ravel() + 5.0)
+    assert np.all(clf.predict(X) == clf.classes_[1])
+    with pytest.raises(ValueError, match="Unknown label type: continuous"):
+        AUCClassifier().partial_fit(X, np.where(y == 1, 1.5, 0.5), classes=[0.5, 1.5])
+
+
+def test_a_read_between_calls_never_keeps_a_calibration_of_older_coefficients():
+    X, y = _data(n=300, d=4, seed=35)
+    clf = AUCClassifier(random_state=0).partial_fit(X[:100], y[:100], classes=[0, 1])
+    clf.predict_proba(X)  # calibrated for the first call's coefficients
+    clf.partial_fit(X[100:], y[100:])
+    fresh = clf._calibration(clf._centred(clf._reservoir.X), clf._reservoir.y, clf.coef_.ravel())
+    np.testing.assert_allclose(clf.intercept_, fresh[1])

@@ -269,6 +269,15 @@ def test_name_lists_offer_no_name_that_needs_a_baseline(option, spec, capsys):
         assert not re.search(rf"\b{name}\b", err), (name, err)
 
 
+def test_the_spec_echoed_under_a_parse_error_stays_as_written(capsys):
+    from skrate._cli import main
+
+    assert main(["fit", "missing.csv", "--target", "y", "--metric", "churn, wins", "--out", "m.joblib"]) == 2
+    err = capsys.readouterr().err
+    assert "\n    churn, wins\n         ^" in err  # the caret under the comma of the spec as given
+    assert "did you mean 'churn'" not in err  # no suggestion the command line refuses
+
+
 def test_demo_prints_both_audits_and_writes_the_figure(tmp_path):
     pytest.importorskip("matplotlib")
     res = run("demo", "--n-bootstrap", 20, "--figure", "tradeoff.png", cwd=tmp_path)

@@ -609,3 +609,36 @@ def test_a_row_of_weight_zero_is_a_row_dropped(kind):
     np.testing.assert_array_equal(weighted.predict_proba(X), dropped.predict_proba(X))
     assert [str(c) for c in weighted.constraints_] == [str(c) for c in dropped.constraints_]
     assert not any("group=1" in str(c) for c in weighted.constraints_)
+
+
+def test_weight_zero_rows_are_checked_before_they_are_dropped():
+    from sklearn.model_selection import PredefinedSplit
+
+    from skrate import MetricOptimizer
+
+    rng = np.random.default_rng(1)
+    g = rng.integers(0, 2, 200)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] + rng.normal(size=200) > 0).astype(int)
+    w = np.ones(200)
+    w[:5] = 0.0
+    cons = ["tpr[group] >= tpr - 0.05"]
+    for length in (207, 197):  # the mask's length is that of the rows as given, weight 0 or not
+        with pytest.raises(ValueError, match=r"validation_mask must be a boolean \(or 0/1\) array with one entry "
+                                             r"per row \(200\)"):
+            ConstrainedClassifier(cons, max_iter=20).fit(X, y, groups=g, sample_weight=w,
+                                                          validation_mask=np.arange(length) % 3 == 0)
+    # a PredefinedSplit numbers the rows as given: renumbered onto the kept rows, as explicit splits are
+    folds = np.arange(200) % 4
+    keep = w > 0
+    weighted = MetricOptimizer("g_mean", cons, cv=PredefinedSplit(folds), random_state=0).fit(
+        X, y, groups=g, sample_weight=w)
+    dropped = MetricOptimizer("g_mean", cons, cv=PredefinedSplit(folds[keep]), random_state=0).fit(
+        X[keep], y[keep], groups=g[keep])
+    np.testing.assert_array_equal(weighted.predict_proba(X), dropped.predict_proba(X))
+    # and the reports on those rows do not count a group value only weightless rows hold
+    g3 = np.where(np.arange(200) < 5, 7, g)
+    fitted = ConstrainedClassifier(cons, max_iter=50, random_state=0).fit(X, y, groups=g3, sample_weight=w)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        fitted.constraint_report(X, y, groups=g3, sample_weight=w)

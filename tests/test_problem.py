@@ -674,3 +674,10 @@ def test_group_columns_whose_names_clash_are_refused(make):
     r = np.array(["a", "b"] * 5)
     with pytest.raises(ValueError, match=r"groups has more than one column named '(1|race)' \(labels "):
         GroupTable.from_input(make(r), None, 10)
+
+
+def test_repeated_labels_held_other_times_are_not_a_reordering():
+    # [0]*7 + [1] and [0] + [1]*7 share their labels, not their counts: rows by position, as before
+    X = pd.DataFrame({"x": np.arange(8.0)}, index=[0] * 7 + [1])
+    groups = pd.DataFrame({"g": list("aabbabab")}, index=[0] + [1] * 7)
+    np.testing.assert_array_equal(GroupTable.from_input(groups, X, 8).column("g"), list("aabbabab"))

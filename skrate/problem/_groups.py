@@ -418,15 +418,21 @@ def check_row_order(X, **columns) -> None:
             if not _is_indexed(column):  # a list's .index is a method, not row labels
                 continue
             ci, xi = column.index, X.index
-            # the same labels in another order (repeated ones too, as after a concat); isin hashes,
-            # where sorting fails on mixed labels
-            if (not ci.equals(xi) and len(ci) == len(xi) and bool(ci.isin(xi).all())
-                    and bool(xi.isin(ci).all())):
+            if not ci.equals(xi) and len(ci) == len(xi) and _same_labels(ci, xi):
                 which = name if key is None else f"{name}[{key!r}]"
                 raise ValueError(f"The index of {which} holds the labels of X's index in another order, and "
                                  f"rows are matched by position. If {which} is labelled like X's rows, align "
                                  f"it: {which}.loc[X.index]; if it is already in X's row order, give it X's "
                                  f"index: {which}.set_axis(X.index).")
+
+
+def _same_labels(a, b) -> bool:
+    """Whether two indexes of one length hold the same labels, each as often (repeated ones too,
+    as after a concat); by hashing, where sorting fails on mixed labels."""
+    if a.is_unique and b.is_unique:
+        return bool(a.isin(b).all())
+    ca, cb = a.value_counts(dropna=False), b.value_counts(dropna=False)
+    return len(ca) == len(cb) and bool(ca.reindex(cb.index).eq(cb).all())
 
 
 def _is_frame(obj) -> bool:
