@@ -543,6 +543,14 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
             cached = self._calibrated = (coef, reservoir, slope, intercept)
         return cached[0], cached[2], cached[3]
 
+    def _scores(self, X) -> tuple[np.ndarray, float]:
+        """``X @ coef_ + intercept_`` and the calibration's slope, of one calibration state: a
+        stream may move on meanwhile."""
+        check_is_fitted(self)
+        X = validate_numeric(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        coef, slope, intercept = self._calibration_state()
+        return np.asarray(X @ coef.ravel()).ravel() + intercept[0], slope
+
     def decision_function(self, X: ArrayLike | sp.spmatrix | sp.sparray) -> np.ndarray:
         """``X @ coef_ + intercept_``: the AUC score shifted by the calibration's threshold.
 
@@ -555,10 +563,7 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         ndarray of shape (n_samples,)
             Positive values predict ``classes_[1]``.
         """
-        check_is_fitted(self)
-        X = validate_numeric(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        coef, _, intercept = self._calibration_state()
-        return np.asarray(X @ coef.ravel()).ravel() + intercept[0]
+        return self._scores(X)[0]
 
     def predict_proba(self, X: ArrayLike | sp.spmatrix | sp.sparray) -> np.ndarray:
         """Calibrated probabilities, an increasing function of the score (same AUC).
@@ -571,10 +576,8 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         -------
         ndarray of shape (n_samples, 2)
         """
-        check_is_fitted(self)
-        X = validate_numeric(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
-        coef, slope, intercept = self._calibration_state()  # one state: a stream may move on meanwhile
-        p = expit(slope * (np.asarray(X @ coef.ravel()).ravel() + intercept[0]))
+        scores, slope = self._scores(X)
+        p = expit(slope * scores)
         return np.column_stack([1.0 - p, p])
 
     def predict(self, X: ArrayLike | sp.spmatrix | sp.sparray) -> np.ndarray:

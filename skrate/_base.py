@@ -28,7 +28,8 @@ def warn_uncovered(method: str, data: RateData, fitted: dict[str, set], empty: l
     expand over these rows' values instead."""
     # as the fitted filters select these rows' values: "1.0" is the group "1" unless "1" is here too;
     # values held only by rows of weight 0 are not there, as in fit
-    groups = data.groups if data.sample_weight.all() else data.groups.take(np.flatnonzero(data.sample_weight > 0))
+    kept = data.weighted_rows()
+    groups = data.groups if kept is None else data.groups.take(kept)
     new = {k: sorted(set(groups.values(k)) - groups.selected(k, vs))
            for k, vs in fitted.items() if k in groups.raw}
     new = {k: v for k, v in new.items() if v}
@@ -84,9 +85,9 @@ class RateClassifierBase(ClassifierMixin, BaseEstimator):
         As scikit-learn has it, a row of weight 0 is a row dropped: it must not name a group
         value that constraints then expand over, land on the held-out side of a split, or reach a
         user's estimator, which need not read weights as counts."""
-        if data.sample_weight.all():
+        kept = data.weighted_rows()
+        if kept is None:
             return (data, *rows)
-        kept = np.flatnonzero(data.sample_weight > 0)
         return (data.take(kept), *(None if r is None else _safe_indexing(r, kept) for r in rows))
 
     def _random_streams(self) -> tuple[np.random.RandomState, np.random.Generator, int]:

@@ -624,7 +624,7 @@ class ConstrainedClassifier(RateClassifierBase):
         self.feasible_ = bool(lp_feasible) and not np.isnan(deployed).any() and bool(np.all(deployed <= 1e-6))
         where = "held-out" if held is not None else "training"
         if not self.feasible_:
-            self._warn_shortfall("m_stochastic", np.add(*mixture), where, problem, linear)
+            self._warn_shortfall("m_stochastic", deployed, where, problem, linear)
         chosen = np.add(*on[chosen_on])
         # the candidates' linear forms (margins included) are the LP's test of the mixture;
         # tradeoff_curve reads this verdict on the solution predict uses

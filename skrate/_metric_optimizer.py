@@ -576,11 +576,11 @@ class MetricOptimizer(RateClassifierBase):
         an error naming ``cv``, or None if not ``strict``."""
         try:
             # a class smaller than the folds is handled below
-            with contextlib.nullcontext() if strict else ignoring(UserWarning):
-                splits = list(check_cv(self._cv(), y01, classifier=True).split(X, y01))
             cv = self._cv()
+            with contextlib.nullcontext() if strict else ignoring(UserWarning):
+                splits = list(check_cv(cv, y01, classifier=True).split(X, y01))
             n_given, kept = self._rows_given
-            if len(kept) < n_given and (isinstance(cv, PredefinedSplit) or not (
+            if kept is not None and (isinstance(cv, PredefinedSplit) or not (
                     isinstance(cv, Integral) or hasattr(cv, "split"))):
                 # explicit (train, test) splits index the rows as given, those of weight 0 included
                 position = np.full(n_given, -1)
@@ -662,7 +662,7 @@ class MetricOptimizer(RateClassifierBase):
                                  "columns in a DataFrame, whose dtypes mark them.") from exc
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
         # explicit cv splits number the rows as given: kept to renumber them
-        self._rows_given = (data.n, np.flatnonzero(data.sample_weight > 0))
+        self._rows_given = (data.n, data.weighted_rows())
         data, X, X_raw = self._drop_weightless(data, X, X_raw)
         # the built-in models play on offset columns centred and columns in extreme units divided
         # by powers of two; every parameter handed out (candidates_, the callback's) is folded

@@ -40,6 +40,11 @@ class RateData:
         pick = lambda a: None if a is None else a[idx]
         return RateData(pick(self.y), self.sample_weight[idx], self.groups.take(idx), pick(self.baseline))
 
+    def weighted_rows(self) -> np.ndarray | None:
+        """The rows of positive weight, or None when every row has one: a row of weight 0 is a
+        row dropped, as scikit-learn has it."""
+        return None if self.sample_weight.all() else np.flatnonzero(self.sample_weight > 0)
+
 
 def _coefficients(kind: str, y, b):
     """Per-example (v, c) of a basic rate: its value is the slice-mean of v * yhat + c."""
