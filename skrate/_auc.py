@@ -24,7 +24,9 @@ from ._auc_objective import ClassStatistics, column_extremes, smooth_objective, 
 from ._auc_solvers import (column_scale, diverged, minibatch_smoothness, pinned_scale,
                            solve_exact, spam, spam_epoch, vrspam)
 from ._prox import elastic_net_penalty
-from .models._input_scale import column_offsets
+from ._row_order import RowOrderScoreMixin
+from .models._input_scale import column_offsets, shifted_columns
+from .problem._groups import check_row_order
 from .utils._validation import check_label_missing, unfitted_on_error, validate_numeric
 
 if TYPE_CHECKING:
@@ -41,7 +43,7 @@ _RESERVOIR_SIZE = 2000  # rows kept by partial_fit to refit the calibration
 _LARGEST_ENTRY = 1e150
 
 
-class AUCClassifier(ClassifierMixin, BaseEstimator):
+class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
     """Linear classifier maximising ROC-AUC through the pairwise square loss.
 
     Minimises over ``w`` the penalised square-loss AUC objective::
@@ -244,14 +246,11 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         return classes, (y == classes[1]).astype(np.int8)
 
     def _validate(self, X, y, reset: bool):
-        """Validated ``(X, y)``; a sparse ``X`` in canonical CSR form (a copy if it was not)."""
+        """Validated ``(X, y)``; a sparse ``X`` in canonical CSR form (a copy if it was not: duplicate
+        stored entries would count apart in the column scales and the step's row norms)."""
+        check_row_order(X, y=y)
         X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64, reset=reset,
                                 y_numeric=False)
-        if sp.issparse(X) and not X.has_canonical_format:
-            # duplicate stored entries would count as separate values in the column scales
-            # and the row norms of the step's bound
-            X = X.copy()
-            X.sum_duplicates()
         low, high = column_extremes(X)
         peak = np.maximum(-low, high)
         for bad, what, fix in ((peak > _LARGEST_ENTRY, f"reach beyond {_LARGEST_ENTRY:g}", "Divide"),
@@ -333,7 +332,7 @@ class AUCClassifier(ClassifierMixin, BaseEstimator):
         """
         if not self._offset.any():
             return X
-        return (X.toarray() if sp.issparse(X) else X) - self._offset
+        return shifted_columns(X, self._offset)
 
     def _fit(self, X, y01: np.ndarray) -> None:
         l1_ratio = self._l1_ratio()

@@ -11,6 +11,7 @@ from sklearn.utils import _safe_indexing, check_random_state, get_tags
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from ._row_order import RowOrderScoreMixin
 from .problem import GroupTable, RateData
 from .problem._groups import check_row_order
 from .solutions import StochasticModel
@@ -45,7 +46,7 @@ def warn_uncovered(method: str, data: RateData, fitted: dict[str, set], empty: l
         warnings.warn(f"{method}: " + "; ".join(notes) + ".", UserWarning, stacklevel=3)
 
 
-class RateClassifierBase(ClassifierMixin, BaseEstimator):
+class RateClassifierBase(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
     """Base of the classifiers whose solution is a distribution over candidate models.
 
     Subclasses fit ``classes_``, ``candidates_`` (parameters, one row per candidate),

@@ -94,7 +94,7 @@ class ConstrainedClassifier(RateClassifierBase):
     alpha : float, default=1e-4
         L2 penalty on the weights (not the intercept). Columns whose mean exceeds four standard
         deviations (a year) are centred, and columns whose largest magnitude then lies outside
-        ``[2**-5, 2**5]`` (money in cents, micro-units) are divided by the power of two nearest
+        ``[2**-2, 2**5]`` (money in cents, micro-units) are divided by the power of two nearest
         their root mean square, before the game plays on them, as a scaler would, so that one
         step moves every column's scores alike; their weights are penalised in those units and
         folded back onto ``X`` (``candidates_``, ``callback``). Other columns, one-hot and

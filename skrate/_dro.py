@@ -20,6 +20,8 @@ from sklearn.utils.validation import _check_sample_weight, check_is_fitted
 from ._divergence import DIVERGENCES, _normalised
 from ._dro_losses import LOSSES
 from ._dro_solvers import LinearDRO, Result, dynamic_sgd, primal_lbfgs
+from ._row_order import RowOrderScoreMixin
+from .problem._groups import check_row_order
 from .utils._binary import power_of_two_above
 from .utils._validation import check_label_missing, unfitted_on_error, validate_numeric
 
@@ -304,7 +306,7 @@ class _BaseDRO(BaseEstimator):
         return np.asarray(X @ np.atleast_2d(self.coef_).T) + self.intercept_
 
 
-class DROClassifier(ClassifierMixin, _BaseDRO):
+class DROClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseDRO):
     """Logistic regression minimising the worst-case expected loss over an f-divergence ball.
 
     Fits ``min_{w, b} sup_{p in P} sum_i p_i loss_i(w, b) + (alpha / 2) ||w||^2`` with the
@@ -423,6 +425,7 @@ class DROClassifier(ClassifierMixin, _BaseDRO):
             The fitted estimator.
         """
         with unfitted_on_error(self):
+            check_row_order(X, y=y, sample_weight=sample_weight)
             X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64)
             check_label_missing(y)
             check_classification_targets(y)
@@ -513,7 +516,7 @@ class DROClassifier(ClassifierMixin, _BaseDRO):
         return self.classes_[np.argmax(scores, axis=1)]
 
 
-class DRORegressor(RegressorMixin, _BaseDRO):
+class DRORegressor(RowOrderScoreMixin, RegressorMixin, _BaseDRO):
     """Least squares minimising the worst-case expected loss over an f-divergence ball.
 
     Fits ``min_{w, b} sup_{p in P} sum_i p_i (y_i - x_i w - b)^2 + (alpha / 2) ||w||^2``
@@ -610,6 +613,7 @@ class DRORegressor(RegressorMixin, _BaseDRO):
             The fitted estimator.
         """
         with unfitted_on_error(self):
+            check_row_order(X, y=y, sample_weight=sample_weight)
             X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64,
                                     y_numeric=True)
             W, b = self._solve(X, y.astype(np.float64), "squared", 1, sample_weight,

@@ -80,11 +80,12 @@ def _out_of_fold(folds, n: int, score) -> np.ndarray:
 
 
 def _warn_if_cells_undecodable(oracle: PluginOracle, columns: list[str], data, X, n_decode: int) -> None:
-    """Warn when the oracle answers with one threshold although each group column is one-hot in
-    ``X``: the intersections of several columns are products of their indicators, not linear
-    functions of ``X``, so per-cell thresholds cannot be expressed, and a constraint on several
-    columns may then be met only by predicting almost nothing."""
-    if oracle.per_cell or len(columns) < 2:
+    """Warn when the oracle answers with one threshold for every row although the problem names
+    groups: its models predict from ``X`` alone, so when the groups are not one-hot columns of
+    ``X`` its answers cannot treat them apart, and a tight constraint on them may be met only by
+    predicting alike for everyone. When each column is one-hot but there are several, their
+    intersections are products of indicators, not linear functions of ``X``."""
+    if oracle.per_cell or not columns or np.unique(group_cells(columns, data)).size < 2:
         return
     Xd = Design(X).X[:, :n_decode]
     decodable = [c for c in columns if cell_decoders(Xd, group_cells([c], data)) is not None]
@@ -93,6 +94,14 @@ def _warn_if_cells_undecodable(oracle: PluginOracle, columns: list[str], data, X
             f"The plug-in oracle thresholds every row alike: the cells of {' x '.join(map(repr, columns))} are "
             f"not linear functions of X's columns, though {', '.join(map(repr, decodable))} is one-hot in X. "
             "For one threshold per cell, add a one-hot column of each combination to X.", UserWarning, stacklevel=5)
+    else:
+        names = " and ".join(map(repr, columns))
+        warnings.warn(
+            f"The plug-in oracle thresholds every row alike: {names} {'is' if len(columns) == 1 else 'are'} not "
+            "one-hot in X, and the model predicts from X alone, so its thresholds cannot differ by group; a tight "
+            "constraint on the groups may then be met only by predicting alike for everyone. For one threshold "
+            "per group, add the group's one-hot columns to X (predicting then reads them from X); to weigh X's "
+            "other columns instead, pass solver='three_player'.", UserWarning, stacklevel=5)
 
 
 def _as_floats(X) -> np.ndarray:
@@ -191,8 +200,11 @@ class MetricOptimizer(RateClassifierBase):
         Default solution of ``predict``/``predict_proba`` (all are computed by ``fit``, in
         ``solutions_``): ``"m_stochastic"`` is the best mixture of the snapshots on the training
         data -- the LP shrink of Cotter et al. (2019) to at most m + 1 models when the problem is
-        linear in the rates, otherwise the optimal mixture for the metric (SLSQP over the
-        simplex), reduced by an LP to at most K + 1 models with the same K rates;
+        linear in the rates (with the plug-in solvers, the exact optimum over every mixture of
+        per-cell thresholds of the probability model: the oracle's answers at the LP's dual
+        values join the snapshots until none improves the LP, column generation), otherwise the
+        optimal mixture for the metric (SLSQP over the simplex), reduced by an LP to at most
+        K + 1 models with the same K rates;
         ``"T_stochastic"`` the uniform mixture over the snapshots (the game's guarantee); ``"best"``
         the best iterate (Cotter et al. 2019, Eq. 18, on the metric values); ``"last"`` the last.
     learning_rate : float, default=0.05
@@ -212,7 +224,7 @@ class MetricOptimizer(RateClassifierBase):
     alpha : float, default=1e-4
         L2 penalty on the weights (and of the plug-in probability model). Without
         ``estimator``, columns whose mean exceeds four standard deviations are centred, and columns
-        whose largest magnitude then lies outside ``[2**-5, 2**5]`` are divided by the power of
+        whose largest magnitude then lies outside ``[2**-2, 2**5]`` are divided by the power of
         two nearest their root mean square before fitting, and their weights penalised in those
         units, as for :class:`ConstrainedClassifier`; ``candidates_`` and
         the weights on ``x`` in the ``callback``'s parameters are folded back onto ``X``.
@@ -304,7 +316,8 @@ class MetricOptimizer(RateClassifierBase):
         The solver used.
     candidates_ : ndarray of shape (n_snapshots, n_params)
         Up to ``n_candidates`` snapshots evenly spaced over the iterations, the best iterate and
-        the last.
+        the last; then, for a problem linear in the rates under a plug-in solver, the oracle's
+        answers priced in by column generation (outside ``"T_stochastic"`` and ``"last"``).
     solutions_ : dict of str to ndarray
     weights_ : ndarray of shape (n_snapshots,)
     train_objective_ : ndarray of shape (n_snapshots,)
@@ -757,11 +770,13 @@ class MetricOptimizer(RateClassifierBase):
 
     def _set_solutions(self, program, traj) -> None:
         k = traj.params.shape[0]
+        # the game's snapshots, then any candidates priced out of the LP after it
+        played = k if traj.n_played is None else traj.n_played
         one_hot = np.eye(k)
         self.solutions_ = {
-            "T_stochastic": np.full(k, 1.0 / k),
+            "T_stochastic": np.r_[np.full(played, 1.0 / played), np.zeros(k - played)],
             "best": one_hot[best_iterate(traj.objective, program.flag_undefined(traj.rates, traj.constraints))],
-            "last": one_hot[-1],
+            "last": one_hot[played - 1],
         }
         # the rates of a mixture are the mixture of the rates: exact metric values of each solution
         rates = traj.rates

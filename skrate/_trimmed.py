@@ -16,6 +16,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
+from ._row_order import RowOrderScoreMixin
 from ._smart import (
     PENALTY_DEGREE,
     TrimmedProblem,
@@ -25,6 +26,7 @@ from ._smart import (
     smart,
     trimmed_location,
 )
+from .problem._groups import check_row_order
 from .utils._validation import check_label_missing, unfitted_on_error, validate_numeric
 
 if TYPE_CHECKING:
@@ -167,7 +169,10 @@ _ATTRIBUTES = """
 
     objective_ : float
         Trimmed objective ``(1/h) sum_i w_i loss_i + alpha * R(coef)`` at the
-        fitted coefficients and weights: the last entry of ``objective_path_``.
+        fitted coefficients and weights: the last entry of ``objective_path_``. In the
+        target's squared units for :class:`TrimmedRegressor` (fitted on a rescaled target),
+        so ``inf`` for a target whose spread is beyond about ``1e154``; the coefficients
+        are unaffected.
 
     objective_path_ : ndarray of shape (n_records,)
         Trimmed objective at the initial point and after each accepted epoch
@@ -362,7 +367,7 @@ class _BaseTrimmed(BaseEstimator):
         return X @ np.atleast_2d(self.coef_).T + self.intercept_
 
 
-class TrimmedRegressor(RegressorMixin, _BaseTrimmed):
+class TrimmedRegressor(RowOrderScoreMixin, RegressorMixin, _BaseTrimmed):
     __doc__ = (
         """Least trimmed squares: a linear model fitted on the ``h`` samples it explains best.
 
@@ -433,6 +438,7 @@ class TrimmedRegressor(RegressorMixin, _BaseTrimmed):
             or the last exact refit of "alternating" at its iteration limit.
         """
         with unfitted_on_error(self):
+            check_row_order(X, y=y)
             X, y = validate_numeric(self, X, y, dtype=np.float64, y_numeric=True)
             h = self._n_kept(X.shape[0])
             fit = self._solve(X, np.asarray(y, dtype=np.float64), "squared", h)
@@ -456,7 +462,7 @@ class TrimmedRegressor(RegressorMixin, _BaseTrimmed):
         return self._scores(X)[:, 0]
 
 
-class TrimmedClassifier(ClassifierMixin, _BaseTrimmed):
+class TrimmedClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseTrimmed):
     __doc__ = (
         """Trimmed logistic regression (binary or multinomial).
 
@@ -537,6 +543,7 @@ class TrimmedClassifier(ClassifierMixin, _BaseTrimmed):
             or the last exact refit of "alternating" at its iteration limit.
         """
         with unfitted_on_error(self):
+            check_row_order(X, y=y)
             X, y = validate_numeric(self, X, y, dtype=np.float64)
             check_label_missing(y)
             check_classification_targets(y)

@@ -712,3 +712,20 @@ def test_a_constraint_undefined_on_rows_of_its_slice_is_warned_of(how):
     rows = pd.DataFrame(report).query("attribute == 'constraint'").set_index("group")
     assert np.isnan(rows.loc["tpr[race=c] >= tpr - 0.1", "violation"])
     assert np.isfinite(rows.loc["tpr[race=a] >= tpr - 0.1", "violation"])
+
+
+def test_audit_takes_the_rate_languages_aliases_of_its_metrics():
+    from skrate.rates._functions import RATE_FUNCTIONS
+    from skrate.metrics._audit import _ALIASES
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 2))
+    y = (X[:, 0] + rng.normal(size=300) > 0).astype(int)
+    g = np.where(rng.random(300) < 0.4, "a", "b")
+    lr = LogisticRegression().fit(X, y)
+    for alias, name in _ALIASES.items():
+        assert RATE_FUNCTIONS[alias]() == RATE_FUNCTIONS[name]()  # the same rate in the language
+        by_alias = audit(lr, X, y, groups={"g": g}, metrics=(alias,), n_bootstrap=0)
+        pd.testing.assert_frame_equal(by_alias, audit(lr, X, y, groups={"g": g}, metrics=(name,), n_bootstrap=0))
+    with pytest.raises(ValueError, match=r"Unknown audit metric 'selection_rate'; choose from .*coverage.*recall"):
+        audit(lr, X, y, groups={"g": g}, metrics=("selection_rate",))

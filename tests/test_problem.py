@@ -1,5 +1,7 @@
 """Compilation of rates into the sparse rate matrix, against direct formulas."""
 
+import inspect
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -681,3 +683,23 @@ def test_repeated_labels_held_other_times_are_not_a_reordering():
     X = pd.DataFrame({"x": np.arange(8.0)}, index=[0] * 7 + [1])
     groups = pd.DataFrame({"g": list("aabbabab")}, index=[0] + [1] * 7)
     np.testing.assert_array_equal(GroupTable.from_input(groups, X, 8).column("g"), list("aabbabab"))
+
+
+@pytest.mark.parametrize("name", ["AUCClassifier", "DROClassifier", "DRORegressor", "TrimmedClassifier",
+                                  "TrimmedRegressor", "ConstrainedClassifier"])
+def test_every_estimators_fit_and_score_refuse_labels_in_another_row_order(name):
+    import skrate
+
+    rng = np.random.default_rng(1)
+    X = pd.DataFrame({"x": rng.normal(size=80), "z": rng.normal(size=80)}).sample(frac=1.0, random_state=0)
+    y = pd.Series((X["x"] + 0.3 * rng.normal(size=80) > 0).astype(int).to_numpy(), index=X.index)
+    params = {"max_iter": 20} if name == "ConstrainedClassifier" else {}
+    est = getattr(skrate, name)(**params).fit(X, y)  # aligned: fine
+    est.score(X, y)
+    with pytest.raises(ValueError, match=r"index of y holds the labels of X's index in another order"):
+        getattr(skrate, name)(**params).fit(X, y.sort_index())
+    with pytest.raises(ValueError, match=r"index of y holds the labels of X's index in another order"):
+        est.score(X, y.sort_index())
+    if "sample_weight" in inspect.signature(est.fit).parameters:
+        with pytest.raises(ValueError, match=r"index of sample_weight holds the labels"):
+            getattr(skrate, name)(**params).fit(X, y, sample_weight=(y * 0 + 1.0).sort_index())

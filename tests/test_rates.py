@@ -165,6 +165,22 @@ def test_parse_errors_point_at_the_position(text, pos, expected):
     assert "^" in str(info.value).splitlines()[-1]
 
 
+def test_goal_names_and_other_libraries_rate_names_in_a_spec_say_what_to_write():
+    import skrate.rates
+    from skrate.rates._parser import _GOALS, _RATE_SYNONYMS
+
+    for name, goal in _GOALS.items():
+        assert callable(getattr(skrate.rates, goal))  # the helper the message names exists
+        with pytest.raises(SpecParseError, match=rf"'{name}' names a goal, not a rate: pass "
+                                                 rf"skrate\.rates\.{goal}\(group, slack\)") as info:
+            ConstrainedClassifier(constraints=f"{name}(race, 0.05)").fit([[0.0], [1.0]], [0, 1])
+        assert info.value.pos == 0
+    for name, rate in _RATE_SYNONYMS.items():
+        assert rate in skrate.rates._functions.RATE_FUNCTIONS
+        with pytest.raises(SpecParseError, match=rf"'{name}' is '{rate}' here; one of"):
+            parse_constraint(f"{name}[race=a] <= 0.5")
+
+
 def test_semantic_errors_name_the_spec():
     with pytest.raises(ValueError, match="tpr \\* tpr"):
         parse_constraint("tpr * tpr >= 1")

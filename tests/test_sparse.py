@@ -109,9 +109,17 @@ def test_input_scale_of_sparse_columns_matches_dense_and_stays_sparse():
     out = scaled_input(sp.csr_matrix(X), sparse)
     assert sp.issparse(out)
     np.testing.assert_array_equal(out.toarray(), X / sparse[1])
-    # an offset column is centred when dense only (centring would fill a sparse one)
+    # an offset column is centred in a sparse X as in a dense one, and only it fills
     X[:, 1] += 1e3
-    assert input_scale(X)[0][1] != 0 and input_scale(sp.csr_matrix(X))[0][1] == 0
+    X[:5, 1] = 0.0  # a few zeros: still an offset column
+    Xs = sp.csr_matrix(X)
+    dense, sparse = input_scale(X), input_scale(Xs)
+    np.testing.assert_allclose(sparse[0], dense[0], rtol=1e-12)
+    np.testing.assert_array_equal(sparse[1], dense[1])
+    assert np.count_nonzero(sparse[0]) == 1
+    out = scaled_input(Xs, sparse)
+    assert sp.issparse(out) and out.nnz <= Xs.nnz + 5
+    np.testing.assert_allclose(out.toarray(), scaled_input(X, dense), rtol=1e-12, atol=1e-12)
 
 
 def test_sparse_rows_hash_in_one_pass_per_column(monkeypatch):
@@ -148,3 +156,40 @@ def test_wide_dense_rows_hash_in_one_pass_per_column(monkeypatch):
     # a block of rows is hashed as the same rows on their own
     monkeypatch.setattr(sm, "_NUMBER_ROWS", 7)
     np.testing.assert_array_equal(row_uniforms(X, seed=2), u)
+
+
+def test_an_offset_column_of_a_sparse_X_is_centred_as_in_a_dense_one():
+    # a year column in a sparse X was played as is: a second intercept, accuracy 0.57 for 0.90
+    rng = np.random.default_rng(0)
+    year = rng.integers(2000, 2021, 400).astype(float)
+    onehot = np.eye(5)[rng.integers(0, 5, 400)]
+    y = (year - 2010 + 3 * rng.normal(size=400) > 0).astype(int)
+    X = np.c_[onehot, year]
+    for est in (ConstrainedClassifier(random_state=0), ConstrainedClassifier("tpr >= 0.8", random_state=0),
+                MetricOptimizer("f1", random_state=0)):
+        dense = clone(est).fit(X, y).predict_proba(X)[:, 1]
+        sparse = clone(est).fit(sp.csr_matrix(X), y).predict_proba(sp.csr_matrix(X))[:, 1]
+        assert np.mean(dense.round() == y) > 0.85
+        np.testing.assert_allclose(sparse, dense, atol=1e-6)
+
+
+def test_a_sparse_X_with_duplicate_unsorted_entries_is_left_as_given():
+    # scipy sums duplicates and sorts indices in place on the first abs() or product: the
+    # caller's matrix was rewritten by fit (nnz 800 -> 600)
+    from skrate import AUCClassifier, DROClassifier
+
+    rng = np.random.default_rng(0)
+    n = 200
+    cols = np.tile([2, 0, 1, 0], n)  # column 0 twice per row, out of order
+    vals = rng.normal(size=4 * n)
+    X = sp.csr_matrix((vals, cols, np.arange(0, 4 * n + 1, 4)), shape=(n, 3))
+    assert not X.has_canonical_format
+    y = (np.asarray(X.sum(axis=1)).ravel() > 0).astype(int)
+    data, indices, indptr = X.data.copy(), X.indices.copy(), X.indptr.copy()
+    for est in (ConstrainedClassifier("tpr >= 0.8", max_iter=20, random_state=0),
+                MetricOptimizer("f1", max_iter=20, random_state=0), AUCClassifier(), DROClassifier()):
+        p = est.fit(X, y).predict_proba(X)
+        np.testing.assert_array_equal(X.data, data)
+        np.testing.assert_array_equal(X.indices, indices)
+        np.testing.assert_array_equal(X.indptr, indptr)
+        np.testing.assert_allclose(p, est.predict_proba(X.toarray()), atol=1e-9)

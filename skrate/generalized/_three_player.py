@@ -29,6 +29,7 @@ import numpy as np
 
 from ..solvers import Trajectory
 from ..solvers._rate_game import decision_rates
+from ._column_generation import price_out
 from ._metrics import RateFunction
 from ._multipliers import MultiplierAscent
 from ._program import MetricProgram
@@ -205,7 +206,34 @@ def solve_three_player(
         if stop:
             break
     params, mus = snaps.candidates(n_candidates, (player.theta.copy(), np.concatenate(([1.0], mu))))
-    return trajectory(program, model, player.X, params, mus, t + 1)
+    traj = trajectory(program, model, player.X, params, mus, t + 1)
+    if theta_kind == "oracle" and program.is_linear:
+        traj = _priced_out(traj, program, model, player, oracle, linear, max_iter)
+    return traj
+
+
+def _priced_out(traj: MetricTrajectory, program: MetricProgram, model, player, oracle, linear,
+                max_rounds: int) -> MetricTrajectory:
+    """``traj`` with the oracle's answers that improve the candidates' LP appended (see
+    :mod:`._column_generation`): the m-stochastic solution is then the exact optimum over the
+    oracle's class, not only over the answers the game played."""
+    k_rates = program.A.shape[0]
+
+    def values(theta):
+        one = trajectory(program, model, player.X, theta[None, :], traj.multipliers[:1], 0)
+        return one.objective[0], one.constraints[:, 0]
+
+    def respond(mu):
+        return oracle.best_response(player.AT @ _linear_weights(k_rates, linear, mu))
+
+    params, _, _, mus = price_out(values, respond, traj.params, traj.objective, traj.constraints, max_rounds)
+    if not params.shape[0]:
+        return traj
+    added = trajectory(program, model, player.X, params, mus, 0)
+    return MetricTrajectory(np.vstack([traj.params, params]), np.r_[traj.objective, added.objective],
+                            np.hstack([traj.constraints, added.constraints]),
+                            np.vstack([traj.multipliers, added.multipliers]), traj.n_iter,
+                            np.hstack([traj.rates, added.rates]), n_played=traj.params.shape[0])
 
 
 def _linear_weights(k: int, linear, mu) -> np.ndarray:
@@ -222,6 +250,8 @@ class MetricTrajectory(Trajectory):
     selection of non-linear metrics works on them."""
 
     rates: np.ndarray
+    #: the game's own snapshots come first; candidates after them were priced out of its LP
+    n_played: int | None = None
 
 
 def trajectory(program: MetricProgram, model, X, params: np.ndarray, multipliers: np.ndarray,

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
 
 DEFAULT_METRICS = ("ppr", "tpr", "fpr", "tnr", "fnr", "accuracy", "precision")
 _KINDS = {"ppr", "npr", "tpr", "fpr", "tnr", "fnr", "accuracy", "error_rate", "precision"}
+# the rate language's other names of these rates; the report names them as above
+_ALIASES = {"coverage": "ppr", "recall": "tpr", "error": "error_rate"}
 ALL = "all"
 CONSTRAINT = "constraint"
 COLUMNS = ["attribute", "group", "metric", "count", "value", "value_low", "value_high",
@@ -117,8 +119,9 @@ def audit(
         A baseline model's decisions, for churn, wins and losses constraints: 0/1, or labels
         of the estimator's ``classes_`` (e.g. ``old_model.predict(X)``), as in ``fit``.
     metrics : sequence of str, default=("ppr", "tpr", "fpr", "tnr", "fnr", "accuracy", "precision")
-        Rates to report per group; also ``"npr"`` and ``"error_rate"``. At least one: an
-        empty sequence raises a ValueError.
+        Rates to report per group; also ``"npr"`` and ``"error_rate"``, and the aliases
+        ``"coverage"``, ``"recall"`` and ``"error"`` (reported as ``ppr``, ``tpr`` and
+        ``error_rate``). At least one: an empty sequence raises a ValueError.
     decisions : {"auto", "predict", "expected"}, default="auto"
         How decisions are read from the estimator: ``"predict"`` labels, or ``"expected"``
         rates from ``predict_proba(X)[:, 1]`` (the probability that a randomised classifier
@@ -174,9 +177,10 @@ def audit(
     if not metrics:
         raise ValueError(f"metrics is empty; name at least one rate to report per group, e.g. "
                          f"metrics=('tpr',), from {', '.join(sorted(_KINDS))}.")
+    metrics = list(dict.fromkeys(_ALIASES.get(m, m) if isinstance(m, str) else m for m in metrics))
     unknown = [m for m in metrics if m not in _KINDS]
     if unknown:
-        raise ValueError(f"Unknown audit metric {unknown[0]!r}; choose from {', '.join(sorted(_KINDS))}.")
+        raise ValueError(f"Unknown audit metric {unknown[0]!r}; choose from {', '.join(sorted(_KINDS | set(_ALIASES)))}.")
     n = _num_samples(X)
     if n == 0:
         raise ValueError("X has 0 rows: audit measures rates on the rows it is given; pass at least one.")

@@ -56,6 +56,16 @@ class SpecParseError(ValueError):
         return type(self), (self.text, self.pos, self.expected, self.reason)
 
 
+# Names of the goal helpers (and fairlearn's), which build lists of constraints in Python: in a
+# spec they are a mistake to explain, not an unknown rate
+_GOALS = {name: name for name in (
+    "statistical_parity", "demographic_parity", "equal_opportunity", "equal_odds", "equal_accuracy",
+    "minimum_coverage", "minimum_accuracy", "minimum_recall", "accurate_coverage", "no_lost_benefits",
+    "not_worse_off")} | {"equalized_odds": "equal_odds", "true_positive_rate_parity": "equal_opportunity"}
+# other libraries' names of the rates
+_RATE_SYNONYMS = {"selection_rate": "ppr", "true_positive_rate": "tpr", "false_positive_rate": "fpr",
+                  "true_negative_rate": "tnr", "false_negative_rate": "fnr"}
+
 # Parentheses and signs nest the recursive descent a few frames a level: deeper nesting would
 # overflow Python's stack (a RecursionError that points at nothing)
 _MAX_NESTING = 100
@@ -275,7 +285,16 @@ class _Parser:
             raise SpecParseError(self.text, self.pos, "a rate name, a number or '('")
         if name not in RATE_FUNCTIONS:
             self.pos = start
-            raise SpecParseError(self.text, start, f"a rate name (one of {', '.join(sorted(RATE_FUNCTIONS))})")
+            if name in _GOALS:
+                goal = _GOALS[name]
+                raise SpecParseError(self.text, start, reason=(
+                    f"{name!r} names a goal, not a rate: pass skrate.rates.{goal}(group, slack), a list of "
+                    f"constraints (strings may sit beside it in constraints=[...]), or write them out, e.g. "
+                    f"'ppr[race] <= ppr + 0.05' and 'ppr[race] >= ppr - 0.05' for statistical parity"))
+            known = f"one of {', '.join(sorted(RATE_FUNCTIONS))}"
+            if name in _RATE_SYNONYMS:
+                known = f"{name!r} is {_RATE_SYNONYMS[name]!r} here; {known}"
+            raise SpecParseError(self.text, start, f"a rate name ({known})")
         if self._peek("("):
             args, kwargs, positions = self._call()
             self._check_arguments(args, kwargs, positions)

@@ -52,10 +52,21 @@ def _text_target_error(estimator, exc: Exception) -> ValueError:
         "Pass numbers; class labels call for a classifier.")
 
 
+def _canonical(X):
+    """A sparse ``X`` in canonical form (sorted indices, no duplicate entries), a copy if it was
+    not: scipy sorts and sums them in place on the first ``abs`` or product, which would rewrite
+    the caller's matrix, and duplicates would count apart in per-entry statistics."""
+    if sp.issparse(X) and not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    return X
+
+
 def validate_numeric(estimator, X, y="no_validation", *, advice: str = "", **kwargs):
     """``validate_data`` for an estimator that fits numeric features; text in ``X`` is refused
     naming the offending columns (of a DataFrame) and how to encode them, text in a target
-    asked to be numeric (``y_numeric=True``) naming ``y``."""
+    asked to be numeric (``y_numeric=True``) naming ``y``. A sparse ``X`` comes back in
+    canonical form (:func:`_canonical`)."""
     y_numeric = kwargs.get("y_numeric", False)
     try:
         out = validate_data(estimator, X, y, **kwargs)
@@ -71,6 +82,7 @@ def validate_numeric(estimator, X, y="no_validation", *, advice: str = "", **kwa
         raise ValueError(
             f"X has {where}, and {type(estimator).__name__} fits numeric features ({exc}). Encode them "
             f"first, e.g. with OneHotEncoder in a Pipeline before it{advice}.") from exc
+    out = (_canonical(out[0]), out[1]) if isinstance(out, tuple) else _canonical(out)
     if y_numeric and out[1].dtype.kind in "SU":
         # scikit-learn converts an object y to floats but passes an array of strings through
         try:

@@ -1,0 +1,16 @@
+"""``score`` that refuses a ``y`` or ``sample_weight`` in another row order than ``X``."""
+
+from __future__ import annotations
+
+from .problem._groups import check_row_order
+
+
+class RowOrderScoreMixin:
+    """Put before scikit-learn's ``ClassifierMixin`` / ``RegressorMixin``: their ``score`` matches
+    ``y`` to ``X`` by position, so a ``y`` indexed like ``X`` in another order would be scored
+    against the wrong rows without a word; it is refused as in ``fit``
+    (:func:`~skrate.problem._groups.check_row_order`)."""
+
+    def score(self, X, y, sample_weight=None) -> float:
+        check_row_order(X, y=y, sample_weight=sample_weight)
+        return super().score(X, y, sample_weight=sample_weight)
