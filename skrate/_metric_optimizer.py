@@ -242,8 +242,10 @@ class MetricOptimizer(RateClassifierBase):
         uniform mixtures of the last ``n_iter_no_change`` iterates (scored by the largest
         constraint violation, then, within ``tol`` of feasibility, by the objective, all on the
         training rows) is feasible and has not improved by more than ``tol`` for
-        ``n_iter_no_change`` iterations. None plays ``max_iter`` iterations; minibatch games
-        always do.
+        ``n_iter_no_change`` iterations. A problem linear in the rates under a plug-in solver
+        stops sooner, on the column-generation certificate that its m-stochastic solution is
+        optimal (checked every ten rounds; see ``solution``). None plays ``max_iter`` iterations;
+        minibatch games always do.
     n_iter_no_change : int or "auto", default="auto"
         Patience of the early stopping: ``"auto"`` is 25 for ``"frank_wolfe"`` (exact answers
         against follow-the-leader multipliers), 50 for ``"oracle"`` (gradient-ascent

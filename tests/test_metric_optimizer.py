@@ -1581,6 +1581,14 @@ def test_plugin_oracle_reaches_the_exact_optimum_of_a_linear_problem(solver):
         assert np.all(clf.solutions_["T_stochastic"][:played] == 1.0 / played)
         assert np.flatnonzero(clf.solutions_["last"])[0] == played - 1
         assert np.count_nonzero(clf.weights_) <= len(clf.constraints_) + 1
+        # the certificate stops the game (500 rounds before, for no better mixture)
+        assert clf.n_iter_ <= 50
+    # tol=None plays every round, and the optimum is priced in after them
+    clf = MetricOptimizer(metric="error", constraints=statistical_parity("race", 0.0), solver=solver, cv=None,
+                          estimator=frozen.FrozenEstimator(lr), tol=None, max_iter=30, random_state=0)
+    p = clf.fit(X, y, groups=data.groups).predict_proba(X)[:, 1]
+    assert clf.n_iter_ == 30
+    assert np.mean(np.abs(p - y)) <= _threshold_lp(lr.predict_proba(X)[:, 1], y, race, 0.0) + 1e-9
 
 
 def test_plugin_oracle_warns_when_the_groups_are_not_in_X():

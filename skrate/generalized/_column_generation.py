@@ -8,7 +8,8 @@ the model of least Lagrangian among all thresholds of ``eta`` (per group cell): 
 improve, no such model does, and the mixture is the optimum over the oracle's whole class.
 Otherwise it joins the candidates and the LP is solved again (Dantzig-Wolfe decomposition: the
 oracle is the pricing problem). Each round is one cumulative sum over the rows, one product of
-``X`` with the new parameters and a small LP.
+``X`` with the new parameters and a small LP. The game checks this every few rounds and stops
+once the LP is feasible and priced out: the optimum is then certified.
 
 A game's multipliers oscillate around the optimum's, and the optimal mixture may need a pair of
 answers on either side of it that the game did not happen to play: a stochastic post-processing
