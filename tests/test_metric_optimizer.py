@@ -1604,3 +1604,18 @@ def test_plugin_oracle_warns_when_the_groups_are_not_in_X():
         warnings.simplefilter("error", UserWarning)  # one-hot in X: one threshold per group
         MetricOptimizer(metric="error", constraints=goal, estimator=KnownEta(), cv=None,
                         random_state=0).fit(X, y, groups={"g": group})
+
+
+def test_plugin_oracle_prices_a_short_games_candidates_to_feasibility_and_the_optimum():
+    # three rounds leave no mixture of the candidates meeting exact parity; column generation
+    # stopped there (feasible_ False) though predicting all or nothing meets it. Priced against
+    # the LP of the least largest violation, the oracle's models reach feasibility, then the optimum.
+    X, y, group = _eta_data(seed=5)
+    eta = KnownEta().predict_proba(X)[:, 1]
+    for max_iter in (3, 5):
+        clf = MetricOptimizer(metric="error", constraints=statistical_parity("g", 0.0), estimator=KnownEta(),
+                              solver="oracle", cv=None, tol=None, max_iter=max_iter,
+                              random_state=0).fit(X, y, groups={"g": group})
+        assert clf.feasible_
+        p = clf.predict_proba(X)[:, 1]
+        assert np.mean(np.abs(p - y)) <= _threshold_lp(eta, y, group, 0.0) + 1e-9

@@ -120,6 +120,11 @@ def test_input_scale_of_sparse_columns_matches_dense_and_stays_sparse():
     out = scaled_input(Xs, sparse)
     assert sp.issparse(out) and out.nnz <= Xs.nnz + 5
     np.testing.assert_allclose(out.toarray(), scaled_input(X, dense), rtol=1e-12, atol=1e-12)
+    # a spread of 1e-9 of the mean: E[x^2] - mean^2 cancelled to 0, and the column went unshifted
+    X[:, 3] = 1e6 + 1e-3 * np.random.default_rng(1).normal(size=X.shape[0])
+    dense, sparse = input_scale(X), input_scale(sp.csr_matrix(X))
+    np.testing.assert_allclose(sparse[0], dense[0], rtol=1e-12)
+    np.testing.assert_array_equal(sparse[1], dense[1])
 
 
 def test_sparse_rows_hash_in_one_pass_per_column(monkeypatch):

@@ -22,6 +22,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import numpy as np
+from scipy.optimize import linprog
 
 from ..solutions._shrink import shrink
 
@@ -39,7 +40,7 @@ def price_out(values: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
     values : callable
         ``values(theta)``: the objective and the constraint values of the model ``theta``.
     respond : callable
-        ``respond(mu)``: the oracle's model of least ``f + mu . g``.
+        ``respond(mu, w)``: the oracle's model of least ``w f + mu . g``.
     params, objective, constraints :
         The candidates (rows of ``params``), their objective values and their constraint values,
         shape (m, k).
@@ -49,26 +50,40 @@ def price_out(values: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
     Returns
     -------
     new_params, new_objective, new_constraints, new_multipliers :
-        The added candidates, in the shapes of the inputs, and the multipliers ``(1, mu)`` each
-        answered (none when the LP is infeasible: its duals then price a relaxed problem).
+        The added candidates, in the shapes of the inputs, and the multipliers ``(w, mu)`` each
+        answered. While no mixture of the candidates meets the constraints, the columns are
+        priced against the LP of the least largest violation (``w = 0``); a model that lowers it
+        joins them, until a feasible mixture exists or none does.
     """
     added_params, added_obj, added_cons, added_mu = [], [], [], []
     obj, cons = objective, constraints
     for _ in range(max_rounds):
         lp = shrink(obj, cons)
-        if not lp.feasible:
-            break
-        mixture = lp.weights @ (obj + lp.multipliers @ cons)
-        theta = respond(lp.multipliers)
+        if lp.feasible:
+            weight, mu, current = 1.0, lp.multipliers, lp.weights @ (obj + lp.multipliers @ cons)
+        else:  # no mixture meets the constraints yet: price the least largest violation
+            weight, mu, current = 0.0, *_violation_prices(cons)
+        theta = respond(mu, weight)
         f, g = values(theta)
-        if f + lp.multipliers @ g >= mixture - _GAP:
+        if weight * f + mu @ g >= current - _GAP:
             break
         added_params.append(theta)
         added_obj.append(f)
         added_cons.append(g)
-        added_mu.append(np.r_[1.0, lp.multipliers])
+        added_mu.append(np.r_[weight, mu])
         obj, cons = np.r_[obj, f], np.column_stack([cons, g])
     k, m = len(added_params), constraints.shape[0]
     return (np.reshape(added_params, (k, params.shape[1])), np.asarray(added_obj, dtype=float),
             np.reshape(np.column_stack(added_cons) if k else np.empty((m, 0)), (m, k)),
             np.reshape(added_mu, (k, m + 1)))
+
+
+def _violation_prices(constraints: np.ndarray) -> tuple[np.ndarray, float]:
+    """Dual prices ``mu`` (``>= 0``, summing to 1) of the LP ``min s`` s.t. ``constraints @ p <= s``
+    over mixtures ``p``, and its value: a model with ``mu . g`` below it lowers the least largest
+    violation."""
+    m, k = constraints.shape
+    res = linprog(np.r_[np.zeros(k), 1.0], A_ub=np.hstack([constraints, -np.ones((m, 1))]), b_ub=np.zeros(m),
+                  A_eq=np.r_[np.ones(k), 0.0][None, :], b_eq=[1.0],
+                  bounds=[(0, None)] * k + [(None, None)], method="highs-ds")
+    return np.clip(-res.ineqlin.marginals, 0.0, None), float(res.fun)

@@ -41,6 +41,9 @@ from ._xi_player import CvxpyXiPlayer, best_response, rate_box
 # Rounds between the column-generation checks of a linear problem against the oracle: each is an
 # LP over the candidates and a few oracle calls, and twenty rounds were enough on the benchmarks.
 _CERTIFY_EVERY = 10
+# Models column generation may add: each strictly improves the LP, so it ends long before (one to
+# four on the benchmarks); the cap only bounds the time of a degenerate case.
+_MAX_PRICED = 500
 
 # solver name -> (theta-player, lambda-player, rates the lambda-player sees)
 CONFIGURATIONS = {
@@ -215,13 +218,13 @@ def solve_three_player(
             break
         if certify and (t + 1) % _CERTIFY_EVERY == 0 and t + 1 < max_iter:
             done = _priced_out(_played(snaps, program, model, player, mu, n_candidates, t), program, model, player,
-                               oracle, linear, max_iter)
+                               oracle, linear)
             # priced out to the end from a feasible LP: optimal over the oracle's whole class
             if shrink(done.objective, done.constraints).feasible:
                 return done
     traj = _played(snaps, program, model, player, mu, n_candidates, t)
     if theta_kind == "oracle" and program.is_linear:
-        traj = _priced_out(traj, program, model, player, oracle, linear, max_iter)
+        traj = _priced_out(traj, program, model, player, oracle, linear)
     return traj
 
 
@@ -231,8 +234,7 @@ def _played(snaps, program, model, player, mu, n_candidates: int, t: int) -> Met
     return trajectory(program, model, player.X, params, mus, t + 1)
 
 
-def _priced_out(traj: MetricTrajectory, program: MetricProgram, model, player, oracle, linear,
-                max_rounds: int) -> MetricTrajectory:
+def _priced_out(traj: MetricTrajectory, program: MetricProgram, model, player, oracle, linear) -> MetricTrajectory:
     """``traj`` with the oracle's answers that improve the candidates' LP appended (see
     :mod:`._column_generation`): the m-stochastic solution is then the exact optimum over the
     oracle's class, not only over the answers the game played."""
@@ -242,10 +244,10 @@ def _priced_out(traj: MetricTrajectory, program: MetricProgram, model, player, o
         one = trajectory(program, model, player.X, theta[None, :], traj.multipliers[:1], 0)
         return one.objective[0], one.constraints[:, 0]
 
-    def respond(mu):
-        return oracle.best_response(player.AT @ _linear_weights(k_rates, linear, mu))
+    def respond(mu, weight):
+        return oracle.best_response(player.AT @ _linear_weights(k_rates, linear, mu, weight))
 
-    params, _, _, mus = price_out(values, respond, traj.params, traj.objective, traj.constraints, max_rounds)
+    params, _, _, mus = price_out(values, respond, traj.params, traj.objective, traj.constraints, _MAX_PRICED)
     if not params.shape[0]:
         return traj
     added = trajectory(program, model, player.X, params, mus, 0)
@@ -255,9 +257,9 @@ def _priced_out(traj: MetricTrajectory, program: MetricProgram, model, player, o
                             np.hstack([traj.rates, added.rates]), n_played=traj.params.shape[0])
 
 
-def _linear_weights(k: int, linear, mu) -> np.ndarray:
+def _linear_weights(k: int, linear, mu, objective: float = 1.0) -> np.ndarray:
     weights = np.zeros(k)
-    owner_w = np.concatenate(([1.0], mu))
+    owner_w = np.concatenate(([objective], mu))
     for owner, coef, row in linear:
         weights[row] += coef * owner_w[owner + 1]
     return weights

@@ -62,9 +62,22 @@ _GOALS = {name: name for name in (
     "statistical_parity", "demographic_parity", "equal_opportunity", "equal_odds", "equal_accuracy",
     "minimum_coverage", "minimum_accuracy", "minimum_recall", "accurate_coverage", "no_lost_benefits",
     "not_worse_off")} | {"equalized_odds": "equal_odds", "true_positive_rate_parity": "equal_opportunity"}
+
 # other libraries' names of the rates
 _RATE_SYNONYMS = {"selection_rate": "ppr", "true_positive_rate": "tpr", "false_positive_rate": "fpr",
                   "true_negative_rate": "tnr", "false_negative_rate": "fnr"}
+
+
+def _goal_call(goal: str) -> str:
+    """``goal(first, second=default)``: the goal helper's positional parameters, as a call."""
+    import inspect
+
+    from . import _goals
+
+    params = [p for p in inspect.signature(getattr(_goals, goal)).parameters.values()
+              if p.kind is not p.KEYWORD_ONLY]
+    return f"{goal}({', '.join(p.name if p.default is p.empty else f'{p.name}={p.default!r}' for p in params)})"
+
 
 # Parentheses and signs nest the recursive descent a few frames a level: deeper nesting would
 # overflow Python's stack (a RecursionError that points at nothing)
@@ -286,9 +299,9 @@ class _Parser:
         if name not in RATE_FUNCTIONS:
             self.pos = start
             if name in _GOALS:
-                goal = _GOALS[name]
+                goal = _goal_call(_GOALS[name])
                 raise SpecParseError(self.text, start, reason=(
-                    f"{name!r} names a goal, not a rate: pass skrate.rates.{goal}(group, slack), a list of "
+                    f"{name!r} names a goal, not a rate: pass skrate.rates.{goal}, a list of "
                     f"constraints (strings may sit beside it in constraints=[...]), or write them out, e.g. "
                     f"'ppr[race] <= ppr + 0.05' and 'ppr[race] >= ppr - 0.05' for statistical parity"))
             known = f"one of {', '.join(sorted(RATE_FUNCTIONS))}"
