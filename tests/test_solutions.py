@@ -355,3 +355,16 @@ def test_stochastic_model_scores_blocks_of_rows_when_predicting(monkeypatch, for
     np.testing.assert_allclose(model.proba(given), expected)
     assert max(seen) <= 300 // 7 and sum(seen) == X.shape[0]
     np.testing.assert_array_equal(model.predict(given, rows=X), model.predict(X))
+
+
+def test_shrink_prices_the_least_largest_violation_when_no_mixture_is_feasible():
+    # two candidates, each breaking the constraint the other meets: the least largest violation
+    # mixes them (p = 4/7, s = 0.5/7); its duals sum to 1 and price both candidates at s
+    constraints = np.array([[0.2, -0.1], [-0.1, 0.3]])
+    lp = shrink(np.array([0.3, 0.1]), constraints)
+    assert not lp.feasible
+    np.testing.assert_allclose(lp.least_violation, 0.5 / 7)
+    np.testing.assert_allclose(lp.violation_prices.sum(), 1.0)
+    np.testing.assert_allclose(lp.violation_prices @ constraints, [0.5 / 7] * 2)
+    feasible = shrink(np.array([0.3, 0.1]), constraints - 0.2)
+    assert feasible.feasible and feasible.least_violation == 0.0 and not feasible.violation_prices.any()

@@ -20,9 +20,9 @@ error above the optimum after any number of rounds, until priced out here).
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import linprog
 
 from ..solutions._shrink import shrink
 
@@ -30,60 +30,63 @@ from ..solutions._shrink import shrink
 _GAP = 1e-10
 
 
-def price_out(values: Callable[[np.ndarray], tuple[np.ndarray, np.ndarray]],
-              respond: Callable[[np.ndarray], np.ndarray], params: np.ndarray, objective: np.ndarray,
-              constraints: np.ndarray, max_rounds: int) -> tuple[np.ndarray, ...]:
-    """The columns that price out against the candidates' LP, until none does.
+@dataclass
+class Priced:
+    """What column generation added to the candidates, and where it stopped.
+
+    Attributes
+    ----------
+    scored : list
+        What ``values`` returned for each added model, in order.
+    multipliers : ndarray of shape (n_added, m + 1)
+        The prices ``(w, mu)`` each added model answered.
+    feasible : bool
+        Whether some mixture of the candidates, the added ones included, meets the constraints:
+        then, unless ``max_rounds`` cut it short, their LP is the optimum over the oracle's class.
+    """
+
+    scored: list
+    multipliers: np.ndarray
+    feasible: bool
+
+
+def price_out(values: Callable[[np.ndarray], tuple], respond: Callable[[np.ndarray, float], np.ndarray],
+              objective: np.ndarray, constraints: np.ndarray, max_rounds: int) -> Priced:
+    """Add the oracle's models that price out against the candidates' LP, until none does.
 
     Parameters
     ----------
     values : callable
-        ``values(theta)``: the objective and the constraint values of the model ``theta``.
+        ``values(theta)``: the objective and the constraint values of the model ``theta`` first,
+        then anything else to keep of it (returned in ``Priced.scored``).
     respond : callable
         ``respond(mu, w)``: the oracle's model of least ``w f + mu . g``.
-    params, objective, constraints :
-        The candidates (rows of ``params``), their objective values and their constraint values,
-        shape (m, k).
+    objective, constraints :
+        The candidates' objective values and their constraint values, shape (m, k).
     max_rounds : int
         Largest number of oracle calls.
 
     Returns
     -------
-    new_params, new_objective, new_constraints, new_multipliers :
-        The added candidates, in the shapes of the inputs, and the multipliers ``(w, mu)`` each
-        answered. While no mixture of the candidates meets the constraints, the columns are
-        priced against the LP of the least largest violation (``w = 0``); a model that lowers it
-        joins them, until a feasible mixture exists or none does.
+    Priced
+        While no mixture of the candidates meets the constraints, models are priced against the
+        LP of the least largest violation (``w = 0``): one that lowers it joins them, until a
+        feasible mixture exists or none does; then against the LP's duals (``w = 1``).
     """
-    added_params, added_obj, added_cons, added_mu = [], [], [], []
+    scored, prices = [], []
     obj, cons = objective, constraints
+    lp = shrink(obj, cons)
     for _ in range(max_rounds):
-        lp = shrink(obj, cons)
         if lp.feasible:
             weight, mu, current = 1.0, lp.multipliers, lp.weights @ (obj + lp.multipliers @ cons)
-        else:  # no mixture meets the constraints yet: price the least largest violation
-            weight, mu, current = 0.0, *_violation_prices(cons)
-        theta = respond(mu, weight)
-        f, g = values(theta)
+        else:
+            weight, mu, current = 0.0, lp.violation_prices, lp.least_violation
+        record = values(respond(mu, weight))
+        f, g = record[0], record[1]
         if weight * f + mu @ g >= current - _GAP:
             break
-        added_params.append(theta)
-        added_obj.append(f)
-        added_cons.append(g)
-        added_mu.append(np.r_[weight, mu])
+        scored.append(record)
+        prices.append(np.r_[weight, mu])
         obj, cons = np.r_[obj, f], np.column_stack([cons, g])
-    k, m = len(added_params), constraints.shape[0]
-    return (np.reshape(added_params, (k, params.shape[1])), np.asarray(added_obj, dtype=float),
-            np.reshape(np.column_stack(added_cons) if k else np.empty((m, 0)), (m, k)),
-            np.reshape(added_mu, (k, m + 1)))
-
-
-def _violation_prices(constraints: np.ndarray) -> tuple[np.ndarray, float]:
-    """Dual prices ``mu`` (``>= 0``, summing to 1) of the LP ``min s`` s.t. ``constraints @ p <= s``
-    over mixtures ``p``, and its value: a model with ``mu . g`` below it lowers the least largest
-    violation."""
-    m, k = constraints.shape
-    res = linprog(np.r_[np.zeros(k), 1.0], A_ub=np.hstack([constraints, -np.ones((m, 1))]), b_ub=np.zeros(m),
-                  A_eq=np.r_[np.ones(k), 0.0][None, :], b_eq=[1.0],
-                  bounds=[(0, None)] * k + [(None, None)], method="highs-ds")
-    return np.clip(-res.ineqlin.marginals, 0.0, None), float(res.fun)
+        lp = shrink(obj, cons)
+    return Priced(scored, np.reshape(prices, (len(prices), constraints.shape[0] + 1)), lp.feasible)

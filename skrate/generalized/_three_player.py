@@ -27,7 +27,6 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..solutions._shrink import shrink
 from ..solvers import Trajectory
 from ..solvers._rate_game import decision_rates
 from ._column_generation import price_out
@@ -217,14 +216,13 @@ def solve_three_player(
         if stop:
             break
         if certify and (t + 1) % _CERTIFY_EVERY == 0 and t + 1 < max_iter:
-            done = _priced_out(_played(snaps, program, model, player, mu, n_candidates, t), program, model, player,
-                               oracle, linear)
-            # priced out to the end from a feasible LP: optimal over the oracle's whole class
-            if shrink(done.objective, done.constraints).feasible:
+            done, optimal = _priced_out(_played(snaps, program, model, player, mu, n_candidates, t), program, model,
+                                        player, oracle, linear)
+            if optimal:
                 return done
     traj = _played(snaps, program, model, player, mu, n_candidates, t)
     if theta_kind == "oracle" and program.is_linear:
-        traj = _priced_out(traj, program, model, player, oracle, linear)
+        traj = _priced_out(traj, program, model, player, oracle, linear)[0]
     return traj
 
 
@@ -234,27 +232,31 @@ def _played(snaps, program, model, player, mu, n_candidates: int, t: int) -> Met
     return trajectory(program, model, player.X, params, mus, t + 1)
 
 
-def _priced_out(traj: MetricTrajectory, program: MetricProgram, model, player, oracle, linear) -> MetricTrajectory:
+def _priced_out(traj: MetricTrajectory, program: MetricProgram, model, player, oracle,
+                linear) -> tuple[MetricTrajectory, bool]:
     """``traj`` with the oracle's answers that improve the candidates' LP appended (see
-    :mod:`._column_generation`): the m-stochastic solution is then the exact optimum over the
-    oracle's class, not only over the answers the game played."""
+    :mod:`._column_generation`), and whether its LP ended feasible: priced out to the end from
+    there, the m-stochastic solution is the exact optimum over the oracle's class, not only over
+    the answers the game played."""
     k_rates = program.A.shape[0]
 
     def values(theta):
         one = trajectory(program, model, player.X, theta[None, :], traj.multipliers[:1], 0)
-        return one.objective[0], one.constraints[:, 0]
+        return one.objective[0], one.constraints[:, 0], one
 
     def respond(mu, weight):
         return oracle.best_response(player.AT @ _linear_weights(k_rates, linear, mu, weight))
 
-    params, _, _, mus = price_out(values, respond, traj.params, traj.objective, traj.constraints, _MAX_PRICED)
-    if not params.shape[0]:
-        return traj
-    added = trajectory(program, model, player.X, params, mus, 0)
-    return MetricTrajectory(np.vstack([traj.params, params]), np.r_[traj.objective, added.objective],
-                            np.hstack([traj.constraints, added.constraints]),
-                            np.vstack([traj.multipliers, added.multipliers]), traj.n_iter,
-                            np.hstack([traj.rates, added.rates]), n_played=traj.params.shape[0])
+    priced = price_out(values, respond, traj.objective, traj.constraints, _MAX_PRICED)
+    added = [one for _, _, one in priced.scored]
+    if not added:
+        return traj, priced.feasible
+    return MetricTrajectory(np.vstack([traj.params, *(a.params for a in added)]),
+                            np.concatenate([traj.objective, *(a.objective for a in added)]),
+                            np.hstack([traj.constraints, *(a.constraints for a in added)]),
+                            np.vstack([traj.multipliers, priced.multipliers]), traj.n_iter,
+                            np.hstack([traj.rates, *(a.rates for a in added)]),
+                            n_played=traj.params.shape[0]), priced.feasible
 
 
 def _linear_weights(k: int, linear, mu, objective: float = 1.0) -> np.ndarray:

@@ -29,12 +29,20 @@ class ShrinkResult:
         The mixture's largest constraint value, clipped at 0.
     multipliers : ndarray of shape (m,)
         The dual values of the constraints.
+    least_violation : float
+        The least largest violation ``s`` of any mixture (0 when one is feasible).
+    violation_prices : ndarray of shape (m,)
+        When no mixture is feasible, the dual values of the LP of ``s`` (``>= 0``, summing to
+        1): only a candidate with ``violation_prices . g`` below ``s`` can lower it (column
+        generation towards feasibility). Zeros otherwise.
     """
 
     weights: np.ndarray
     feasible: bool
     max_violation: float
     multipliers: np.ndarray
+    least_violation: float
+    violation_prices: np.ndarray
 
 
 # Largest constraint value the LP is given; HiGHS reads coefficients near 1e15 as infinite.
@@ -99,13 +107,17 @@ def shrink(objective: np.ndarray, constraints: np.ndarray, tol: float = 1e-9) ->
     if m == 0:
         weights = np.zeros(k)
         weights[int(np.argmin(objective))] = 1.0
-        return ShrinkResult(weights, True, 0.0, multipliers)
+        return ShrinkResult(weights, True, 0.0, multipliers, 0.0, np.zeros(stated.shape[0]))
     # Phase 1: smallest achievable max violation s (variables p, s; s free via s = s+ only
     # when needed: the violation is clipped at 0 so s >= 0).
     c1 = np.r_[np.zeros(k), 1.0]
     A1 = np.hstack([constraints, -np.ones((m, 1))])
-    s = float(_vertex(c1, A1, np.zeros(m), k).x[-1])
+    phase1 = _vertex(c1, A1, np.zeros(m), k)
+    s = float(phase1.x[-1])
     feasible = s <= tol
+    prices = np.zeros(stated.shape[0])
+    if not feasible:
+        prices[binding] = np.clip(-phase1.ineqlin.marginals, 0.0, None)
     slack = s * (1 + 1e-9) + tol
     # Phase 2: best objective within that violation (none, when feasible) ...
     try:
@@ -119,4 +131,5 @@ def shrink(objective: np.ndarray, constraints: np.ndarray, tol: float = 1e-9) ->
     p[p < 1e-12] = 0.0
     p /= p.sum()
     multipliers[binding] = np.clip(-res.ineqlin.marginals, 0.0, None)
-    return ShrinkResult(p, feasible, float(max(0.0, (stated @ p).max())), multipliers)
+    return ShrinkResult(p, feasible, float(max(0.0, (stated @ p).max())), multipliers, s if not feasible else 0.0,
+                        prices)
