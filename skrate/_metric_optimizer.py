@@ -38,7 +38,7 @@ from .generalized._three_player import CONFIGURATIONS, solve_three_player
 from .models import (Design, LinearModel, MLPModel, ProbabilityScoreModel, folding_callback, input_scale, log_odds,
                      scaled_input, score_threshold, with_score)
 from .models._oracle import fit_weighted, sample_weight_key, seeded
-from .problem import ratio_bound_out_of_range, zero_denominator_reason
+from .problem import least_largest, ratio_bound_out_of_range, zero_denominator_reason
 from .rates import Expression, Ratio
 from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
 from .solvers import SURROGATES
@@ -800,8 +800,26 @@ class MetricOptimizer(RateClassifierBase):
         rows = "training data (out-of-fold probabilities)" if cross_fitted else "training data"
         # stacklevel: past this method, _fit, fit and scikit-learn's fit wrapper, to the caller's line
         warnings.warn(f"The {self.solution} solution does not meet every constraint on the {rows}: "
-                      f"{problem}. Loosen the constraints, train longer (max_iter), or choose another solution.",
+                      f"{problem}.{self._shortfall_advice(program, constraints)}",
                       InfeasibleConstraintsWarning, stacklevel=5)
+
+    def _shortfall_advice(self, program, constraints) -> str:
+        """What to do about an infeasible solution: an impossible problem (a named ratio bounded
+        beyond its range; linear constraints no choice of each row's decision meets together)
+        is told apart from a model or a training run that fell short."""
+        beyond = [reason for c in ratio_constraints(constraints) if (reason := ratio_bound_out_of_range(c))]
+        if beyond:
+            return f" No classifier at all can meet {beyond[0]}. Loosen or drop that constraint."
+        kept, cells, offsets = program.linear_constraints()
+        least, worst = least_largest(cells, offsets) if kept else (0.0, 0)
+        if least > 1e-9:
+            return (f" No classifier at all can meet the constraints linear in the rates together on these rows, "
+                    f"even one choosing each row's decision freely: the least possible largest violation is "
+                    f"{least:.4g}, on '{self.constraints_[kept[worst]]}'. Loosen or drop the constraints that "
+                    "conflict (a bound outside a rate's range, bounds that contradict each other).")
+        other = [name for name, miss in self._infeasibility.items() if miss is None]
+        return (" Loosen the constraints, train longer (max_iter) or with a larger model"
+                + (f", or choose the {other[0]} solution, which meets them." if other else "."))
 
     def _violation(self, program, traj, constraints, data, model, X, weights) -> str | None:
         """None when the mixture ``weights`` meets every constraint, else what it misses."""
@@ -818,9 +836,7 @@ class MetricOptimizer(RateClassifierBase):
         if undefined:
             label, con = next(iter(undefined.items()))
             ratio = next(t for t in (con.lhs, con.rhs) if isinstance(t, Ratio))
-            beyond = ratio_bound_out_of_range(con)
-            return f"'{label}' is undefined, because {zero_denominator_reason(ratio.denominator)}" + (
-                f"; no classifier at all can meet {beyond}, as its linear form holds only there" if beyond else "")
+            return f"'{label}' is undefined, because {zero_denominator_reason(ratio.denominator)}"
         label = max(violations, key=violations.get)
         return f"the largest violation is {violations[label]:.4g}, on '{label}'"
 

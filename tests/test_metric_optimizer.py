@@ -493,6 +493,32 @@ def test_infeasible_constraints_warn():
         MetricOptimizer(metric="g_mean", constraints="ppr <= -0.1", max_iter=50).fit(X, y)
 
 
+def test_linear_constraints_in_cell_form_equal_the_program_values():
+    X, y, g = _two_groups(200, seed=3)
+    data = RateData(y, np.ones(len(y)), GroupTable.from_input(g, None, len(y)))
+    program = compile_program("g_mean", ["ppr[group] >= ppr - 0.05", g_mean() >= 0.6, "2 * fpr - tpr <= 0.1"], data)
+    kept, cells, offsets = program.linear_constraints()
+    assert [program.constraints[j].is_linear for j in range(program.n_constraints)].count(True) == len(kept) == 3
+    p = np.random.default_rng(0).random((len(y), 4))  # four models' decisions
+    _, cons = program.values(program.rates(p))
+    np.testing.assert_allclose(cells.K @ (cells.P @ p) + offsets[:, None], cons[kept], rtol=0, atol=1e-12)
+
+
+def test_infeasibility_warning_tells_an_impossible_problem_from_a_short_fit():
+    X, y = _one_d(300)
+    # no choice of each row's decision meets both: the least largest violation is (0.9 - 0.2) / 2
+    with pytest.warns(InfeasibleConstraintsWarning, match=r"No classifier at all can meet the constraints linear in "
+                                                          r"the rates together on these rows.* is 0\.35, on 'ppr"):
+        MetricOptimizer("g_mean", constraints=["ppr >= 0.9", "ppr <= 0.2"], random_state=0).fit(X, y)
+    with pytest.warns(InfeasibleConstraintsWarning, match=r"No classifier at all can meet 'precision >= 1.5': "
+                                                          r"precision lies in \[0, 1\]\. Loosen or drop"):
+        MetricOptimizer("g_mean", constraints="precision >= 1.5", random_state=0).fit(X, y)
+    # met by predicting exactly the positives, which no threshold on these noisy labels does
+    with pytest.warns(InfeasibleConstraintsWarning, match="train longer") as record:
+        MetricOptimizer("g_mean", constraints=["tpr >= 0.9", "fpr <= 0"], random_state=0).fit(X, y)
+    assert not any("No classifier" in str(w.message) for w in record)
+
+
 def test_metric_constraint_and_baseline_churn():
     X, y = _one_d(300, seed=6)
     baseline = (X[:, 0] > 0.8).astype(int)

@@ -93,6 +93,19 @@ class MetricProgram:
         cons = np.array([c.value(r) for c in self.constraints]) if self.constraints else np.zeros((0,) + np.shape(obj))
         return obj, cons
 
+    def linear_constraints(self) -> tuple[list[int], CellMatrix, np.ndarray]:
+        """The constraints linear in the rates, as the indices among ``constraints`` and the
+        values ``K s + offsets`` they take at the cells' sums of decisions ``s`` (see
+        :func:`skrate.problem.least_largest`)."""
+        kept = [j for j, c in enumerate(self.constraints) if c.is_linear]
+        W = np.zeros((len(kept), self.b.size))
+        constant = np.zeros(len(kept))
+        for i, j in enumerate(kept):
+            constant[i] = self.constraints[j].constant
+            for coef, atom, idx in self.constraints[j].atoms:
+                np.add.at(W[i], idx, coef * atom.linear_coefficients())
+        return kept, CellMatrix(sp.csr_matrix(W) @ self.A.K, self.A.P), W @ self.b + constant
+
     def flag_undefined(self, r: np.ndarray, cons: np.ndarray) -> np.ndarray:
         """The constraint values ``cons`` at ``r`` with those whose ratio is undefined there read as
         violated without bound: choosing among models, one that meets a ratio's linear form by

@@ -42,18 +42,24 @@ def least_violation(problem: RateProblem) -> tuple[float, int]:
         The index of the constraint attaining it, among ``problem.constraints`` (0 when the
         linear program fails).
     """
-    cells = CellMatrix.from_factors(problem.mix[1:], problem.basis)
+    return least_largest(CellMatrix.from_factors(problem.mix[1:], problem.basis), problem.b[1:])
+
+
+def least_largest(cells: CellMatrix, offsets: np.ndarray) -> tuple[float, int]:
+    """The least ``max_j (A yhat + offsets)_j`` over every ``yhat`` in ``[0, 1]^n``, ``A`` given
+    as ``cells``, and the index attaining it; (NaN, 0) when the linear program fails.
+
+    Each cell's decisions enter only through their weighted sum ``s``, which ranges over
+    ``[0, P 1]``: the LP ``min t s.t. K s + offsets <= t`` has one variable per cell."""
     A, upper = cells.K, np.asarray(cells.P.sum(axis=1)).ravel()
-    b = problem.b[1:]
     m, n = A.shape
-    # variables (s, t), s the cells' weighted sums of decisions: minimise t s.t. A s - t <= -b
     A_ub = sp.hstack([A, -np.ones((m, 1))], format="csr")
     c = np.zeros(n + 1)
     c[-1] = 1.0
-    res = linprog(c, A_ub=A_ub, b_ub=-b, bounds=[(0.0, u) for u in upper] + [(None, None)], method="highs")
+    res = linprog(c, A_ub=A_ub, b_ub=-offsets, bounds=[(0.0, u) for u in upper] + [(None, None)], method="highs")
     if res.status != 0:
         return float("nan"), 0
-    values = A @ res.x[:n] + b
+    values = A @ res.x[:n] + offsets
     return float(res.x[-1]), int(np.argmax(values))
 
 
