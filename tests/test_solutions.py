@@ -273,6 +273,34 @@ def test_stochastic_model_takes_any_array_like(model):
         np.testing.assert_array_equal(sm.predict(form, rows=X), sm.predict(X))
 
 
+def test_a_rows_probability_does_not_depend_on_the_batch():
+    # 102 equal weights (T_stochastic's): a matrix product sums them in an order set by the
+    # batch's shape, which moved single rows by an ulp (0.0 alone, -1.1e-16 in a batch)
+    rng = np.random.default_rng(14)
+    X = rng.normal(size=(2000, 3))
+    params = rng.normal(size=(102, 4))
+    model = StochasticModel(LinearModel(3), params, np.full(102, 1 / 102), seed=1)
+    batch = model.proba(X)
+    np.testing.assert_array_equal(np.concatenate([model.proba(X[i:i + 1]) for i in range(0, 2000, 1)]), batch)
+    np.testing.assert_array_equal(np.concatenate([model.proba(X[i:i + 10]) for i in range(0, 2000, 10)]), batch)
+
+
+def test_every_nan_draws_alike():
+    # a NaN's sign and payload depend on how it arose (np.nan, inf - inf, 0 / 0)
+    rng = np.random.default_rng(15)
+    X = rng.normal(size=(500, 3))
+    X[:, 1] = np.nan
+    other = X.copy()
+    other[:, 1] = -np.inf + np.inf
+    assert np.signbit(other[:, 1]).all() != np.signbit(X[:, 1]).all()
+    np.testing.assert_array_equal(row_uniforms(other, seed=2), row_uniforms(X, seed=2))
+    M = X.astype(object)
+    M[:, 0] = "text"
+    N = other.astype(object)
+    N[:, 0] = "text"
+    np.testing.assert_array_equal(row_uniforms(N, seed=2), row_uniforms(M, seed=2))
+
+
 def _digest(a):
     import hashlib
 

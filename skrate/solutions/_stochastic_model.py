@@ -32,8 +32,10 @@ _NUMBERS = (int, float, np.integer, np.floating, np.bool_)
 
 
 def _number_words(values) -> np.ndarray:
-    """One 64-bit word per number: the bytes of its float64 value, so 3 and 3.0 agree."""
-    return (np.ascontiguousarray(values, dtype=np.float64) + 0.0).view(np.uint64)  # + 0.0 folds -0.0 into 0.0
+    """One 64-bit word per number: the bytes of its float64 value, so 3 and 3.0 agree, with
+    -0.0 read as 0.0 and every NaN as one (a NaN's sign and payload depend on how it arose)."""
+    v = np.ascontiguousarray(values, dtype=np.float64) + 0.0  # + 0.0 folds -0.0 into 0.0
+    return np.where(np.isnan(v), np.nan, v).view(np.uint64)
 
 
 def _text_words(text: np.ndarray) -> np.ndarray:
@@ -69,7 +71,7 @@ def row_uniforms(X: ArrayLike, seed: int = 0) -> np.ndarray:
 
     The same row gets the same number in every call and every process; distinct rows get
     (pseudo-)independent numbers. Numbers are hashed by their float64 bytes, whatever their
-    dtype; other entries (text, categories) by their text. Loops over columns and blocks of rows,
+    dtype (-0.0 as 0.0, every NaN alike); other entries (text, categories) by their text. Loops over columns and blocks of rows,
     never over single rows, and holds no copy of all of ``X``.
 
     A row repeated within ``X`` (discrete features) would otherwise draw the same number every
@@ -227,11 +229,17 @@ class StochasticModel:
         n, k = _num_samples(X), self.weights.shape[0]
         step = max(1, _SCORE_ENTRIES // max(k, 1))
         if n <= step:
-            return np.clip((self.scores(X) > 0) @ self.weights, 0.0, 1.0)
+            return np.clip(self._mixed(self.scores(X)), 0.0, 1.0)
         p = np.empty(n)
         for lo in range(0, n, step):  # over blocks of rows: each row's score reads only that row
-            p[lo:lo + step] = (self.scores(_safe_indexing(X, slice(lo, lo + step))) > 0) @ self.weights
+            p[lo:lo + step] = self._mixed(self.scores(_safe_indexing(X, slice(lo, lo + step))))
         return np.clip(p, 0.0, 1.0)
+
+    def _mixed(self, scores: np.ndarray) -> np.ndarray:
+        """``sum_k p_k 1[scores_k > 0]`` per row, summed row by row: a matrix product orders its
+        additions by the batch's shape, so a row's probability would move with the rows
+        beside it (by an ulp, enough to put an exact 0 at -1e-16)."""
+        return np.where(scores > 0, self.weights, 0.0).sum(axis=1)
 
     def predict(self, X: ArrayLike, rows: ArrayLike | None = None) -> np.ndarray:
         """0/1 decisions: 1 when the row's reproducible uniform draw falls below its probability.
