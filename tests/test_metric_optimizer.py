@@ -629,6 +629,30 @@ def test_auto_solver_follows_metric_class_and_model():
     assert fit(metric="g_mean", model="mlp", hidden_layer_sizes=(4,)).solver_ == "three_player"
 
 
+def test_auto_solver_without_the_groups_in_X_leans_on_the_other_columns():
+    # the plug-in's thresholds cannot differ by a group X does not hold; a linear model of X's
+    # other columns can lean away from it. auto chose the plug-in, then warned about its choice.
+    rng = np.random.default_rng(3)
+    n = 1500
+    g = rng.random(n) < 0.5
+    proxy = g + rng.normal(scale=0.5, size=n)  # what X knows of the group
+    signal = rng.normal(size=n)
+    y = (rng.random(n) < 1 / (1 + np.exp(-2 * signal - 1.5 * g + 0.75))).astype(int)
+    X = np.column_stack([signal, proxy])
+    groups = {"g": np.where(g, "a", "b")}
+    goal = ["ppr[g] >= ppr - 0.02", "ppr[g] <= ppr + 0.02"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        auto = MetricOptimizer("error", constraints=goal, random_state=0).fit(X, y, groups=groups)
+    assert auto.solver_ == "three_player" and auto.feasible_
+    with pytest.warns(UserWarning, match="'g' is not one-hot in X"):
+        plugin = MetricOptimizer("error", constraints=goal, solver="frank_wolfe", random_state=0).fit(X, y, groups=groups)
+    (auto_error, _), (plugin_error, _) = (_train_value(e, X, y, groups) for e in (auto, plugin))
+    assert plugin.feasible_ and auto_error < plugin_error - 0.02, (auto_error, plugin_error)
+    one_hot = np.column_stack([X, g, ~g])
+    assert MetricOptimizer("error", constraints=goal, random_state=0).fit(one_hot, y, groups=groups).solver_ == "frank_wolfe"
+
+
 @pytest.mark.parametrize("solver", ["frank_wolfe", "oracle", "three_player", "ratio"])
 def test_early_stopping_ends_on_a_plateau_at_the_full_run_value(solver):
     X, y, g = _two_groups(300, seed=12)
