@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import warnings
 from contextlib import nullcontext
 from dataclasses import replace
 from numbers import Integral, Real
@@ -28,6 +27,7 @@ from ._row_order import RowOrderScoreMixin
 from .models._input_scale import column_offsets, shifted_columns
 from .problem._groups import check_row_order
 from .utils._validation import check_label_missing, unfitted_on_error, validate_numeric
+from .utils._warnings import warn
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -224,7 +224,6 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
     def _encode_target(y, classes=None, known: bool = False) -> tuple[np.ndarray, np.ndarray]:
         """``(classes, 0/1 codes of y)``, 1 for ``classes[1]``; the classes of ``y`` when not
         given. ``known``: the classes a stream's first call checked."""
-        check_label_missing(np.asarray(y))
         if known and np.isin(y, classes).all():  # a later chunk of a stream: nothing to infer
             return classes, (y == classes[1]).astype(np.int8)
         y_type = type_of_target(y, input_name="y")
@@ -249,6 +248,7 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         """Validated ``(X, y)``; a sparse ``X`` in canonical CSR form (a copy if it was not: duplicate
         stored entries would count apart in the column scales and the step's row norms)."""
         check_row_order(X, y=y)
+        check_label_missing(y)
         X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64, reset=reset,
                                 y_numeric=False)
         low, high = column_extremes(X)
@@ -362,9 +362,9 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         if solver == "exact":
             result = solve_exact(X, y01, self.alpha, l1_ratio, stats=stats)
             if not result.converged:
-                warnings.warn("The exact solver's proximal-gradient iterations stopped before "
-                              "reaching their tolerance; the coefficients are approximate.",
-                              ConvergenceWarning)
+                warn("The exact solver's proximal-gradient iterations stopped before "
+                     "reaching their tolerance; the coefficients are approximate.",
+                     ConvergenceWarning)
             if self.callback is not None:
                 self.callback({"coef": result.coef.copy(), "n_iter": 1.0})
             loss = smooth_objective(result.coef, X, y01)
@@ -399,11 +399,10 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         where = f"with {what} {gap:.2g}, above tol={self.tol}"
         # stochastic passes needed grow with L_b / (alpha n): on small collinear data the
         # direct solve is the remedy, not more passes
-        hint = ("increase max_iter, or use solver='exact' (one linear solve of the d x d "
-                "quadratic; solver='auto' picks it)"
-                + (", or solver='vrspam'" if solver == "spam" else ""))
-        warnings.warn(f"{solver.upper()} reached max_iter={self.max_iter} passes {where}; "
-                      f"{hint}.", ConvergenceWarning)
+        hint = ("use solver='exact' (one linear solve of the d x d quadratic; solver='auto' picks "
+                "it), or increase max_iter" + (", or use solver='vrspam'" if solver == "spam" else ""))
+        warn(f"{solver.upper()} reached max_iter={self.max_iter} passes {where}; "
+             f"{hint}.", ConvergenceWarning)
 
     def _init_stream(self, stats: ClassStatistics, n_calls: int, smoothness: float,
                      scale: np.ndarray | None, offset: np.ndarray | None) -> None:

@@ -16,7 +16,6 @@ original units, while the steps no longer depend on those units.
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import dataclass
 from typing import Callable
 
@@ -29,6 +28,7 @@ from sklearn.utils.sparsefuncs import mean_variance_axis
 from ._auc_objective import (ClassStatistics, column_extremes, gradient_and_loss,
                               minibatch_gradient, quadratic_form)
 from ._prox import elastic_net_penalty, prox_elastic_net, soft_threshold
+from .utils._warnings import warn
 
 _MAX_PEAK = 10.0  # largest deviation from the mean of a preconditioned column, in scales
 # The loss is 1/2 at w = 0, so at most 1/2 at the minimiser: an iterate whose loss is 1e8 times
@@ -388,10 +388,10 @@ def solve_exact(X, y: np.ndarray, alpha: float, l1_ratio: float, *, tol: float =
     if l1_ratio == 0:
         w[free], singular = _solve_symmetric(Q + alpha * np.eye(len(delta)), delta)
         if singular and alpha > 0:
-            warnings.warn("The exact solver's linear system is ill-conditioned (nearly "
-                          "collinear features and a small alpha): the coefficients may be "
-                          "inaccurate. Increase alpha, or drop or combine collinear "
-                          "features.", UserWarning)
+            warn("The exact solver's linear system is ill-conditioned (nearly "
+                 "collinear features and a small alpha): the coefficients may be "
+                 "inaccurate. Increase alpha, or drop or combine collinear "
+                 "features.", scipy.linalg.LinAlgWarning)
         return SolverResult(w, 1.0, True)
     w_free, converged, _ = _quadratic_prox_gradient(Q, delta, alpha, l1_ratio,
                                                     np.zeros(len(delta)), tol, max_steps)

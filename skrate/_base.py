@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -15,7 +14,9 @@ from ._row_order import RowOrderScoreMixin
 from .problem import GroupTable, RateData
 from .problem._groups import check_row_order
 from .solutions import StochasticModel
+from .utils._frames import frame_dtypes, is_frame
 from .utils._validation import _is_numeric, check_baseline, check_label_missing, check_sample_weight, validate_numeric
+from .utils._warnings import warn
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -42,8 +43,7 @@ def warn_uncovered(method: str, data: RateData, fitted: dict[str, set], empty: l
         notes.append("these rows hold group values the model was not constrained on (its constraints "
                      f"were expanded over the values seen in fit): {new}; {advice}")
     if notes:
-        # stacklevel: past this function and the report method, to the caller's line
-        warnings.warn(f"{method}: " + "; ".join(notes) + ".", UserWarning, stacklevel=3)
+        warn(f"{method}: " + "; ".join(notes) + ".", UserWarning)
 
 
 class RateClassifierBase(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
@@ -111,7 +111,7 @@ class RateClassifierBase(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
             # take itself: only its fit knows (tags guess, e.g. a Pipeline's from its first step)
             # a frame that mixes categories with nullable numbers (Int64) would be cast to float
             # as a whole: rows of objects keep both (the estimator still gets the frame itself)
-            mixed = hasattr(X, "iloc") and not all(_is_numeric(d) for d in X.dtypes)
+            mixed = is_frame(X) and not all(_is_numeric(d) for _, d in frame_dtypes(X))
             return validate_data(self, X, y, accept_sparse="csr", dtype=object if mixed else None,
                                  ensure_all_finite="allow-nan", **kwargs)
         return validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64, advice=self._text_advice,
@@ -121,8 +121,8 @@ class RateClassifierBase(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         """Validate ``X, y`` for a binary problem and set ``classes_`` (positive class last)."""
         self._raw_X = self._takes_raw_X()
         check_row_order(X, y=y)
-        X, y = self._check_X(X, y)
         check_label_missing(y)
+        X, y = self._check_X(X, y)
         y_type = type_of_target(y, input_name="y", raise_unknown=True)
         if y_type != "binary":
             check_classification_targets(y)  # scikit-learn's error for a continuous target
@@ -183,6 +183,7 @@ class RateClassifierBase(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         """``y`` to score the fitted model on ``X`` (validated from ``X_raw``) with: one label per
         row, all seen in fit."""
         check_row_order(X_raw, y=y)
+        check_label_missing(y)
         y = np.asarray(y)
         if y.shape[0] != X.shape[0]:
             raise ValueError(f"y has {y.shape[0]} entries but X has {X.shape[0]} rows.")
@@ -194,7 +195,7 @@ class RateClassifierBase(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
     def _model_input(self, X):
         """What the models predict on, and the validated rows the reproducible draws hash."""
         checked = self._features(X)
-        return (X if self._raw_X and hasattr(X, "iloc") else checked), checked
+        return (X if self._raw_X and is_frame(X) else checked), checked
 
     def predict_proba(self, X: ArrayLike, *, solution: str | None = None) -> np.ndarray:
         """Class probabilities: column 1 is the probability that the (randomised) classifier says 1.

@@ -105,7 +105,8 @@ _CLI_WORDS = [
     (r" X reached the estimator as an array, whose columns have no names:.*?\)\)\.", ""),  # here it always does
     (r"filter on a value with \w+\(where=\{[^}]*\}\) or ", "filter on a value with "),
     (r" \(fit_report_ lists each constraint's margin and violation on each part\)", " ('skrate audit' lists each constraint)"),
-    (r", train longer \(max_iter\), or choose another solution", " or train longer (--max-iter)"),
+    (r", train longer \(max_iter\) or with a larger model(, or choose the \w+ solution, which meets them)?",
+     " or train longer (--max-iter)"),
     (r"\(max_iter\)", "(--max-iter)"),
     (r"constraints go in constraints=", "constraints go in --constraint"),
     (r"such as precision\(\) for quotients", "such as precision for quotients"),

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from dataclasses import replace
 from numbers import Integral, Real
 from typing import TYPE_CHECKING
@@ -26,7 +25,9 @@ from .solvers import GAME_SOLVERS, SURROGATES, solve_rate_game
 from .solvers._rate_game import candidate_decisions
 from .solvers._oracle_game import ORACLE_SOLVERS
 from ._oracle import check_oracle_params, fit_oracle_game
+from .utils._frames import is_frame
 from .utils._validation import unfitted_on_error
+from .utils._warnings import warn
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -383,7 +384,7 @@ class ConstrainedClassifier(RateClassifierBase):
     def _fit(self, X, y, *, groups=None, sample_weight=None, baseline=None, validation_mask=None):
         X_raw = X
         X, y = self._validate_binary(X, y)
-        if self._raw_X and hasattr(X_raw, "iloc"):
+        if self._raw_X and is_frame(X_raw):
             X = X_raw  # the estimator gets the DataFrame: its dtypes and column names
         objective = as_expression(self.objective)
         if isinstance(objective, Ratio):
@@ -698,7 +699,7 @@ class ConstrainedClassifier(RateClassifierBase):
             if isinstance(self.margin, str) and broken and "margin_confidence" not in advice:
                 advice += (" The margins of margin='auto' cover the choice among the trained models, which "
                            "widens them with few rows per slice; a lower margin_confidence narrows them.")
-        warnings.warn(f"{text}.{advice}", InfeasibleConstraintsWarning, stacklevel=6)
+        warn(f"{text}.{advice}", InfeasibleConstraintsWarning)
 
     def _set_solutions(self, traj, lp=None):
         """Set ``solutions_`` and return the LP shrink of the candidates (the m-stochastic one),

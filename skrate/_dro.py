@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral, Real
 from typing import TYPE_CHECKING
 
@@ -24,6 +23,7 @@ from ._row_order import RowOrderScoreMixin
 from .problem._groups import check_row_order
 from .utils._binary import power_of_two_above
 from .utils._validation import check_label_missing, unfitted_on_error, validate_numeric
+from .utils._warnings import warn
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -231,7 +231,7 @@ class _BaseDRO(BaseEstimator):
         else:
             result = primal_lbfgs(problem, theta, self.max_iter, self.tol)
         if not result.converged:
-            warnings.warn(self._convergence_message(result), ConvergenceWarning)
+            warn(self._convergence_message(result), ConvergenceWarning)
         objective, _, p, _ = problem.objective(result.theta)
         self.sample_weights_ = np.zeros(n_samples)
         self.sample_weights_[support] = p
@@ -426,8 +426,8 @@ class DROClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseDRO):
         """
         with unfitted_on_error(self):
             check_row_order(X, y=y, sample_weight=sample_weight)
-            X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64)
             check_label_missing(y)
+            X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64)
             check_classification_targets(y)
             classes, y_idx = np.unique(y, return_inverse=True)
             if classes.size < 2:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import warnings
 from numbers import Integral, Real
 from typing import TYPE_CHECKING
 
@@ -42,8 +41,9 @@ from .problem import least_largest, ratio_bound_out_of_range, zero_denominator_r
 from .rates import Expression, Ratio
 from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
 from .solvers import SURROGATES
+from .utils._frames import frame_dtypes, frame_floats, is_frame
 from .utils._validation import _is_numeric, unfitted_on_error
-from .utils._warnings import ignoring
+from .utils._warnings import ignoring, warn
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -99,24 +99,24 @@ def _warn_if_cells_undecodable(oracle: PluginOracle, columns: list[str], data, X
     Xd = Design(X).X[:, :n_decode]
     decodable = [c for c in columns if cell_decoders(Xd, group_cells([c], data)) is not None]
     if decodable:
-        warnings.warn(
+        warn(
             f"The plug-in oracle thresholds every row alike: the cells of {' x '.join(map(repr, columns))} are "
             f"not linear functions of X's columns, though {', '.join(map(repr, decodable))} is one-hot in X. "
-            "For one threshold per cell, add a one-hot column of each combination to X.", UserWarning, stacklevel=5)
+            "For one threshold per cell, add a one-hot column of each combination to X.", UserWarning)
     else:
         names = " and ".join(map(repr, columns))
-        warnings.warn(
+        warn(
             f"The plug-in oracle thresholds every row alike: {names} {'is' if len(columns) == 1 else 'are'} not "
             "one-hot in X, and the model predicts from X alone, so its thresholds cannot differ by group; a tight "
             "constraint on the groups may then be met only by predicting alike for everyone. For one threshold "
             "per group, add the group's one-hot columns to X (predicting then reads them from X); to weigh X's "
-            "other columns instead, pass solver='three_player'.", UserWarning, stacklevel=5)
+            "other columns instead, pass solver='three_player'.", UserWarning)
 
 
 def _as_floats(X) -> np.ndarray:
     """The numeric columns of a frame as floats, a missing value (``pd.NA`` of a nullable or
     Arrow column included) as NaN: a ColumnTransformer refuses to pass ``pd.NA`` on in arrays."""
-    return X.to_numpy(dtype=float, na_value=np.nan) if hasattr(X, "iloc") else np.asarray(X, dtype=float)
+    return frame_floats(X) if is_frame(X) else np.asarray(X, dtype=float)
 
 
 class _EncodedScoreModel(ProbabilityScoreModel):
@@ -552,7 +552,7 @@ class MetricOptimizer(RateClassifierBase):
 
         fit(est)
         positive = self.classes_[1] if frozen else 1
-        text = [c for c, t in X_in.dtypes.items() if not _is_numeric(t)] if hasattr(X_in, "dtypes") else []
+        text = [c for c, t in frame_dtypes(X_in) if not _is_numeric(t)] if is_frame(X_in) else []
         if text:
             encoder = ColumnTransformer([("categories", OneHotEncoder(handle_unknown="ignore", sparse_output=False),
                                           text)], remainder=FunctionTransformer(_as_floats), sparse_threshold=0.0)
@@ -682,7 +682,7 @@ class MetricOptimizer(RateClassifierBase):
     def _fit(self, X, y, *, groups=None, sample_weight=None, baseline=None):
         X_raw = X
         X, y = self._validate_binary(X, y)
-        if self._raw_X and not hasattr(X_raw, "iloc"):
+        if self._raw_X and not is_frame(X_raw):
             try:  # only a DataFrame's dtypes say which columns to encode
                 X = X.astype(np.float64)
             except ValueError as exc:  # text; an object that is no number raises numpy's TypeError
@@ -731,7 +731,7 @@ class MetricOptimizer(RateClassifierBase):
         theta_eta = None
         if self.estimator is not None:  # the game plays on [x, logit eta(x)]
             # the seed comes from rng, not gen, so the game's draws do not depend on the estimator
-            X_fit, theta_eta = self._plugin_scores(X_raw if hasattr(X_raw, "iloc") else X, data,
+            X_fit, theta_eta = self._plugin_scores(X_raw if is_frame(X_raw) else X, data,
                                                    rng.randint(np.iinfo(np.int32).max))
         elif uses_oracle or (self.init == "logistic" and isinstance(self._model, LinearModel)):
             theta_eta = fit_logistic(X, data.y, data.sample_weight, self.alpha)
@@ -813,10 +813,9 @@ class MetricOptimizer(RateClassifierBase):
         if problem is None:
             return
         rows = "training data (out-of-fold probabilities)" if cross_fitted else "training data"
-        # stacklevel: past this method, _fit, fit and scikit-learn's fit wrapper, to the caller's line
-        warnings.warn(f"The {self.solution} solution does not meet every constraint on the {rows}: "
-                      f"{problem}.{self._shortfall_advice(program, constraints)}",
-                      InfeasibleConstraintsWarning, stacklevel=5)
+        warn(f"The {self.solution} solution does not meet every constraint on the {rows}: "
+             f"{problem}.{self._shortfall_advice(program, constraints)}",
+             InfeasibleConstraintsWarning)
 
     def _shortfall_advice(self, program, constraints) -> str:
         """What to do about an infeasible solution: an impossible problem (a named ratio bounded

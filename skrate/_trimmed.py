@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral, Real
 from typing import TYPE_CHECKING
 
@@ -28,6 +27,7 @@ from ._smart import (
 )
 from .problem._groups import check_row_order
 from .utils._validation import check_label_missing, unfitted_on_error, validate_numeric
+from .utils._warnings import warn
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -359,7 +359,7 @@ class _BaseTrimmed(BaseEstimator):
                 + (", or raise alpha (on nearly separable classes a weakly penalised loss keeps "
                    "decreasing)." if isinstance(self, ClassifierMixin) else ".")
             )
-        warnings.warn(msg, ConvergenceWarning)
+        warn(msg, ConvergenceWarning)
 
     def _scores(self, X):
         check_is_fitted(self)
@@ -544,8 +544,8 @@ class TrimmedClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseTrimmed):
         """
         with unfitted_on_error(self):
             check_row_order(X, y=y)
-            X, y = validate_numeric(self, X, y, dtype=np.float64)
             check_label_missing(y)
+            X, y = validate_numeric(self, X, y, dtype=np.float64)
             check_classification_targets(y)
             classes, y_index, counts = np.unique(y, return_inverse=True, return_counts=True)
             if classes.size < 2:

@@ -532,7 +532,9 @@ def test_library_errors_and_warnings_speak_the_command_line(syn, monkeypatch, ca
     cases = [  # (arguments, exit code, what the message says instead)
         ([*fit, "--constraint", "tpr[grp] >= tpr - 0.1"], 65, "no --groups were given: list the group columns"),
         ([*fit, "--groups", "grp", "--constraint", "tpr >= 1.5"], 0, "('skrate audit' lists each constraint)"),
-        ([*fit, "--metric", "f1", "--constraint", "tpr >= 1.5"], 0, "train longer (--max-iter)"),
+        ([*fit, "--metric", "f1", "--constraint", "tpr >= 1.5"], 0, "No classifier at all can meet"),
+        ([*fit, "--metric", "g_mean", "--constraint", "fpr <= 0.0", "--constraint", "tpr >= 0.99"], 0,
+         "Loosen the constraints or train longer (--max-iter)."),
         ([*fit, "--metric", "fx"], 2, "(f2: the F-measure with beta 2)"),
         ([*fit, "--metric", "max"], 2, "the skrate command cannot build it; use max_of of the Python API"),
         (["audit", "syn.joblib", "syn.csv", "--groups", "", "--constraint", "tpr[zzz] >= tpr", "--n-bootstrap", 0],

@@ -93,5 +93,52 @@ def test_a_missing_label_among_text_labels_is_named(cls):
     X = np.random.default_rng(0).normal(size=(40, 2))
     y = np.array(["no", "yes"] * 20, dtype=object)
     y[7] = None
-    with pytest.raises(ValueError, match=r"y has 1 missing label\(s\) \(None or NaN\), the first in row 7"):
+    with pytest.raises(ValueError, match=r"y has 1 missing label\(s\) \(None, NaN or NA\), the first in row 7"):
         cls().fit(X, y)
+    # pd.NA of a nullable or Arrow-backed column failed inside scikit-learn: "boolean value of NA is ambiguous"
+    pd = pytest.importorskip("pandas")
+    for dtype in ("string", "string[pyarrow]", "Int64"):
+        labels = pd.Series([0, 1] * 20).astype(dtype)
+        labels[7] = pd.NA
+        with pytest.raises(ValueError, match=r"y has 1 missing label\(s\) \(None, NaN or NA\), the first in row 7"):
+            cls().fit(X, labels)
+    fitted = cls().fit(X, np.tile([0, 1], 20))
+    labels = pd.Series([0, 1] * 20, dtype="Int64")
+    labels[7] = pd.NA
+    if hasattr(fitted, "constraint_report") or hasattr(fitted, "metric_values"):
+        report = getattr(fitted, "constraint_report", None) or fitted.metric_values
+        with pytest.raises(ValueError, match="y has 1 missing label"):
+            report(X, labels)
+
+
+def test_warnings_point_at_the_users_line_through_pipelines_and_searches():
+    # a fixed stacklevel counts frames from skrate's own call: inside a Pipeline or a search it
+    # named a line of scikit-learn's instead of the user's
+    import warnings
+
+    from sklearn.exceptions import ConvergenceWarning
+    from sklearn.model_selection import GridSearchCV
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from skrate import ConstrainedClassifier, DROClassifier, TrimmedClassifier
+    from skrate.exceptions import InfeasibleConstraintsWarning
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 3))
+    y = (X[:, 0] + rng.normal(size=200) > 0).astype(int)
+    infeasible = ConstrainedClassifier("tpr >= 0.99", max_iter=5, random_state=0)
+    fits = [
+        (lambda: infeasible.fit(X, y), InfeasibleConstraintsWarning),
+        (lambda: make_pipeline(StandardScaler(), infeasible).fit(X, y), InfeasibleConstraintsWarning),
+        (lambda: GridSearchCV(infeasible, {"max_iter": [5]}, cv=2).fit(X, y), InfeasibleConstraintsWarning),
+        (lambda: make_pipeline(StandardScaler(), TrimmedClassifier(max_iter=2, random_state=0)).fit(X, y),
+         ConvergenceWarning),
+        (lambda: make_pipeline(StandardScaler(), DROClassifier(max_iter=2)).fit(X, y), ConvergenceWarning),
+    ]
+    for fit, category in fits:
+        with warnings.catch_warnings(record=True) as record:
+            warnings.simplefilter("always")
+            fit()
+        ours = [w for w in record if issubclass(w.category, category)]
+        assert ours and all(w.filename == __file__ for w in ours), [(w.filename, w.lineno) for w in ours]

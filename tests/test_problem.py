@@ -614,7 +614,8 @@ def test_games_over_rates_never_form_the_product_of_the_rate_factors(monkeypatch
     specs = ["ppr[group] >= ppr - 0.05"]
     refs = [MetricOptimizer("g_mean", constraints=specs, solver="three_player", max_iter=60, random_state=0),
             MetricOptimizer("f1", constraints=specs, max_iter=60, random_state=0),  # sums of ratios
-            MetricOptimizer("g_mean", constraints=specs, batch_size=100, max_iter=60, random_state=0),  # Frank-Wolfe
+            MetricOptimizer("g_mean", constraints=specs, solver="frank_wolfe", batch_size=100, max_iter=60,
+                            random_state=0),
             ConstrainedClassifier(specs, solver="lagrangian", max_iter=60, random_state=0),
             ConstrainedClassifier(specs, solver="lagrangian", batch_size=100, max_iter=60, random_state=0)]
     expected = [ref.fit(X, y, groups=g).predict_proba(X) for ref in refs]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral, Real
 from typing import TYPE_CHECKING, Any, Sequence
 
@@ -19,6 +18,7 @@ from ..rates._expression import Rate
 from ..utils._validation import check_baseline, check_sample_weight
 from ._bootstrap import RateParts, bootstrap_values, percentile_interval
 from ._decisions import DECISIONS, decisions_of, is_stochastic, positive_labels
+from ..utils._warnings import warn
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -205,9 +205,9 @@ def audit(
     cons = expand_constraints(as_constraints(constraints), data.groups)
     absent = {str(con): a for con in cons if (a := absent_values(con.rates, data.groups))}
     if absent:  # as constraint_report: a slice these rows do not reach is undefined, not an error
-        warnings.warn(f"audit: no row holds the group value(s) {sorted({v for a in absent.values() for v in a})} "
-                      f"that {len(absent)} constraint(s) name, reported as NaN: {list(absent)}.",
-                      UserWarning, stacklevel=3)  # past validate_params' wrapper
+        warn(f"audit: no row holds the group value(s) {sorted({v for a in absent.values() for v in a})} "
+             f"that {len(absent)} constraint(s) name, reported as NaN: {list(absent)}.",
+             UserWarning)
     measured = [con for con in cons if str(con) not in absent]
 
     # One set of cell sums per attribute, and one per set of columns constraints read: cells
@@ -273,9 +273,9 @@ def audit(
                 "violation_low": low[m], "violation_high": high[m],
             })
         if undefined:  # a slice with rows but none its rate divides by: no violation to report
-            warnings.warn(f"audit: {len(undefined)} constraint(s) are undefined on these rows, reported as NaN: "
-                          "a slice holds no rows that a rate of theirs divides by (no positives for tpr), or "
-                          f"only rows of weight 0: {undefined}.", UserWarning, stacklevel=3)
+            warn(f"audit: {len(undefined)} constraint(s) are undefined on these rows, reported as NaN: "
+                 "a slice holds no rows that a rate of theirs divides by (no positives for tpr), or "
+                 f"only rows of weight 0: {undefined}.", UserWarning)
     frame = pd.DataFrame.from_records(records, columns=COLUMNS)
     from ._report import AuditFrame
 

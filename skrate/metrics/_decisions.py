@@ -7,6 +7,8 @@ from typing import TYPE_CHECKING
 import numpy as np
 from sklearn.exceptions import NotFittedError
 
+from ..utils._validation import check_label_missing
+
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
     from sklearn.base import BaseEstimator
@@ -58,6 +60,7 @@ def positive_labels(estimator, y, name: str = "y") -> np.ndarray:
     y = np.asarray(y)
     if y.ndim != 1:
         raise ValueError(f"{name} must be 1-D, got shape {y.shape}.")
+    check_label_missing(y, name)
     try:
         present = set(np.unique(y).tolist())
     except TypeError:  # text labels next to a missing one (NaN, None, pd.NA) do not sort

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -15,7 +14,7 @@ from ..problem import GroupTable, RateData, evaluate_term
 from ..problem._groups import check_row_order
 from ..rates import Constraint, as_expression
 from ..utils._validation import check_baseline, check_sample_weight
-from ..utils._warnings import stacklevel_outside
+from ..utils._warnings import warn
 from ._decisions import DECISIONS, check_probabilities, is_stochastic, positive_labels
 
 if TYPE_CHECKING:
@@ -52,8 +51,7 @@ def _undefined(metric, exc: UndefinedRateError) -> float:
     """NaN for a score these rows leave undefined (a fold without positives in a slice, or
     without a group value), said in a warning as scikit-learn's metrics do: a misspelt group
     value reads the same, and the warning lists the known ones."""
-    warnings.warn(f"{metric.__name__} is undefined on these rows, scored NaN: {exc}", UndefinedMetricWarning,
-                  stacklevel=stacklevel_outside("skrate", "sklearn"))
+    warn(f"{metric.__name__} is undefined on these rows, scored NaN: {exc}", UndefinedMetricWarning)
     return float("nan")
 
 

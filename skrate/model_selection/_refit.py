@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
 from ..solutions import best_iterate
+from ..utils._warnings import warn
 
 
 class RankRefit:
@@ -82,7 +82,7 @@ class RankRefit:
             if len(failed) == 2:
                 raise ValueError(f"RankRefit cannot pick a setting: {causes}.")
             other, values = (self.violation, violation) if failed[0] == self.error else (self.error, objective)
-            warnings.warn(f"RankRefit: {causes}. Picking the lowest {other!r} alone.", UserWarning, stacklevel=2)
+            warn(f"RankRefit: {causes}. Picking the lowest {other!r} alone.", UserWarning)
             return int(np.nanargmin(values))
         # Settings whose scores failed (NaN) rank last on both.
         bad = np.isnan(objective) | np.isnan(violation)

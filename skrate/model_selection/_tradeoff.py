@@ -25,7 +25,7 @@ from ..problem._groups import ROUTING_HINT, check_row_order
 from ..generalized._program import as_metric_constraints, constraint_violations
 from ..rates import error_rate
 from ..utils._validation import check_baseline, check_sample_weight
-from ..utils._warnings import on_main_thread
+from ..utils._warnings import on_main_thread, warn
 from ._progress import Progress
 
 if TYPE_CHECKING:
@@ -306,10 +306,10 @@ def tradeoff_curve(
         undefined = list(dict.fromkeys(c for *_, u in results for c in u[name]))
         if undefined:  # the split, not the models: as constraint_report, NaN and a warning
             split = "training split" if name == "train" else f"held-out test split (test_size={test_size!r})"
-            warnings.warn(f"tradeoff_curve: the {len(rows)} rows of the {split} leave {undefined} undefined (a group "
-                          f"value they name has no row there, or a rate's slice no rows of its class), so "
-                          f"{name}_violation and {name}_gap are NaN. A value this rare needs a larger test_size or "
-                          "another random_state.", UserWarning, stacklevel=2)
+            warn(f"tradeoff_curve: the {len(rows)} rows of the {split} leave {undefined} undefined (a group "
+                 f"value they name has no row there, or a rate's slice no rows of its class), so "
+                 f"{name}_violation and {name}_gap are NaN. A value this rare needs a larger test_size or "
+                 "another random_state.", UserWarning)
     columns = ["slack", "train_error", "train_violation", "train_gap", "test_error", "test_violation",
                "test_gap", "feasible", "fit_time"]
     curve = pd.DataFrame([r for r, *_ in results], columns=columns)

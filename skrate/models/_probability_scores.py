@@ -8,6 +8,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.special import logit
 
+from ..utils._frames import frame_floats, is_frame
 from ._linear import LinearModel
 
 if TYPE_CHECKING:
@@ -118,8 +119,8 @@ class ProbabilityScoreModel:
         columns) reaches the estimator as it is."""
         if z is None:
             z = log_odds(self.estimator, X, self.positive)
-        if hasattr(X, "iloc"):
-            X = X.to_numpy(dtype=float, na_value=np.nan)
+        if is_frame(X):
+            X = frame_floats(X)
         # x only decodes the group cells; a missing value the estimator took must not make the
         # score NaN (weight 0 times NaN), so it reads as 0 there, in fit and predict alike
         if sp.issparse(X):

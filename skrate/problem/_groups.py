@@ -10,6 +10,7 @@ import numpy as np
 
 from ..exceptions import UndefinedRateError
 from ..rates._slice import RESERVED, Slice
+from ..utils._frames import frame_items, is_frame as _is_frame, is_polars
 
 
 def _missing(col: np.ndarray) -> np.ndarray:
@@ -220,7 +221,7 @@ class GroupTable:
         if groups is None:
             pass
         elif _is_frame(groups) or isinstance(groups, dict):
-            items = list(groups.items())  # a frame's by position: repeated labels included
+            items = frame_items(groups) if _is_frame(groups) else list(groups.items())  # repeated labels too
             names = [str(k) for k, _ in items]
             twice = next((name for i, name in enumerate(names) if names.index(name) != i), None)
             if twice is not None:  # one would hide the other: 1 and "1" are both the column "1"
@@ -231,8 +232,9 @@ class GroupTable:
             if np.ndim(groups) != 1:
                 raise ValueError("groups must be a DataFrame, a dict {name: values} or a 1-D array; "
                                  f"got an array of shape {np.shape(groups)} (a 2-D array has no column names).")
-            name = getattr(groups, "name", None)  # a Series of a frame without column names is named 0
-            own = {str("group" if name is None else name): groups}
+            # a Series of a frame without column names is named 0; polars names an unnamed one ""
+            name = getattr(groups, "name", None)
+            own = {str("group" if name is None or (name == "" and is_polars(groups)) else name): groups}
         # a group column stands before X's column of its name
         raw = _Columns(own, X if _is_frame(X) else None)
         # now, whether or not a goal reads the column: routed groups come with every fit
@@ -433,10 +435,6 @@ def _same_labels(a, b) -> bool:
         return bool(a.isin(b).all())
     ca, cb = a.value_counts(dropna=False), b.value_counts(dropna=False)
     return len(ca) == len(cb) and bool(ca.reindex(cb.index).eq(cb).all())
-
-
-def _is_frame(obj) -> bool:
-    return hasattr(obj, "columns") and hasattr(obj, "iloc")
 
 
 def _is_default_index(index) -> bool:

@@ -6,12 +6,17 @@ from contextlib import contextmanager
 
 import numpy as np
 import scipy.sparse as sp
+from numpy.typing import ArrayLike
 from sklearn.utils.validation import _check_sample_weight, validate_data
+
+from ._frames import frame_dtypes, is_frame
 
 
 def _is_numeric(dtype) -> bool:
     # pandas extension dtypes (Int64, Float64, boolean, category, string) carry their kind
     # too; np.dtype() refuses them
+    if hasattr(dtype, "is_numeric"):  # polars'
+        return dtype.is_numeric() or str(dtype) == "Boolean"
     kind = getattr(dtype, "kind", None)
     if kind is None:
         try:
@@ -76,8 +81,7 @@ def validate_numeric(estimator, X, y="no_validation", *, advice: str = "", **kwa
         # X is converted first: if it converts, the failure was y's
         if y_numeric and _converts(X):
             raise _text_target_error(estimator, exc) from exc
-        dtypes = getattr(X, "dtypes", None)
-        columns = [] if dtypes is None else [str(c) for c, t in dtypes.items() if not _is_numeric(t)]
+        columns = [str(c) for c, t in frame_dtypes(X) if not _is_numeric(t)] if is_frame(X) else []
         where = f"the non-numeric columns {columns}" if columns else "non-numeric values"
         raise ValueError(
             f"X has {where}, and {type(estimator).__name__} fits numeric features ({exc}). Encode them "
@@ -134,11 +138,20 @@ def check_baseline(baseline, classes: np.ndarray, n: int) -> np.ndarray | None:
     return b.astype(int)
 
 
-def check_label_missing(y: np.ndarray) -> None:
-    """Refuse missing class labels: scikit-learn checks float labels for NaN, but object labels
-    with a None among strings fail later in its sort, with a message that names neither."""
-    if y.dtype == object:
-        missing = np.flatnonzero(np.equal(y, None) | (y != y))
+def _missing(value) -> bool:
+    # None, NaN, and pandas' NA and NaT (whose comparisons are NA, not False)
+    return value is None or type(value).__name__ in ("NAType", "NaTType") or (
+        isinstance(value, (float, np.floating)) and value != value)
+
+
+def check_label_missing(y: ArrayLike, name: str = "y") -> None:
+    """Refuse missing class labels, in ``y`` as given (before validation): scikit-learn checks
+    float labels for NaN, but object labels with a None among strings fail later in its sort,
+    and a ``pd.NA`` (nullable and Arrow-backed columns) in its ``bool(NA)``, with messages that
+    name neither."""
+    y = np.asarray(y)
+    if y.ndim == 1 and y.dtype.kind in "Of":
+        missing = np.flatnonzero(np.isnan(y) if y.dtype.kind == "f" else np.frompyfunc(_missing, 1, 1)(y).astype(bool))
         if missing.size:
-            raise ValueError(f"y has {missing.size} missing label(s) (None or NaN), the first in row "
+            raise ValueError(f"{name} has {missing.size} missing label(s) (None, NaN or NA), the first in row "
                              f"{missing[0]}; drop those rows or fill in their labels.")

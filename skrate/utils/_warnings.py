@@ -39,3 +39,10 @@ def stacklevel_outside(*packages: str) -> int:
     while frame is not None and frame.f_code.co_filename.startswith(prefixes):
         frame, level = frame.f_back, level + 1
     return level
+
+
+def warn(message: str, category: type[Warning] = UserWarning) -> None:
+    """``warnings.warn`` pointed at the user's line: the first frame outside skrate and the
+    libraries that call into it (scikit-learn's Pipeline, searches and scorers, joblib's
+    sequential backend), however deep the call chain between."""
+    warnings.warn(message, category, stacklevel=stacklevel_outside("skrate", "sklearn", "joblib"))
