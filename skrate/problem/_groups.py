@@ -10,7 +10,7 @@ import numpy as np
 
 from ..exceptions import UndefinedRateError
 from ..rates._slice import RESERVED, Slice
-from ..utils._frames import frame_items, is_frame as _is_frame, is_polars
+from ..utils._frames import frame_items, is_frame, is_polars
 
 
 def _missing(col: np.ndarray) -> np.ndarray:
@@ -220,14 +220,14 @@ class GroupTable:
         own: dict = {}
         if groups is None:
             pass
-        elif _is_frame(groups) or isinstance(groups, dict):
-            items = frame_items(groups) if _is_frame(groups) else list(groups.items())  # repeated labels too
+        elif is_frame(groups) or isinstance(groups, dict):
+            items = frame_items(groups) if is_frame(groups) else list(groups.items())  # repeated labels too
             names = [str(k) for k, _ in items]
             twice = next((name for i, name in enumerate(names) if names.index(name) != i), None)
             if twice is not None:  # one would hide the other: 1 and "1" are both the column "1"
                 raise ValueError(f"groups has more than one column named {twice!r} (labels "
                                  f"{[k for k, _ in items if str(k) == twice]}); rename them apart.")
-            own = {str(k): v.to_numpy() if _is_frame(groups) else v for k, v in items}
+            own = {str(k): v.to_numpy() if is_frame(groups) else v for k, v in items}
         else:
             if np.ndim(groups) != 1:
                 raise ValueError("groups must be a DataFrame, a dict {name: values} or a 1-D array; "
@@ -236,7 +236,7 @@ class GroupTable:
             name = getattr(groups, "name", None)
             own = {str("group" if name is None or (name == "" and is_polars(groups)) else name): groups}
         # a group column stands before X's column of its name
-        raw = _Columns(own, X if _is_frame(X) else None)
+        raw = _Columns(own, X if is_frame(X) else None)
         # now, whether or not a goal reads the column: routed groups come with every fit
         for key, values in own.items():
             _check_rows(np.asarray(values), key, n)
@@ -246,7 +246,7 @@ class GroupTable:
                              f"selects rows by the {'true label' if clash[0] == 'label' else 'baseline decision'}. "
                              "Rename the group column, e.g. groups=groups.rename(columns={"
                              f"{clash[0]!r}: 'my_{clash[0]}'}}).")
-        return cls(raw, n, _is_frame(X))
+        return cls(raw, n, is_frame(X))
 
     @classmethod
     def coded(cls, columns: dict[str, tuple[list[str], np.ndarray]], n: int) -> "GroupTable":
@@ -396,7 +396,7 @@ def _check_names_given(groups, X, n: int) -> None:
     names = [groups] if isinstance(groups, str) else groups if isinstance(groups, (list, tuple)) else None
     if not names or not all(isinstance(g, str) for g in names):
         return
-    columns = {str(k) for k in X.columns} if _is_frame(X) else set()
+    columns = {str(k) for k in X.columns} if is_frame(X) else set()
     if isinstance(groups, str) or (len(names) != n and set(names) <= columns):
         raise ValueError(f"groups={groups!r} names columns, but groups takes each row's group values: pass the "
                          f"columns themselves, e.g. groups=X[{names!r}], a DataFrame with one column per group "
