@@ -110,8 +110,63 @@ def test_fetch_adult_names_an_unusable_file(tmp_path):
     folder.mkdir()
     (folder / "adult.data").write_text("a,b,c\n1,2,3\n")
     (folder / "adult.test").write_text(TEST)
+    with pytest.raises(ValueError, match=r"adult.data: 2 line\(s\) do not hold the 15 UCI Adult fields .* line 1"):
+        fetch_adult(folder)
+    (folder / "adult.data").write_text("\n".join(TRAIN.splitlines()[3:4]) + "\n")  # only a row with '?'
     with pytest.raises(ValueError, match="adult.data holds no complete row"):
         fetch_adult(folder)
+
+
+def test_fetch_adult_refuses_a_truncated_or_edited_file(tmp_path):
+    # rows without the 15 fields were dropped without a word, and a label cut to '>5' read as <=50K
+    folder = _write(tmp_path / "cut")
+    (folder / "adult.data").write_text(TRAIN.rstrip()[:-2] + "\n")  # the last row ends in '>5'
+    with pytest.raises(ValueError, match=r"adult.data: 1 line\(s\) .* the first at line 5: the file is truncated"):
+        fetch_adult(folder)
+    lines = TRAIN.splitlines()
+    lines[1] = lines[1].replace("Bachelors,", "Bachelors, extra,")
+    (folder / "adult.data").write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match="the first at line 2"):
+        fetch_adult(folder)
+    lines = TRAIN.splitlines()
+    lines[0] = lines[0].replace("39,", "thirty-nine,")
+    (folder / "adult.data").write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=r"adult.data: the column 'age' holds a value that is no number"):
+        fetch_adult(folder)
+
+
+def test_fetch_adult_reads_a_file_with_a_byte_order_mark(tmp_path):
+    plain = fetch_adult(_write(tmp_path / "plain"))
+    marked = _write(tmp_path / "bom")
+    (marked / "adult.data").write_text("\ufeff" + TRAIN, encoding="utf-8")
+    np.testing.assert_array_equal(fetch_adult(marked).data, plain.data)
+
+
+def test_fetch_adult_says_what_a_failed_download_missed(tmp_path, monkeypatch):
+    import urllib.error
+
+    _serve(tmp_path, monkeypatch)
+
+    def offline(*args, **kwargs):
+        raise urllib.error.URLError("Name or service not known")
+
+    monkeypatch.setattr(_adult.urllib.request, "urlopen", offline)
+    home = tmp_path / "home"
+    with pytest.raises(OSError, match=r"Could not download adult.data from file:.*Name or service not known.*"
+                                      r"download adult.data and adult.test from .* place them in data_home"):
+        fetch_adult(home)
+    assert not list((home / "skrate_adult").iterdir())
+
+
+def test_fetch_adult_data_home_is_a_folder_and_a_lookup_creates_none(tmp_path):
+    afile = tmp_path / "afile"
+    afile.write_text("")
+    with pytest.raises(NotADirectoryError, match="data_home=.*afile' is a file"):
+        fetch_adult(afile)
+    typo = tmp_path / "nofolder" / "deeper"
+    with pytest.raises(OSError, match="download_if_missing=False"):
+        fetch_adult(typo, download_if_missing=False)
+    assert not (tmp_path / "nofolder").exists()
 
 
 def test_load_compas_bunch():

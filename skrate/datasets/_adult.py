@@ -46,8 +46,13 @@ def _download(url: str, checksum: str, target: Path) -> None:
     target.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=target.name, suffix=".part")
     try:
-        with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=60) as response:
-            shutil.copyfileobj(response, out)
+        try:
+            with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=60) as response:
+                shutil.copyfileobj(response, out)
+        except OSError as exc:  # URLError, a reset connection, a timeout: say what and where
+            raise OSError(f"Could not download {target.name} from {url} ({exc}). Nothing was cached; retry when "
+                          f"online, or download adult.data and adult.test from {_BASE} yourself and place them "
+                          f"in data_home (or in {target.parent}).") from exc
         found = _sha256(Path(tmp))
         if found != checksum:
             raise OSError(f"The file downloaded from {url} has SHA-256 {found}, expected {checksum}: "
@@ -63,10 +68,18 @@ def _locate(data_home, download_if_missing: bool) -> Path:
     """The folder holding adult.data and adult.test: ``data_home`` itself or its cache subfolder."""
     if data_home is not None:
         data_home = Path(data_home).expanduser()  # as get_data_home reads it
+        if data_home.exists() and not data_home.is_dir():
+            raise NotADirectoryError(f"data_home={str(data_home)!r} is a file: pass the folder that holds adult.data "
+                                     "and adult.test, or where they are to be cached.")
         if all((data_home / name).is_file() for name in REMOTE):
             return data_home
-    folder = Path(get_data_home(data_home)) / SUBDIR
+    # scikit-learn's data folder, created only to download into
+    home = data_home if data_home is not None else Path(
+        os.environ.get("SCIKIT_LEARN_DATA", os.path.join("~", "scikit_learn_data"))).expanduser()
+    folder = home / SUBDIR
     missing = [name for name in REMOTE if not (folder / name).is_file()]
+    if missing and download_if_missing:
+        folder = Path(get_data_home(data_home)) / SUBDIR
     if missing and not download_if_missing:
         where = f"{folder} (missing {', '.join(missing)})"
         if data_home is not None:  # the folder given is read as is first: say what it lacks too
@@ -82,9 +95,17 @@ def _locate(data_home, download_if_missing: bool) -> Path:
 
 def _read(path: Path) -> dict[str, np.ndarray]:
     """Rows of a UCI Adult file with no missing value: fields stripped, the test labels' '.' removed."""
-    with open(path, newline="") as fh:
+    with open(path, newline="", encoding="utf-8-sig") as fh:  # -sig: a byte-order mark some editors write
         rows = [[field.strip() for field in row] for row in csv.reader(fh, skipinitialspace=True)]
-    rows = [r for r in rows if len(r) == len(COLUMNS)]  # blank lines and the test file's "|1x3" header
+    # blank lines and the test file's "|1x3 Cross validator" header are no rows; any other line
+    # without the 15 fields, or with a label that is none, is a truncated or edited file
+    broken = [i + 1 for i, r in enumerate(rows) if any(r) and not r[0].startswith("|") and (
+        len(r) != len(COLUMNS) or r[-1].rstrip(".") not in (">50K", "<=50K"))]
+    if broken:
+        raise ValueError(f"{path}: {len(broken)} line(s) do not hold the {len(COLUMNS)} UCI Adult fields ending in "
+                         f"the label >50K or <=50K, the first at line {broken[0]}: the file is truncated or edited. "
+                         f"Delete it to download it again, or replace it with the file from {_BASE}.")
+    rows = [r for r in rows if len(r) == len(COLUMNS)]
     bad = [r for r in rows if "?" in r]
     rows = [r for r in rows if "?" not in r]
     if not rows:
@@ -92,6 +113,11 @@ def _read(path: Path) -> dict[str, np.ndarray]:
                          f"({len(bad)} rows with missing values).")
     body = np.array(rows, dtype=object)
     out = {name: body[:, j].astype(str) for j, name in enumerate(COLUMNS)}
+    for name in NUMERIC:
+        try:
+            out[name].astype(float)
+        except ValueError as exc:
+            raise ValueError(f"{path}: the column {name!r} holds a value that is no number ({exc}).") from exc
     out[TARGET] = np.char.rstrip(out[TARGET], ".")
     return out
 
@@ -129,6 +155,18 @@ def fetch_adult(data_home: str | os.PathLike | None = None, *, subset: str = "tr
         columns the features are built from, unencoded: numeric ones as float, the others as
         strings, with ``fnlwgt`` left out; plus the 0/1 target; a DataFrame when ``as_frame``
         else a dict of arrays) and ``DESCR``.
+
+    Raises
+    ------
+    OSError
+        When the files are missing and cannot be downloaded (or ``download_if_missing`` is
+        False), naming the files, the URL and where to place them by hand; nothing partial
+        is cached, and a lookup without download creates no folder.
+    NotADirectoryError
+        When ``data_home`` is a file.
+    ValueError
+        When a file is truncated or edited: a line without the 15 fields and a label, or a
+        numeric column holding text.
 
     References
     ----------
