@@ -88,7 +88,8 @@ def _cells_decodable(columns: list[str], data, X, n_decode: int | None = None) -
     return cell_decoders(Design(X).X[:, :n_decode], cells) is not None
 
 
-def _warn_if_cells_undecodable(oracle: PluginOracle, columns: list[str], data, X, n_decode: int) -> None:
+def _warn_if_cells_undecodable(oracle: PluginOracle, columns: list[str], data, X, n_decode: int,
+                               estimator_given: bool) -> None:
     """Warn when the oracle answers with one threshold for every row although the problem names
     groups: its models predict from ``X`` alone, so when the groups are not one-hot columns of
     ``X`` its answers cannot treat them apart, and a tight constraint on them may be met only by
@@ -110,7 +111,8 @@ def _warn_if_cells_undecodable(oracle: PluginOracle, columns: list[str], data, X
             "one-hot in X, and the model predicts from X alone, so its thresholds cannot differ by group; a tight "
             "constraint on the groups may then be met only by predicting alike for everyone. For one threshold "
             "per group, add the group's one-hot columns to X (predicting then reads them from X); to weigh X's "
-            "other columns instead, pass solver='three_player'.", UserWarning)
+            f"other columns instead, {'drop estimator= and ' if estimator_given else ''}pass solver='three_player'.",
+            UserWarning)
 
 
 def _as_floats(X) -> np.ndarray:
@@ -754,7 +756,7 @@ class MetricOptimizer(RateClassifierBase):
             n_decode = X_fit.shape[1] - (self.estimator is not None or cross_fit)
             columns = program_group_columns(program)
             oracle = PluginOracle(X_fit, theta_eta, group_cells(columns, data), data.sample_weight, n_decode=n_decode)
-            _warn_if_cells_undecodable(oracle, columns, data, X_fit, n_decode)
+            _warn_if_cells_undecodable(oracle, columns, data, X_fit, n_decode, self.estimator is not None)
         if solver == "ratio":
             traj = solve_ratio_game(program, RatioProgram(program, data_fit), game_model, X_fit, oracle=oracle,
                                     xi_learning_rate=self.xi_learning_rate, init_params=init_params, **common)
@@ -829,8 +831,9 @@ class MetricOptimizer(RateClassifierBase):
         if least > 1e-9:
             return (f" No classifier at all can meet the constraints linear in the rates together on these rows, "
                     f"even one choosing each row's decision freely: the least possible largest violation is "
-                    f"{least:.4g}, on '{self.constraints_[kept[worst]]}'. Loosen or drop the constraints that "
-                    "conflict (a bound outside a rate's range, bounds that contradict each other).")
+                    f"{least:.4g}, on '{self.constraints_[kept[worst]]}' (of the constraints' linear forms "
+                    "g <= 0). Loosen or drop the constraints that conflict (a bound outside a rate's range, bounds "
+                    "that contradict each other).")
         other = [name for name, miss in self._infeasibility.items() if miss is None]
         return (" Loosen the constraints, train longer (max_iter) or with a larger model"
                 + (f", or choose the {other[0]} solution, which meets them." if other else "."))

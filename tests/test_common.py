@@ -93,10 +93,12 @@ def test_a_missing_label_among_text_labels_is_named(cls):
     X = np.random.default_rng(0).normal(size=(40, 2))
     y = np.array(["no", "yes"] * 20, dtype=object)
     y[7] = None
-    with pytest.raises(ValueError, match=r"y has 1 missing label\(s\) \(None, NaN or NA\), the first in row 7"):
-        cls().fit(X, y)
+    for given in (y, y.reshape(-1, 1)):  # a column vector too, which validation ravels
+        with pytest.raises(ValueError, match=r"y has 1 missing label\(s\) \(None, NaN or NA\), the first in row 7"):
+            cls().fit(X, given)
     # pd.NA of a nullable or Arrow-backed column failed inside scikit-learn: "boolean value of NA is ambiguous"
     pd = pytest.importorskip("pandas")
+    pytest.importorskip("pyarrow")
     for dtype in ("string", "string[pyarrow]", "Int64"):
         labels = pd.Series([0, 1] * 20).astype(dtype)
         labels[7] = pd.NA

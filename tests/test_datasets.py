@@ -133,6 +133,13 @@ def test_fetch_adult_refuses_a_truncated_or_edited_file(tmp_path):
     (folder / "adult.data").write_text("\n".join(lines) + "\n")
     with pytest.raises(ValueError, match=r"adult.data: the column 'age' holds a value that is no number"):
         fetch_adult(folder)
+    lines[0] = lines[0].replace("thirty-nine,", "nan,")
+    (folder / "adult.data").write_text("\n".join(lines) + "\n")
+    with pytest.raises(ValueError, match=r"adult.data: the column 'age' holds a value that is no finite number"):
+        fetch_adult(folder)
+    (folder / "adult.data").write_bytes(TRAIN.replace("Cuba", "Cuba\xe9").encode("latin-1"))
+    with pytest.raises(ValueError, match=r"adult.data is not the UCI Adult text file \(not UTF-8"):
+        fetch_adult(folder)
 
 
 def test_fetch_adult_reads_a_file_with_a_byte_order_mark(tmp_path):
@@ -142,17 +149,21 @@ def test_fetch_adult_reads_a_file_with_a_byte_order_mark(tmp_path):
     np.testing.assert_array_equal(fetch_adult(marked).data, plain.data)
 
 
-def test_fetch_adult_says_what_a_failed_download_missed(tmp_path, monkeypatch):
+@pytest.mark.parametrize("failure", ["offline", "cut"])
+def test_fetch_adult_says_what_a_failed_download_missed(tmp_path, monkeypatch, failure):
+    import http.client
     import urllib.error
 
     _serve(tmp_path, monkeypatch)
 
-    def offline(*args, **kwargs):
-        raise urllib.error.URLError("Name or service not known")
+    def fail(*args, **kwargs):
+        if failure == "offline":
+            raise urllib.error.URLError("Name or service not known")
+        raise http.client.IncompleteRead(b"")  # a transfer cut off: no OSError
 
-    monkeypatch.setattr(_adult.urllib.request, "urlopen", offline)
+    monkeypatch.setattr(_adult.urllib.request, "urlopen", fail)
     home = tmp_path / "home"
-    with pytest.raises(OSError, match=r"Could not download adult.data from file:.*Name or service not known.*"
+    with pytest.raises(OSError, match=r"Could not download adult.data from file:.*"
                                       r"download adult.data and adult.test from .* place them in data_home"):
         fetch_adult(home)
     assert not list((home / "skrate_adult").iterdir())

@@ -279,10 +279,12 @@ def test_a_rows_probability_does_not_depend_on_the_batch():
     rng = np.random.default_rng(14)
     X = rng.normal(size=(2000, 3))
     params = rng.normal(size=(102, 4))
-    model = StochasticModel(LinearModel(3), params, np.full(102, 1 / 102), seed=1)
-    batch = model.proba(X)
-    np.testing.assert_array_equal(np.concatenate([model.proba(X[i:i + 1]) for i in range(0, 2000, 1)]), batch)
-    np.testing.assert_array_equal(np.concatenate([model.proba(X[i:i + 10]) for i in range(0, 2000, 10)]), batch)
+    for weights in (np.full(102, 1 / 102), rng.dirichlet(np.ones(102))):
+        model = StochasticModel(LinearModel(3), params, weights, seed=1)
+        batch = model.proba(X)
+        np.testing.assert_allclose(batch, (X @ params[:, :3].T + params[:, 3] > 0) @ weights, rtol=0, atol=1e-14)
+        np.testing.assert_array_equal(np.concatenate([model.proba(X[i:i + 1]) for i in range(2000)]), batch)
+        np.testing.assert_array_equal(np.concatenate([model.proba(X[i:i + 10]) for i in range(0, 2000, 10)]), batch)
 
 
 def test_every_nan_draws_alike():

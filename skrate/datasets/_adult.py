@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import hashlib
+import http.client
 import os
 import shutil
 import tempfile
@@ -49,7 +50,7 @@ def _download(url: str, checksum: str, target: Path) -> None:
         try:
             with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=60) as response:
                 shutil.copyfileobj(response, out)
-        except OSError as exc:  # URLError, a reset connection, a timeout: say what and where
+        except (OSError, http.client.HTTPException) as exc:  # URLError, a reset or cut transfer, a timeout
             raise OSError(f"Could not download {target.name} from {url} ({exc}). Nothing was cached; retry when "
                           f"online, or download adult.data and adult.test from {_BASE} yourself and place them "
                           f"in data_home (or in {target.parent}).") from exc
@@ -95,8 +96,12 @@ def _locate(data_home, download_if_missing: bool) -> Path:
 
 def _read(path: Path) -> dict[str, np.ndarray]:
     """Rows of a UCI Adult file with no missing value: fields stripped, the test labels' '.' removed."""
-    with open(path, newline="", encoding="utf-8-sig") as fh:  # -sig: a byte-order mark some editors write
-        rows = [[field.strip() for field in row] for row in csv.reader(fh, skipinitialspace=True)]
+    try:
+        with open(path, newline="", encoding="utf-8-sig") as fh:  # -sig: a byte-order mark some editors write
+            rows = [[field.strip() for field in row] for row in csv.reader(fh, skipinitialspace=True)]
+    except UnicodeDecodeError as exc:
+        raise ValueError(f"{path} is not the UCI Adult text file (not UTF-8: {exc}); replace it with the file "
+                         f"from {_BASE}.") from exc
     # blank lines and the test file's "|1x3 Cross validator" header are no rows; any other line
     # without the 15 fields, or with a label that is none, is a truncated or edited file
     broken = [i + 1 for i, r in enumerate(rows) if any(r) and not r[0].startswith("|") and (
@@ -115,9 +120,11 @@ def _read(path: Path) -> dict[str, np.ndarray]:
     out = {name: body[:, j].astype(str) for j, name in enumerate(COLUMNS)}
     for name in NUMERIC:
         try:
-            out[name].astype(float)
+            finite = np.isfinite(out[name].astype(float)).all()
         except ValueError as exc:
             raise ValueError(f"{path}: the column {name!r} holds a value that is no number ({exc}).") from exc
+        if not finite:
+            raise ValueError(f"{path}: the column {name!r} holds a value that is no finite number (nan or inf).")
     out[TARGET] = np.char.rstrip(out[TARGET], ".")
     return out
 

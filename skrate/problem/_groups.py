@@ -11,21 +11,7 @@ import numpy as np
 from ..exceptions import UndefinedRateError
 from ..rates._slice import RESERVED, Slice
 from ..utils._frames import frame_items, is_frame, is_polars
-
-
-def _missing(col: np.ndarray) -> np.ndarray:
-    """Missing entries: NaN, and in object columns also None, pandas' NA and NaT."""
-    if col.dtype.kind == "f":
-        return np.isnan(col)
-    if col.dtype.kind in "mM":  # datetimes and durations
-        return np.isnat(col)
-    if col.dtype != object:
-        return np.zeros(col.shape[0], dtype=bool)
-    try:
-        import pandas as pd
-    except ImportError:  # without pandas there is no NA: None and NaN
-        return np.frompyfunc(lambda v: v is None or v != v, 1, 1)(col).astype(bool)
-    return np.asarray(pd.isna(col), dtype=bool)
+from ..utils._validation import missing_entries
 
 
 def _numbers_only(col: np.ndarray) -> bool:
@@ -72,7 +58,7 @@ def _check_rows(col: np.ndarray, name: str, n: int) -> None:
 def _column(values, name: str, n: int) -> np.ndarray:
     col = np.asarray(values)
     _check_rows(col, name, n)
-    missing = _missing(col)
+    missing = missing_entries(col)
     if missing.any():
         raise ValueError(f"Group column {name!r} has a missing value in {int(missing.sum())} rows (first: row "
                          f"{int(np.argmax(missing))}); give every row a group value, e.g. fill them with a "

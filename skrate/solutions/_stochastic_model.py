@@ -238,8 +238,12 @@ class StochasticModel:
     def _mixed(self, scores: np.ndarray) -> np.ndarray:
         """``sum_k p_k 1[scores_k > 0]`` per row, summed row by row: a matrix product orders its
         additions by the batch's shape, so a row's probability would move with the rows
-        beside it (by an ulp, enough to put an exact 0 at -1e-16)."""
-        return np.where(scores > 0, self.weights, 0.0).sum(axis=1)
+        beside it (by an ulp, enough to put an exact 0 at -1e-16). Equal weights (T_stochastic,
+        every snapshot) take a count, which is exact and a fraction of the cost."""
+        above = scores > 0
+        if np.all(self.weights == self.weights[0]):
+            return np.count_nonzero(above, axis=1) * self.weights[0]
+        return np.where(above, self.weights, 0.0).sum(axis=1)
 
     def predict(self, X: ArrayLike, rows: ArrayLike | None = None) -> np.ndarray:
         """0/1 decisions: 1 when the row's reproducible uniform draw falls below its probability.

@@ -138,10 +138,19 @@ def check_baseline(baseline, classes: np.ndarray, n: int) -> np.ndarray | None:
     return b.astype(int)
 
 
-def _missing(value) -> bool:
-    # None, NaN, and pandas' NA and NaT (whose comparisons are NA, not False)
-    return value is None or type(value).__name__ in ("NAType", "NaTType") or (
-        isinstance(value, (float, np.floating)) and value != value)
+def missing_entries(col: np.ndarray) -> np.ndarray:
+    """Missing entries: NaN, and in object columns also None, pandas' NA and NaT."""
+    if col.dtype.kind == "f":
+        return np.isnan(col)
+    if col.dtype.kind in "mM":  # datetimes and durations
+        return np.isnat(col)
+    if col.dtype != object:
+        return np.zeros(col.shape[0], dtype=bool)
+    try:
+        import pandas as pd
+    except ImportError:  # without pandas there is no NA: None and NaN
+        return np.frompyfunc(lambda v: v is None or v != v, 1, 1)(col).astype(bool)
+    return np.asarray(pd.isna(col), dtype=bool)
 
 
 def check_label_missing(y: ArrayLike, name: str = "y") -> None:
@@ -150,8 +159,10 @@ def check_label_missing(y: ArrayLike, name: str = "y") -> None:
     and a ``pd.NA`` (nullable and Arrow-backed columns) in its ``bool(NA)``, with messages that
     name neither."""
     y = np.asarray(y)
-    if y.ndim == 1 and y.dtype.kind in "Of":
-        missing = np.flatnonzero(np.isnan(y) if y.dtype.kind == "f" else np.frompyfunc(_missing, 1, 1)(y).astype(bool))
+    if y.ndim == 2 and y.shape[1] == 1:  # a column vector, which validation ravels with a warning
+        y = y.ravel()
+    if y.ndim == 1:
+        missing = np.flatnonzero(missing_entries(y))
         if missing.size:
             raise ValueError(f"{name} has {missing.size} missing label(s) (None, NaN or NA), the first in row "
                              f"{missing[0]}; drop those rows or fill in their labels.")

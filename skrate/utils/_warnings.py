@@ -6,6 +6,7 @@ import contextlib
 import importlib
 import os
 import sys
+import sysconfig
 import threading
 import warnings
 from typing import Iterator
@@ -30,19 +31,23 @@ def ignoring(category: type[Warning], message: str = "") -> Iterator[None]:
         yield
 
 
-def stacklevel_outside(*packages: str) -> int:
-    """The ``stacklevel`` of a ``warnings.warn`` made by this function's caller that names the
-    first frame outside ``packages`` (``"skrate"``, and ``"sklearn"`` when it calls a scorer):
-    the user's line, however deep the call chain between."""
-    prefixes = tuple(os.path.dirname(importlib.import_module(p).__file__) + os.sep for p in packages)
-    frame, level = sys._getframe(1), 1
-    while frame is not None and frame.f_code.co_filename.startswith(prefixes):
-        frame, level = frame.f_back, level + 1
-    return level
+def _folder(package: str) -> str:
+    return os.path.dirname(importlib.import_module(package).__file__) + os.sep
 
 
 def warn(message: str, category: type[Warning] = UserWarning) -> None:
     """``warnings.warn`` pointed at the user's line: the first frame outside skrate and the
-    libraries that call into it (scikit-learn's Pipeline, searches and scorers, joblib's
-    sequential backend), however deep the call chain between."""
-    warnings.warn(message, category, stacklevel=stacklevel_outside("skrate", "sklearn", "joblib"))
+    libraries that call into it (scikit-learn's Pipeline, searches and scorers, joblib),
+    however deep the call chain between. In a worker process or thread, where that walk ends
+    in the standard library's bootstrap, the first frame outside skrate."""
+    ours, libraries = _folder("skrate"), tuple(_folder(p) for p in ("skrate", "sklearn", "joblib"))
+    frame, level, outside_ours = sys._getframe(), 1, None  # level 1: this frame
+    while frame is not None and frame.f_code.co_filename.startswith(libraries):
+        if outside_ours is None and not frame.f_code.co_filename.startswith(ours):
+            outside_ours = level
+        frame, level = frame.f_back, level + 1
+    paths = sysconfig.get_paths()
+    if frame is None or (frame.f_code.co_filename.startswith(paths["stdlib"])
+                         and not frame.f_code.co_filename.startswith((paths["purelib"], paths["platlib"]))):
+        level = outside_ours or level
+    warnings.warn(message, category, stacklevel=level)
