@@ -309,7 +309,11 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         -----
         ConvergenceWarning
             When a stochastic solver reaches ``max_iter`` before its stopping test (see
-            ``tol``) is met.
+            ``tol``) is met, or the exact solver's proximal-gradient iterations (an L1 part)
+            stop before their tolerance.
+        scipy.linalg.LinAlgWarning
+            When the exact solver's linear system is ill-conditioned (nearly collinear
+            columns and a tiny ``alpha > 0``).
 
         Raises
         ------
