@@ -79,13 +79,17 @@ def _out_of_fold(folds, n: int, score) -> np.ndarray:
     return z
 
 
-def _cells_decodable(columns: list[str], data, X, n_decode: int | None = None) -> bool:
-    """Whether the group cells of ``columns`` are linear functions of ``X``'s first ``n_decode``
-    columns (one-hot in ``X``), so that the plug-in oracle can threshold each cell apart."""
+def _splitting_cells(columns: list[str], data) -> np.ndarray | None:
+    """The group cells of ``columns``, or None when they do not split the rows (no columns, one cell)."""
     cells = group_cells(columns, data) if columns else None
-    if cells is None or np.unique(cells).size < 2:
-        return True
-    return cell_decoders(Design(X).X[:, :n_decode], cells) is not None
+    return cells if cells is not None and np.unique(cells).size >= 2 else None
+
+
+def _cells_decodable(columns: list[str], data, X) -> bool:
+    """Whether the group cells of ``columns`` are linear functions of ``X``'s columns (one-hot in
+    ``X``), so that the plug-in oracle can threshold each cell apart."""
+    cells = _splitting_cells(columns, data)
+    return cells is None or cell_decoders(Design(X).X, cells) is not None
 
 
 def _warn_if_cells_undecodable(oracle: PluginOracle, columns: list[str], data, X, n_decode: int,
@@ -95,7 +99,7 @@ def _warn_if_cells_undecodable(oracle: PluginOracle, columns: list[str], data, X
     ``X`` its answers cannot treat them apart, and a tight constraint on them may be met only by
     predicting alike for everyone. When each column is one-hot but there are several, their
     intersections are products of indicators, not linear functions of ``X``."""
-    if oracle.per_cell or not columns or np.unique(group_cells(columns, data)).size < 2:
+    if oracle.per_cell or _splitting_cells(columns, data) is None:
         return
     Xd = Design(X).X[:, :n_decode]
     decodable = [c for c in columns if cell_decoders(Xd, group_cells([c], data)) is not None]
@@ -453,7 +457,8 @@ class MetricOptimizer(RateClassifierBase):
 
     def _choose_solver(self, program, objective_label: str | None = None, decodable: bool = True) -> str:
         """The solver to play, refusing one that does not apply; ``objective_label`` names the
-        objective in messages (``pr_auc`` rather than its stacked precisions)."""
+        objective in messages (``pr_auc`` rather than its stacked precisions); ``decodable``
+        says whether the plug-in oracle can threshold the group cells apart (``"auto"`` reads it)."""
         kinds = [program.objective.kind] + [c.kind for c in program.constraints]
         ok = applicable_solvers(kinds)
         labels = [objective_label or program.objective.label] + [c.label for c in program.constraints]
@@ -711,9 +716,10 @@ class MetricOptimizer(RateClassifierBase):
         expansion = Expansion(data_fit.groups)
         program = compile_program(objective, constraints, data_fit, expansion)
         self._expansion = expansion.frozen()  # later rows expand into the fitted constraints
-        solver = self._choose_solver(program, "pr_auc" if isinstance(metric, PRAUC) else None,
-                                     decodable=self.estimator is not None  # X may be raw: not read
-                                     or _cells_decodable(program_group_columns(program), data_fit, X_fit))
+        # read by "auto" alone; with estimator= X may be raw, and the oracle is the only choice
+        decodable = (self.solver != "auto" or self.estimator is not None
+                     or _cells_decodable(program_group_columns(program), data_fit, X_fit))
+        solver = self._choose_solver(program, "pr_auc" if isinstance(metric, PRAUC) else None, decodable)
         rng, gen, seed = self._random_streams()
         self._model = self._make_model(X_fit.shape[1], solver)
         # an MLP's first layer, or the weights on x of any linear game (stacked or cross-fitted)

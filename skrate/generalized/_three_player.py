@@ -38,7 +38,7 @@ from ._theta_player import SurrogateTheta
 from ._xi_player import CvxpyXiPlayer, best_response, rate_box
 
 # Rounds between the column-generation checks of a linear problem against the oracle: each is an
-# LP over the candidates and a few oracle calls, and twenty rounds were enough on the benchmarks.
+# LP over the candidates and a few oracle calls; the benchmarks certify within twenty rounds.
 _CERTIFY_EVERY = 10
 # Models column generation may add: each strictly improves the LP, so it ends long before (one to
 # four on the benchmarks); the cap only bounds the time of a degenerate case.

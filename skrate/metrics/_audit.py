@@ -16,9 +16,9 @@ from ..problem._groups import check_row_order
 from ..rates import Expression, Ratio, Slice, as_constraints
 from ..rates._expression import Rate
 from ..utils._validation import check_baseline, check_sample_weight
+from ..utils._warnings import warn
 from ._bootstrap import RateParts, bootstrap_values, percentile_interval
 from ._decisions import DECISIONS, decisions_of, is_stochastic, positive_labels
-from ..utils._warnings import warn
 
 if TYPE_CHECKING:
     import pandas as pd

@@ -71,8 +71,8 @@ def row_uniforms(X: ArrayLike, seed: int = 0) -> np.ndarray:
 
     The same row gets the same number in every call and every process; distinct rows get
     (pseudo-)independent numbers. Numbers are hashed by their float64 bytes, whatever their
-    dtype (-0.0 as 0.0, every NaN alike); other entries (text, categories) by their text. Loops over columns and blocks of rows,
-    never over single rows, and holds no copy of all of ``X``.
+    dtype (-0.0 as 0.0, every NaN alike); other entries (text, categories) by their text. Loops
+    over columns and blocks of rows, never over single rows, and holds no copy of all of ``X``.
 
     A row repeated within ``X`` (discrete features) would otherwise draw the same number every
     time, so all its copies would get the same decision. Its ``k``-th repeat takes the ``k``-th
