@@ -356,11 +356,15 @@ COLUMNS = {
 }
 
 
-def markdown(df: pd.DataFrame) -> str:
-    """A markdown table (floats to 4 decimals)."""
-    fmt = lambda v: f"{v:.4f}" if isinstance(v, float) else str(v)
+def _four_decimals(column: str, v) -> str:
+    return f"{v:.4f}" if isinstance(v, float) else str(v)
+
+
+def markdown(df: pd.DataFrame, cell=_four_decimals) -> str:
+    """A markdown table, each entry written by ``cell(column, value)`` (floats to 4 decimals)."""
     lines = ["| " + " | ".join(df.columns) + " |", "|" + "---|" * len(df.columns)]
-    lines += ["| " + " | ".join(fmt(v) for v in row) + " |" for row in df.itertuples(index=False)]
+    lines += ["| " + " | ".join(cell(c, v) for c, v in zip(df.columns, row)) + " |"
+              for row in df.itertuples(index=False)]
     return "\n".join(lines)
 
 

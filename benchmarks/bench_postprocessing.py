@@ -43,7 +43,7 @@ from sklearn.linear_model import LogisticRegression
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _data import command_line, load_adult, load_compas
-from bench_metrics import timed
+from bench_metrics import _four_decimals, markdown, timed
 
 from skrate import MetricOptimizer
 from skrate.rates import equal_odds, equal_opportunity, statistical_parity
@@ -137,19 +137,9 @@ def run_split(name, split, reps):
 
 
 def _cell(column, v):
-    if not isinstance(v, float):
-        return str(v)
-    if column == "train_error_above_optimum":  # differences near rounding: their magnitude matters
+    if column == "train_error_above_optimum" and isinstance(v, float):  # near rounding: the magnitude matters
         return "0" if v == 0 else f"{v:+.1e}"
-    return f"{v:.4f}"
-
-
-def markdown(df: pd.DataFrame) -> str:
-    cols = list(df.columns)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    for _, r in df.iterrows():
-        lines.append("| " + " | ".join(_cell(c, v) for c, v in zip(cols, r)) + " |")
-    return "\n".join(lines)
+    return _four_decimals(column, v)
 
 
 def main():
@@ -179,7 +169,7 @@ def main():
     for data in df.data.unique():
         for task in TASKS:
             print(f"\n## {data}: {task}\n")
-            print(markdown(df[(df.data == data) & (df.task == task)][cols]))
+            print(markdown(df[(df.data == data) & (df.task == task)][cols], _cell))
 
 
 if __name__ == "__main__":
