@@ -14,7 +14,7 @@ from ._row_order import RowOrderScoreMixin
 from .problem import GroupTable, RateData
 from .problem._groups import check_row_order
 from .solutions import StochasticModel
-from .utils._frames import frame_dtypes, is_frame
+from .utils._frames import check_collected, frame_dtypes, is_frame
 from .utils._validation import _is_numeric, check_baseline, check_label_missing, check_sample_weight, validate_numeric
 from .utils._warnings import warn
 
@@ -106,6 +106,7 @@ class RateClassifierBase(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         return False
 
     def _check_X(self, X, y="no_validation", **kwargs):
+        check_collected(X=X)
         if self._raw_X:
             # a user's estimator may take text, categories and NaN, and refuses what it cannot
             # take itself: only its fit knows (tags guess, e.g. a Pipeline's from its first step)

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from skrate import ConstrainedClassifier, MetricOptimizer
+from skrate import AUCClassifier, ConstrainedClassifier, DROClassifier, MetricOptimizer, TrimmedClassifier
 from skrate.metrics import audit
 
 pl = pytest.importorskip("polars")
@@ -83,3 +83,25 @@ def test_a_text_column_of_a_polars_X_is_refused_by_name():
     columns["s"] = np.where(columns["x2"] > 0, "u", "v")
     with pytest.raises(ValueError, match=r"X has the non-numeric columns \['s'\]"):
         ConstrainedClassifier("ppr <= 0.9").fit(pl.DataFrame(columns), y)
+
+
+@pytest.mark.parametrize("make", [lambda: ConstrainedClassifier(GOAL, random_state=0),
+                                  lambda: MetricOptimizer(metric="f1", random_state=0),
+                                  lambda: AUCClassifier(), lambda: DROClassifier(), lambda: TrimmedClassifier()])
+def test_a_polars_lazyframe_is_refused_by_name(make):
+    # it was refused with numpy's "setting an array element with a sequence"
+    columns, y, groups = _data()
+    X = pl.DataFrame(columns)
+    fit_groups = {"groups": groups} if isinstance(make(), (ConstrainedClassifier, MetricOptimizer)) else {}
+    with pytest.raises(TypeError, match=r"X is a polars LazyFrame.*X\.collect\(\)"):
+        make().fit(X.lazy(), y, **fit_groups)
+    est = make().fit(X, y, **fit_groups)
+    with pytest.raises(TypeError, match=r"X is a polars LazyFrame"):
+        est.predict(X.lazy())
+
+
+def test_lazy_groups_are_refused_by_name():
+    columns, y, groups = _data()
+    X = np.column_stack(list(columns.values()))
+    with pytest.raises(TypeError, match=r"groups is a polars LazyFrame.*groups\.collect\(\)"):
+        ConstrainedClassifier(GOAL, random_state=0).fit(X, y, groups=pl.DataFrame(groups).lazy())

@@ -10,7 +10,7 @@ import numpy as np
 
 from ..exceptions import UndefinedRateError
 from ..rates._slice import RESERVED, Slice
-from ..utils._frames import frame_items, is_frame, is_polars
+from ..utils._frames import check_collected, frame_items, is_frame, is_polars
 from ..utils._validation import missing_entries
 
 
@@ -201,8 +201,8 @@ class GroupTable:
 
     @classmethod
     def from_input(cls, groups, X, n: int) -> "GroupTable":
-        _check_names_given(groups, X, n)
         check_row_order(X, groups=groups)
+        _check_names_given(groups, X, n)
         own: dict = {}
         if groups is None:
             pass
@@ -397,7 +397,11 @@ def check_row_order(X, **columns) -> None:
 
     An ``X`` indexed ``0, 1, ..., n - 1`` (a ``RangeIndex``) has no row labels to check: pandas
     gives that index to every frame built without one, a pipeline step's pandas output made
-    from an array included, whose rows are the array's in its order."""
+    from an array included, whose rows are the array's in its order.
+
+    A polars LazyFrame among them, a query rather than rows, is refused first, naming its
+    keyword (:func:`~skrate.utils._frames.check_collected`)."""
+    check_collected(X=X, **{name: v for name, v in columns.items() if not isinstance(v, dict)})
     if not _is_indexed(X) or _is_default_index(X.index):
         return
     for name, values in columns.items():

@@ -16,7 +16,18 @@ def is_polars(obj) -> bool:
 
 def is_frame(obj) -> bool:
     """Whether ``obj`` is a pandas or a polars DataFrame: named columns, read by name."""
-    return hasattr(obj, "columns") and (hasattr(obj, "iloc") or (is_polars(obj) and hasattr(obj, "iter_columns")))
+    if is_polars(obj):  # a LazyFrame's ``columns`` resolves its query plan, with a warning
+        return hasattr(type(obj), "iter_columns")
+    return hasattr(obj, "columns") and hasattr(obj, "iloc")
+
+
+def check_collected(**inputs) -> None:
+    """Refuse a polars LazyFrame, naming its keyword: it is a query, not data, and scikit-learn's
+    conversion to an array fails on it with a message about sequences."""
+    for name, obj in inputs.items():
+        if is_polars(obj) and hasattr(type(obj), "collect") and not hasattr(type(obj), "iter_columns"):
+            raise TypeError(f"{name} is a polars LazyFrame, a query whose rows are not computed yet; "
+                            f"pass {name}.collect() instead.")
 
 
 def frame_items(frame) -> list[tuple]:

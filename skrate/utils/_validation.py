@@ -9,7 +9,7 @@ import scipy.sparse as sp
 from numpy.typing import ArrayLike
 from sklearn.utils.validation import _check_sample_weight, validate_data
 
-from ._frames import frame_dtypes, is_frame
+from ._frames import check_collected, frame_dtypes, is_frame
 
 
 def _is_numeric(dtype) -> bool:
@@ -73,6 +73,7 @@ def validate_numeric(estimator, X, y="no_validation", *, advice: str = "", **kwa
     asked to be numeric (``y_numeric=True``) naming ``y``. A sparse ``X`` comes back in
     canonical form (:func:`_canonical`)."""
     y_numeric = kwargs.get("y_numeric", False)
+    check_collected(X=X)
     try:
         out = validate_data(estimator, X, y, **kwargs)
     except ValueError as exc:
