@@ -537,12 +537,12 @@ class MetricOptimizer(RateClassifierBase):
     def _takes_raw_X(self) -> bool:
         return self.estimator is not None
 
-    def _plugin_scores(self, X_in, data, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    def _plugin_scores(self, X_in, data, seed: int, rows_given: tuple) -> tuple[np.ndarray, np.ndarray]:
         """``[x, logit eta(x)]`` of the training rows and the oracle's base parameters (weight 1
         on the last column), with ``eta`` a clone of ``estimator`` fitted on the rows ``X_in`` (the
         user's DataFrame as given, column names and dtypes, or the validated array); ``x`` is
         numeric, category and text columns one-hot encoded. ``random_state`` parameters left None
-        are drawn from ``seed``."""
+        are drawn from ``seed``; ``rows_given`` as in :meth:`_folds`."""
         base = seeded(self.estimator, seed)
         est = clone(base)
         frozen = isinstance(est, FrozenEstimator)  # fit is a no-op; it keeps the labels it was fitted on
@@ -570,7 +570,7 @@ class MetricOptimizer(RateClassifierBase):
         if not self._cross_fits_estimator():
             return self._model.augment(X_in, log_odds(est, X_in, positive)), theta
         # out-of-fold log-odds: what the thresholds meet on new rows, not the fit's own optimism
-        z = _out_of_fold(self._folds(X_in, data.y), data.n,
+        z = _out_of_fold(self._folds(X_in, data.y, rows_given), data.n,
                          lambda train, test: log_odds(fit(clone(base), train), _safe_indexing(X_in, test)))
         return self._model.augment(X_in, z), theta
 
@@ -590,12 +590,13 @@ class MetricOptimizer(RateClassifierBase):
     def _cv_text(self) -> str:
         return f"{self.cv!r} (5 folds)" if self.cv == "auto" else repr(self.cv)
 
-    def _out_of_fold_logistic(self, X, data, theta_full: np.ndarray) -> tuple | None:
+    def _out_of_fold_logistic(self, X, data, theta_full: np.ndarray, rows_given: tuple) -> tuple | None:
         """``[x, z]`` with ``z`` each row's log-odds under the built-in logistic regression fitted
         on the other ``cv`` folds (each fit started from ``theta_full``, the fit on all rows), and
         the oracle's base parameters (weight 1 on ``z``); None when ``cv="auto"`` cannot give
-        every fold both classes (a class of a few rows), which then uses the in-sample scores."""
-        folds = self._folds(X, data.y, strict=self.cv != "auto")
+        every fold both classes (a class of a few rows), which then uses the in-sample scores;
+        ``rows_given`` as in :meth:`_folds`."""
+        folds = self._folds(X, data.y, rows_given, strict=self.cv != "auto")
         if folds is None:
             return None
         design = Design(X).X
@@ -606,15 +607,17 @@ class MetricOptimizer(RateClassifierBase):
 
         return with_score(design, _out_of_fold(folds, data.n, score)), score_threshold(X.shape[1])
 
-    def _folds(self, X, y01: np.ndarray, strict: bool = True) -> list | None:
+    def _folds(self, X, y01: np.ndarray, rows_given: tuple, strict: bool = True) -> list | None:
         """The ``cv`` splits, each training fold holding both classes; when they cannot be made,
-        an error naming ``cv``, or None if not ``strict``."""
+        an error naming ``cv``, or None if not ``strict``. ``rows_given`` is ``(n, kept)``, the
+        number of rows given to fit and the positions of those kept (None: all), by which
+        explicit splits, numbering the rows as given, are renumbered."""
         try:
             # a class smaller than the folds is handled below
             cv = self._cv()
             with contextlib.nullcontext() if strict else ignoring(UserWarning):
                 splits = list(check_cv(cv, y01, classifier=True).split(X, y01))
-            n_given, kept = self._rows_given
+            n_given, kept = rows_given
             if kept is not None and (isinstance(cv, PredefinedSplit) or not (
                     isinstance(cv, Integral) or hasattr(cv, "split"))):
                 # explicit (train, test) splits index the rows as given, those of weight 0 included
@@ -681,10 +684,7 @@ class MetricOptimizer(RateClassifierBase):
         self : MetricOptimizer
         """
         with unfitted_on_error(self):  # a failed (re)fit leaves no mix of old and new state
-            try:
-                return self._fit(X, y, groups=groups, sample_weight=sample_weight, baseline=baseline)
-            finally:
-                vars(self).pop("_rows_given", None)  # the fit's own: not carried in the model
+            return self._fit(X, y, groups=groups, sample_weight=sample_weight, baseline=baseline)
 
     def _fit(self, X, y, *, groups=None, sample_weight=None, baseline=None):
         X_raw = X
@@ -697,7 +697,7 @@ class MetricOptimizer(RateClassifierBase):
                                  "columns in a DataFrame, whose dtypes mark them.") from exc
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
         # explicit cv splits number the rows as given: kept to renumber them
-        self._rows_given = (data.n, data.weighted_rows())
+        rows_given = (data.n, data.weighted_rows())
         data, X, X_raw = self._drop_weightless(data, X, X_raw)
         # the built-in models play on offset columns centred and columns in extreme units divided
         # by powers of two; every parameter handed out (candidates_, the callback's) is folded
@@ -740,14 +740,14 @@ class MetricOptimizer(RateClassifierBase):
         if self.estimator is not None:  # the game plays on [x, logit eta(x)]
             # the seed comes from rng, not gen, so the game's draws do not depend on the estimator
             X_fit, theta_eta = self._plugin_scores(X_raw if is_frame(X_raw) else X, data,
-                                                   rng.randint(np.iinfo(np.int32).max))
+                                                   rng.randint(np.iinfo(np.int32).max), rows_given)
         elif uses_oracle or (self.init == "logistic" and isinstance(self._model, LinearModel)):
             theta_eta = fit_logistic(X, data.y, data.sample_weight, self.alpha)
         # the built-in logistic regression cross-fitted like an estimator: the oracle plays on
         # [x, out-of-fold log-odds], and the answers fold back into linear models of x below
         cross_fit = uses_oracle and self.estimator is None and self._cv(cross_fit_builtin=not constraints) is not None
         eta_full = theta_eta
-        folded = self._out_of_fold_logistic(X, data, eta_full) if cross_fit else None
+        folded = self._out_of_fold_logistic(X, data, eta_full, rows_given) if cross_fit else None
         cross_fit = folded is not None
         if cross_fit:
             X_fit, theta_eta = folded
