@@ -478,7 +478,7 @@ class ConstrainedClassifier(RateClassifierBase):
             # the game plays on offset columns centred and columns in extreme units divided by powers
             # of two; its parameters are folded back, so the model, candidates_ and callback all
             # speak of X
-            transform = input_scale(X)
+            transform = input_scale(X, data.sample_weight)
             X_game = scaled_input(X, transform)
             traj = solve_rate_game(
                 problem, self._model, X_game[train] if held is not None else X_game, solver=self.solver,

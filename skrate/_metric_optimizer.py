@@ -702,7 +702,7 @@ class MetricOptimizer(RateClassifierBase):
         # the built-in models play on offset columns centred and columns in extreme units divided
         # by powers of two; every parameter handed out (candidates_, the callback's) is folded
         # back onto X
-        transform = input_scale(X) if self.estimator is None else None
+        transform = input_scale(X, data.sample_weight) if self.estimator is None else None
         X = scaled_input(X, transform)
         metric = _as_loss(self.metric)
         constraints = stated = as_metric_constraints(self.constraints)

@@ -627,6 +627,32 @@ def test_a_row_of_weight_zero_is_a_row_dropped(kind):
     assert not any("group=1" in str(c) for c in weighted.constraints_)
 
 
+@pytest.mark.parametrize("kind", ["constrained", "metric"])
+def test_integer_weights_scale_the_inputs_as_repeated_rows(kind):
+    # the built-in models' column scale was read from unweighted moments: a column near 100 on
+    # most rows and 8000 on a tenth of them, weighted 20, scaled by 2048 weighted and by 8192
+    # repeated, and the two fits differed by up to 1 in probability
+    from skrate import MetricOptimizer
+    from skrate.models import input_scale
+
+    rng = np.random.default_rng(0)
+    n = 300
+    g = rng.integers(0, 2, n)
+    big = rng.uniform(size=n) < 0.1
+    X = np.column_stack([rng.normal(size=n), np.where(big, 8000.0, 100.0) * (1 + 0.1 * rng.normal(size=n))])
+    y = (X[:, 0] + 0.5 * big + rng.normal(size=n) > 0).astype(int)
+    w = np.where(big, 20, 1)
+    rep = np.repeat(np.arange(n), w)
+    assert input_scale(X, w.astype(float))[1][1] == input_scale(X[rep])[1][1]
+    make = {"constrained": lambda: ConstrainedClassifier("tpr[group] >= tpr - 0.05", max_iter=200, random_state=0),
+            "metric": lambda: MetricOptimizer("g_mean", solver="three_player", max_iter=200, random_state=0)}[kind]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        weighted = make().fit(X, y, groups=g, sample_weight=w)
+        repeated = make().fit(X[rep], y[rep], groups=g[rep])
+    np.testing.assert_allclose(weighted.candidates_, repeated.candidates_, rtol=1e-9, atol=1e-9)
+
+
 def test_weight_zero_rows_are_checked_before_they_are_dropped():
     from sklearn.model_selection import PredefinedSplit
 

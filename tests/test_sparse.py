@@ -127,6 +127,21 @@ def test_input_scale_of_sparse_columns_matches_dense_and_stays_sparse():
     np.testing.assert_array_equal(sparse[1], dense[1])
 
 
+def test_weighted_input_scale_of_sparse_columns_matches_dense_and_repeated_rows():
+    rng = np.random.default_rng(2)
+    X = _data(n=400)[0]
+    X[:, 1] += 1e3  # an offset column
+    X[:, 2] *= 1e4  # out of band
+    X[X[:, 0] < -0.5, 3] = 0.0  # sparse zeros
+    w = rng.integers(1, 5, X.shape[0])
+    rep = np.repeat(np.arange(X.shape[0]), w)
+    dense, sparse = input_scale(X, w.astype(float)), input_scale(sp.csr_matrix(X), w.astype(float))
+    repeated = input_scale(X[rep])
+    for got in (dense, sparse):
+        np.testing.assert_allclose(got[0], repeated[0], rtol=1e-12)
+        np.testing.assert_array_equal(got[1], repeated[1])
+
+
 def test_sparse_rows_hash_in_one_pass_per_column(monkeypatch):
     # wide sparse X (text features) was densified in blocks of 2**20 / n_features rows, each
     # hashed column by column: n * d^2 / 2**20 array operations (95 s for 5000 x 50000)

@@ -29,9 +29,18 @@ def column_peaks(X: np.ndarray | sp.spmatrix) -> np.ndarray:
     return np.abs(X).max(axis=0)
 
 
-def column_offsets(X: np.ndarray | sp.spmatrix, peak: np.ndarray | None = None) -> np.ndarray:
+def _row_shares(sample_weight: np.ndarray | None, n: int) -> np.ndarray:
+    """Each row's share of the total weight (``1 / n`` each without weights): moments taken with
+    them treat a weight ``k`` as ``k`` repeated rows."""
+    if sample_weight is None:
+        return np.full(n, 1.0 / n)
+    return np.asarray(sample_weight, dtype=float) / np.sum(sample_weight)
+
+
+def column_offsets(X: np.ndarray | sp.spmatrix, peak: np.ndarray | None = None,
+                   sample_weight: np.ndarray | None = None) -> np.ndarray:
     """The mean of every column of ``X`` whose mean exceeds four standard deviations in
-    magnitude, 0 for the other columns.
+    magnitude, 0 for the other columns; means and deviations weighted by ``sample_weight``.
 
     Such a column holds few zeros, if any: a zero lies over four standard deviations from the
     mean, so under 1/17 of its entries can be 0. Shifting it in a sparse ``X``
@@ -43,6 +52,8 @@ def column_offsets(X: np.ndarray | sp.spmatrix, peak: np.ndarray | None = None) 
         Finite inputs.
     peak : ndarray of shape (n_features,), default=None
         The largest magnitude of every column, when already known.
+    sample_weight : ndarray of shape (n_samples,), default=None
+        Positive row weights (None: equal).
 
     Returns
     -------
@@ -55,19 +66,23 @@ def column_offsets(X: np.ndarray | sp.spmatrix, peak: np.ndarray | None = None) 
         peak = column_peaks(X)
     # the moments of X * 2**-top, in (-1, 1) exactly: no overflow for columns near the float limit
     _, top = np.frexp(np.where(peak > 0, peak, 1.0))
+    share = _row_shares(sample_weight, X.shape[0])
     if sp.issparse(X):
         unit = sp.csc_matrix(X @ sp.diags(np.ldexp(1.0, -top)))
-        n = unit.shape[0]
-        mean = np.asarray(unit.sum(axis=0)).ravel() / n
+        mean = share @ unit
         # two passes, as the dense std: E[x^2] - mean^2 cancels to 0 for a spread under 1e-8
         # of the mean; the stored entries' deviations, then the zeros' (each -mean)
         stored = np.diff(unit.indptr)
-        dev = unit.data - np.repeat(mean, stored)
-        sd = np.sqrt((np.bincount(np.repeat(np.arange(unit.shape[1]), stored), weights=dev**2,
-                                  minlength=unit.shape[1]) + (n - stored) * mean**2) / n)
+        columns = np.repeat(np.arange(unit.shape[1]), stored)
+        dev = unit.data - mean[columns]
+        w = share[unit.indices]
+        zeros = 1.0 - np.bincount(columns, weights=w, minlength=unit.shape[1])
+        sd = np.sqrt(np.bincount(columns, weights=w * dev**2, minlength=unit.shape[1])
+                     + np.clip(zeros, 0.0, None) * mean**2)
     else:
         unit = np.ldexp(X, -top)
-        mean, sd = unit.mean(axis=0), unit.std(axis=0)
+        mean = share @ unit
+        sd = np.sqrt(share @ (unit - mean) ** 2)
     shifted = (sd > 0) & (np.abs(mean) > _OFFSET * sd)
     shift[shifted] = np.ldexp(mean[shifted], top[shifted])
     return shift
@@ -88,7 +103,8 @@ def shifted_columns(X: np.ndarray | sp.spmatrix, shift: np.ndarray) -> np.ndarra
     return out
 
 
-def input_scale(X: np.ndarray | sp.spmatrix) -> tuple[np.ndarray, np.ndarray] | None:
+def input_scale(X: np.ndarray | sp.spmatrix,
+                sample_weight: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray] | None:
     """Per-column shifts and divisors for the game solvers' model inputs, or None when no column
     needs one: the game plays on ``(X - shift) / scale`` (see :func:`scaled_input`).
 
@@ -97,12 +113,15 @@ def input_scale(X: np.ndarray | sp.spmatrix) -> tuple[np.ndarray, np.ndarray] | 
     whose largest magnitude (after the shift) is outside ``[2**-2, 2**5]`` (and not 0) is
     divided by the power of two nearest its root mean square; every other column by 1.
     Division by a power of two is exact, so a column rescaled by a power of two alone is fitted
-    exactly as before.
+    exactly as before. Means, deviations and root mean squares weigh the rows by
+    ``sample_weight``, so that a weight ``k`` scales as ``k`` repeated rows do.
 
     Parameters
     ----------
     X : {ndarray, sparse matrix} of shape (n_samples, n_features)
         Finite training inputs.
+    sample_weight : ndarray of shape (n_samples,), default=None
+        Positive row weights (None: equal).
 
     Returns
     -------
@@ -114,7 +133,7 @@ def input_scale(X: np.ndarray | sp.spmatrix) -> tuple[np.ndarray, np.ndarray] | 
         return None
     peak = column_peaks(X)
     _, top = np.frexp(np.where(peak > 0, peak, 1.0))
-    shift = column_offsets(X, peak)
+    shift = column_offsets(X, peak, sample_weight)
     shifted = shift != 0
     if shifted.any():
         peak[shifted] = column_peaks(shifted_columns(X[:, shifted], shift[shifted]))
@@ -123,11 +142,12 @@ def input_scale(X: np.ndarray | sp.spmatrix) -> tuple[np.ndarray, np.ndarray] | 
     if not (out.any() or shift.any()):
         return None
     Xo = shifted_columns(X[:, out], shift[out])
+    share = _row_shares(sample_weight, X.shape[0])
     if sp.issparse(Xo):
         unit = Xo @ sp.diags(np.ldexp(1.0, -top[out]))
-        rms = np.sqrt(np.asarray(unit.multiply(unit).mean(axis=0)).ravel())
+        rms = np.sqrt(share @ unit.multiply(unit))
     else:
-        rms = np.sqrt(np.mean(np.ldexp(Xo, -top[out]) ** 2, axis=0))
+        rms = np.sqrt(share @ np.ldexp(Xo, -top[out]) ** 2)
     scale = np.ones(X.shape[1])
     # within the normal range, so that the divisor and its inverse are finite powers of two
     scale[out] = np.ldexp(1.0, np.clip(top[out] + np.round(np.log2(rms)).astype(int), -1021, 1023))
