@@ -132,7 +132,9 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         scores, so that ``decision_function > 0`` exactly when ``predict_proba > 1/2``. It
         does not change the ranking, hence not the AUC.
     n_iter_ : int
-        Passes over the data made by the last ``fit`` (1 for ``"exact"``, rounded up).
+        Passes over the data made by the last ``fit`` (1 for ``"exact"``, rounded up), or 1
+        after a ``partial_fit`` call (one pass over its chunk), as in scikit-learn's
+        ``SGDClassifier``.
     n_features_in_ : int
         Number of features seen in ``fit``.
     feature_names_in_ : ndarray of str
@@ -151,6 +153,9 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
 
     Notes
     -----
+    Every (positive, negative) pair weighs the same, so ``fit`` takes no ``sample_weight``;
+    an integer weight ``k`` can be given as ``k`` copies of the row (``np.repeat``).
+
     So that ``partial_fit`` can refit the calibration as the stream goes on, the fitted model
     keeps a uniform sample of at most 2000 of the rows it was trained on (``fit`` and
     ``partial_fit`` alike), features and labels, and a pickle of it carries them. Where the
@@ -226,6 +231,12 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         given. ``known``: the classes a stream's first call checked."""
         if known and np.isin(y, classes).all():  # a later chunk of a stream: nothing to infer
             return classes, (y == classes[1]).astype(np.int8)
+        if classes is not None and type_of_target(y, input_name="y") != "continuous":
+            # named first: a label beside both classes would read as a multiclass target
+            unknown = np.setdiff1d(np.unique(y), classes)
+            if unknown.size:
+                raise ValueError(f"y contains labels {unknown.tolist()} not in classes "
+                                 f"{classes.tolist()}.")
         y_type = type_of_target(y, input_name="y")
         if y_type != "binary":
             check_classification_targets(y)  # scikit-learn's error for a continuous target
@@ -237,11 +248,6 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
                 raise ValueError(
                     "AUCClassifier needs examples of both classes to rank positives above "
                     f"negatives; y contains only one class: {classes.tolist()}.")
-        else:
-            unknown = np.setdiff1d(np.unique(y), classes)
-            if unknown.size:
-                raise ValueError(f"y contains labels {unknown.tolist()} not in classes "
-                                 f"{classes.tolist()}.")
         return classes, (y == classes[1]).astype(np.int8)
 
     def _validate(self, X, y, reset: bool):

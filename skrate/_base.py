@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
-from sklearn.utils import _safe_indexing, check_random_state, get_tags
+from sklearn.utils import check_random_state, get_tags
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -79,17 +79,16 @@ class RateClassifierBase(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         return RateData(y01, weights, GroupTable.from_input(groups, X_raw, X.shape[0]),
                         check_baseline(baseline, self.classes_, X.shape[0]))
 
-    @staticmethod
-    def _drop_weightless(data: RateData, *rows):
-        """``data`` and each of ``rows`` (X, a mask; None passes) without the rows of weight 0.
-
-        As scikit-learn has it, a row of weight 0 is a row dropped: it must not name a group
-        value that constraints then expand over, land on the held-out side of a split, or reach a
-        user's estimator, which need not read weights as counts."""
-        kept = data.weighted_rows()
-        if kept is None:
-            return (data, *rows)
-        return (data.take(kept), *(None if r is None else _safe_indexing(r, kept) for r in rows))
+    def _without_weightless(self, data: RateData, *rows) -> tuple:
+        """``data.without_weightless(*rows)``, refusing a class that only rows of weight 0 hold:
+        with them dropped, y holds one class, which ``fit`` refuses for any y."""
+        out = data.without_weightless(*rows)
+        held = np.unique(out[0].y)
+        if held.size < 2:
+            raise ValueError(f"Every row of class {self.classes_.tolist()[1 - int(held[0])]!r} has sample_weight 0, and a row "
+                             "of weight 0 is a row dropped: the weighted rows hold one class only. Binary "
+                             "classification needs rows of both classes with positive weight.")
+        return out
 
     def _random_streams(self) -> tuple[np.random.RandomState, np.random.Generator, int]:
         """``random_state`` as a RandomState, the game's generator drawn from it, and the seed of

@@ -394,7 +394,7 @@ class ConstrainedClassifier(RateClassifierBase):
         self._expand_keys = {k for c in constraints for k in c.expand_keys}  # read by reports, not the parameter
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline, validation_mask=validation_mask)
         # checked on the rows as given, before those of weight 0 go
-        data, X, mask = self._drop_weightless(data, X, self._check_mask(validation_mask, data.n))
+        data, X, mask = self._without_weightless(data, X, self._check_mask(validation_mask, data.n))
         _, gen, seed = self._random_streams()
         check_goal_columns(objective, constraints, data)
         train, held = self._split(data, constraints, mask, gen)

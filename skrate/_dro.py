@@ -435,6 +435,14 @@ class DROClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseDRO):
                     f"DROClassifier needs samples of at least 2 classes in y; got only one "
                     f"class: {classes[0]}."
                 )
+            if sample_weight is not None:
+                sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+                weighted = np.unique(y_idx[sample_weight > 0])
+                if weighted.size < 2:  # a row of weight 0 is a row removed
+                    raise ValueError(
+                        f"DROClassifier needs samples of at least 2 classes of positive sample_weight; the rows "
+                        f"of positive weight hold only class {classes.tolist()[weighted[0]]!r} (a row of weight 0 is a "
+                        "row removed).")
             if classes.size == 2:
                 W, b = self._solve(X, y_idx.astype(np.float64), "logistic", 1, sample_weight,
                                    scale_target=False)

@@ -698,7 +698,7 @@ class MetricOptimizer(RateClassifierBase):
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline)
         # explicit cv splits number the rows as given: kept to renumber them
         rows_given = (data.n, data.weighted_rows())
-        data, X, X_raw = self._drop_weightless(data, X, X_raw)
+        data, X, X_raw = self._without_weightless(data, X, X_raw)
         # the built-in models play on offset columns centred and columns in extreme units divided
         # by powers of two; every parameter handed out (candidates_, the callback's) is folded
         # back onto X

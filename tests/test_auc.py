@@ -539,6 +539,11 @@ def test_partial_fit_one_example_at_a_time():
     assert roc_auc_score(y, clf.decision_function(X)) > 0.8
     with pytest.raises(ValueError, match="not in classes"):
         clf.partial_fit(X[:2], np.array([0, 2]))
+    # beside both classes, a new label was refused as "a multiclass target"
+    with pytest.raises(ValueError, match=r"y contains labels \[5\] not in classes \[0, 1\]"):
+        clf.partial_fit(X[:3], np.array([0, 1, 5]))
+    with pytest.raises(ValueError, match=r"y contains labels \[5\] not in classes \[0, 1\]"):
+        AUCClassifier().partial_fit(X[:3], np.array([0, 1, 5]), classes=[0, 1])
 
 
 def test_partial_fit_rejects_more_than_two_classes_and_stays_unfitted():

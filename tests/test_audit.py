@@ -88,6 +88,30 @@ def test_rates_match_direct_computation(weighted):
         assert np.isnan(r.value_low) and np.isnan(r.value_high)
 
 
+def test_rows_of_weight_zero_are_left_out_as_in_fit():
+    # a group value held only by rows of weight 0 got rows of NaN and a NaN constraint with a
+    # warning, and counts included rows of weight 0
+    X, y, g = _data()
+    clf = LogisticRegression().fit(X, y)
+    g = g.copy()
+    g["race"] = g["race"].astype(object)
+    w = np.random.default_rng(2).uniform(0.5, 2.0, len(y))
+    g.loc[5, "race"], w[5] = "other", 0.0
+    w[[10, 20, 30]] = 0.0
+    keep = w > 0
+    spec = "tpr[race] >= tpr - 0.05"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        weighted = audit(clf, X, y, groups=g, sample_weight=w, constraints=spec, n_bootstrap=0)
+    dropped = audit(clf, X[keep], y[keep], groups=g[keep].reset_index(drop=True), sample_weight=w[keep],
+                    constraints=spec, n_bootstrap=0)
+    pd.testing.assert_frame_equal(pd.DataFrame(weighted), pd.DataFrame(dropped))
+    assert "other" not in set(pd.DataFrame(weighted)["group"])
+    assert weighted.attrs["n_samples"] == keep.sum()
+    assert "weighted by sample_weight (4 of weight 0 left out)" in str(weighted)
+    assert "weighted" not in str(audit(clf, X, y, groups=g, n_bootstrap=0)).splitlines()[0]
+
+
 def test_stochastic_estimator_is_audited_in_expectation():
     X, y, g = _data(1500)
     clf = ConstrainedClassifier("tpr[race] >= tpr - 0.05", max_iter=200, random_state=0).fit(X, y, groups=g)
@@ -702,8 +726,8 @@ def test_a_constraint_undefined_on_rows_of_its_slice_is_warned_of(how):
     in_c = (g.race == "c").to_numpy()
     if how == "no positives":
         y[in_c] = 0
-    else:
-        weight[in_c] = 0.0
+    else:  # its positives weigh 0; a group all of weight 0 is no group (rows dropped, as in fit)
+        weight[in_c & (y == 1)] = 0.0
     clf = LogisticRegression().fit(X, y)
     with pytest.warns(UserWarning, match=r"audit: 1 constraint\(s\) are undefined on these rows, reported as "
                                          r"NaN.*\['tpr\[race=c\] >= tpr - 0.1'\]"):

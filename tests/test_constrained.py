@@ -653,6 +653,43 @@ def test_integer_weights_scale_the_inputs_as_repeated_rows(kind):
     np.testing.assert_allclose(weighted.candidates_, repeated.candidates_, rtol=1e-9, atol=1e-9)
 
 
+@pytest.mark.parametrize("kind", ["constrained", "metric", "dro"])
+def test_a_class_only_rows_of_weight_zero_hold_is_refused(kind):
+    # with those rows dropped one class is left: ConstrainedClassifier fitted it silently and
+    # predicted 0 everywhere, DROClassifier fitted a one-class problem
+    from skrate import DROClassifier, MetricOptimizer
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 2))
+    y = np.where(X[:, 0] > 0, "yes", "no")
+    w = np.where(y == "yes", 0.0, 1.0)
+    make = {"constrained": lambda: ConstrainedClassifier(max_iter=50, random_state=0),
+            "metric": lambda: MetricOptimizer("g_mean", random_state=0), "dro": lambda: DROClassifier()}[kind]
+    with pytest.raises(ValueError, match=r"'yes' has sample_weight 0|hold only class 'no'"):
+        make().fit(X, y, sample_weight=w)
+    w[np.flatnonzero(y == "yes")[0]] = 1.0  # one weighted row of the class: fitted
+    assert make().fit(X, y, sample_weight=w).classes_.tolist() == ["no", "yes"]
+
+
+def test_weights_are_read_as_float64_and_checked_in_score():
+    # float32 weights summed in float32 (candidates 1e-5 apart from the same float64 weights);
+    # score took negative weights; text weights failed with numpy's message
+    from skrate import DROClassifier
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(200, 2))
+    y = (X[:, 0] + rng.normal(size=200) > 0).astype(int)
+    w = rng.uniform(0.1, 3.0, 200).astype(np.float32)
+    make = lambda: ConstrainedClassifier("tpr >= 0.8", max_iter=100, random_state=0)  # noqa: E731
+    single = make().fit(X, y, sample_weight=w)
+    np.testing.assert_array_equal(single.candidates_, make().fit(X, y, sample_weight=w.astype(float)).candidates_)
+    for est in (single, DROClassifier().fit(X, y)):
+        with pytest.raises(ValueError, match=r"sample_weight has negative entries"):
+            est.score(X, y, sample_weight=-np.ones(200))
+    with pytest.raises(ValueError, match=r"sample_weight must hold numbers"):
+        make().fit(X, y, sample_weight=np.array(["a"] * 200))
+
+
 def test_weight_zero_rows_are_checked_before_they_are_dropped():
     from sklearn.model_selection import PredefinedSplit
 

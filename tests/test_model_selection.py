@@ -256,6 +256,26 @@ def test_tradeoff_curve_scores_with_the_fit_weights():
         assert curve[f"{split}_error"].item() == pytest.approx(error)
 
 
+def test_tradeoff_curve_drops_rows_of_weight_zero_as_fit_does():
+    # a group value held only by a row of weight 0 was expanded over: the train violation NaN
+    X, y, g = _data(500)
+    race = g["race"].copy()
+    w = np.ones(500)
+    race[5], w[5] = "c", 0.0
+    w[[10, 20, 30]] = 0.0
+    keep = w > 0
+    est = ConstrainedClassifier(max_iter=100, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        weighted = tradeoff_curve(est, X, y, groups={"race": race}, sample_weight=w, constraints=TEMPLATE,
+                                  slacks=[0.05], test_size=None)
+    dropped = tradeoff_curve(est, X[keep], y[keep], groups={"race": race[keep]}, sample_weight=w[keep],
+                             constraints=TEMPLATE, slacks=[0.05], test_size=None)
+    columns = ["train_error", "train_violation", "train_gap", "feasible"]
+    assert np.isfinite(weighted["train_violation"]).all()
+    pd.testing.assert_frame_equal(weighted[columns], dropped[columns])
+
+
 def test_tradeoff_curve_traces_churn_against_a_baseline():
     X, y, g = _data(600)
     labels = np.where(y == 1, "yes", "no")

@@ -1,5 +1,7 @@
 """Rate and violation scorers: values, signs, and groups routed through cross_validate and GridSearchCV."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
@@ -181,6 +183,28 @@ def test_scorers_refuse_negative_weights_as_fit_and_audit_do():
     for scorer in (make_violation_scorer("tpr >= 0.9"), make_rate_scorer("tpr")):
         with pytest.raises(ValueError, match=r"sample_weight has negative entries \(smallest -1, row 5\)"):
             scorer(clf, X, y, sample_weight=w)
+
+
+def test_rows_of_weight_zero_are_rows_dropped_in_every_scorer():
+    # a group value held only by a row of weight 0 was expanded over: its constraint undefined,
+    # the violation scored NaN (kld_fairness raised), where fit and the reports drop the row
+    from skrate.generalized import kld_fairness
+    from skrate.metrics import make_metric_scorer
+
+    X, y, g = _data(400)
+    clf = LogisticRegression().fit(X, y)
+    race = g["race"].to_numpy().copy()
+    w = np.ones(400)
+    race[5], w[5] = "c", 0.0
+    w[[10, 20, 30]] = 0.0
+    keep = w > 0
+    for scorer in (make_violation_scorer("tpr[race] >= tpr - 0.05"), make_violation_scorer(kld_fairness("race", 0.01)),
+                   make_rate_scorer("tpr[race=a]"), make_metric_scorer("f1")):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # no "undefined" warning either
+            weighted = scorer(clf, X, y, groups={"race": race}, sample_weight=w)
+        dropped = scorer(clf, X[keep], y[keep], groups={"race": race[keep]})
+        assert np.isfinite(weighted) and weighted == pytest.approx(dropped, rel=1e-12, abs=1e-15)
 
 
 def test_scorers_take_baseline_class_labels_as_fit_does():

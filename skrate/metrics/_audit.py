@@ -114,7 +114,9 @@ def audit(
         expand to one constraint per value these rows hold. A constraint naming a value no row
         holds (``fpr[race=Asian]`` on a batch without it) is reported as NaN, with a warning.
     sample_weight : array-like of shape (n_samples,), default=None
-        Weights of the rows in every rate; negative weights are refused.
+        Weights of the rows in every rate; negative weights are refused. A row of weight 0 is
+        left out, as in ``fit``: a group value only such rows hold gets no rows of its own, and
+        ``count`` does not count them.
     baseline : array-like of shape (n_samples,), default=None
         A baseline model's decisions, for churn, wins and losses constraints: 0/1, or labels
         of the estimator's ``classes_`` (e.g. ``old_model.predict(X)``), as in ``fit``.
@@ -200,7 +202,8 @@ def audit(
     if not np.all(np.isfinite(p)):
         raise ValueError(f"{type(estimator).__name__} returned non-finite predictions on X.")
 
-    data = RateData(y01, weights, table, baseline)
+    # as in fit, a row of weight 0 is a row dropped: no group value or count of its own
+    data, p = RateData(y01, weights, table, baseline).without_weightless(p)
     cells = _cells(data.groups, table.given)
     cons = expand_constraints(as_constraints(constraints), data.groups)
     absent = {str(con): a for con in cons if (a := absent_values(con.rates, data.groups))}
@@ -262,13 +265,13 @@ def audit(
         undefined: list[str] = []
         for con in cons:
             if str(con) in absent:
-                records.append({"attribute": CONSTRAINT, "group": str(con), "metric": CONSTRAINT, "count": n})
+                records.append({"attribute": CONSTRAINT, "group": str(con), "metric": CONSTRAINT, "count": data.n})
                 continue
             m = at[str(con)]
             if np.isnan(lhs[m]) or np.isnan(rhs[m]):
                 undefined.append(str(con))
             records.append({
-                "attribute": CONSTRAINT, "group": str(con), "metric": CONSTRAINT, "count": n,
+                "attribute": CONSTRAINT, "group": str(con), "metric": CONSTRAINT, "count": data.n,
                 "value": lhs[m], "bound": rhs[m], "violation": constraint_violation(con, lhs[m], rhs[m]),
                 "violation_low": low[m], "violation_high": high[m],
             })
@@ -280,7 +283,8 @@ def audit(
     from ._report import AuditFrame
 
     out = AuditFrame.wrap(frame)
-    out.attrs.update({"estimator": type(estimator).__name__, "n_samples": n, "n_bootstrap": n_bootstrap,
+    out.attrs.update({"estimator": type(estimator).__name__, "n_samples": data.n, "weighted": sample_weight is not None,
+                      "n_weightless": n - data.n, "n_bootstrap": n_bootstrap,
                       "confidence_level": confidence_level,
                       "decisions": decisions if decisions != "auto" else
                       ("expected" if is_stochastic(estimator) else "predict")})

@@ -51,6 +51,9 @@ def audit_tables(frame: pd.DataFrame) -> list[tuple[str, list[str], list[list[st
 def _caption(frame: pd.DataFrame) -> str:
     a = frame.attrs
     text = f"Audit of {a.get('estimator', 'a classifier')} on {a.get('n_samples', '?')} rows"
+    if a.get("weighted"):
+        left = a.get("n_weightless", 0)
+        text += f" weighted by sample_weight ({left} of weight 0 left out)" if left else " weighted by sample_weight"
     text += " (rates in expectation over its randomised predictions)" if a.get("decisions") == "expected" else ""
     if a.get("n_bootstrap"):
         text += f"; [{100 * a['confidence_level']:g}% bootstrap intervals, {a['n_bootstrap']} resamples]"

@@ -38,13 +38,16 @@ def _binary(y_true, y_pred) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _rate_data(y_true, y_pred, groups, sample_weight, baseline) -> tuple[RateData, np.ndarray]:
-    """The rows' RateData and the decisions ``y_pred`` as 0/1 (or probabilities of 1)."""
+    """The rows' RateData and the decisions ``y_pred`` as 0/1 (or probabilities of 1), the rows
+    of weight 0 dropped."""
     y, p = _binary(y_true, y_pred)
     n = y.shape[0]
     table = groups if isinstance(groups, GroupTable) else GroupTable.from_input(groups, None, n)
     weights = check_sample_weight(sample_weight, n)  # negative weights refused, as in fit and audit
     # Decisions here are 0/1; a scorer has already mapped label baselines with the estimator's classes_.
-    return RateData(y, weights, table, check_baseline(baseline, np.array([0, 1]), n)), p
+    data = RateData(y, weights, table, check_baseline(baseline, np.array([0, 1]), n))
+    # as in fit: a group value held only by rows of weight 0 is no slice to expand over
+    return data.without_weightless(p)
 
 
 def _undefined(metric, exc: UndefinedRateError) -> float:

@@ -107,7 +107,8 @@ def _score(est, X, y, groups, sample_weight, baseline, cons, strict, decisions,
     p = decisions_of(est, X, decisions)
     n = p.shape[0]
     weights = np.ones(n) if sample_weight is None else sample_weight
-    data = RateData(positive_labels(est, y), weights, GroupTable.from_input(groups, X, n), baseline)
+    data, p = RateData(positive_labels(est, y), weights, GroupTable.from_input(groups, X, n),
+                       baseline).without_weightless(p)
     error = evaluate_term(error_rate(), data, p)
     (violation, undefined), (gap, undefined_gap) = (_largest_violation(c, data, p, fitted) for c in (cons, strict))
     return [error, violation, gap], undefined + undefined_gap
@@ -148,6 +149,8 @@ def _fit_one(estimator, param, slack, spec, strict, train, test, decisions):
     fit_time = time.perf_counter() - start
     cons = as_metric_constraints(spec)
     fitted = GroupTable.from_input(g_tr, X_tr, _num_samples(X_tr))
+    if w_tr is not None and not np.all(w_tr > 0):  # the fit drops them: their values are not fitted
+        fitted = fitted.take(np.flatnonzero(w_tr > 0))
     row = {"slack": slack, "feasible": _feasible(est), "fit_time": fit_time}
     undefined = {}
     for name, part in (("train", train), ("test", test)):

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils import _safe_indexing
 
 from ..exceptions import UndefinedRateError
 from ..rates import Constraint, Expression
@@ -44,6 +45,18 @@ class RateData:
         """The rows of positive weight, or None when every row has one: a row of weight 0 is a
         row dropped, as scikit-learn has it."""
         return None if self.sample_weight.all() else np.flatnonzero(self.sample_weight > 0)
+
+    def without_weightless(self, *rows) -> tuple:
+        """These data and each of ``rows`` (X, decisions, a mask; None passes) without the rows
+        of weight 0.
+
+        As scikit-learn has it, a row of weight 0 is a row dropped: it must not name a group
+        value that constraints then expand over, land on the held-out side of a split, or reach a
+        user's estimator, which need not read weights as counts."""
+        kept = self.weighted_rows()
+        if kept is None:
+            return (self, *rows)
+        return (self.take(kept), *(None if r is None else _safe_indexing(r, kept) for r in rows))
 
 
 def _coefficients(kind: str, y, b):

@@ -111,7 +111,12 @@ def check_sample_weight(sample_weight, n: int) -> np.ndarray:
     of two of that entry, exactly: rates, shares of the total weight, are unchanged, and the
     totals no longer overflow (nor lose their digits to subnormals). The input is never modified.
     """
-    weights = _check_sample_weight(sample_weight, np.empty((n, 0)))
+    try:  # float64 whatever the input's dtype: float32 weights would sum in float32
+        weights = _check_sample_weight(sample_weight, np.empty((n, 0)), dtype=np.float64)
+    except ValueError as exc:
+        if "convert" not in str(exc):
+            raise
+        raise ValueError(f"sample_weight must hold numbers, one weight per row ({exc}).") from exc
     if (weights < 0).any():
         raise ValueError(f"sample_weight has negative entries (smallest {weights.min():.4g}, row "
                          f"{int(np.argmin(weights))}); rates weigh examples by it, so it must be >= 0.")
