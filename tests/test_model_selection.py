@@ -30,6 +30,12 @@ def test_rank_refit_minimises_the_larger_rank():
     assert RankRefit()(_results(error, [-0.1] * 5)) == 0
 
 
+def test_rank_refit_gives_exact_ties_to_the_first_setting_as_scikit_learn():
+    assert RankRefit()(_results([0.1] * 3, [0.0] * 3)) == 0
+    assert RankRefit()(_results([0.2, 0.1, 0.1, 0.1], [-0.01, 0.02, -0.01, -0.01])) == 2
+    assert RankRefit()(_results([0.1, 0.1], [0.05, 0.05])) == 0
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_rank_refit_pick_is_not_dominated_and_has_minimal_score(seed):
     rng = np.random.default_rng(seed)
@@ -274,6 +280,60 @@ def test_tradeoff_curve_drops_rows_of_weight_zero_as_fit_does():
     columns = ["train_error", "train_violation", "train_gap", "feasible"]
     assert np.isfinite(weighted["train_violation"]).all()
     pd.testing.assert_frame_equal(weighted[columns], dropped[columns])
+
+
+def test_tradeoff_curve_reads_the_verdict_through_a_search():
+    # feasible read True off the search (no feasible_) for a model that missed its constraints
+    from sklearn import config_context
+    from sklearn.model_selection import GridSearchCV
+
+    X, y, g = _data(400)
+    impossible = ["ppr[race] >= ppr - {slack}", "ppr <= 0.05", "tpr >= 0.9"]
+    with config_context(enable_metadata_routing=True), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        search = GridSearchCV(ConstrainedClassifier(max_iter=50, random_state=0).set_fit_request(groups=True),
+                              {"alpha": [1e-4, 1e-2]}, cv=2)
+        curve, (fitted,) = tradeoff_curve(search, X, y, groups=pd.DataFrame(g), constraints=impossible,
+                                          slacks=[0.1], param="estimator__constraints", return_estimators=True)
+    assert not fitted.best_estimator_.feasible_
+    assert not curve["feasible"].item()
+
+
+def test_tradeoff_curve_without_a_verdict_reads_the_training_violation():
+    from sklearn.linear_model import LogisticRegression
+
+    class Template(LogisticRegression):  # takes the constraints and ignores them: no feasible_
+        def __init__(self, constraints=None, C=1.0):
+            super().__init__(C=C)
+            self.constraints = constraints
+
+        def fit(self, X, y, groups=None):
+            return super().fit(X, y)
+
+    X, y, g = _data(400)
+    curve = tradeoff_curve(Template(), X, y, groups=g, constraints=TEMPLATE, slacks=[0.0, 0.5])
+    np.testing.assert_array_equal(curve["feasible"], curve["train_violation"] <= 0)
+    assert curve["feasible"].tolist() == [False, True]
+
+
+def test_tradeoff_curve_passes_groups_to_a_calibrator_without_routing():
+    from sklearn.calibration import CalibratedClassifierCV
+
+    X, y, g = _data(400)
+    cal = CalibratedClassifierCV(ConstrainedClassifier(max_iter=50, random_state=0), cv=2)
+    curve = tradeoff_curve(cal, X, y, groups=pd.DataFrame(g), constraints=TEMPLATE, slacks=[0.05],
+                           param="estimator__constraints")
+    assert np.isfinite(curve["train_violation"]).all()
+
+
+def test_tradeoff_curve_runs_with_no_stderr(monkeypatch):
+    import sys
+
+    monkeypatch.setattr(sys, "stderr", None)
+    X, y, g = _data(300)
+    curve = tradeoff_curve(ConstrainedClassifier(max_iter=30, random_state=0), X, y, groups=g,
+                           constraints=TEMPLATE, slacks=[0.0, 0.1])
+    assert len(curve) == 2
 
 
 def test_tradeoff_curve_traces_churn_against_a_baseline():

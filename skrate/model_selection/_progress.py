@@ -14,8 +14,9 @@ class Progress:
     """
 
     def __init__(self, total: int, label: str, *, enabled: bool = True, stream=None, width: int = 24):
-        self.total, self.label, self.enabled, self.width = total, label, enabled, width
+        self.total, self.label, self.width = total, label, width
         self.stream = sys.stderr if stream is None else stream
+        self.enabled = enabled and self.stream is not None  # pythonw and some launchers have no stderr
         self.done = 0
         self.start = time.perf_counter()
         self.live = bool(getattr(self.stream, "isatty", lambda: False)())

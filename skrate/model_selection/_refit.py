@@ -13,7 +13,8 @@ class RankRefit:
 
     Every setting is ranked by its mean cross-validated error and by its mean maximum
     constraint violation (all settings that meet the constraints share the best violation
-    rank); the pick minimises the larger of its two ranks, ties going to the lower error.
+    rank); the pick minimises the larger of its two ranks, ties going to the lower error and
+    exact ties to the first setting, as scikit-learn's ``refit`` by one score does.
     The setting picked is never beaten by another setting on both error and violation.
 
     A NaN score (GridSearchCV averages in the NaN of a fold whose scorer failed, with
@@ -91,7 +92,8 @@ class RankRefit:
                              "in some fold); GridSearchCV's warnings name the error.")
         objective = np.where(bad, np.inf, objective)
         violation = np.where(bad, np.inf, violation)
-        pick = best_iterate(objective, violation[None, :])
+        # reversed: best_iterate gives full ties to the last iterate, a search to the first setting
+        pick = objective.shape[0] - 1 - best_iterate(objective[::-1], violation[None, ::-1])
         vio_pos = np.maximum(violation, 0.0)
         # Move to a setting that dominates the pick, if any (possible only through exact ties).
         while True:

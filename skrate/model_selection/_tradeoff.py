@@ -13,13 +13,14 @@ from joblib import Parallel, delayed
 from sklearn import get_config
 from sklearn.base import clone
 from sklearn.model_selection import train_test_split
+from sklearn.model_selection._search import BaseSearchCV
 from sklearn.utils import _safe_indexing
 from sklearn.utils.metadata_routing import MetadataRouter, get_routing_for_object
 from sklearn.utils.validation import _num_samples, has_fit_parameter
 
 from ..exceptions import InfeasibleConstraintsWarning
 from ..metrics._audit import require_pandas
-from ..metrics._decisions import check_decisions, decisions_of, positive_labels
+from ..metrics._decisions import _innermost, check_decisions, decisions_of, positive_labels
 from ..problem import GroupTable, RateData, evaluate_term
 from ..problem._groups import ROUTING_HINT, check_row_order
 from ..generalized._program import as_metric_constraints, constraint_violations
@@ -69,11 +70,16 @@ def _check_slacks(slacks) -> list[float]:
 
 
 def _check_metadata_reach(estimator, metadata: dict) -> None:
-    """A meta-estimator (Pipeline) passes ``groups``, ``sample_weight`` and ``baseline`` on to its
-    steps only under metadata routing; say how to enable it, before any fit, rather than
-    scikit-learn's "Pipeline.fit does not accept the groups parameter" in every fit."""
+    """A Pipeline passes ``groups``, ``sample_weight`` and ``baseline`` on to its steps only under
+    metadata routing, and a search hands ``groups`` to its splitter; say how to enable routing,
+    before any fit, rather than scikit-learn's "Pipeline.fit does not accept the groups
+    parameter" in every fit. Other meta-estimators (CalibratedClassifierCV) pass their fit
+    parameters on without it."""
     names = [k for k, v in metadata.items() if v is not None and not has_fit_parameter(estimator, k)]
-    if names and not get_config()["enable_metadata_routing"] and isinstance(
+    if isinstance(estimator, BaseSearchCV):
+        names = [k for k in names if k == "groups"]
+    if names and not get_config()["enable_metadata_routing"] and (
+            hasattr(estimator, "steps") or isinstance(estimator, BaseSearchCV)) and isinstance(
             get_routing_for_object(estimator), MetadataRouter):
         others = "" if names == ["groups"] else (
             f" Request {', '.join(names)} likewise: set_fit_request({', '.join(f'{k}=True' for k in names)}).")
@@ -129,14 +135,15 @@ def _fit_quietly(est, X, y, fit_params) -> None:
             warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
 
 
-def _feasible(est) -> bool:
-    """The fit's own verdict on the solution it predicts with, read from the estimator (a
-    Pipeline's last step), never from its warnings, which threads cannot record: ``feasible_``,
-    but for ConstrainedClassifier, whose ``feasible_`` is its m-stochastic solution's, that of
-    its ``solution``."""
-    while hasattr(est, "steps"):
-        est = est.steps[-1][1]
-    return bool(getattr(est, "_selected_feasible", getattr(est, "feasible_", True)))
+def _feasible(est) -> bool | None:
+    """The fit's own verdict on the solution it predicts with, read from the estimator that
+    decides (through a Pipeline's last step and a search's ``best_estimator_``), never from its
+    warnings, which threads cannot record: ``feasible_``, but for ConstrainedClassifier, whose
+    ``feasible_`` is its m-stochastic solution's, that of its ``solution``. None when it gives
+    none."""
+    est = _innermost(est)
+    verdict = getattr(est, "_selected_feasible", getattr(est, "feasible_", None))
+    return None if verdict is None else bool(verdict)
 
 
 def _fit_one(estimator, param, slack, spec, strict, train, test, decisions):
@@ -151,12 +158,14 @@ def _fit_one(estimator, param, slack, spec, strict, train, test, decisions):
     fitted = GroupTable.from_input(g_tr, X_tr, _num_samples(X_tr))
     if w_tr is not None and not np.all(w_tr > 0):  # the fit drops them: their values are not fitted
         fitted = fitted.take(np.flatnonzero(w_tr > 0))
-    row = {"slack": slack, "feasible": _feasible(est), "fit_time": fit_time}
+    row = {"slack": slack, "fit_time": fit_time}
     undefined = {}
     for name, part in (("train", train), ("test", test)):
         values, undefined[name] = (([np.nan] * 3, []) if part is None
                                    else _score(est, *part, cons, strict, decisions, fitted))
         row.update(zip((f"{name}_error", f"{name}_violation", f"{name}_gap"), values))
+    verdict = _feasible(est)
+    row["feasible"] = bool(row["train_violation"] <= 0) if verdict is None else verdict
     return row, est, undefined
 
 
@@ -240,7 +249,9 @@ def tradeoff_curve(
         constraints at slack 0: the distance from the exact goal), the same three for
         ``test_``, ``feasible`` (the fit's own verdict on the solution it predicts with, margins
         included: ``feasible_``, for :class:`skrate.ConstrainedClassifier` that of its
-        ``solution``) and ``fit_time`` (seconds). A violation or gap is NaN where a ratio is
+        ``solution``, read through a Pipeline's last step and a search's
+        ``best_estimator_``; for an estimator with no verdict, whether ``train_violation``
+        is at most 0) and ``fit_time`` (seconds). A violation or gap is NaN where a ratio is
         undefined, and where the split leaves a constraint undefined (a group value it
         names that no row of the split holds; a bare column stands for the values of the
         training split, which the model was fitted on), with a warning naming the split, as
@@ -295,7 +306,8 @@ def tradeoff_curve(
     train, test = part(tr), None if te is None else part(te)
     tasks = [delayed(_fit_one)(estimator, param, s, spec, strict, train, test, decisions)
              for s, spec in zip(slacks, specs)]
-    show = (len(tasks) > 1 and sys.stderr.isatty()) if progress is None else bool(progress)
+    # no stderr at all under pythonw and some service launchers
+    show = (len(tasks) > 1 and bool(getattr(sys.stderr, "isatty", lambda: False)())) if progress is None else bool(progress)
     try:
         runner = Parallel(n_jobs=n_jobs, return_as="generator")
     except TypeError:  # joblib < 1.3 has no generators: no live progress

@@ -48,5 +48,8 @@ def frame_dtypes(frame) -> list[tuple]:
 def frame_floats(frame) -> np.ndarray:
     """A frame of numbers as a float array, a missing value (``pd.NA``, a polars null) as NaN."""
     if is_polars(frame):
-        return np.asarray(frame.cast(float).fill_null(np.nan).to_numpy(), dtype=float)
+        import polars as pl  # importable: frame is one of its objects
+
+        # polars before 1.13 takes its own dtypes only, not Python's float
+        return np.asarray(frame.cast(pl.Float64).fill_null(np.nan).to_numpy(), dtype=float)
     return frame.to_numpy(dtype=float, na_value=np.nan)
