@@ -52,6 +52,10 @@ class SolverResult:
     stopped: bool = False  # by the callback: the user's choice, not a failure to converge
 
 
+#: P(0): the loss of the zero model (every pair's margin 0, half its squared unit), no penalty.
+_ZERO_OBJECTIVE = 0.5
+
+
 def diverged(loss: float) -> bool:
     """Whether an iterate with this loss (or objective, both 1/2 at ``w = 0``) shows
     diverging steps; NaN does too."""
@@ -107,18 +111,23 @@ def dual_objective(w: np.ndarray, grad: np.ndarray, loss: float, stats: ClassSta
 
 def _relative_gap(w: np.ndarray, X, y: np.ndarray, stats: ClassStatistics, alpha: float,
                   l1_ratio: float, previous: float) -> tuple[np.ndarray, float, float]:
-    """Full gradient, objective ``P(w)`` and an estimate of ``(P(w) - P*) / P*`` (one pass).
+    """Full gradient, objective ``P(w)`` and an estimate of ``(P(w) - P*) / min(P*, P(0) - P*)``
+    (one pass), ``P(0) = 1/2``.
 
-    With ``alpha > 0`` the estimate is the certified bound ``(P(w) - D) / D`` from the dual
-    lower bound ``D`` of :func:`dual_objective` (infinite while ``D <= 0``). Without a penalty
-    there is no such bound, and it is the relative decrease of ``P`` since ``previous``, the
-    value at the last check.
+    With ``alpha > 0`` the estimate is the certified bound ``(P(w) - D) / min(D, 1/2 - D)``
+    from the dual lower bound ``D`` of :func:`dual_objective` (infinite while ``D <= 0``). The
+    second term matters where a strong penalty (or features in tiny units) leaves ``P*`` just
+    below ``P(0)``: relative to ``P*`` alone, any small ``w`` would pass, whatever its
+    direction, which alone sets the ranking. Without a penalty there is no such bound, and it
+    is the relative decrease of ``P`` since ``previous``, the value at the last check.
     """
     grad, loss = gradient_and_loss(w, X, y, stats)
     value = loss + elastic_net_penalty(w, alpha, l1_ratio)
     if alpha > 0:
         lower = dual_objective(w, grad, loss, stats, alpha, l1_ratio)
-        gap = max(value - lower, 0.0) / lower if lower > 0 else np.inf
+        excess = max(value - lower, 0.0)
+        scale = min(lower, _ZERO_OBJECTIVE - lower)
+        gap = 0.0 if excess == 0 else (excess / scale if scale > 0 else np.inf)
     else:
         gap = abs(previous - value) / max(value, np.finfo(float).tiny)
     return grad, value, float(gap)

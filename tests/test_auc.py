@@ -332,6 +332,20 @@ def test_dual_bound_is_a_certified_and_tight_lower_bound(alpha, l1_ratio):
                           l1_ratio) == -np.inf
 
 
+def test_stopping_test_measures_the_gap_against_the_reachable_decrease():
+    # features in tiny units leave P* just below P(0) = 1/2: a gap relative to P* alone passed
+    # a w of the wrong direction (VRSPAM stopped after 2 passes, test AUC 0.024 below exact's)
+    X, y = _data(n=600, d=8, seed=31)
+    X = X * 1e-4
+    exact = AUCClassifier(solver="exact").fit(X, y)
+    assert 0.5 - exact.objective_ < 1e-4 * exact.objective_  # the premise
+    stats = ClassStatistics.from_data(X, y)
+    assert _relative_gap(np.zeros(X.shape[1]), X, y, stats, 0.01, 0.0, np.inf)[2] > 0.5
+    clf = AUCClassifier(solver="vrspam", random_state=0).fit(X, y)
+    cosine = clf.coef_.ravel() @ exact.coef_.ravel() / np.linalg.norm(clf.coef_) / np.linalg.norm(exact.coef_)
+    assert cosine > 1 - 1e-6
+
+
 def test_vrspam_gradient_variance_shrinks_across_outer_loops():
     X, y = _data(n=2000, d=10, seed=8)
     alpha = 0.05
