@@ -56,7 +56,9 @@ def _expected_failures(estimator) -> dict:
         failures.update({f"check_sample_weight_equivalence_on_{kind}_data": reason for kind in ("dense", "sparse")})
     if getattr(estimator, "solution", None) == "T_stochastic":
         reason = "predict draws a mixture's labels; decision_function > 0 is the majority label"
-        failures.update({"check_classifiers_train": reason, "check_classifiers_classes": reason})
+        failures["check_classifiers_train"] = reason
+        if type(estimator).__name__ == "ConstrainedClassifier":  # the MetricOptimizer's draws agree there
+            failures["check_classifiers_classes"] = reason
     return failures
 
 
