@@ -2,6 +2,7 @@
 xi-player closed forms against cvxpy, the plug-in oracle against brute force, mixtures."""
 
 import re
+import warnings
 
 import numpy as np
 import scipy.sparse as sp
@@ -101,7 +102,7 @@ def test_expected_decisions_give_expected_rates():
     (GMean(tpr(), tnr()), [0.7, 0.4]), (HMean(tpr(), tnr()), [0.3, 0.8]), (QMean(tpr(), tnr()), [0.2, 0.6]),
     (KLD(tpr(), tnr()), [0.3, 0.55]), (f_measure(2.0).terms[0][1], [0.2, 0.35, 0.3]),
     (ratio("tpr", "ppr").terms[0][1], [0.3, 0.5]),
-    (RateFunction(lambda r: r[0] ** 2 + r[0] * r[1], (tpr(), tnr())), [0.3, 0.6]),
+    (RateFunction(lambda r: r[0] ** 2 + r[0] * r[1], (tpr(), tnr()), "nonconvex"), [0.3, 0.6]),
 ])
 def test_gradients_match_finite_differences(atom, r):
     r = np.array(r)
@@ -790,3 +791,73 @@ def test_the_numeric_slack_answer_is_not_left_where_the_function_is_linear_along
     lam, w = np.array([3.58436109, 1.19429131]), 5.0  # the stalled case, from its start
     xi = best_response(lse, lam, w, np.full(2, np.nan), start=np.array([0.27410529, 0.44630484]))
     np.testing.assert_allclose(xi, [0.3096, 0.0], atol=1e-3)
+
+
+def _fit_data(n=400, seed=3):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 3))
+    y = (X[:, 0] + 0.5 * X[:, 1] + rng.normal(size=n) > 0.3).astype(int)
+    return X, y
+
+
+def test_a_wrong_curvature_declaration_is_refused():
+    # declared convex, -(fnr^2 + fpr^2) fitted with no word, voiding the solvers' guarantees
+    with pytest.raises(ValueError, match=r"declared convexity='convex' but is not"):
+        rate_function(lambda r: -(r[0] ** 2 + r[1] ** 2), ["fnr", "fpr"], name="bad")
+    with pytest.raises(ValueError, match=r"declared convexity='concave' but is not"):
+        rate_function(lambda r: r[0] ** 2, ["fnr"], convexity="concave")
+    # true declarations pass, and a function with a kink or infinite somewhere is not refused
+    rate_function(lambda r: max(r[0], r[1]), ["fnr", "fpr"])
+    rate_function(lambda r: -np.log(r[0]), ["tpr"])
+    rate_function(lambda r: np.sqrt(r[0]), ["tpr"], convexity="concave")
+    rate_function(lambda r: -(r[0] ** 2), ["fnr"], convexity="nonconvex")
+
+
+def test_a_user_function_declared_rough_avoids_frank_wolfe():
+    # max(fnr, fpr) written by hand got frank_wolfe from "auto", which stalled above the optimum
+    X, y = _fit_data()
+    rough = rate_function(lambda r: max(r[0], r[1]), ["fnr", "fpr"], smooth=False)
+    assert MetricOptimizer(rough, max_iter=50, random_state=0).fit(X, y).solver_ != "frank_wolfe"
+    smooth = rate_function(lambda r: r[0] ** 2 + r[1] ** 2, ["fnr", "fpr"])
+    assert MetricOptimizer(smooth, max_iter=50, random_state=0).fit(X, y).solver_ == "frank_wolfe"
+    with pytest.raises(ValueError, match="needs metrics with a continuous gradient"):
+        MetricOptimizer(rough, solver="frank_wolfe").fit(X, y)
+
+
+@pytest.mark.parametrize("cons", [[f_measure_parity({"group": "a"}, {"group": "b"}, 0.1)],
+                                  [kld(group="group", reference="slice") <= 0.1, g_mean_at_least(0.3, group="group")]],
+                         ids=["ratio", "convex"])
+def test_metric_constraints_undefined_on_new_rows_are_nan_in_metric_values(cons):
+    # an F-measure or a slice's KL-divergence without positives in a slice raised in metric_values
+    X, y = _fit_data()
+    g = np.where(np.arange(len(y)) % 3 == 0, "a", "b")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        clf = MetricOptimizer("error", cons, max_iter=30, random_state=0).fit(X, y, groups=g)
+    y_new = y.copy()
+    y_new[g == "a"] = 0
+    with pytest.warns(UserWarning, match=rf"{len(cons)} constraint\(s\) are undefined on these rows"):
+        values = clf.metric_values(X, y_new, groups=g)
+    undefined = [k for k, v in values.items() if np.isnan(v)]
+    assert len(undefined) == len(cons) and all("group=a" in k for k in undefined)
+    with pytest.raises(ValueError, match=r"cannot be measured on this data: The metric .* is undefined on the slice"):
+        MetricOptimizer("error", cons[:1]).fit(X, y_new, groups=g)
+
+
+def test_metric_arithmetic_and_bounds_refuse_what_no_model_meets():
+    for bad in (float("nan"), float("inf")):
+        with pytest.raises(ValueError, match=r"factor of 1 - g_mean\(tpr, tnr\) must be a finite number"):
+            g_mean() * bad
+        with pytest.raises(ValueError, match=r"constant added to .* must be a finite number"):
+            g_mean() + bad
+    with pytest.raises(ValueError, match=r"epsilon of kld_fairness must be >= 0"):
+        kld_fairness("group", -0.1)
+    with pytest.raises(ValueError, match=r"value of g_mean_at_least must be at most 1"):
+        g_mean_at_least(1.5)
+    with pytest.raises(ValueError, match=r"denominator of ratio\(\) is the constant 0"):
+        ratio("fpr", "0")
+    with pytest.raises(TypeError, match=r"epsilon of kld_fairness must be a number, got '0.1'"):
+        kld_fairness("group", "0.1")
+    with pytest.raises(TypeError, match=r"epsilon of kld_fairness must be a number, got None"):
+        kld_fairness("group", None)
+    assert str(f_measure_parity({"g": "a"}, {"g": "b"}, -0.1)) == "f_measure[g=a] >= f_measure[g=b] + 0.1"

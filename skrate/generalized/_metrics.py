@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from scipy.special import rel_entr
 
+from ..exceptions import UndefinedRateError
 from ..rates import Expression, Rate, Ratio, Slice, as_expression
 from ..rates import _functions as R
 from ..rates._functions import RATE_FUNCTIONS, RATIO_NAMES, display_ratio, rates_on
@@ -40,6 +41,8 @@ def _scalar(x) -> bool:
 
 def _finite(x, what: str) -> float:
     """``x`` as a float; a NaN or infinite bound would make every comparison with it false."""
+    if not _scalar(x):
+        raise TypeError(f"The {what} must be a number, got {x!r}.")
     if not math.isfinite(float(x)):
         raise ValueError(f"The {what} must be a finite number, got {x!r}.")
     return float(x)
@@ -54,7 +57,7 @@ class Metric:
     def __add__(self, other):
         a = self.as_sum()
         if _scalar(other):
-            return MetricSum(a.terms, a.constant + float(other))
+            return MetricSum(a.terms, a.constant + _finite(other, f"constant added to {self}"))
         b = _lift(other)
         if b is None:
             return NotImplemented
@@ -66,7 +69,8 @@ class Metric:
         if not _scalar(other):
             return NotImplemented
         a = self.as_sum()
-        return MetricSum(tuple((c * float(other), t) for c, t in a.terms), a.constant * float(other))
+        factor = _finite(other, f"factor of {self}")
+        return MetricSum(tuple((c * factor, t) for c, t in a.terms), a.constant * factor)
 
     __rmul__ = __mul__
 
@@ -275,8 +279,8 @@ class FMeasure(Atom):
 
     def check(self, r: np.ndarray) -> None:
         if not r[2] > 0:
-            raise ValueError(f"The metric {self} is undefined on the slice ({self.slice_text()}): it has no "
-                             "positive examples, so the F-measure has no true positives to count.")
+            raise UndefinedRateError(f"The metric {self} is undefined on the slice ({self.slice_text()}): it has "
+                                     "no positive examples, so the F-measure has no true positives to count.")
 
     def ratios(self) -> list[tuple[float, Expression, Expression]] | None:
         c = 1 + self.beta ** 2
@@ -399,10 +403,10 @@ class KLD(Atom):
 
     def check(self, r: np.ndarray) -> None:
         if not 0.0 < float(r[0]) < 1.0:
-            raise ValueError(f"The metric {self} is undefined on the slice ({self.slice_text((self.p,))}): the true "
-                             f"positive proportion there is {float(r[0]):g}, and KL-divergence needs it strictly "
-                             "between 0 and 1 (it is infinite for any other prediction rate). Use another slice "
-                             "or another metric.")
+            raise UndefinedRateError(
+                f"The metric {self} is undefined on the slice ({self.slice_text((self.p,))}): the true positive "
+                f"proportion there is {float(r[0]):g}, and KL-divergence needs it strictly between 0 and 1 (it "
+                "is infinite for any other prediction rate). Use another slice or another metric.")
 
     def bind(self, a: dict[str, str]) -> KLD:
         return KLD(*_bind_exprs(self.exprs, a))
@@ -486,10 +490,35 @@ class RateFunction(Atom):
     grad: Callable | None = None
     label: str = "rate_function"
     cvx: Callable | None = None
+    smooth: bool = True
 
     def __post_init__(self):
+        # a wrong declaration fails here, not as a silently bad fit
         if self.convexity == "linear":
-            self.linear_coefficients()  # a wrong declaration fails here, not as a silently bad fit
+            self.linear_coefficients()
+        elif self.convexity in ("convex", "concave"):
+            self._check_curvature()
+
+    def _check_curvature(self) -> None:
+        """Refuse a function declared convex (concave) that is not: at fixed pairs of points of
+        the box, its value at their midpoint above (below) the mean of its values there. A
+        probe where ``fn`` is not finite proves nothing and is skipped."""
+        k = len(self.rates)
+        a, b = np.random.default_rng(0).random((2, 16, k))
+        with np.errstate(all="ignore"):
+            fa, fb, fm = (np.array([float(self.fn(p)) for p in pts]) for pts in (a, b, (a + b) / 2))
+        sign = 1.0 if self.convexity == "convex" else -1.0
+        excess = sign * (fm - (fa + fb) / 2)
+        tol = 1e-9 * (1.0 + np.abs(fa) + np.abs(fb))
+        bad = np.flatnonzero(np.isfinite(excess) & (excess > tol))
+        if bad.size:
+            i = bad[np.argmax(excess[bad])]
+            side = "above" if sign > 0 else "below"
+            raise ValueError(
+                f"The user function '{self.label}' of ({', '.join(map(str, self.rates))}) is declared "
+                f"convexity={self.convexity!r} but is not: at the midpoint of r={np.round(a[i], 3).tolist()} and "
+                f"r={np.round(b[i], 3).tolist()} it gives {fm[i]:.6g}, {side} the mean {(fa[i] + fb[i]) / 2:.6g} of "
+                "its values there. Declare its class ('convex', 'concave' or 'nonconvex').")
 
     @property
     def name(self) -> str:
@@ -891,7 +920,10 @@ def ratio(numerator: Expression | str, denominator: Expression | str) -> MetricS
     MetricSum
         A ratio-class metric.
     """
-    return RatioAtom(_linear(numerator, "ratio"), _linear(denominator, "ratio")).as_sum()
+    denominator = _linear(denominator, "ratio")
+    if not denominator.terms and denominator.constant == 0:
+        raise ValueError("The denominator of ratio() is the constant 0: the ratio is undefined for every model.")
+    return RatioAtom(_linear(numerator, "ratio"), denominator).as_sum()
 
 
 def precision(group: str | Iterable[str] | None = None, *, where: dict[str, Any] | None = None,
@@ -921,7 +953,7 @@ def precision(group: str | Iterable[str] | None = None, *, where: dict[str, Any]
 
 def rate_function(fn: Callable, rates: Iterable[Expression | str] | str, *, convexity: str = "convex",
                   gradient: Callable | None = None, name: str = "rate_function",
-                  cvxpy: Callable | None = None) -> MetricSum:
+                  cvxpy: Callable | None = None, smooth: bool = True) -> MetricSum:
     """A metric defined by a user function of named rates, with its declared class.
 
     Parameters
@@ -931,9 +963,12 @@ def rate_function(fn: Callable, rates: Iterable[Expression | str] | str, *, conv
     rates : list of str or Expression
         The rates ``fn`` takes, e.g. ``["tpr", "fpr"]``.
     convexity : {"linear", "convex", "concave", "nonconvex"}, default="convex"
-        The class of ``fn`` in the rates; it decides which solvers apply. A ``"linear"``
-        function is checked to be affine and becomes the rate expression with its coefficients
-        (``fn`` at zero and at the unit vectors), optimised exactly as if written out.
+        The class of ``fn`` in the rates on the box ``[0, 1]^k``; it decides which solvers
+        apply, and their guarantees rest on it. A ``"linear"`` function is checked to be affine
+        and becomes the rate expression with its coefficients (``fn`` at zero and at the unit
+        vectors), optimised exactly as if written out. A ``"convex"`` (``"concave"``) one is
+        checked at 16 fixed pairs of points of the box, midpoint against the mean: a check
+        that catches most wrong declarations, not a proof.
     gradient : callable, optional
         ``gradient(r) -> array``; when omitted, finite differences that evaluate ``fn`` only
         on the box ``[0, 1]^k`` (central inside, one-sided at a rate of 0 or 1).
@@ -942,6 +977,11 @@ def rate_function(fn: Callable, rates: Iterable[Expression | str] | str, *, conv
         The same function of a cvxpy vector of rates (``lambda r: cp.norm(r)``): the xi-player
         then solves its small convex problem with cvxpy, built once and re-solved with new
         multipliers; without it, a box-constrained quasi-Newton method.
+    smooth : bool, default=True
+        Whether ``fn``'s gradient is continuous. Declare a function with kinks (a maximum of
+        rates written by hand) ``smooth=False``: ``solver="auto"`` then avoids Frank-Wolfe,
+        whose multipliers, the gradient at the running average, jump between the kink's sides
+        and never settle (as for :func:`max_of`).
 
     Returns
     -------
@@ -951,8 +991,8 @@ def rate_function(fn: Callable, rates: Iterable[Expression | str] | str, *, conv
     Raises
     ------
     ValueError
-        For an unknown ``convexity`` or ``"ratio"``, or a ``"linear"`` function that is not
-        affine.
+        For an unknown ``convexity`` or ``"ratio"``, or a function found not to be of its
+        declared class.
     """
     if convexity not in CLASSES:
         raise ValueError(f"convexity must be one of {CLASSES}, got {convexity!r}.")
@@ -961,7 +1001,7 @@ def rate_function(fn: Callable, rates: Iterable[Expression | str] | str, *, conv
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {fn!r}.")
     exprs = tuple(_linear(r, "rate_function") for r in ([rates] if isinstance(rates, str) else rates))
-    atom = RateFunction(fn, exprs, convexity, gradient, name, cvxpy)
+    atom = RateFunction(fn, exprs, convexity, gradient, name, cvxpy, bool(smooth))
     if convexity == "linear":
         return LinearRate(atom.linear_expression()).as_sum()
     return atom.as_sum()
@@ -988,6 +1028,9 @@ def kld_fairness(group: str, epsilon: float) -> MetricConstraint:
         Convex; reads ``kld[group=value] <= epsilon`` once expanded.
     """
     epsilon = _finite(epsilon, "epsilon of kld_fairness")
+    if epsilon < 0:
+        raise ValueError(f"The epsilon of kld_fairness must be >= 0, got {epsilon:g}: a KL-divergence is never "
+                         "negative, so no classifier could meet the constraint.")
     return MetricConstraint(kld(group) - epsilon, f"kld{{slice}} <= {epsilon:g}", Slice.make({}, group))
 
 
@@ -1013,6 +1056,9 @@ def g_mean_at_least(value: float, group: str | Iterable[str] | None = None, *,
         Convex; reads ``g_mean[group=value] >= value`` once expanded.
     """
     value = _finite(value, "value of g_mean_at_least")
+    if value > 1:
+        raise ValueError(f"The value of g_mean_at_least must be at most 1, got {value:g}: the G-mean "
+                         "sqrt(TPR * TNR) lies in [0, 1], so no classifier could meet the constraint.")
     tpr, tnr = rates_on(("tpr", "tnr"), group, where, filters)  # the slice, built once
     return MetricConstraint(GMean(tpr, tnr).as_sum() - (1.0 - value), f"g_mean{{slice}} >= {value:g}",
                             tpr.rates[0].slice)
@@ -1065,7 +1111,7 @@ def f_measure_parity(protected: dict, other: dict, epsilon: float, beta: float =
     # written as every slice is: f_measure[g=a|b]
     protected, other = Slice.make(protected), Slice.make(other)
     gap = f_measure(beta, where=dict(protected.filters)) - f_measure(beta, where=dict(other.filters))
-    label = f"f_measure[{protected}] >= f_measure[{other}] - {epsilon:g}"
+    label = f"f_measure[{protected}] >= f_measure[{other}] {'-' if epsilon >= 0 else '+'} {abs(epsilon):g}"
     return MetricConstraint(gap - epsilon, label)
 
 
