@@ -218,6 +218,18 @@ def column_scaling(X: np.ndarray, fit_intercept: bool) -> tuple[np.ndarray, np.n
     return offset * unit, np.where(flat, 1.0, scale * unit)
 
 
+#: Entries of the scaled columns beyond this many spreads from the centre are held there.
+_FAR = 2.0**64
+
+
+def held_within(Z: np.ndarray) -> np.ndarray:
+    """The scaled columns of :func:`column_scaling` with entries beyond ``2**64`` spreads held
+    at ``+-2**64``. Such an entry (a sentinel code, a unit error) makes its row an outlier the
+    trimmed fit sets aside, whatever its exact size; left as it is, one of ``1e160`` squared to
+    inf in the curvature bounds and the losses, and the fit failed or returned NaN."""
+    return np.clip(Z, -_FAR, _FAR)
+
+
 @dataclass
 class TrimmedProblem:
     """Data and model of a trimmed linear M-estimation problem.

@@ -20,6 +20,7 @@ from ._smart import (
     PENALTY_DEGREE,
     TrimmedProblem,
     column_scaling,
+    held_within,
     concentration_steps,
     penalty_weight,
     smart,
@@ -262,6 +263,9 @@ class _BaseTrimmed(BaseEstimator):
         # the units of the features.
         offset, scale = column_scaling(X, self.fit_intercept)
         alpha, y_loc, y_scale = float(self.alpha), 0.0, 1.0
+        # alpha=0 is no penalty: the penalty's rescaling by the column scales would divide
+        # columns below 1e-154 past the float range, to a NaN objective (0 * inf)
+        penalty = self.penalty if alpha > 0 else "none"
         if loss == "squared":
             # Likewise the target, in units of its trimmed spread and centred (with an
             # intercept) at its trimmed location, neither moved by gross targets: the
@@ -274,17 +278,17 @@ class _BaseTrimmed(BaseEstimator):
             if alpha > 0:  # l0's y_scale^-2 passes the float range for targets below 1e-154:
                 # the largest float, still a weight no coefficient pays (and inf * 0 is NaN)
                 with np.errstate(over="ignore"):
-                    alpha = float(min(alpha * np.float64(y_scale) ** (PENALTY_DEGREE[self.penalty] - 2),
+                    alpha = float(min(alpha * np.float64(y_scale) ** (PENALTY_DEGREE[penalty] - 2),
                                       np.finfo(float).max))
         # a penalty weight alpha / scale^2 past the float range (a column below 1e-154 in
         # magnitude) holds the coefficient at 0: the solvers leave such a column out, as
         # inf * 0 in their steps and rescalings would be NaN
         d = X.shape[1]
-        free = ~(np.isinf(penalty_weight(alpha, scale)) if self.penalty != "none" else np.zeros(d, bool))
+        free = ~(np.isinf(penalty_weight(alpha, scale)) if penalty != "none" else np.zeros(d, bool))
         if free.all():
             free = slice(None)  # X[:, mask] is in Fortran order: the solvers' sums would round apart
         problem = TrimmedProblem(
-            (X[:, free] - offset[free]) / scale[free], Y, loss, float(h), self.penalty, alpha,
+            held_within((X[:, free] - offset[free]) / scale[free]), Y, loss, float(h), penalty, alpha,
             bool(self.fit_intercept), coef_scale=scale[free], groups=groups, floors=floors,
         )
         if self.solver == "alternating":

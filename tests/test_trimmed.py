@@ -1301,3 +1301,40 @@ def test_a_classifiers_first_epoch_selects_incrementally(monkeypatch):
     out = _ordered_ties(losses)
     np.testing.assert_array_equal(out[[0, 2, 4, 5, 6]], losses[[0, 2, 4, 5, 6]])
     assert out[1] == np.log(2) < out[3] < out[7] <= np.log(2) * (1 + 1e-15)
+
+
+@pytest.mark.parametrize("solver", ["smart", "alternating"])
+def test_a_gross_entry_of_any_size_leaves_a_finite_fit(solver):
+    # an entry of 1e200 overflowed the curvature bounds: smart raised, alternating gave NaN
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 3))
+    y = X @ [1.0, 2.0, 3.0] + 0.1 * rng.normal(size=100)
+    fits = []
+    for gross in (1e19, 1e200, 1e308):
+        Xg = X.copy()
+        Xg[0, 0] = gross
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", RuntimeWarning)
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            fits.append(TrimmedRegressor(solver=solver, random_state=0).fit(Xg, y).coef_)
+    assert np.all(np.isfinite(fits))
+    np.testing.assert_allclose(fits[1], fits[0], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(fits[2], fits[0], rtol=1e-12, atol=1e-12)
+    yc = (y > 0).astype(int)
+    Xg = X.copy()
+    Xg[0, 0] = 1e200
+    assert np.all(np.isfinite(TrimmedClassifier(random_state=0).fit(Xg, yc).coef_))
+
+
+@pytest.mark.parametrize("penalty", ["l2", "l1"])
+def test_alpha_zero_is_no_penalty_also_for_tiny_columns(penalty):
+    # columns near 1e-200 overflowed the penalty's rescaling to a NaN objective: coef_ stayed 0
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(100, 3))
+    y = X @ [1.0, 2.0, 3.0] + 0.1 * rng.normal(size=100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        got = TrimmedRegressor(penalty=penalty, alpha=0.0, random_state=0).fit(X * 1e-200, y).coef_
+    want = TrimmedRegressor(penalty="none", random_state=0).fit(X * 1e-200, y).coef_
+    np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(got * 1e-200, [1.0, 2.0, 3.0], atol=0.05)
