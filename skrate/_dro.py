@@ -334,6 +334,8 @@ class DROClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseDRO):
         solution is ``coef_ = 0`` with probabilities 1/2: rarely a useful model.
     alpha : float, default=1e-3
         L2 penalty strength on the coefficients (not the intercept).
+        At ``radius=0`` the fit is scikit-learn's
+        ``LogisticRegression(C=1 / (alpha * sum(sample_weight)))``.
     fit_intercept : bool, default=True
         Whether to fit an unpenalised intercept.
     solver : {"lbfgs", "sgd"}, default="lbfgs"
@@ -547,6 +549,8 @@ class DRORegressor(RowOrderScoreMixin, RegressorMixin, _BaseDRO):
         problem exactly (see :class:`DROClassifier`).
     alpha : float, default=1e-3
         L2 penalty strength on the coefficients (not the intercept).
+        At ``radius=0`` the fit is scikit-learn's
+        ``Ridge(alpha=alpha * sum(sample_weight) / 2)``.
     fit_intercept : bool, default=True
         Whether to fit an unpenalised intercept.
     solver : {"lbfgs", "sgd"}, default="lbfgs"

@@ -76,7 +76,10 @@ _PARAMETERS = """
 
     alpha : float, default=1e-4
         Strength of the penalty; the objective is
-        ``(1/h) sum_i w_i loss_i + alpha * R(coef)``.
+        ``(1/h) sum_i w_i loss_i + alpha * R(coef)``. With ``penalty="l2"`` and
+        ``trim_fraction=0`` that is scikit-learn's ``Ridge(alpha=alpha * n_samples)``
+        (TrimmedRegressor) or ``LogisticRegression(C=1 / (alpha * n_samples))``
+        (TrimmedClassifier).
 
     fit_intercept : bool, default=True
         Whether to fit an (unpenalised) intercept.
