@@ -80,9 +80,10 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         example gradients: VRSPAM's full gradient and each inner epoch count one pass each).
     tol : float, default=1e-4
         The stochastic solvers stop once a bound on the relative objective gap
-        ``(P(w) - P*) / P*`` is at most ``tol``: with ``alpha > 0`` the duality gap
-        ``(P(w) - D) / D`` for a dual lower bound ``D`` built from the full gradient at ``w``
-        (never below the true gap, often well above it on noisy iterates); with
+        ``(P(w) - P*) / min(P*, 1/2 - P*)`` is at most ``tol`` (``1/2`` is the objective of
+        the zero model): with ``alpha > 0`` the duality gap ``(P(w) - D) / min(D, 1/2 - D)``
+        for a dual lower bound ``D`` built from the full gradient at ``w`` (never below the
+        true gap, often well above it on noisy iterates); with
         ``alpha = 0`` the relative decrease of ``P`` since the last check. VRSPAM checks at
         each snapshot, from the full-gradient pass it makes anyway; SPAM checks after every
         pass, with one extra full-gradient pass (two products with ``X``, little next to the
@@ -231,13 +232,13 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         given. ``known``: the classes a stream's first call checked."""
         if known and np.isin(y, classes).all():  # a later chunk of a stream: nothing to infer
             return classes, (y == classes[1]).astype(np.int8)
-        if classes is not None and type_of_target(y, input_name="y") != "continuous":
+        y_type = type_of_target(y, input_name="y")
+        if classes is not None and y_type != "continuous":
             # named first: a label beside both classes would read as a multiclass target
             unknown = np.setdiff1d(np.unique(y), classes)
             if unknown.size:
                 raise ValueError(f"y contains labels {unknown.tolist()} not in classes "
                                  f"{classes.tolist()}.")
-        y_type = type_of_target(y, input_name="y")
         if y_type != "binary":
             check_classification_targets(y)  # scikit-learn's error for a continuous target
             raise ValueError("Only binary classification is supported. The type of the "

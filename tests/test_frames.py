@@ -105,3 +105,16 @@ def test_lazy_groups_are_refused_by_name():
     X = np.column_stack(list(columns.values()))
     with pytest.raises(TypeError, match=r"groups is a polars LazyFrame.*groups\.collect\(\)"):
         ConstrainedClassifier(GOAL, random_state=0).fit(X, y, groups=pl.DataFrame(groups).lazy())
+
+
+def test_a_lazy_X_is_refused_by_name_in_audit_and_tradeoff_curve():
+    from skrate.model_selection import tradeoff_curve
+
+    columns, y, groups = _data()
+    X = pl.DataFrame(columns)
+    clf = ConstrainedClassifier(GOAL, random_state=0).fit(X, y, groups=groups)
+    with pytest.raises(TypeError, match=r"X is a polars LazyFrame"):
+        audit(clf, X.lazy(), y, groups=groups, n_bootstrap=0)
+    with pytest.raises(TypeError, match=r"X is a polars LazyFrame"):
+        tradeoff_curve(ConstrainedClassifier(random_state=0), X.lazy(), y, groups=groups,
+                       constraints="tpr[race] >= tpr - {slack}", slacks=[0.05])

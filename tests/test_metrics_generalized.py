@@ -1,6 +1,7 @@
 """Generalized rate metrics: values against direct formulas and scikit-learn, gradients, classes,
 xi-player closed forms against cvxpy, the plug-in oracle against brute force, mixtures."""
 
+import math
 import re
 import warnings
 
@@ -811,6 +812,11 @@ def test_a_wrong_curvature_declaration_is_refused():
     rate_function(lambda r: -np.log(r[0]), ["tpr"])
     rate_function(lambda r: np.sqrt(r[0]), ["tpr"], convexity="concave")
     rate_function(lambda r: -(r[0] ** 2), ["fnr"], convexity="nonconvex")
+    # a function outside its domain on part of the box is built, without a warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        rate_function(lambda r: -math.log(r[0] - 0.2), ["tpr"])
+        rate_function(lambda r: np.inf if r[0] < 0.2 else r[0] ** 2, ["tpr"])
 
 
 def test_a_user_function_declared_rough_avoids_frank_wolfe():
@@ -822,6 +828,11 @@ def test_a_user_function_declared_rough_avoids_frank_wolfe():
     assert MetricOptimizer(smooth, max_iter=50, random_state=0).fit(X, y).solver_ == "frank_wolfe"
     with pytest.raises(ValueError, match="needs metrics with a continuous gradient"):
         MetricOptimizer(rough, solver="frank_wolfe").fit(X, y)
+    # expanded over a group, each copy stays rough
+    g = np.where(np.arange(len(y)) % 2 == 0, "a", "b")
+    grouped = rate_function(lambda r: max(r[0], r[1]), ["fnr[group]", "fpr[group]"], smooth=False)
+    with pytest.raises(ValueError, match="needs metrics with a continuous gradient"):
+        MetricOptimizer("error", [grouped <= 0.6], solver="frank_wolfe").fit(X, y, groups=g)
 
 
 @pytest.mark.parametrize("cons", [[f_measure_parity({"group": "a"}, {"group": "b"}, 0.1)],

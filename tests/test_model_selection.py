@@ -326,6 +326,17 @@ def test_tradeoff_curve_passes_groups_to_a_calibrator_without_routing():
     assert np.isfinite(curve["train_violation"]).all()
 
 
+def test_tradeoff_curve_asks_for_routing_before_a_bagging_fit():
+    from sklearn.ensemble import BaggingClassifier
+
+    X, y, g = _data(200)
+    bag = BaggingClassifier(ConstrainedClassifier(max_iter=20, random_state=0), n_estimators=2)
+    with pytest.raises(ValueError, match=r"BaggingClassifier.fit passes groups on to its steps only by metadata "
+                                         r"routing, which is off"):
+        tradeoff_curve(bag, X, y, groups=pd.DataFrame(g), constraints=TEMPLATE, slacks=[0.05],
+                       param="estimator__constraints")
+
+
 def test_tradeoff_curve_runs_with_no_stderr(monkeypatch):
     import sys
 

@@ -15,7 +15,7 @@ import difflib
 import math
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from numbers import Real
 from typing import Any
 
@@ -502,14 +502,21 @@ class RateFunction(Atom):
     def _check_curvature(self) -> None:
         """Refuse a function declared convex (concave) that is not: at fixed pairs of points of
         the box, its value at their midpoint above (below) the mean of its values there. A
-        probe where ``fn`` is not finite proves nothing and is skipped."""
+        probe where ``fn`` fails or is not finite proves nothing and is skipped."""
         k = len(self.rates)
         a, b = np.random.default_rng(0).random((2, 16, k))
-        with np.errstate(all="ignore"):
-            fa, fb, fm = (np.array([float(self.fn(p)) for p in pts]) for pts in (a, b, (a + b) / 2))
+
+        def at(p):
+            try:
+                return float(self.fn(p))
+            except (ValueError, ArithmeticError):  # outside its domain (a log of 0)
+                return np.nan
+
         sign = 1.0 if self.convexity == "convex" else -1.0
-        excess = sign * (fm - (fa + fb) / 2)
-        tol = 1e-9 * (1.0 + np.abs(fa) + np.abs(fb))
+        with np.errstate(all="ignore"):
+            fa, fb, fm = (np.array([at(p) for p in pts]) for pts in (a, b, (a + b) / 2))
+            excess = sign * (fm - (fa + fb) / 2)
+            tol = 1e-9 * (1.0 + np.abs(fa) + np.abs(fb))
         bad = np.flatnonzero(np.isfinite(excess) & (excess > tol))
         if bad.size:
             i = bad[np.argmax(excess[bad])]
@@ -588,7 +595,7 @@ class RateFunction(Atom):
         return out
 
     def bind(self, a: dict[str, str]) -> RateFunction:
-        return RateFunction(self.fn, _bind_exprs(self.rates, a), self.convexity, self.grad, self.label, self.cvx)
+        return replace(self, rates=_bind_exprs(self.rates, a))
 
 
 def _combine_kinds(terms) -> str:

@@ -183,10 +183,10 @@ def audit(
     unknown = [m for m in metrics if m not in _KINDS]
     if unknown:
         raise ValueError(f"Unknown audit metric {unknown[0]!r}; choose from {', '.join(sorted(_KINDS | set(_ALIASES)))}.")
+    check_row_order(X, y=y, sample_weight=sample_weight, baseline=baseline)
     n = _num_samples(X)
     if n == 0:
         raise ValueError("X has 0 rows: audit measures rates on the rows it is given; pass at least one.")
-    check_row_order(X, y=y, sample_weight=sample_weight, baseline=baseline)
     y01 = positive_labels(estimator, y)
     if y01.shape[0] != n:
         raise ValueError(f"y has {y01.shape[0]} entries but X has {n} rows.")

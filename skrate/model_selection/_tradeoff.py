@@ -12,6 +12,7 @@ import numpy as np
 from joblib import Parallel, delayed
 from sklearn import get_config
 from sklearn.base import clone
+from sklearn.calibration import CalibratedClassifierCV
 from sklearn.model_selection import train_test_split
 from sklearn.model_selection._search import BaseSearchCV
 from sklearn.utils import _safe_indexing
@@ -69,17 +70,24 @@ def _check_slacks(slacks) -> list[float]:
     return [float(s) for s in items]
 
 
+def _forwards_unrouted(estimator, name: str) -> bool:
+    """Whether ``estimator.fit`` hands the fit parameter ``name`` on to a fit that takes it
+    without metadata routing: CalibratedClassifierCV passes its fit parameters to its estimator,
+    and a search passes all but ``groups``, which go to its splitter."""
+    if isinstance(estimator, BaseSearchCV) and name != "groups" or isinstance(estimator, CalibratedClassifierCV):
+        inner = estimator.estimator
+        return inner is not None and (has_fit_parameter(inner, name) or _forwards_unrouted(inner, name))
+    return False
+
+
 def _check_metadata_reach(estimator, metadata: dict) -> None:
-    """A Pipeline passes ``groups``, ``sample_weight`` and ``baseline`` on to its steps only under
-    metadata routing, and a search hands ``groups`` to its splitter; say how to enable routing,
-    before any fit, rather than scikit-learn's "Pipeline.fit does not accept the groups
-    parameter" in every fit. Other meta-estimators (CalibratedClassifierCV) pass their fit
-    parameters on without it."""
-    names = [k for k, v in metadata.items() if v is not None and not has_fit_parameter(estimator, k)]
-    if isinstance(estimator, BaseSearchCV):
-        names = [k for k in names if k == "groups"]
-    if names and not get_config()["enable_metadata_routing"] and (
-            hasattr(estimator, "steps") or isinstance(estimator, BaseSearchCV)) and isinstance(
+    """A meta-estimator (Pipeline, Bagging, a search's splitter for ``groups``) passes
+    ``groups``, ``sample_weight`` and ``baseline`` on to its steps only under metadata routing;
+    say how to enable it, before any fit, rather than scikit-learn's "Pipeline.fit does not
+    accept the groups parameter" in every fit. A calibrator passes them on without it."""
+    names = [k for k, v in metadata.items()
+             if v is not None and not has_fit_parameter(estimator, k) and not _forwards_unrouted(estimator, k)]
+    if names and not get_config()["enable_metadata_routing"] and isinstance(
             get_routing_for_object(estimator), MetadataRouter):
         others = "" if names == ["groups"] else (
             f" Request {', '.join(names)} likewise: set_fit_request({', '.join(f'{k}=True' for k in names)}).")
@@ -281,8 +289,8 @@ def tradeoff_curve(
     strict = as_metric_constraints(_constraints_at(constraints, 0.0))
     for spec in specs:
         as_metric_constraints(spec)  # a malformed constraint fails here, before any fit
-    n = _num_samples(X)
     check_row_order(X, y=y, sample_weight=sample_weight, baseline=baseline)
+    n = _num_samples(X)
     if np.shape(y)[0] != n:
         raise ValueError(f"y has {np.shape(y)[0]} entries but X has {n} rows.")
     # as fit does, on the whole data: the split keeps rows by position, and would silently cut a
