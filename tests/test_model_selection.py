@@ -475,3 +475,22 @@ def test_rank_refit_reads_an_infinite_score_as_a_score_not_a_failure():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert RankRefit()(_results([0.3, 0.2], [-np.inf, -np.inf])) == 1
+
+
+def test_progress_by_default_draws_on_a_terminal_only():
+    import io
+
+    from skrate.model_selection._progress import Progress
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    for stream, drawn in ((Terminal(), True), (io.StringIO(), False)):
+        with Progress(3, "sweep", enabled=None, stream=stream) as bar:
+            bar.update(3)
+        assert ("sweep [" in stream.getvalue()) == drawn
+    pipe = io.StringIO()
+    with Progress(3, "sweep", enabled=True, stream=pipe) as bar:
+        bar.update(3)
+    assert pipe.getvalue().count("sweep [") >= 2  # asked for, it draws on a pipe too

@@ -10,16 +10,17 @@ class Progress:
     """``with Progress(total, label) as bar: bar.update()`` redraws ``label [####    ] k/total  12.3 s``.
 
     On a terminal the line is redrawn in place; elsewhere (a log file, a pipe) one line is
-    written per quarter of the work, so logs stay short.
+    written per quarter of the work, so logs stay short. ``enabled=None`` draws on a terminal
+    only; with no stream at all (pythonw and some launchers have no stderr) nothing is drawn.
     """
 
-    def __init__(self, total: int, label: str, *, enabled: bool = True, stream=None, width: int = 24):
+    def __init__(self, total: int, label: str, *, enabled: bool | None = True, stream=None, width: int = 24):
         self.total, self.label, self.width = total, label, width
         self.stream = sys.stderr if stream is None else stream
-        self.enabled = enabled and self.stream is not None  # pythonw and some launchers have no stderr
+        self.live = bool(getattr(self.stream, "isatty", lambda: False)())
+        self.enabled = self.stream is not None and (self.live if enabled is None else enabled)
         self.done = 0
         self.start = time.perf_counter()
-        self.live = bool(getattr(self.stream, "isatty", lambda: False)())
         self._quarter = -1
 
     def __enter__(self) -> "Progress":

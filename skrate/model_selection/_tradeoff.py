@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import time
 import warnings
 from numbers import Real
@@ -74,7 +73,7 @@ def _forwards_unrouted(estimator, name: str) -> bool:
     """Whether ``estimator.fit`` hands the fit parameter ``name`` on to a fit that takes it
     without metadata routing: CalibratedClassifierCV passes its fit parameters to its estimator,
     and a search passes all but ``groups``, which go to its splitter."""
-    if isinstance(estimator, BaseSearchCV) and name != "groups" or isinstance(estimator, CalibratedClassifierCV):
+    if (isinstance(estimator, BaseSearchCV) and name != "groups") or isinstance(estimator, CalibratedClassifierCV):
         inner = estimator.estimator
         return inner is not None and (has_fit_parameter(inner, name) or _forwards_unrouted(inner, name))
     return False
@@ -314,8 +313,8 @@ def tradeoff_curve(
     train, test = part(tr), None if te is None else part(te)
     tasks = [delayed(_fit_one)(estimator, param, s, spec, strict, train, test, decisions)
              for s, spec in zip(slacks, specs)]
-    # no stderr at all under pythonw and some service launchers
-    show = (len(tasks) > 1 and bool(getattr(sys.stderr, "isatty", lambda: False)())) if progress is None else bool(progress)
+    # by default a bar on a terminal only, and only for more than one fit
+    show = (None if len(tasks) > 1 else False) if progress is None else bool(progress)
     try:
         runner = Parallel(n_jobs=n_jobs, return_as="generator")
     except TypeError:  # joblib < 1.3 has no generators: no live progress
