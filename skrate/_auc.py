@@ -26,7 +26,8 @@ from ._prox import elastic_net_penalty
 from ._row_order import RowOrderScoreMixin
 from .models._input_scale import column_offsets, shifted_columns
 from .problem._groups import check_row_order
-from .utils._validation import check_label_missing, unfitted_on_error, validate_numeric
+from .utils._validation import (check_label_missing, check_sample_weight, unfitted_on_error,
+                                validate_numeric)
 from .utils._warnings import warn
 
 if TYPE_CHECKING:
@@ -154,9 +155,6 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
 
     Notes
     -----
-    Every (positive, negative) pair weighs the same, so ``fit`` takes no ``sample_weight``;
-    an integer weight ``k`` can be given as ``k`` copies of the row (``np.repeat``).
-
     So that ``partial_fit`` can refit the calibration as the stream goes on, the fitted model
     keeps a uniform sample of at most 2000 of the rows it was trained on (``fit`` and
     ``partial_fit`` alike), features and labels, and a pickle of it carries them. Where the
@@ -251,13 +249,29 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
                     f"negatives; y contains only one class: {classes.tolist()}.")
         return classes, (y == classes[1]).astype(np.int8)
 
-    def _validate(self, X, y, reset: bool):
-        """Validated ``(X, y)``; a sparse ``X`` in canonical CSR form (a copy if it was not: duplicate
-        stored entries would count apart in the column scales and the step's row norms)."""
-        check_row_order(X, y=y)
+    def _validate(self, X, y, sample_weight, reset: bool):
+        """Validated ``(X, y, sample_weight)``, a sparse ``X`` in canonical CSR form (a copy if it
+        was not: duplicate stored entries would count apart in the column scales and the step's
+        row norms); ``sample_weight`` checked (None when not given)."""
+        check_row_order(X, y=y, sample_weight=sample_weight)
         check_label_missing(y)
         X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64, reset=reset,
                                 y_numeric=False)
+        if sample_weight is not None:
+            sample_weight = check_sample_weight(sample_weight, X.shape[0])
+        return X, y, sample_weight
+
+    @staticmethod
+    def _weighted_rows(X, y01: np.ndarray, sample_weight):
+        """The rows of positive weight: a row of weight 0 is a row removed, also from the
+        column scales and the calibration."""
+        if sample_weight is None or sample_weight.all():
+            return X, y01, sample_weight
+        keep = sample_weight > 0
+        return X[keep], y01[keep], sample_weight[keep]
+
+    def _check_magnitudes(self, X) -> None:
+        """Refuse columns whose squares leave the float range (or, inverted, the steps')."""
         low, high = column_extremes(X)
         peak = np.maximum(-low, high)
         for bad, what, fix in ((peak > _LARGEST_ENTRY, f"reach beyond {_LARGEST_ENTRY:g}", "Divide"),
@@ -271,7 +285,6 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
                     f"square loss and the steps square them, past the float range. {fix} those "
                     "columns by a constant first (a column's units change the fit only through the "
                     "penalty).")
-        return X, y
 
     def _step_size(self, smoothness: float) -> float:
         """The base step: ``eta0``, or ``1 / smoothness`` for ``"auto"``."""
@@ -281,11 +294,12 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         # at the centre): there is nothing to step along, and 1 / 0 would amplify that error
         return 1.0 / smoothness if smoothness > 0 else 0.0
 
-    def _calibration(self, X, y01: np.ndarray, w: np.ndarray) -> tuple[float, np.ndarray]:
+    def _calibration(self, X, y01: np.ndarray, w: np.ndarray,
+                     sample_weight: np.ndarray | None) -> tuple[float, np.ndarray]:
         """``(slope, intercept_)`` of the Platt calibration of the scores ``X @ w``, for rows
         ``X`` already :meth:`_centred` (uncentred scores of a column in offset units would
-        differ by less than their rounding error)."""
-        cal = fit_platt(np.asarray(X @ w).ravel(), y01)
+        differ by less than their rounding error), weighted by the user's ``sample_weight``."""
+        cal = fit_platt(np.asarray(X @ w).ravel(), y01, weight=sample_weight)
         return cal.slope, np.array([cal.offset - self._offset @ w])
 
     @staticmethod
@@ -298,7 +312,8 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X: ArrayLike | sp.spmatrix | sp.sparray, y: ArrayLike) -> "AUCClassifier":
+    def fit(self, X: ArrayLike | sp.spmatrix | sp.sparray, y: ArrayLike,
+            sample_weight: ArrayLike | None = None) -> "AUCClassifier":
         """Fit the classifier on ``(X, y)``.
 
         Parameters
@@ -306,7 +321,13 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         X : {array-like, sparse matrix} of shape (n_samples, n_features)
             Training data; NaN and infinite values are rejected.
         y : array-like of shape (n_samples,)
-            Binary labels; both classes must be present.
+            Binary labels; both classes must be present (among the rows of positive weight).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative row weights. A (positive, negative) pair weighs the product of its
+            rows' weights, so an integer weight ``k`` fits as ``k`` copies of the row (exactly
+            with ``solver="exact"``; up to the stopping tolerance with the stochastic solvers,
+            which draw other minibatches). Rows of weight 0 are left out, also of the column
+            scales and the calibration. None means equal weights.
 
         Returns
         -------
@@ -329,9 +350,16 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
             raises leaves the estimator unfitted.
         """
         with unfitted_on_error(self):  # a failed (re)fit leaves no mix of old and new state
-            X, y = self._validate(X, y, reset=True)
+            X, y, sample_weight = self._validate(X, y, sample_weight, reset=True)
             self.classes_, y01 = self._encode_target(y)
-            self._fit(X, y01)
+            X, y01, sample_weight = self._weighted_rows(X, y01, sample_weight)
+            if sample_weight is not None and not 0 < y01.sum() < len(y01):
+                raise ValueError(
+                    "AUCClassifier needs examples of both classes to rank positives above "
+                    "negatives; the rows of positive sample_weight hold only class "
+                    f"{self.classes_.tolist()[int(y01[0])]!r} (a row of weight 0 is a row removed).")
+            self._check_magnitudes(X)
+            self._fit(X, y01, sample_weight)
         return self
 
     def _centred(self, X):
@@ -345,11 +373,15 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
             return X
         return shifted_columns(X, self._offset)
 
-    def _fit(self, X, y01: np.ndarray) -> None:
+    def _fit(self, X, y01: np.ndarray, sample_weight: np.ndarray | None) -> None:
         l1_ratio = self._l1_ratio()
-        raw, self._offset = X, column_offsets(X)
+        # the solvers take weights of mean 1: the objective is a mean over pairs, so only the
+        # weights' ratios matter, and the steps then need no rescaling
+        unit = 1.0 if sample_weight is None else float(sample_weight.mean())
+        weight = None if sample_weight is None else sample_weight / unit
+        raw, self._offset = X, column_offsets(X, sample_weight=weight)
         X = self._centred(X)
-        stats = ClassStatistics.from_data(X, y01)
+        stats = ClassStatistics.from_data(X, y01, weight)
         rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31))
         solver = self.solver
         if solver == "auto":
@@ -361,24 +393,24 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
             scale, step, self._fit_smoothness = None, None, 0.0
             self.step_size_ = None if self.eta0 == "auto" else float(self.eta0)
         else:
-            scale = column_scale(X, (stats.low, stats.high))
+            scale = column_scale(X, (stats.low, stats.high), weight)
             solver_scale = pinned_scale(scale, stats)  # constant columns pinned at zero
             self._fit_smoothness = minibatch_smoothness(X, y01, stats, self.batch_size,
-                                                        solver_scale)
+                                                        solver_scale, weight)
             self.step_size_ = self._step_size(self._fit_smoothness)
             step = self.step_size_ / solver_scale**2
         common = dict(alpha=self.alpha, l1_ratio=l1_ratio, step=step,
                       max_iter=self.max_iter, batch_size=self.batch_size, rng=rng,
-                      callback=self.callback, verbose=self.verbose)
+                      callback=self.callback, verbose=self.verbose, weight=weight)
         if solver == "exact":
-            result = solve_exact(X, y01, self.alpha, l1_ratio, stats=stats)
+            result = solve_exact(X, y01, self.alpha, l1_ratio, stats=stats, weight=weight)
             if not result.converged:
                 warn("The exact solver's proximal-gradient iterations stopped before "
                      "reaching their tolerance; the coefficients are approximate.",
                      ConvergenceWarning)
             if self.callback is not None:
                 self.callback({"coef": result.coef.copy(), "n_iter": 1.0})
-            loss = smooth_objective(result.coef, X, y01)
+            loss = smooth_objective(result.coef, X, y01, weight)
         else:
             # diverging steps overflow: FloatingPointError reports them, not numpy's warnings
             with np.errstate(over="ignore", invalid="ignore"):
@@ -387,18 +419,19 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
                 else:
                     inner = self.inner_iter or int(np.ceil(X.shape[0] / self.batch_size))
                     result = vrspam(X, y01, stats, inner_iter=inner, tol=self.tol, **common)
-                loss = smooth_objective(result.coef, X, y01)
+                loss = smooth_objective(result.coef, X, y01, weight)
             self._check_divergence(loss, solver, self.step_size_)
             if not result.converged and not result.stopped:
                 self._warn_not_converged(solver, result.gap)
         self.coef_ = result.coef.reshape(1, -1)
         self.n_iter_ = int(np.ceil(result.n_passes - 1e-9))
         self.objective_ = loss + elastic_net_penalty(result.coef, self.alpha, l1_ratio)
-        slope, intercept = self._calibration(X, y01, result.coef)
+        slope, intercept = self._calibration(X, y01, result.coef, sample_weight)
         # later partial_fit calls continue from here
         self._init_stream(stats, n_calls=self.n_iter_, smoothness=self._fit_smoothness,
-                          scale=scale, offset=self._offset)
-        self._reservoir = RowReservoir.from_sample(_RESERVOIR_SIZE, raw, y01, self._rng)
+                          scale=scale, offset=self._offset, weight_unit=unit)
+        self._reservoir = RowReservoir.from_sample(_RESERVOIR_SIZE, raw, y01, self._rng,
+                                                   sample_weight)
         self._calibrated = (self.coef_, self._reservoir, slope, intercept)
         self.t_ = X.shape[0]
 
@@ -416,10 +449,12 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
              f"{hint}.", ConvergenceWarning)
 
     def _init_stream(self, stats: ClassStatistics, n_calls: int, smoothness: float,
-                     scale: np.ndarray | None, offset: np.ndarray | None) -> None:
+                     scale: np.ndarray | None, offset: np.ndarray | None,
+                     weight_unit: float | None) -> None:
         self._stats = stats
-        # None: partial_fit takes those of its first chunk
-        self._offset, self._scale = offset, scale
+        # None: partial_fit takes those of its first chunk. The weight unit is the mean weight
+        # the solver's weights were divided by: later chunks' weights are divided by it too
+        self._offset, self._scale, self._weight_unit = offset, scale, weight_unit
         self._reservoir = RowReservoir(_RESERVOIR_SIZE)
         self._rng = np.random.default_rng(check_random_state(self.random_state).randint(2**31))
         self._n_calls = n_calls
@@ -428,7 +463,8 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
 
     @_fit_context(prefer_skip_nested_validation=True)
     def partial_fit(self, X: ArrayLike | sp.spmatrix | sp.sparray, y: ArrayLike,
-                    classes: ArrayLike | None = None) -> "AUCClassifier":
+                    classes: ArrayLike | None = None,
+                    sample_weight: ArrayLike | None = None) -> "AUCClassifier":
         """One SPAM pass over a chunk of a stream (one example or a minibatch at a time).
 
         Class counts and means are running estimates over everything seen so far; the step
@@ -451,6 +487,10 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
             Its labels.
         classes : array-like of shape (2,), default=None
             Both class labels; required on the first call.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights of the chunk's rows, in the units of the stream's other
+            weights (a weight ``k`` counts as ``k`` rows; None means 1 each). Rows of weight 0
+            are left out.
 
         Returns
         -------
@@ -479,29 +519,38 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
             elif classes is not None and not np.array_equal(np.unique(classes), self.classes_):
                 raise ValueError(f"classes {np.unique(classes).tolist()} differ from the "
                                  f"classes {self.classes_.tolist()} seen before.")
-            X, y = self._validate(X, y, reset=first)
+            X, y, sample_weight = self._validate(X, y, sample_weight, reset=first)
             classes, y01 = self._encode_target(y, classes if first else self.classes_, known=not first)
+            X, y01, sample_weight = self._weighted_rows(X, y01, sample_weight)
+            self._check_magnitudes(X)
             if first:
                 self.classes_ = classes
                 self._init_stream(ClassStatistics.empty(X.shape[1]), n_calls=0,
-                                  smoothness=0.0, scale=None, offset=None)
+                                  smoothness=0.0, scale=None, offset=None, weight_unit=None)
                 self.coef_ = np.zeros((1, X.shape[1]))
                 self.solver_ = "spam"
-            self._partial_fit(X, y01)
+            self._partial_fit(X, y01, sample_weight)
         return self
 
-    def _partial_fit(self, X, y01: np.ndarray) -> None:
+    def _partial_fit(self, X, y01: np.ndarray, sample_weight: np.ndarray | None) -> None:
         raw = X
+        unit = self._weight_unit
+        if unit is None:  # the stream's first chunk sets the unit, as fit does
+            unit = 1.0 if sample_weight is None else float(sample_weight.mean())
+        weight = None
+        if sample_weight is not None or unit != 1.0:
+            weight = (np.ones(X.shape[0]) if sample_weight is None else sample_weight) / unit
         # then fixed for the whole stream: changing them would not be a reparametrisation
-        if self._offset is None:
-            self._offset = column_offsets(X)
-        X = self._centred(X)
-        scale = column_scale(X) if self._scale is None else self._scale
+        offset = self._offset
+        if offset is None:
+            offset = column_offsets(X, sample_weight=weight)
+        X = shifted_columns(X, offset) if offset.any() else X
+        scale = column_scale(X, weight=weight) if self._scale is None else self._scale
         # the new state is built aside (copies of the statistics, the generator and the
         # reservoir) and committed at the end, once nothing can fail: a call that raises
         # leaves the stream as it was
         stats = replace(self._stats)
-        stats.update(X, y01)  # makes new arrays: self._stats keeps its own
+        stats.update(X, y01, weight)  # makes new arrays: self._stats keeps its own
         rng = copy.deepcopy(self._rng)
         w, n_calls, smoothness = self.coef_.ravel(), self._n_calls, self._smoothness
         step_size = getattr(self, "step_size_", None)
@@ -510,18 +559,19 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
             # columns constant so far are pinned at zero until they vary
             solver_scale = pinned_scale(scale, stats)
             smoothness = max(smoothness, minibatch_smoothness(X, y01, stats, self.batch_size,
-                                                              solver_scale))
+                                                              solver_scale, weight))
             step_size = self._step_size(smoothness)
             step = step_size / np.sqrt(n_calls) / solver_scale**2
             # diverging steps overflow: FloatingPointError reports them, not numpy's warnings
             with np.errstate(over="ignore", invalid="ignore"):
                 w = spam_epoch(w, X, y01, stats, step, self.alpha, self._l1_ratio(),
-                               self.batch_size, rng)
-                loss = stream_loss(w, X, y01, stats)
+                               self.batch_size, rng, weight)
+                loss = stream_loss(w, X, y01, stats, weight)
             self._check_divergence(loss, "SPAM", step_size)
         reservoir = copy.copy(self._reservoir)  # add() replaces its arrays
-        reservoir.add(raw, y01, rng)
+        reservoir.add(raw, y01, rng, sample_weight)
         self._scale, self._stats, self._rng, self._reservoir = scale, stats, rng, reservoir
+        self._offset, self._weight_unit = offset, unit
         self._n_calls, self._smoothness, self.step_size_ = n_calls, smoothness, step_size
         self.t_ += X.shape[0]
         self.coef_ = w.reshape(1, -1)
@@ -548,7 +598,8 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         coef, reservoir = self.coef_, self._reservoir
         cached = vars(self).get("_calibrated")
         if cached is None or cached[0] is not coef or cached[1] is not reservoir:
-            slope, intercept = self._calibration(self._centred(reservoir.X), reservoir.y, coef.ravel())
+            slope, intercept = self._calibration(self._centred(reservoir.X), reservoir.y, coef.ravel(),
+                                                 reservoir.weight)
             cached = self._calibrated = (coef, reservoir, slope, intercept)
         return cached[0], cached[2], cached[3]
 

@@ -22,42 +22,48 @@ class PlattCalibration:
         return expit(self.slope * (scores + self.offset))
 
 
-def fit_platt(scores: np.ndarray, y: np.ndarray, max_steps: int = 50) -> PlattCalibration:
+def fit_platt(scores: np.ndarray, y: np.ndarray, max_steps: int = 50,
+              weight: np.ndarray | None = None) -> PlattCalibration:
     """Fit ``expit(a s + b)`` to 0/1 labels by Newton's method, with ``a`` kept positive.
 
     Uses Platt's smoothed targets ``(n_+ + 1) / (n_+ + 2)`` and ``1 / (n_- + 2)`` so the fit is
     finite on separable scores. When all scores are equal the slope is 1 and the offset puts
-    the (constant) probability at the smoothed positive rate.
+    the (constant) probability at the smoothed positive rate. With row weights (in the user's
+    units, so that a weight ``k`` is ``k`` repeated rows) ``n_+`` and ``n_-`` are the classes'
+    total weights, and the likelihood, the mean and the spread of the scores are weighted.
 
     References
     ----------
     Platt, J. Probabilistic Outputs for Support Vector Machines and Comparisons to
     Regularized Likelihood Methods. Advances in Large Margin Classifiers, 1999.
     """
-    n_pos = int((y == 1).sum())
-    n_neg = len(y) - n_pos
+    v = np.ones(len(y)) if weight is None else weight
+    n_pos = float(v[y == 1].sum())
+    n_neg = float(v.sum()) - n_pos
     t = np.where(y == 1, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
-    rate = (n_pos + 1.0) / (len(y) + 2.0)
+    rate = (n_pos + 1.0) / (n_pos + n_neg + 2.0)
     prior_logit = np.log(rate / (1.0 - rate))
-    center, spread = float(np.mean(scores)), float(np.std(scores))
+    center = float(np.average(scores, weights=v))
+    spread = float(np.sqrt(np.average((scores - center) ** 2, weights=v)))
     if not spread > 1e-12 * max(1.0, abs(center)):
         return PlattCalibration(1.0, prior_logit - center)
     z = (scores - center) / spread
     zz = z * z
 
     def nll(u):
-        return float(np.sum(np.logaddexp(0.0, u) - t * u))
+        return float(v @ (np.logaddexp(0.0, u) - t * u))
 
     # Newton on (slope, intercept) of the standardised score, the 2 x 2 system solved by hand
     # (this runs at every fit, so small-n fits are dominated by per-call overhead)
+    ridge = 1e-12 * float(v.mean())  # keeps the 2 x 2 system regular, in the weights' units
     theta = np.array([0.0, prior_logit])
     u = np.full_like(z, prior_logit)
     current = nll(u)
     for _ in range(max_steps):
         prob = expit(u)
-        r, w = prob - t, prob * (1.0 - prob)
+        r, w = v * (prob - t), v * prob * (1.0 - prob)
         g0, g1 = float(z @ r), float(r.sum())
-        h00, h01, h11 = float(zz @ w) + 1e-12, float(z @ w), float(w.sum()) + 1e-12
+        h00, h01, h11 = float(zz @ w) + ridge, float(z @ w), float(w.sum()) + ridge
         det = h00 * h11 - h01 * h01
         d0, d1 = (h11 * g0 - h01 * g1) / det, (h00 * g1 - h01 * g0) / det
         step = 1.0
@@ -74,9 +80,11 @@ def fit_platt(scores: np.ndarray, y: np.ndarray, max_steps: int = 50) -> PlattCa
 
 
 class RowReservoir:
-    """Uniform sample of at most ``capacity`` rows of a stream (Vitter's Algorithm R).
+    """Uniform sample of at most ``capacity`` rows of a stream (Vitter's Algorithm R), with
+    their labels and weights (ones for rows given without).
 
-    Row order inside the reservoir is irrelevant to its use (calibration), so a chunk's
+    A uniform sample of the rows, each with its weight, estimates weighted means without
+    bias. Row order inside the reservoir is irrelevant to its use (calibration), so a chunk's
     replacements are applied at once: evicted rows are dropped and newcomers appended.
     """
 
@@ -85,31 +93,36 @@ class RowReservoir:
         self.n_seen = 0
         self.X = None
         self.y = None
+        self.weight = None
 
     @classmethod
-    def from_sample(cls, capacity: int, X, y: np.ndarray,
-                    rng: np.random.Generator) -> "RowReservoir":
+    def from_sample(cls, capacity: int, X, y: np.ndarray, rng: np.random.Generator,
+                    weight: np.ndarray | None = None) -> "RowReservoir":
         """A reservoir holding a uniform sample of the rows of ``X`` (a whole data set)."""
         res = cls(capacity)
         idx = np.sort(rng.choice(X.shape[0], size=min(capacity, X.shape[0]), replace=False))
         res.X, res.y, res.n_seen = X[idx], y[idx], X.shape[0]
+        res.weight = np.ones(len(idx)) if weight is None else weight[idx]
         return res
 
-    def add(self, X, y: np.ndarray, rng: np.random.Generator) -> None:
+    def add(self, X, y: np.ndarray, rng: np.random.Generator,
+            weight: np.ndarray | None = None) -> None:
         """Offer the rows of a chunk, dense or sparse whatever the earlier chunks were.
 
         The reservoir is sparse once a sparse chunk came. Its arrays are replaced, never
         changed in place, so a shallow copy taken before is left as it was.
         """
         n = X.shape[0]
+        weight = np.ones(n) if weight is None else weight
         stack = sp.vstack if sp.issparse(X) or sp.issparse(self.X) else np.vstack
         if self.X is None:
-            self.X, self.y = X[:0], y[:0]
+            self.X, self.y, self.weight = X[:0], y[:0], weight[:0]
         # filling phase: the first `capacity` rows always enter
         n_fill = min(max(self.capacity - self.y.shape[0], 0), n)
         if n_fill:
             self.X = stack([self.X, X[:n_fill]])
             self.y = np.concatenate([self.y, y[:n_fill]])
+            self.weight = np.concatenate([self.weight, weight[:n_fill]])
         rest = np.arange(n_fill, n)
         if rest.size:
             seen = self.n_seen + rest  # 0-based stream index of each remaining row
@@ -123,6 +136,7 @@ class RowReservoir:
                 keep = np.setdiff1d(np.arange(self.y.shape[0]), slot)
                 self.X = stack([self.X[keep], X[rows]])
                 self.y = np.concatenate([self.y[keep], y[rows]])
+                self.weight = np.concatenate([self.weight[keep], weight[rows]])
         if sp.issparse(self.X):
             self.X = sp.csr_matrix(self.X)
         self.n_seen += n

@@ -67,7 +67,9 @@ def dual_objective(w: np.ndarray, grad: np.ndarray, loss: float, stats: ClassSta
     """A lower bound on the optimal objective from a dual point built at ``w``.
 
     The loss is ``||A w - e||^2 / 2`` with ``A`` the rows ``delta'``, ``(x_i - m_+)' / sqrt(n_+)``
-    and ``(x_j - m_-)' / sqrt(n_-)``, and ``e`` the first unit vector. Fenchel duality gives,
+    and ``(x_j - m_-)' / sqrt(n_-)`` (each times the square root of its row's weight when the
+    rows are weighted, ``n_+`` and ``n_-`` then the classes' total weights), and ``e`` the first
+    unit vector. Fenchel duality gives,
     for every ``u``, ``P* >= u.e - ||u||^2 / 2 - R*(A'u)`` with ``R*`` the conjugate of the
     elastic net ``l1 ||.||_1 + l2 ||.||^2 / 2``: ``sum_j (|v_j| - l1)_+^2 / (2 l2)``, or the
     indicator of ``||v||_inf <= l1`` when ``l2 = 0``. On the ray ``u = s (e - A w)``, optimal
@@ -110,7 +112,8 @@ def dual_objective(w: np.ndarray, grad: np.ndarray, loss: float, stats: ClassSta
 
 
 def _relative_gap(w: np.ndarray, X, y: np.ndarray, stats: ClassStatistics, alpha: float,
-                  l1_ratio: float, previous: float) -> tuple[np.ndarray, float, float]:
+                  l1_ratio: float, previous: float,
+                  weight: np.ndarray | None = None) -> tuple[np.ndarray, float, float]:
     """Full gradient, objective ``P(w)`` and an estimate of ``(P(w) - P*) / min(P*, P(0) - P*)``
     (one pass), ``P(0) = 1/2``.
 
@@ -121,7 +124,7 @@ def _relative_gap(w: np.ndarray, X, y: np.ndarray, stats: ClassStatistics, alpha
     direction, which alone sets the ranking. Without a penalty there is no such bound, and it
     is the relative decrease of ``P`` since ``previous``, the value at the last check.
     """
-    grad, loss = gradient_and_loss(w, X, y, stats)
+    grad, loss = gradient_and_loss(w, X, y, stats, weight)
     value = loss + elastic_net_penalty(w, alpha, l1_ratio)
     if alpha > 0:
         lower = dual_objective(w, grad, loss, stats, alpha, l1_ratio)
@@ -133,7 +136,8 @@ def _relative_gap(w: np.ndarray, X, y: np.ndarray, stats: ClassStatistics, alpha
     return grad, value, float(gap)
 
 
-def column_scale(X, extremes: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
+def column_scale(X, extremes: tuple[np.ndarray, np.ndarray] | None = None,
+                 weight: np.ndarray | None = None) -> np.ndarray:
     """Column scales of the preconditioned stochastic solvers (see the module docstring).
 
     A step is limited by the largest curvature, which a column in large units sets for all
@@ -149,13 +153,20 @@ def column_scale(X, extremes: tuple[np.ndarray, np.ndarray] | None = None) -> np
     extremes : (ndarray, ndarray), default=None
         The columns' smallest and largest values, when already known (as
         :class:`ClassStatistics` holds them); computed from ``X`` otherwise.
+    weight : ndarray of shape (n_samples,), default=None
+        Positive row weights of the mean and the root mean square (None: equal).
 
     Returns
     -------
     ndarray of shape (n_features,)
     """
-    mean, var = mean_variance_axis(X, axis=0) if sp.issparse(X) else (X.mean(axis=0),
-                                                                       X.var(axis=0))
+    if sp.issparse(X):
+        mean, var = mean_variance_axis(X, axis=0, weights=weight)
+    elif weight is None:
+        mean, var = X.mean(axis=0), X.var(axis=0)
+    else:
+        mean = np.average(X, axis=0, weights=weight)
+        var = np.average((X - mean) ** 2, axis=0, weights=weight)
     low, high = column_extremes(X) if extremes is None else extremes
     peak = np.maximum(high - mean, mean - low)
     return np.where(high > low, np.maximum(np.sqrt(var), peak / _MAX_PEAK), 1.0)
@@ -231,7 +242,8 @@ def _sq_distances(X, u: np.ndarray) -> np.ndarray:
 
 
 def minibatch_smoothness(X, y: np.ndarray, stats: ClassStatistics, batch_size: int,
-                         scale: np.ndarray | None = None) -> float:
+                         scale: np.ndarray | None = None,
+                         weight: np.ndarray | None = None) -> float:
     """Smoothness bound of a minibatch gradient, from the norms of the (shifted) examples.
 
     Example ``i``'s gradient is ``w -> (x_i - c) (x_i - m_other)' w / p_class + const``, whose
@@ -253,6 +265,8 @@ def minibatch_smoothness(X, y: np.ndarray, stats: ClassStatistics, batch_size: i
         Column scales ``s``: the bound of the preconditioned problem, on the columns
         ``X / s`` (an infinite scale, see :func:`pinned_scale`, drops the column). None means
         no scaling.
+    weight : ndarray of shape (n_samples,), default=None
+        Row weights of mean 1, which multiply the examples' gradients and so their ``L_i``.
 
     Returns
     -------
@@ -269,6 +283,8 @@ def minibatch_smoothness(X, y: np.ndarray, stats: ClassStatistics, batch_size: i
     dist_m[pos] = np.sqrt(_sq_distances(X[pos], mean_neg))
     dist_m[~pos] = np.sqrt(_sq_distances(X[~pos], mean_pos))
     L = dist_c * dist_m / np.where(pos, stats.p, 1.0 - stats.p)
+    if weight is not None:
+        L = L * weight
     n, b = len(L), min(batch_size, len(L))
     if n == 1:
         return float(L[0])
@@ -374,7 +390,8 @@ def _polish_support(Q, delta, alpha, l1_ratio, w):
 
 
 def solve_exact(X, y: np.ndarray, alpha: float, l1_ratio: float, *, tol: float = 1e-10,
-                max_steps: int = 100_000, stats: ClassStatistics | None = None) -> SolverResult:
+                max_steps: int = 100_000, stats: ClassStatistics | None = None,
+                weight: np.ndarray | None = None) -> SolverResult:
     """Minimiser of the penalised objective from the ``d x d`` quadratic form.
 
     Constant columns get a coefficient of exactly zero: the problem is solved on the others
@@ -386,9 +403,10 @@ def solve_exact(X, y: np.ndarray, alpha: float, l1_ratio: float, *, tol: float =
     diagonal equilibrated (:func:`_quadratic_prox_gradient`), then the sign pattern found is
     solved exactly and kept when it satisfies the optimality conditions (the result is then
     converged even if FISTA stopped at ``max_steps``). ``stats``, the
-    :class:`ClassStatistics` of ``X, y`` when the caller has them, saves a pass.
+    :class:`ClassStatistics` of ``X, y`` when the caller has them, saves a pass. ``weight``
+    weighs the rows (see :func:`quadratic_form`).
     """
-    Q, delta = quadratic_form(X, y)
+    Q, delta = quadratic_form(X, y, weight)
     free = ~(ClassStatistics.from_data(X, y) if stats is None else stats).constant
     Q, delta = Q[np.ix_(free, free)], delta[free]
     w = np.zeros(len(free))
@@ -418,16 +436,21 @@ def _batches(n: int, batch_size: int, rng: np.random.Generator):
     return [order[i:i + batch_size] for i in range(0, n, batch_size)]
 
 
+def _at(weight: np.ndarray | None, idx: np.ndarray) -> np.ndarray | None:
+    return None if weight is None else weight[idx]
+
+
 def spam_epoch(w: np.ndarray, X, y: np.ndarray, stats: ClassStatistics,
                step: float | np.ndarray, alpha: float, l1_ratio: float, batch_size: int,
-               rng: np.random.Generator) -> np.ndarray:
+               rng: np.random.Generator, weight: np.ndarray | None = None) -> np.ndarray:
     """One pass of proximal SGD over ``X`` in random minibatches, constant ``step``.
 
-    ``step`` may be per coordinate (the preconditioned step of the module docstring). The
-    update is inherently sequential, so the loop runs over minibatches (not examples).
+    ``step`` may be per coordinate (the preconditioned step of the module docstring).
+    ``weight`` (mean 1) multiplies each example's gradient. The update is inherently
+    sequential, so the loop runs over minibatches (not examples).
     """
     for idx in _batches(X.shape[0], batch_size, rng):
-        g = minibatch_gradient(w, X[idx], y[idx], stats)
+        g = minibatch_gradient(w, X[idx], y[idx], stats, weight=_at(weight, idx))
         w = prox_elastic_net(w - step * g, step, alpha, l1_ratio)
     return w
 
@@ -435,10 +458,11 @@ def spam_epoch(w: np.ndarray, X, y: np.ndarray, stats: ClassStatistics,
 def spam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: float,
          step: float | np.ndarray, max_iter: int, batch_size: int, rng: np.random.Generator,
          tol: float = 0.0, w0: np.ndarray | None = None, callback: Callable | None = None,
-         verbose: int = 0) -> SolverResult:
+         verbose: int = 0, weight: np.ndarray | None = None) -> SolverResult:
     """SPAM: proximal SGD, step ``step / sqrt(k)`` in pass ``k``, at most ``max_iter`` passes.
 
     ``step`` may be per coordinate (the preconditioned step of the module docstring).
+    ``weight``, row weights of mean 1, weighs the examples (:func:`spam_epoch`).
     ``callback({"coef": w, "n_iter": k})`` runs after every pass; returning the object
     ``False`` stops the run.
 
@@ -457,8 +481,9 @@ def spam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: fl
     w = np.zeros(X.shape[1]) if w0 is None else w0.copy()
     value, gap = np.inf, np.nan
     for k in range(1, max_iter + 1):
-        w = spam_epoch(w, X, y, stats, step / np.sqrt(k), alpha, l1_ratio, batch_size, rng)
-        _, value, gap = _relative_gap(w, X, y, stats, alpha, l1_ratio, value)
+        w = spam_epoch(w, X, y, stats, step / np.sqrt(k), alpha, l1_ratio, batch_size, rng,
+                       weight)
+        _, value, gap = _relative_gap(w, X, y, stats, alpha, l1_ratio, value, weight)
         if verbose:
             print(f"SPAM pass {k}: objective {value:.8g}, estimated gap {gap:.2e}")
         if diverged(value):
@@ -473,7 +498,8 @@ def spam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: fl
 def vrspam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: float,
            step: float | np.ndarray, max_iter: int, inner_iter: int, batch_size: int,
            rng: np.random.Generator, tol: float, w0: np.ndarray | None = None,
-           callback: Callable | None = None, verbose: int = 0) -> SolverResult:
+           callback: Callable | None = None, verbose: int = 0,
+           weight: np.ndarray | None = None) -> SolverResult:
     """VRSPAM: one SPAM pass as warm start, then proximal SVRG with a constant step.
 
     Every outer loop computes the full gradient ``mu`` at the snapshot ``w_s`` (one pass),
@@ -489,7 +515,8 @@ def vrspam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: 
     extra full gradient, not counted, as :func:`spam` checks. The result's ``gap`` is thus
     always the estimate at the returned point. A run whose loss shows divergence
     (:func:`diverged`) stops there.
-    ``step`` may be per coordinate (the preconditioned step of the module docstring).
+    ``step`` may be per coordinate (the preconditioned step of the module docstring), and
+    ``weight``, row weights of mean 1, weighs the examples (:func:`spam_epoch`).
     ``callback({"coef": w, "n_iter": passes})`` runs after the warm start and every outer
     loop; returning the object ``False`` stops the run.
 
@@ -503,7 +530,7 @@ def vrspam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: 
     n = X.shape[0]
     per_epoch = -(-n // batch_size)
     w = np.zeros(X.shape[1]) if w0 is None else w0.copy()
-    w = spam_epoch(w, X, y, stats, step, alpha, l1_ratio, batch_size, rng)
+    w = spam_epoch(w, X, y, stats, step, alpha, l1_ratio, batch_size, rng, weight)
     passes = 1.0
     if verbose:
         print("VRSPAM warm start: 1 SPAM pass")
@@ -512,7 +539,7 @@ def vrspam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: 
     value, gap = np.inf, np.nan
     checked = False
     while passes + 1 <= max_iter:
-        mu, value, gap = _relative_gap(w, X, y, stats, alpha, l1_ratio, value)
+        mu, value, gap = _relative_gap(w, X, y, stats, alpha, l1_ratio, value, weight)
         checked = True
         passes += 1
         if verbose:
@@ -532,7 +559,8 @@ def vrspam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: 
             break
         snapshot = w
         for idx in batches:
-            v = minibatch_gradient(w - snapshot, X[idx], y[idx], stats, affine=False) + mu
+            v = minibatch_gradient(w - snapshot, X[idx], y[idx], stats, affine=False,
+                                   weight=_at(weight, idx)) + mu
             w = prox_elastic_net(w - step * v, step, alpha, l1_ratio)
         passes = float(ends[len(batches) - 1])
         checked = False
@@ -541,7 +569,7 @@ def vrspam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: 
     if not checked:
         # no pass was left for a check at the returned point (max_iter < 2, or cutting the
         # last loop a pass early left no step): one extra full gradient, as SPAM makes
-        _, value, gap = _relative_gap(w, X, y, stats, alpha, l1_ratio, value)
+        _, value, gap = _relative_gap(w, X, y, stats, alpha, l1_ratio, value, weight)
         if verbose:
             print(f"VRSPAM at pass {passes:g}: objective {value:.8g}, estimated gap {gap:.2e}")
     return SolverResult(w, passes, not diverged(value) and gap <= tol, gap)

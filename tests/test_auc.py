@@ -1050,7 +1050,7 @@ def test_a_stream_of_single_rows_refits_the_calibration_only_when_it_is_read(mon
     X, y = _data(n=400, d=5, seed=31)
     clf = AUCClassifier(random_state=0).partial_fit(X[:50], y[:50], classes=[0, 1])
     calls = []
-    monkeypatch.setattr(auc_module, "fit_platt", lambda *a: calls.append(1) or fit_platt(*a))
+    monkeypatch.setattr(auc_module, "fit_platt", lambda *a, **k: calls.append(1) or fit_platt(*a, **k))
     for i in range(50, 400):
         clf.partial_fit(X[i:i + 1], y[i:i + 1])
     assert calls == []
@@ -1059,7 +1059,8 @@ def test_a_stream_of_single_rows_refits_the_calibration_only_when_it_is_read(mon
     clf.decision_function(X), clf.intercept_
     assert len(calls) == 1  # read once
     # the same calibration as refitted eagerly on the kept rows
-    slope, intercept = clf._calibration(clf._centred(clf._reservoir.X), clf._reservoir.y, clf.coef_.ravel())
+    slope, intercept = clf._calibration(clf._centred(clf._reservoir.X), clf._reservoir.y, clf.coef_.ravel(),
+                                         clf._reservoir.weight)
     np.testing.assert_allclose(clf.intercept_, intercept)
     np.testing.assert_allclose(proba[:, 1], 1 / (1 + np.exp(-slope * (X @ clf.coef_.ravel() + intercept[0]))))
 
@@ -1089,5 +1090,160 @@ def test_a_read_between_calls_never_keeps_a_calibration_of_older_coefficients():
     clf = AUCClassifier(random_state=0).partial_fit(X[:100], y[:100], classes=[0, 1])
     clf.predict_proba(X)  # calibrated for the first call's coefficients
     clf.partial_fit(X[100:], y[100:])
-    fresh = clf._calibration(clf._centred(clf._reservoir.X), clf._reservoir.y, clf.coef_.ravel())
+    fresh = clf._calibration(clf._centred(clf._reservoir.X), clf._reservoir.y, clf.coef_.ravel(),
+                             clf._reservoir.weight)
     np.testing.assert_allclose(clf.intercept_, fresh[1])
+
+
+# ----------------------------------------------------------------------------- sample_weight
+
+def _weighted(n=120, d=5, seed=40, sparse=False):
+    """Data with integer weights (zeros included) and its rows repeated by them."""
+    X, y = _data(n=n, d=d, seed=seed)
+    counts = np.random.default_rng(seed).integers(0, 4, size=n)
+    if sparse:
+        X = sp.csr_matrix(np.where(np.abs(X) < 0.6, 0.0, X))
+    return X, y, counts, X[np.repeat(np.arange(n), counts)], np.repeat(y, counts)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+def test_weighted_objective_pieces_equal_those_of_repeated_rows(sparse):
+    X, y, counts, Xr, yr = _weighted(sparse=sparse)
+    keep = counts > 0
+    Xw, yw, weight = X[keep], y[keep], counts[keep] / counts[keep].mean()
+    w = np.random.default_rng(1).normal(size=X.shape[1])
+    # the quadratic form, the loss and the class statistics of the repeated rows
+    for got, want in zip(quadratic_form(Xw, yw, weight), quadratic_form(Xr, yr)):
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-12)
+    assert smooth_objective(w, Xw, yw, weight) == pytest.approx(smooth_objective(w, Xr, yr), rel=1e-12)
+    stats, stats_r = ClassStatistics.from_data(Xw, yw, weight), ClassStatistics.from_data(Xr, yr)
+    assert stats.p == pytest.approx(stats_r.p, rel=1e-12)
+    np.testing.assert_allclose(stats.shift, stats_r.shift, rtol=1e-12)
+    # the weighted mean of the weighted example gradients is the gradient, as on repeated rows
+    np.testing.assert_allclose(full_gradient(w, Xw, yw, stats, weight), full_gradient(w, Xr, yr, stats_r),
+                               rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(column_scale(Xw, weight=weight), column_scale(Xr), rtol=1e-10)
+
+
+def test_weighted_gradient_matches_finite_differences_of_the_weighted_loss():
+    X, y = _data(n=90)
+    weight = np.random.default_rng(5).uniform(0.1, 3.0, size=90)
+    weight /= weight.mean()
+    stats = ClassStatistics.from_data(X, y, weight)
+    w = np.random.default_rng(6).normal(size=X.shape[1])
+    h = 1e-6
+    fd = np.array([(smooth_objective(w + h * e, X, y, weight) - smooth_objective(w - h * e, X, y, weight))
+                   / (2 * h) for e in np.eye(X.shape[1])])
+    np.testing.assert_allclose(full_gradient(w, X, y, stats, weight), fd, rtol=1e-6, atol=1e-8)
+    # the weighted loss is the weighted mean over pairs, weighted by both rows' weights
+    s = X @ w
+    pos, neg = y == 1, y == 0
+    pair_w = np.outer(weight[pos], weight[neg])
+    pairs = 0.5 * (1 - (s[pos][:, None] - s[neg][None, :])) ** 2
+    assert smooth_objective(w, X, y, weight) == pytest.approx(np.sum(pair_w * pairs) / pair_w.sum(), rel=1e-12)
+
+
+@pytest.mark.parametrize("sparse", [False, True])
+@pytest.mark.parametrize("penalty", ["l2", "elasticnet"])
+def test_exact_fit_with_integer_weights_equals_the_fit_on_repeated_rows(sparse, penalty):
+    X, y, counts, Xr, yr = _weighted(sparse=sparse)
+    weighted = AUCClassifier(solver="exact", penalty=penalty).fit(X, y, sample_weight=counts)
+    repeated = AUCClassifier(solver="exact", penalty=penalty).fit(Xr, yr)
+    np.testing.assert_allclose(weighted.coef_, repeated.coef_, rtol=1e-7, atol=1e-10)
+    np.testing.assert_allclose(weighted.predict_proba(X), repeated.predict_proba(X), rtol=1e-7, atol=1e-10)
+    assert weighted.objective_ == pytest.approx(repeated.objective_, rel=1e-10)
+    assert weighted.t_ == int((counts > 0).sum())
+
+
+@pytest.mark.parametrize("solver", ["spam", "vrspam"])
+def test_stochastic_fits_with_weights_reach_the_weighted_optimum(solver):
+    X, y = _data(n=2000, d=6, seed=41)
+    weight = np.where(X[:, 1] > 0.5, 5.0, 0.2)  # weights that move the optimum
+    exact = AUCClassifier(solver="exact", alpha=0.05).fit(X, y, sample_weight=weight)
+    unweighted = AUCClassifier(solver="exact", alpha=0.05).fit(X, y)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # SPAM's 1/sqrt(k) steps
+        fit = AUCClassifier(solver=solver, alpha=0.05, max_iter=30, random_state=0).fit(
+            X, y, sample_weight=weight)
+    gap = (fit.objective_ - exact.objective_) / exact.objective_
+    assert -1e-12 <= gap <= (1e-4 if solver == "vrspam" else 2e-2)
+    # the weights move the optimum: the unweighted one is farther from it in the weighted objective
+    ratio = weight / weight.mean()
+    missed = (smooth_objective(unweighted.coef_.ravel(), X, y, ratio)
+              + elastic_net_penalty(unweighted.coef_.ravel(), 0.05, 0.0) - exact.objective_) / exact.objective_
+    assert gap < (1e-3 if solver == "vrspam" else 0.5) * missed
+
+
+@pytest.mark.parametrize("solver", ["spam", "vrspam", "exact"])
+def test_rows_of_weight_zero_are_rows_removed(solver):
+    X, y = _data(n=200, d=4, seed=42)
+    rng = np.random.default_rng(0)
+    extra = rng.normal(scale=1e6, size=(30, 4))  # would set the column scales if counted
+    X2, y2 = np.vstack([X, extra]), np.concatenate([y, rng.integers(0, 2, 30)])
+    sw = np.concatenate([np.ones(200), np.zeros(30)])
+    order = rng.permutation(230)
+    kw = dict(solver=solver, max_iter=30, tol=1e-9, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)  # SPAM's 1/sqrt(k) steps
+        removed = AUCClassifier(**kw).fit(X, y)
+        weighted = AUCClassifier(**kw).fit(X2[order], y2[order], sample_weight=sw[order])
+    # the kept rows come in another order, so the stochastic solvers draw other minibatches
+    tol = {"exact": 1e-9, "vrspam": 1e-5, "spam": 2e-2}[solver]
+    np.testing.assert_allclose(weighted.coef_, removed.coef_, rtol=tol * 10, atol=tol)
+    assert weighted.objective_ == pytest.approx(removed.objective_, rel=tol)
+    # the huge rows of weight 0 set neither the column scales nor the step nor the calibration
+    assert weighted.step_size_ == removed.step_size_ or weighted.step_size_ == pytest.approx(removed.step_size_, rel=1e-9)
+    np.testing.assert_allclose(weighted.predict_proba(X), removed.predict_proba(X), atol=tol * 10)
+
+
+def test_a_class_held_only_by_rows_of_weight_zero_is_refused():
+    X, y = _data(n=50, d=3, seed=43)
+    sw = np.where(y == 1, 0.0, 1.0)
+    for fit in (lambda c: c.fit(X, y, sample_weight=sw),):
+        with pytest.raises(ValueError, match=r"rows of positive sample_weight hold only class 0 \(a row of "
+                                             r"weight 0 is a row removed\)"):
+            fit(AUCClassifier(solver="exact"))
+    with pytest.raises(ValueError, match="sample_weight has negative entries"):
+        AUCClassifier().fit(X, y, sample_weight=-np.ones(50))
+    with pytest.raises(ValueError, match=r"sample_weight.shape == \(49,\), expected \(50,\)"):
+        AUCClassifier().fit(X, y, sample_weight=np.ones(49))
+    # refused alike whether or not scikit-learn refuses such weights itself
+    with pytest.raises(ValueError, match=r"sample_weight is zero on all 50 rows: a row of weight 0 is a row removed, so no row is left"):
+        AUCClassifier().fit(X, y, sample_weight=np.zeros(50))
+
+
+def test_platt_with_integer_weights_equals_platt_on_repeated_rows():
+    rng = np.random.default_rng(44)
+    s = rng.normal(size=60)
+    y = (rng.random(60) < 1 / (1 + np.exp(-2 * s))).astype(int)
+    counts = rng.integers(1, 4, size=60)
+    weighted = fit_platt(s, y, weight=counts.astype(float))
+    repeated = fit_platt(np.repeat(s, counts), np.repeat(y, counts))
+    assert weighted.slope == pytest.approx(repeated.slope, rel=1e-7)
+    assert weighted.offset == pytest.approx(repeated.offset, rel=1e-7, abs=1e-9)
+
+
+def test_weighted_stream_keeps_the_statistics_and_weights_of_repeated_rows():
+    X, y, counts, _, _ = _weighted(n=300, d=4, seed=45)
+    counts[:5] = 0
+    weighted = AUCClassifier(random_state=0)
+    repeated = AUCClassifier(random_state=0)
+    for chunk in np.array_split(np.arange(300), 6):
+        weighted.partial_fit(X[chunk], y[chunk], classes=[0, 1], sample_weight=counts[chunk])
+        rep = np.repeat(chunk, counts[chunk])
+        repeated.partial_fit(X[rep], y[rep], classes=[0, 1])
+    a, b = weighted._stats, repeated._stats
+    # the weighted stream's statistics are in units of its first chunk's mean weight
+    unit = weighted._weight_unit
+    assert unit == pytest.approx(counts[:50][counts[:50] > 0].mean())
+    assert a.p == pytest.approx(b.p, rel=1e-12)
+    assert (a.n_pos + a.n_neg) * unit == pytest.approx(counts.sum(), rel=1e-12)
+    np.testing.assert_allclose(a.mean_pos, b.mean_pos, rtol=1e-10)
+    np.testing.assert_allclose(a.mean_neg, b.mean_neg, rtol=1e-10)
+    assert weighted.t_ == int((counts > 0).sum())
+    # the reservoir keeps each row's weight for the calibration
+    kept = weighted._reservoir
+    assert kept.weight.shape == kept.y.shape and np.all(kept.weight >= 1)
+    # both streams rank the data alike
+    assert abs(roc_auc_score(y, weighted.decision_function(X))
+               - roc_auc_score(y, repeated.decision_function(X))) < 0.01

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import inspect
 from contextlib import contextmanager
 
 import numpy as np
@@ -97,6 +98,11 @@ def validate_numeric(estimator, X, y="no_validation", *, advice: str = "", **kwa
     return out
 
 
+# scikit-learn >= 1.7 refuses weights all 0 itself, 1.6 does not: refused here, alike in both
+_ZERO_WEIGHTS_CHECKED_HERE = ({"allow_all_zero_weights": True}
+                              if "allow_all_zero_weights" in inspect.signature(_check_sample_weight).parameters
+                              else {})
+
 # Weights whose largest entry lies beyond 2**+-_WEIGHT_RANGE are brought to unit size: their sums
 # over up to 2**60 rows stay finite, and their products with rates stay normal floats
 _WEIGHT_RANGE = 900
@@ -112,7 +118,8 @@ def check_sample_weight(sample_weight, n: int) -> np.ndarray:
     totals no longer overflow (nor lose their digits to subnormals). The input is never modified.
     """
     try:  # float64 whatever the input's dtype: float32 weights would sum in float32
-        weights = _check_sample_weight(sample_weight, np.empty((n, 0)), dtype=np.float64)
+        weights = _check_sample_weight(sample_weight, np.empty((n, 0)), dtype=np.float64,
+                                       **_ZERO_WEIGHTS_CHECKED_HERE)
     except ValueError as exc:
         if "convert" not in str(exc):
             raise
@@ -120,6 +127,9 @@ def check_sample_weight(sample_weight, n: int) -> np.ndarray:
     if (weights < 0).any():
         raise ValueError(f"sample_weight has negative entries (smallest {weights.min():.4g}, row "
                          f"{int(np.argmin(weights))}); rates weigh examples by it, so it must be >= 0.")
+    if not weights.any():
+        raise ValueError(f"sample_weight is zero on all {n} rows: a row of weight 0 is a row removed, so "
+                         "no row is left. Give the rows to use a positive weight.")
     _, top = np.frexp(weights.max(initial=0.0))
     if abs(top) > _WEIGHT_RANGE and weights.any():
         weights = np.ldexp(weights, -top)  # a new array: _check_sample_weight may return the input
