@@ -120,7 +120,9 @@ class ConstrainedClassifier(RateClassifierBase):
         (:doc:`/generalization`) ``margin`` carries constraints to new data, the held-out
         split alone does not. ``fit(..., validation_mask=...)`` chooses the held-out rows
         explicitly. Not with ``solver="lagrangian"``, whose multipliers follow surrogate rates of
-        the training rows.
+        the training rows. The fraction counts rows: a weighted row goes wholly to one side, and
+        the weights do not balance the sides' total weights. (Rows repeated instead of weighted
+        would put copies of a row on both sides, training on rows the multipliers then check.)
     margin : "auto", float, array-like or None, default=None
         Tighten each constraint. A number (or one per constraint) moves its bound, in the
         constraint's own units: ``lhs <= rhs - margin``, ``lhs >= rhs + margin``
@@ -394,7 +396,9 @@ class ConstrainedClassifier(RateClassifierBase):
         self._expand_keys = {k for c in constraints for k in c.expand_keys}  # read by reports, not the parameter
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline, validation_mask=validation_mask)
         # checked on the rows as given, before those of weight 0 go
-        data, X, mask = self._without_weightless(data, X, self._check_mask(validation_mask, data.n))
+        given = self._check_mask(validation_mask, data.n)
+        data, X, mask = self._without_weightless(data, X, given)
+        self._check_sides(given, mask)
         _, gen, seed = self._random_streams()
         check_goal_columns(objective, constraints, data)
         train, held = self._split(data, constraints, mask, gen)
@@ -533,11 +537,24 @@ class ConstrainedClassifier(RateClassifierBase):
                              f"({n}); got dtype {mask.dtype} and shape {mask.shape}.")
         return mask
 
+    @staticmethod
+    def _check_sides(given: np.ndarray | None, kept: np.ndarray | None) -> None:
+        """``validation_mask`` (``given``; ``kept`` on the rows of positive weight) must leave
+        rows on both sides."""
+        if given is None:
+            return
+        held = int(given.sum())
+        if held in (0, given.size):
+            raise ValueError(f"validation_mask must leave rows on both sides; it marks {held} of "
+                             f"{given.size} rows as held out.")
+        if kept.all() or not kept.any():
+            side = "training" if kept.all() else "held-out"
+            raise ValueError(f"validation_mask marks {held} of {given.size} rows as held out, but every "
+                             f"{side} row has sample_weight 0, and a row of weight 0 is a row removed. "
+                             "Give rows on both sides a positive weight.")
+
     def _split(self, data, constraints, mask, gen):
         if mask is not None:
-            if mask.all() or not mask.any():
-                raise ValueError("validation_mask must leave rows on both sides; it marks "
-                                 f"{int(mask.sum())} of {data.n} rows as held out.")
             return np.flatnonzero(~mask), np.flatnonzero(mask)
         if self.validation_fraction is None:
             return np.arange(data.n), None

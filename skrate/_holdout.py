@@ -8,7 +8,8 @@ from sklearn.model_selection import train_test_split
 from .problem import RateData
 from .problem._compile import slice_mask
 from .rates import Constraint, Rate
-from .rates._slice import RESERVED, Slice, group_columns
+from .rates._expression import RATE_KINDS
+from .rates._slice import BASELINE, LABEL, Slice, group_columns
 
 
 def constraint_columns(constraints: list[Constraint]) -> list[str]:
@@ -41,15 +42,17 @@ def check_held_out_values(constraints: list[Constraint], train: RateData, held: 
 
 
 def _named_slices(constraints: list[Constraint], data: RateData) -> dict[str, np.ndarray]:
-    """Each slice the constraints measure a rate on, split by label: description -> rows."""
+    """The rows each rate of the constraints reads (its groups, and the label its kind or its
+    slice names; the baseline's decisions are not split on): description -> rows. A ``tpr``
+    reads no negative row, so a slice's negatives need not split for it."""
     out = {}
     for con in constraints:
         for rate in con.rates:
-            filters = tuple((k, v) for k, v in rate.slice.filters if k not in RESERVED)
-            rows = slice_mask(Rate("ppr", Slice(filters)), data)  # the slice's group filters alone
-            for label in (0, 1):
-                name = ", ".join([f"label={label}"] + [f"{k}={'|'.join(v)}" for k, v in filters])
-                out[name] = rows & (data.y == label)
+            filters = tuple((k, v) for k, v in rate.slice.filters if k != BASELINE)
+            label = RATE_KINDS[rate.kind][1]
+            named = [f"label={label}"] if label is not None and LABEL not in dict(filters) else []
+            name = ", ".join(named + [f"{k}={'|'.join(v)}" for k, v in filters]) or "all rows"
+            out[name] = slice_mask(Rate(rate.kind, Slice(filters)), data)
     return out
 
 
@@ -59,10 +62,11 @@ def holdout_split(data: RateData, constraints: list[Constraint], fraction: float
 
     Rows are stratified by label x the values of every group column the (expanded)
     constraints filter on, pooling cells of a single row, so every slice keeps its share on
-    both sides. Each slice a constraint measures a rate on, taken per label, must have rows
-    on both sides; one that is too small to split, or that the split leaves on one side, is
-    an error that names it. Cells no constraint names (a rare combination of two columns
-    that are constrained separately) need not split.
+    both sides. The rows each rate of a constraint reads (its slice, of the label its kind
+    reads: positives for ``tpr``) must lie on both sides; a slice that is too small to split,
+    or that the split leaves on one side, is an error that names it. Cells no constraint
+    names (a rare combination of two columns that are constrained separately, or the
+    negatives of a slice only ``tpr`` reads) need not split.
     """
     columns = constraint_columns(constraints)
     groups, _ = data.groups.cells(columns)
@@ -76,13 +80,24 @@ def holdout_split(data: RateData, constraints: list[Constraint], fraction: float
     for name, rows in slices.items():
         if rows.sum() < 2:
             raise ValueError(f"The slice {name} has 1 row: too small to split into training and held-out "
-                             f"parts (validation_fraction={fraction}). " + fix)
+                             f"parts (validation_fraction={fraction}). Merge rare groups, or pass "
+                             "validation_fraction=None.")
+    by = f"label and {', '.join(columns)}" if columns else "label"
+    n_strata = np.unique(strata).size
+    n_held = int(np.ceil(fraction * data.n))
+    if min(n_held, data.n - n_held) < n_strata:
+        # scikit-learn's message counts the strata as "classes"
+        least = n_strata / data.n
+        use = (f"Use a validation_fraction between {least:.3g} and {1 - least:.3g}, merge rare groups"
+               if least <= 0.5 else "Merge rare groups")
+        raise ValueError(f"Cannot split off validation_fraction={fraction} stratified by {by}: its "
+                         f"{n_strata} strata need a row each on both sides, and {n_held} of {data.n} rows "
+                         f"would be held out. {use}, or pass validation_fraction=None.")
     try:
         train, held = train_test_split(np.arange(data.n), test_size=fraction, stratify=strata,
                                        random_state=random_state)
     except ValueError as exc:
-        raise ValueError(f"Cannot split off validation_fraction={fraction} stratified by label and "
-                         f"{', '.join(columns) or 'no group'}: {exc}") from None
+        raise ValueError(f"Cannot split off validation_fraction={fraction} stratified by {by}: {exc}") from None
     in_held = np.zeros(data.n, dtype=bool)
     in_held[held] = True
     # stratification rounds each cell's share, so a small slice can land on one side only

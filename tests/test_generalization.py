@@ -186,8 +186,10 @@ def test_a_rare_cell_of_two_separately_constrained_columns_does_not_block_the_sp
                                 max_iter=50, random_state=0).fit(X, y, groups=groups)
     assert np.isfinite(clf.fit_report_["held_out"]).all()
     # a slice a constraint does name must still split
-    with pytest.raises(ValueError, match="The slice label=1, region=east, sex=F has 1 row"):
-        ConstrainedClassifier("ppr[region=east, sex=F] >= 0.1", validation_fraction=0.3).fit(X, y, groups=groups)
+    with pytest.raises(ValueError, match="The slice label=1, region=east, sex=F has 1 row: too small to split into "
+                                         r"training and held-out parts \(validation_fraction=0.3\). Merge rare groups, or "
+                                         "pass validation_fraction=None."):
+        ConstrainedClassifier("tpr[region=east, sex=F] >= 0.1", validation_fraction=0.3).fit(X, y, groups=groups)
 
 
 def test_validation_mask_takes_a_boolean_or_0_1_indicator():
@@ -276,11 +278,47 @@ def test_too_small_slices_cannot_be_split():
     # 2 rows x 0.1: stratification puts both in training
     g[1:3], y[1:3] = "c", 1 - y[0]
     g[0] = "a"
-    with pytest.raises(ValueError, match=r"label=\d, group=c has 2 rows, all of which validation_fraction=0.1 puts "
+    with pytest.raises(ValueError, match=r"The slice group=c has 2 rows, all of which validation_fraction=0.1 puts "
                                          "on the training side"):
         ConstrainedClassifier("ppr[group=c] >= 0.1", validation_fraction=0.1, random_state=0).fit(X, y, groups=g)
     with pytest.raises(ValueError, match="validation_mask must leave rows on both sides"):
         ConstrainedClassifier("ppr >= 0.1").fit(X, y, validation_mask=np.zeros(400, bool))
+
+
+def test_only_the_rows_a_rate_reads_must_split():
+    # a tpr reads no negative row: a group with one negative used to block the split by its negatives
+    X, y, g = _population(600, np.random.default_rng(8))
+    g = g.copy()
+    d = np.flatnonzero(y == 1)[:8]
+    g[d] = "d"
+    g[np.flatnonzero(y == 0)[0]] = "d"
+    clf = ConstrainedClassifier("tpr[group] >= 0.8 * tpr", validation_fraction=0.3, max_iter=50,
+                                random_state=0).fit(X, y, groups=g)
+    assert "tpr[group=d] >= 0.8 * tpr" in " ".join(clf.fit_report_["constraint"])
+    assert np.isfinite(clf.fit_report_["held_out"]).all()
+    # an fpr does read it
+    with pytest.raises(ValueError, match="The slice label=0, group=d has 1 row"):
+        ConstrainedClassifier("fpr[group] <= 1.2 * fpr", validation_fraction=0.3).fit(X, y, groups=g)
+
+
+def test_too_many_strata_for_the_held_out_rows_say_what_fraction_would_do():
+    rng = np.random.default_rng(9)
+    X, y = rng.normal(size=(400, 2)), np.tile([0, 1], 200)
+    g = np.repeat(np.arange(50), 8).astype(str)  # 50 groups x 2 labels: 100 strata of 4 rows
+    with pytest.raises(ValueError, match=r"validation_fraction=0.1 stratified by label and group: its 100 strata need "
+                                         r"a row each on both sides, and 40 of 400 rows would be held out. Use a "
+                                         r"validation_fraction between 0.25 and 0.75, merge rare groups"):
+        ConstrainedClassifier("tpr[group] >= 0.5 * tpr", validation_fraction=0.1).fit(X, y, groups=g)
+
+
+def test_a_validation_mask_whose_held_out_rows_all_weigh_zero_says_so():
+    X, y, g = _population(500, np.random.default_rng(10))
+    mask = np.arange(500) >= 350
+    with pytest.raises(ValueError, match=r"validation_mask marks 150 of 500 rows as held out, but every held-out row "
+                                         r"has sample_weight 0, and a row of weight 0 is a row removed"):
+        ConstrainedClassifier("ppr >= 0.1").fit(X, y, validation_mask=mask, sample_weight=(~mask).astype(float))
+    with pytest.raises(ValueError, match=r"but every training row has sample_weight 0"):
+        ConstrainedClassifier("ppr >= 0.1").fit(X, y, validation_mask=mask, sample_weight=mask.astype(float))
 
 
 def test_errors_on_the_held_out_rows_say_so():
