@@ -242,7 +242,7 @@ def main():
         print()
     print("### Targets (first split of each dataset for the pass counts)")
     print("| dataset | L_b / (alpha n) | VRSPAM passes to gap <= 1e-3 | SPAM passes to gap "
-          "<= 1e-3 | VRSPAM gap after 30 | SPAM gap after 30 | max abs AUC diff to LR-CV | "
+          "<= 1e-3 | VRSPAM gap at max_iter=30 | SPAM gap at max_iter=30 | max abs AUC diff to LR-CV | "
           "exact wall / CPU | LR wall / CPU (one fit at the CV's C) |")
     print("|---|---|---|---|---|---|---|---|---|")
     for s in summary:
