@@ -463,11 +463,6 @@ def _estimator(args, constraints):
     from .rates import Ratio, as_expression
 
     if args.metric is not None:
-        optimizer = getattr(skrate, "MetricOptimizer", None)
-        if optimizer is None:
-            raise CLIError(f"--metric {args.metric} needs skrate.MetricOptimizer, which this version of skrate "
-                           f"(skrate {skrate.__version__}) does not include; minimise a rate with --objective "
-                           "instead (e.g. --objective error)", EXIT_USAGE)
         if args.objective is not None:
             raise CLIError("give either --metric or --objective, not both", EXIT_USAGE)
         try:
@@ -478,7 +473,7 @@ def _estimator(args, constraints):
         if constraints and isinstance(metric, PRAUC):  # one score stacked at several thresholds
             raise CLIError(f"invalid --metric: {args.metric} is optimised alone, with no --constraint; "
                            "drop the constraints, or choose another metric", EXIT_USAGE)
-        return optimizer(metric=args.metric, constraints=constraints or None, max_iter=args.max_iter,
+        return skrate.MetricOptimizer(metric=args.metric, constraints=constraints or None, max_iter=args.max_iter,
                          random_state=args.random_state)
     objective = "error" if args.objective is None else args.objective
     try:

@@ -92,6 +92,7 @@ CALL_ERRORS = [
     ("tpr(group='label') >= 0", 10, "not a group column"),
     ("tpr(race=[]) >= 0", 9, "at least one value"),
     ("tpr[race] >= 1e400", 13, "overflows a float"),
+    ("ppr >= 1.2.3", 7, "'1.2.3' is not a number; write it with at most one decimal point"),
     ("tpr(x=1 y=2) >= 0", 6, "forgot a comma?"),
 ]
 

@@ -207,6 +207,26 @@ def test_rows_of_weight_zero_are_rows_dropped_in_every_scorer():
         assert np.isfinite(weighted) and weighted == pytest.approx(dropped, rel=1e-12, abs=1e-15)
 
 
+def test_metric_scorers_score_nan_on_rows_that_leave_a_rate_undefined():
+    # a metric constraint raised a plain ValueError where a rate constraint scored NaN with a warning
+    from sklearn.exceptions import UndefinedMetricWarning
+
+    from skrate.generalized import g_mean_at_least
+    from skrate.metrics import make_metric_scorer
+
+    X, y, g = _data(400)
+    clf = LogisticRegression().fit(X, y)
+    race = g["race"].to_numpy()
+    rows = ~((race == "b") & (y == "yes"))  # no positives of race b
+    for scorer, what in ((make_violation_scorer(g_mean_at_least(0.5, group="race")), "max_violation"),
+                         (make_violation_scorer("tpr[race] >= tpr - 0.1"), "max_violation"),
+                         (make_metric_scorer(g_mean_at_least(0.5, group="race").metric), None)):
+        with pytest.warns(UndefinedMetricWarning, match=r"is undefined on these rows, scored NaN: .*tpr\[race=b\]"):
+            assert np.isnan(scorer(clf, X[rows], y[rows], groups={"race": race[rows]}))
+    # a metric scorer over all rows reads no slice: defined
+    assert np.isfinite(make_metric_scorer("g_mean")(clf, X[rows], y[rows]))
+
+
 def test_scorers_take_baseline_class_labels_as_fit_does():
     X, y, g = _data()
     clf = LogisticRegression().fit(X, y)

@@ -296,10 +296,13 @@ def compile_program(objective: Metric | Expression | Ratio | str,
                     _, _, b_a = compile_factored(list(atom.exprs), data)
                     atom.check(b_a)
                 except ValueError as exc:
-                    if undefined is not None and role == "constraint" and _unmeasured(atom, data, exc):
+                    unmeasured = _unmeasured(atom, data, exc)
+                    if undefined is not None and role == "constraint" and unmeasured:
                         measured = False
                         break
-                    raise ValueError(f"The {role} '{text}' cannot be measured on this data: {exc}") from None
+                    # still an UndefinedRateError when the rows leave it undefined: scorers score NaN
+                    error = UndefinedRateError if unmeasured else ValueError
+                    raise error(f"The {role} '{text}' cannot be measured on this data: {exc}") from None
                 cache[atom] = np.arange(n_rows, n_rows + len(atom.exprs))
                 exprs.extend(atom.exprs)
                 consts.append(b_a)

@@ -271,8 +271,10 @@ def make_metric_scorer(metric: str | Metric | Expression | Ratio, *, decisions: 
     -------
     scorer : callable
         ``scorer(estimator, X, y, groups=None, sample_weight=None, baseline=None)``; it supports
-        ``set_score_request(groups=True)``. A metric undefined on an evaluation set (a slice
-        without rows) raises, naming it.
+        ``set_score_request(groups=True)``. NaN with an ``UndefinedMetricWarning`` naming the
+        rate when the metric is undefined on an evaluation set (a slice without rows, or without
+        the class its rate conditions on), as scikit-learn's metrics and
+        :func:`make_violation_scorer` do.
 
     References
     ----------

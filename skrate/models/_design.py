@@ -38,6 +38,3 @@ class Design:
         else:
             self.X = np.asarray(X)
         self.T = sp.csr_matrix(self.X.T) if sp.issparse(self.X) else self.X.T
-
-    def rows(self, idx: np.ndarray) -> "Design":
-        return Design(self.X[idx])

@@ -146,8 +146,9 @@ class _Parser:
             return None
         try:
             value = float(t[start:self.pos])
-        except ValueError:
-            raise SpecParseError(t, start, "a number") from None
+        except ValueError:  # "1.2.3", "."
+            self._fail(start, f"{t[start:self.pos]!r} is not a number; write it with at most one decimal "
+                              "point and at least one digit (0.5, 2, 1e-3).")
         if not np.isfinite(value):
             self._fail(start, f"{t[start:self.pos]} overflows a float; write a finite number.")
         return value

@@ -84,13 +84,6 @@ class Slice:
             tuple(sorted(set(expand))),
         )
 
-    def restrict(self, **filters: Any) -> "Slice":
-        """This slice intersected with more filters (later values replace earlier ones)."""
-        merged = {k: v for k, v in self.filters}
-        for key, value in filters.items():
-            merged[key] = value
-        return Slice.make(merged, self.expand)
-
     def bind(self, assignment: dict[str, str]) -> "Slice":
         """Replace expanded columns by the values in ``assignment``."""
         extra = {k: assignment[k] for k in self.expand}

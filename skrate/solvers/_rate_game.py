@@ -261,7 +261,4 @@ def solve_rate_game(
     else:  # the objective on the training rows, the constraints on the held-out ones
         rates = np.vstack([candidate_values(problem, model, X, params, [0]),
                            candidate_values(held_problem, model, X_held, params, slice(1, None))])
-    lam_hist = np.array(lams)
-    if lam_hist.shape[1] != m + 1:  # the Lagrangian's multipliers omit the objective's weight
-        lam_hist = np.column_stack([np.ones(len(lam_hist)), lam_hist[:, -m:]]) if m else lam_hist[:, :1]
-    return Trajectory(params, rates[0], rates[1:], lam_hist, t + 1)
+    return Trajectory(params, rates[0], rates[1:], np.array(lams), t + 1)
