@@ -14,7 +14,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.sparsefuncs import mean_variance_axis, min_max_axis
-from sklearn.utils.validation import _check_sample_weight, check_is_fitted
+from sklearn.utils.validation import check_is_fitted
 
 from ._divergence import DIVERGENCES, _normalised
 from ._dro_losses import LOSSES
@@ -22,7 +22,8 @@ from ._dro_solvers import LinearDRO, Result, dynamic_sgd, primal_lbfgs
 from ._row_order import RowOrderScoreMixin
 from .problem._groups import check_row_order
 from .utils._binary import power_of_two_above
-from .utils._validation import check_label_missing, unfitted_on_error, validate_numeric
+from .utils._validation import (check_label_missing, check_sample_weight, unfitted_on_error,
+                                validate_numeric)
 from .utils._warnings import warn
 
 if TYPE_CHECKING:
@@ -182,9 +183,9 @@ class _BaseDRO(BaseEstimator):
         tags.input_tags.sparse = True
         return tags
 
-    def _solve(self, X, T, loss: str, n_outputs: int, sample_weight, scale_target: bool):
-        """Fit on the standardised problem (see ``tol``); ``(W, b)`` in the data's units."""
-        sw = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
+    def _solve(self, X, T, loss: str, n_outputs: int, sw: np.ndarray, scale_target: bool):
+        """Fit on the standardised problem (see ``tol``); ``(W, b)`` in the data's units, for
+        the weights ``sw`` checked by :func:`~skrate.utils._validation.check_sample_weight`."""
         # Rows of weight 0 take no part, not even in the standardisation: a huge value
         # there overflowed its loss (0 * inf = NaN) or its column's scale.
         n_samples, support = X.shape[0], np.flatnonzero(sw)
@@ -437,14 +438,13 @@ class DROClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseDRO):
                     f"DROClassifier needs samples of at least 2 classes in y; got only one "
                     f"class: {classes[0]}."
                 )
-            if sample_weight is not None:
-                sample_weight = _check_sample_weight(sample_weight, X, dtype=np.float64, ensure_non_negative=True)
-                weighted = np.unique(y_idx[sample_weight > 0])
-                if weighted.size < 2:  # a row of weight 0 is a row removed
-                    raise ValueError(
-                        f"DROClassifier needs samples of at least 2 classes of positive sample_weight; the rows "
-                        f"of positive weight hold only class {classes.tolist()[weighted[0]]!r} (a row of weight 0 is a "
-                        "row removed).")
+            sample_weight = check_sample_weight(sample_weight, X.shape[0])
+            weighted = np.unique(y_idx[sample_weight > 0])
+            if weighted.size < 2:  # a row of weight 0 is a row removed
+                raise ValueError(
+                    f"DROClassifier needs samples of at least 2 classes of positive sample_weight; the rows "
+                    f"of positive weight hold only class {classes.tolist()[weighted[0]]!r} (a row of weight 0 is a "
+                    "row removed).")
             if classes.size == 2:
                 W, b = self._solve(X, y_idx.astype(np.float64), "logistic", 1, sample_weight,
                                    scale_target=False)
@@ -628,8 +628,8 @@ class DRORegressor(RowOrderScoreMixin, RegressorMixin, _BaseDRO):
             check_row_order(X, y=y, sample_weight=sample_weight)
             X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64,
                                     y_numeric=True)
-            W, b = self._solve(X, y.astype(np.float64), "squared", 1, sample_weight,
-                               scale_target=True)
+            W, b = self._solve(X, y.astype(np.float64), "squared", 1,
+                               check_sample_weight(sample_weight, X.shape[0]), scale_target=True)
             self.coef_, self.intercept_ = W[:, 0].copy(), float(b[0])
         return self
 

@@ -5,6 +5,7 @@ import pytest
 from sklearn import __version__ as sklearn_version
 from sklearn.utils.estimator_checks import parametrize_with_checks
 from sklearn.utils.fixes import parse_version
+from sklearn.utils.validation import has_fit_parameter
 
 from skrate.utils import all_estimators
 
@@ -153,3 +154,14 @@ def test_warnings_point_at_the_users_line_through_pipelines_and_searches():
             fit()
         ours = [w for w in record if issubclass(w.category, category)]
         assert ours and all(w.filename == __file__ for w in ours), [(w.filename, w.lineno) for w in ours]
+
+
+@pytest.mark.parametrize("cls", [cls for _, cls in all_estimators() if has_fit_parameter(cls, "sample_weight")],
+                         ids=lambda c: c.__name__)
+def test_weights_all_zero_are_refused_alike_on_every_scikit_learn_version(cls):
+    # scikit-learn 1.6 lets them through its own check: the DRO estimators then failed on an
+    # empty reduction or an index error
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    y = np.tile([0, 1], 20)
+    with pytest.raises(ValueError, match=r"sample_weight is zero on all 40 rows: a row of weight 0 is a row removed"):
+        cls().fit(X, y, sample_weight=np.zeros(40))

@@ -59,14 +59,16 @@ def column_offsets(X: np.ndarray | sp.spmatrix, peak: np.ndarray | None = None,
     -------
     ndarray of shape (n_features,)
     """
-    shift = np.zeros(X.shape[1])
     if not X.shape[0]:
-        return shift
-    if peak is None:
-        peak = column_peaks(X)
+        return np.zeros(X.shape[1])
+    return _offsets(X, column_peaks(X) if peak is None else peak, _row_shares(sample_weight, X.shape[0]))
+
+
+def _offsets(X: np.ndarray | sp.spmatrix, peak: np.ndarray, share: np.ndarray) -> np.ndarray:
+    """:func:`column_offsets` given the column peaks and each row's share of the weight."""
+    shift = np.zeros(X.shape[1])
     # the moments of X * 2**-top, in (-1, 1) exactly: no overflow for columns near the float limit
     _, top = np.frexp(np.where(peak > 0, peak, 1.0))
-    share = _row_shares(sample_weight, X.shape[0])
     if sp.issparse(X):
         unit = sp.csc_matrix(X @ sp.diags(np.ldexp(1.0, -top)))
         mean = share @ unit
@@ -133,25 +135,34 @@ def input_scale(X: np.ndarray | sp.spmatrix,
         return None
     peak = column_peaks(X)
     _, top = np.frexp(np.where(peak > 0, peak, 1.0))
-    shift = column_offsets(X, peak, sample_weight)
+    share = _row_shares(sample_weight, X.shape[0])
+    shift = _offsets(X, peak, share)
     shifted = shift != 0
+    moved = None  # the shifted columns, shifted once for their peaks and root mean squares
     if shifted.any():
-        peak[shifted] = column_peaks(shifted_columns(X[:, shifted], shift[shifted]))
+        moved = shifted_columns(X[:, shifted], shift[shifted])
+        peak[shifted] = column_peaks(moved)
         _, top[shifted] = np.frexp(peak[shifted])
     out = ((peak > _HIGH) | (peak < _LOW)) & (peak > 0)
     if not (out.any() or shift.any()):
         return None
-    Xo = shifted_columns(X[:, out], shift[out])
-    share = _row_shares(sample_weight, X.shape[0])
-    if sp.issparse(Xo):
-        unit = Xo @ sp.diags(np.ldexp(1.0, -top[out]))
-        rms = np.sqrt(share @ unit.multiply(unit))
-    else:
-        rms = np.sqrt(share @ np.ldexp(Xo, -top[out]) ** 2)
+    rms = np.empty(X.shape[1])
+    for cols, block in ((out & ~shifted, X), (out & shifted, moved)):
+        if cols.any():
+            within = cols if block is X else cols[shifted]  # moved holds the shifted columns only
+            rms[cols] = _root_mean_square(block[:, within], top[cols], share)
     scale = np.ones(X.shape[1])
     # within the normal range, so that the divisor and its inverse are finite powers of two
-    scale[out] = np.ldexp(1.0, np.clip(top[out] + np.round(np.log2(rms)).astype(int), -1021, 1023))
+    scale[out] = np.ldexp(1.0, np.clip(top[out] + np.round(np.log2(rms[out])).astype(int), -1021, 1023))
     return shift, scale
+
+
+def _root_mean_square(X: np.ndarray | sp.spmatrix, top: np.ndarray, share: np.ndarray) -> np.ndarray:
+    """The root mean square of every column of ``X * 2**-top``, rows weighted by ``share``."""
+    if sp.issparse(X):
+        unit = X @ sp.diags(np.ldexp(1.0, -top))
+        return np.sqrt(share @ unit.multiply(unit))
+    return np.sqrt(share @ np.ldexp(X, -top) ** 2)
 
 
 def scaled_input(X: np.ndarray | sp.spmatrix, transform: tuple[np.ndarray, np.ndarray] | None):
