@@ -30,8 +30,7 @@ def warn_uncovered(method: str, data: RateData, fitted: dict[str, set], empty: l
     expand over these rows' values instead."""
     # as the fitted filters select these rows' values: "1.0" is the group "1" unless "1" is here too;
     # values held only by rows of weight 0 are not there, as in fit
-    kept = data.weighted_rows()
-    groups = data.groups if kept is None else data.groups.take(kept)
+    groups = data.groups.weighted(data.sample_weight)
     new = {k: sorted(set(groups.values(k)) - groups.selected(k, vs))
            for k, vs in fitted.items() if k in groups.raw}
     new = {k: v for k, v in new.items() if v}

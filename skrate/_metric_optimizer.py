@@ -805,8 +805,10 @@ class MetricOptimizer(RateClassifierBase):
         }
         # the rates of a mixture are the mixture of the rates: exact metric values of each solution
         rates = traj.rates
-        if program.is_linear:
-            self.solutions_["m_stochastic"] = shrink(traj.objective, traj.constraints).weights
+        if program.is_linear:  # the LP column generation ended on, when it ran
+            lp = getattr(traj, "lp", None)
+            lp = shrink(traj.objective, traj.constraints) if lp is None else lp
+            self.solutions_["m_stochastic"] = lp.weights
         else:
             self.solutions_["m_stochastic"] = best_mixture(program, rates, list(self.solutions_.values()))
 

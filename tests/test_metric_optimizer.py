@@ -1671,3 +1671,22 @@ def test_plugin_oracle_prices_a_short_games_candidates_to_feasibility_and_the_op
         assert clf.feasible_
         p = clf.predict_proba(X)[:, 1]
         assert np.mean(np.abs(p - y)) <= _threshold_lp(eta, y, group, 0.0) + 1e-9
+
+
+def test_the_lp_column_generation_ends_on_is_the_m_stochastic_solution_not_solved_again(monkeypatch):
+    import skrate._metric_optimizer as mo_module
+    from skrate.solutions import shrink
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(600, 3))
+    g = np.where(rng.random(600) < 0.4, "a", "b")
+    y = (X[:, 0] + 0.5 * (g == "a") + rng.normal(size=600) > 0).astype(int)
+    calls = []
+    monkeypatch.setattr(mo_module, "shrink", lambda *a: calls.append(1) or shrink(*a))
+    clf = MetricOptimizer("error", ["tpr[group=a] >= tpr[group=b] - 0.02"], solver="oracle", max_iter=200,
+                          random_state=0).fit(X, y, groups=g)
+    assert calls == []
+    # the LP over every candidate, the priced-out ones included
+    lp = shrink(clf.train_objective_, clf.train_constraints_)
+    np.testing.assert_allclose(clf.solutions_["m_stochastic"], lp.weights, atol=1e-12)
+    assert np.count_nonzero(lp.weights) <= 2  # at most m + 1 models

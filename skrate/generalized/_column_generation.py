@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..solutions._shrink import shrink
+from ..solutions._shrink import ShrinkResult, shrink
 
 #: Lagrangian improvements at most this are rounding: the oracle's costs are rounded at 12 digits.
 _GAP = 1e-10
@@ -43,11 +43,14 @@ class Priced:
     feasible : bool
         Whether some mixture of the candidates, the added ones included, meets the constraints:
         then, unless ``max_rounds`` cut it short, their LP is the optimum over the oracle's class.
+    lp : ShrinkResult
+        That LP, over all the candidates, the added ones included.
     """
 
     scored: list
     multipliers: np.ndarray
     feasible: bool
+    lp: ShrinkResult
 
 
 def price_out(values: Callable[[np.ndarray], tuple], respond: Callable[[np.ndarray, float], np.ndarray],
@@ -89,4 +92,4 @@ def price_out(values: Callable[[np.ndarray], tuple], respond: Callable[[np.ndarr
         prices.append(np.r_[weight, mu])
         obj, cons = np.r_[obj, f], np.column_stack([cons, g])
         lp = shrink(obj, cons)
-    return Priced(scored, np.reshape(prices, (len(prices), constraints.shape[0] + 1)), lp.feasible)
+    return Priced(scored, np.reshape(prices, (len(prices), constraints.shape[0] + 1)), lp.feasible, lp)

@@ -23,7 +23,7 @@ stochastic solution. Full-batch games stop early on a plateau (``_stopping``).
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -250,13 +250,13 @@ def _priced_out(traj: MetricTrajectory, program: MetricProgram, model, player, o
     priced = price_out(values, respond, traj.objective, traj.constraints, _MAX_PRICED)
     added = [one for _, _, one in priced.scored]
     if not added:
-        return traj, priced.feasible
+        return replace(traj, lp=priced.lp), priced.feasible
     return MetricTrajectory(np.vstack([traj.params, *(a.params for a in added)]),
                             np.concatenate([traj.objective, *(a.objective for a in added)]),
                             np.hstack([traj.constraints, *(a.constraints for a in added)]),
                             np.vstack([traj.multipliers, priced.multipliers]), traj.n_iter,
                             np.hstack([traj.rates, *(a.rates for a in added)]),
-                            n_played=traj.params.shape[0]), priced.feasible
+                            n_played=traj.params.shape[0], lp=priced.lp), priced.feasible
 
 
 def _linear_weights(k: int, linear, mu, objective: float = 1.0) -> np.ndarray:
@@ -275,6 +275,8 @@ class MetricTrajectory(Trajectory):
     rates: np.ndarray
     #: the game's own snapshots come first; candidates after them were priced out of its LP
     n_played: int | None = None
+    #: the LP over all the candidates (a ShrinkResult), when column generation solved it last
+    lp: object | None = None
 
 
 def trajectory(program: MetricProgram, model, X, params: np.ndarray, multipliers: np.ndarray,

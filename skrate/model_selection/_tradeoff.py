@@ -162,9 +162,8 @@ def _fit_one(estimator, param, slack, spec, strict, train, test, decisions):
     _fit_quietly(est, X_tr, y_tr, fit_params)
     fit_time = time.perf_counter() - start
     cons = as_metric_constraints(spec)
-    fitted = GroupTable.from_input(g_tr, X_tr, _num_samples(X_tr))
-    if w_tr is not None and not np.all(w_tr > 0):  # the fit drops them: their values are not fitted
-        fitted = fitted.take(np.flatnonzero(w_tr > 0))
+    # the fit drops the rows of weight 0: their values are not fitted
+    fitted = GroupTable.from_input(g_tr, X_tr, _num_samples(X_tr)).weighted(w_tr)
     row = {"slack": slack, "fit_time": fit_time}
     undefined = {}
     for name, part in (("train", train), ("test", test)):

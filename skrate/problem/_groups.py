@@ -263,6 +263,13 @@ class GroupTable:
                 table._cache[key] = ([v for v, h in zip(known, held) if h], (np.cumsum(held) - 1)[sub])
         return table
 
+    def weighted(self, sample_weight: np.ndarray | None) -> "GroupTable":
+        """The rows of positive ``sample_weight`` (this table when every row has one, or no
+        weights are given): a row of weight 0 is a row dropped, its group values unseen."""
+        if sample_weight is None or np.all(sample_weight > 0):
+            return self
+        return self.take(np.flatnonzero(sample_weight > 0))
+
     def column(self, key: str) -> np.ndarray:
         """The group column ``key`` as strings; a clear error when it is unknown."""
         if key not in self._cache:
