@@ -308,7 +308,8 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         if diverged(loss):
             raise FloatingPointError(
                 f"The {solver} solver diverged (loss {loss:.3g} at its iterate, against 0.5 "
-                f"at zero coefficients) with step size {step_size:.3g}; use a smaller eta0.")
+                f"at zero coefficients) with step size {step_size:.3g}; use a smaller eta0 (sample weights "
+                "multiply the steps: heavier rows need a smaller one).")
 
     # ------------------------------------------------------------------ fit
     @_fit_context(prefer_skip_nested_validation=True)
@@ -326,7 +327,9 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
             Non-negative row weights. A (positive, negative) pair weighs the product of its
             rows' weights, so an integer weight ``k`` fits as ``k`` copies of the row (exactly
             with ``solver="exact"``; up to the stopping tolerance with the stochastic solvers,
-            which draw other minibatches). Rows of weight 0 are left out, also of the column
+            which draw other minibatches). ``coef_`` depends on their ratios only; the
+            calibration reads them as counts (see ``doc/auc.rst``: weights with a total near 1
+            flatten ``predict_proba``). Rows of weight 0 are left out, also of the column
             scales and the calibration. None means equal weights.
 
         Returns
@@ -376,7 +379,7 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
     def _fit(self, X, y01: np.ndarray, sample_weight: np.ndarray | None) -> None:
         l1_ratio = self._l1_ratio()
         # the solvers take weights of mean 1: the objective is a mean over pairs, so only the
-        # weights' ratios matter, and the steps then need no rescaling
+        # weights' ratios matter to it, and the steps then need no rescaling
         unit = 1.0 if sample_weight is None else float(sample_weight.mean())
         weight = None if sample_weight is None else sample_weight / unit
         raw, self._offset = X, column_offsets(X, sample_weight=weight)

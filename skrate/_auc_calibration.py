@@ -30,7 +30,9 @@ def fit_platt(scores: np.ndarray, y: np.ndarray, max_steps: int = 50,
     finite on separable scores. When all scores are equal the slope is 1 and the offset puts
     the (constant) probability at the smoothed positive rate. With row weights (in the user's
     units, so that a weight ``k`` is ``k`` repeated rows) ``n_+`` and ``n_-`` are the classes'
-    total weights, and the likelihood, the mean and the spread of the scores are weighted.
+    total weights, and the likelihood, the mean and the spread of the scores are weighted: the
+    smoothing reads the weights as counts, so weights scaled down to a total near 1 pull the
+    targets, and the probabilities, towards 1/2 (as that many rows would).
 
     References
     ----------
@@ -39,10 +41,12 @@ def fit_platt(scores: np.ndarray, y: np.ndarray, max_steps: int = 50,
     """
     v = np.ones(len(y)) if weight is None else weight
     n_pos = float(v[y == 1].sum())
-    n_neg = float(v.sum()) - n_pos
+    n_neg = float(v[y != 1].sum())  # not the total less n_pos: that loses a light class to rounding
     t = np.where(y == 1, (n_pos + 1.0) / (n_pos + 2.0), 1.0 / (n_neg + 2.0))
-    rate = (n_pos + 1.0) / (n_pos + n_neg + 2.0)
-    prior_logit = np.log(rate / (1.0 - rate))
+    prior_logit = np.log((n_pos + 1.0) / (n_neg + 1.0))  # of the smoothed rate, which can round to 1
+    # the likelihood's minimiser does not depend on the weights' scale: mean 1 keeps the Newton
+    # system's sums (squared in its determinant) in range for weights of any size
+    v = v / v.mean()
     center = float(np.average(scores, weights=v))
     spread = float(np.sqrt(np.average((scores - center) ** 2, weights=v)))
     if not spread > 1e-12 * max(1.0, abs(center)):
@@ -55,7 +59,7 @@ def fit_platt(scores: np.ndarray, y: np.ndarray, max_steps: int = 50,
 
     # Newton on (slope, intercept) of the standardised score, the 2 x 2 system solved by hand
     # (this runs at every fit, so small-n fits are dominated by per-call overhead)
-    ridge = 1e-12 * float(v.mean())  # keeps the 2 x 2 system regular, in the weights' units
+    ridge = 1e-12  # keeps the 2 x 2 system regular
     theta = np.array([0.0, prior_logit])
     u = np.full_like(z, prior_logit)
     current = nll(u)

@@ -1247,3 +1247,30 @@ def test_weighted_stream_keeps_the_statistics_and_weights_of_repeated_rows():
     # both streams rank the data alike
     assert abs(roc_auc_score(y, weighted.decision_function(X))
                - roc_auc_score(y, repeated.decision_function(X))) < 0.01
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1e-155, 1e155, 1e250])
+def test_weights_of_any_size_give_a_finite_calibration(scale):
+    # the Newton system squared the weights' totals: NaN probabilities at 1e155, a division by
+    # zero at 1e-200
+    X, y = _data(n=300, d=4, seed=46)
+    sw = np.random.default_rng(46).uniform(0.5, 2.0, 300)
+    clf = AUCClassifier(solver="exact").fit(X, y, sample_weight=sw * scale)
+    ref = AUCClassifier(solver="exact").fit(X, y, sample_weight=sw)
+    np.testing.assert_allclose(clf.coef_, ref.coef_, rtol=1e-9)
+    proba = clf.predict_proba(X)
+    assert np.isfinite(proba).all() and np.isfinite(clf.intercept_).all()
+    if scale > 1:  # counts beyond 300 rows: the smoothing's extra row fades, the fit is the likelihood's
+        assert np.corrcoef(proba[:, 1], ref.predict_proba(X)[:, 1])[0, 1] > 0.99
+        assert roc_auc_score(y, proba[:, 1]) == pytest.approx(roc_auc_score(y, ref.predict_proba(X)[:, 1]))
+
+
+def test_a_class_outweighing_the_other_beyond_float_precision_calibrates():
+    # the smoothed positive rate rounded to 1: a division by zero in its log-odds
+    X, y = _data(n=200, d=3, seed=47)
+    sw = np.ones(200)
+    sw[np.flatnonzero(y == 1)[0]] = 1e20
+    clf = AUCClassifier(solver="exact").fit(X, y, sample_weight=sw)
+    assert np.isfinite(clf.predict_proba(X)).all()
+    cal = fit_platt(np.zeros(4), np.array([1, 0, 0, 0]), weight=np.array([1e20, 1.0, 1.0, 1.0]))
+    assert cal.offset == pytest.approx(np.log((1e20 + 1) / 4))  # the smoothed prior's log-odds
