@@ -39,6 +39,8 @@ from skrate._auc_solvers import (
     vrspam,
 )
 from skrate._prox import elastic_net_penalty, prox_elastic_net, soft_threshold
+import scipy.linalg
+from skrate._auc_solvers import spam_epoch
 
 
 def _data(n=600, d=8, seed=0, weights=(0.7,)):
@@ -1274,3 +1276,72 @@ def test_a_class_outweighing_the_other_beyond_float_precision_calibrates():
     assert np.isfinite(clf.predict_proba(X)).all()
     cal = fit_platt(np.zeros(4), np.array([1, 0, 0, 0]), weight=np.array([1e20, 1.0, 1.0, 1.0]))
     assert cal.offset == pytest.approx(np.log((1e20 + 1) / 4))  # the smoothed prior's log-odds
+
+
+@pytest.mark.parametrize("answer", [None, False])
+def test_the_exact_solver_calls_the_callback_once_with_its_solution(answer):
+    X, y = _data(n=300, seed=17)
+    seen = []
+
+    def callback(info):
+        seen.append((info["n_iter"], info["coef"]))
+        return answer  # False has nothing left to stop
+
+    clf = AUCClassifier(solver="exact", alpha=0.05, callback=callback).fit(X, y)
+    assert [n_iter for n_iter, _ in seen] == [1.0]
+    np.testing.assert_array_equal(seen[0][1], clf.coef_.ravel())
+    # the solution of the linear system itself, as the solver gives it on the raw columns
+    np.testing.assert_allclose(clf.coef_.ravel(), solve_exact(X, y, 0.05, 0.0).coef, rtol=1e-8, atol=1e-12)
+    assert clf.n_iter_ == 1
+    seen[0][1][:] = 0.0  # a copy: the callback cannot change the model
+    assert np.any(clf.coef_ != 0)
+
+
+def test_vrspam_stopped_after_its_warm_start_returns_the_warm_start():
+    X, y = _data(n=400, d=6, seed=5)
+    stats = ClassStatistics.from_data(X, y)
+    step = 1.0 / minibatch_smoothness(X, y, stats, 16)
+    seen = []
+    result = vrspam(X, y, stats, alpha=0.05, l1_ratio=0.0, step=step, max_iter=20, inner_iter=25, batch_size=16,
+                    rng=np.random.default_rng(3), tol=0.0,
+                    callback=lambda info: seen.append(info["n_iter"]) or False)
+    assert seen == [1.0]
+    assert result.stopped and not result.converged and result.n_passes == 1.0
+    # one SPAM pass from zero with the same draws, by hand
+    warm = spam_epoch(np.zeros(X.shape[1]), X, y, stats, step, 0.05, 0.0, 16, np.random.default_rng(3))
+    np.testing.assert_array_equal(result.coef, warm)
+
+
+def test_a_vrspam_fit_stopped_after_its_warm_start_is_the_warm_start_without_a_warning():
+    X, y = _data(n=300, seed=17)
+    seen = []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # the user's choice, not a failure to converge
+        clf = AUCClassifier(solver="vrspam", alpha=0.05, max_iter=20, tol=0.0, random_state=0,
+                            callback=lambda info: seen.append(info["coef"]) or False).fit(X, y)
+    assert len(seen) == 1 and clf.n_iter_ == 1
+    np.testing.assert_array_equal(clf.coef_.ravel(), seen[0])
+    # the same warm start as a fit of one pass, which does warn: its gap is far above tol
+    with pytest.warns(ConvergenceWarning, match="VRSPAM reached max_iter=1"):
+        one_pass = AUCClassifier(solver="vrspam", alpha=0.05, max_iter=1, tol=0.0, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(clf.coef_, one_pass.coef_)
+
+
+@pytest.mark.parametrize("combine", [lambda X: X[:, 0], lambda X: 2.0 * X[:, 0] - X[:, 1]],
+                         ids=["duplicate", "combination"])
+def test_exactly_collinear_columns_and_a_tiny_alpha_warn_how_to_fix_it(combine):
+    X, y = _data(n=300, d=5, seed=0)
+    collinear = np.column_stack([X, combine(X)])
+    with pytest.warns(scipy.linalg.LinAlgWarning,
+                      match=r"ill-conditioned \(nearly collinear features and a small alpha\).*"
+                            r"Increase alpha, or drop or combine collinear features") as record:
+        clf = AUCClassifier(solver="exact", alpha=1e-18).fit(collinear, y)
+    assert len([w for w in record if issubclass(w.category, scipy.linalg.LinAlgWarning)]) == 1
+    # the least-squares solution it falls back to scores as the fit without the redundant column
+    reference = AUCClassifier(solver="exact", alpha=1e-18).fit(X, y)
+    assert np.all(np.isfinite(clf.coef_))
+    np.testing.assert_allclose(clf.decision_function(collinear), reference.decision_function(X), atol=1e-10)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no warning without a penalty (nothing to increase) or with a real one
+        AUCClassifier(solver="exact", alpha=0.0).fit(collinear, y)
+        AUCClassifier(solver="exact", alpha=1e-4).fit(collinear, y)

@@ -58,8 +58,6 @@ def test_m_stochastic_meets_constraints_on_training_data(spec):
     assert err > unconstrained.score(X, y) - 0.1  # constrained, not degenerate
 
 
-
-
 def test_all_solutions_available_after_one_fit():
     X, y, g = _fair_data()
     clf = ConstrainedClassifier("ppr[group] >= ppr - 0.03", random_state=0).fit(X, y, groups=g)
@@ -721,3 +719,36 @@ def test_weight_zero_rows_are_checked_before_they_are_dropped():
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         fitted.constraint_report(X, y, groups=g3, sample_weight=w)
+
+
+def _mean(p, mask):
+    return p[mask].mean()
+
+
+def test_constraint_report_on_rows_where_a_group_has_no_positives_is_nan_for_that_constraint_only():
+    X, y, g = _fair_data(n=600)
+    spec = ["tpr[group] >= 0.9 * tpr", "ppr >= 0.3", "fpr[group=b] <= 0.3"]
+    clf = ConstrainedClassifier(spec, max_iter=50, random_state=0).fit(X, y, groups=g)
+    rows = ~((g == "b") & (y == 1))  # group b keeps its negatives, so it is no absent value
+    X, y, g = X[rows], y[rows], g[rows]
+    assert (g == "b").any() and not y[g == "b"].any()
+    with pytest.warns(UserWarning, match=r"1 constraint\(s\) are undefined on these rows, reported as NaN.*"
+                                         r"no positives for tpr.*\['tpr\[group=b\] >= 0.9 \* tpr'\]"):
+        report = clf.constraint_report(X, y, groups=g)
+    assert list(report["constraint"]) == ["tpr[group=a] >= 0.9 * tpr", "tpr[group=b] >= 0.9 * tpr", "ppr >= 0.3",
+                                          "fpr[group=b] <= 0.3", "objective: error_rate"]
+    assert report.iloc[1][["lhs", "rhs", "violation"]].isna().all()
+    # every other row as a direct computation on the model's probabilities
+    p = clf.predict_proba(X)[:, 1]
+    expected = [
+        (_mean(p, (g == "a") & (y == 1)), 0.9 * _mean(p, y == 1)),
+        (p.mean(), 0.3),
+        (_mean(p, (g == "b") & (y == 0)), 0.3),
+    ]
+    for (lhs, rhs), (_, row) in zip(expected, report.iloc[[0, 2, 3]].iterrows()):
+        assert row["lhs"] == pytest.approx(lhs, rel=1e-10)
+        assert row["rhs"] == pytest.approx(rhs, rel=1e-10)
+    assert report["violation"].iloc[0] == pytest.approx(expected[0][1] - expected[0][0], rel=1e-8)
+    assert report["violation"].iloc[2] == pytest.approx(0.3 - p.mean(), rel=1e-8)
+    assert report["violation"].iloc[3] == pytest.approx(expected[2][0] - 0.3, rel=1e-8)
+    assert report["lhs"].iloc[4] == pytest.approx(np.mean(y * (1 - p) + (1 - y) * p), rel=1e-10)

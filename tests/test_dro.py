@@ -34,6 +34,7 @@ from skrate._dro_solvers import (
     primal_lbfgs,
     sample_sizes,
 )
+import scipy.sparse as sp
 
 # ---------------------------------------------------------------- exact references (cvxpy)
 
@@ -1442,3 +1443,42 @@ def test_a_feature_the_penalty_or_the_intercept_takes_gets_coefficient_zero(esti
     assert coef[1] == 0.0
     np.testing.assert_allclose(np.delete(coef, 1), np.ravel(without.coef_), rtol=1e-6, atol=1e-8)
     np.testing.assert_allclose(est.intercept_, without.intercept_, rtol=1e-6, atol=1e-8)
+
+
+def _sparse_data(n=150, seed=12):
+    """Mostly zeros, the non-zero entries off centre (so that centring would change the fit) and
+    one column in large units (so that its scale matters)."""
+    rng = np.random.default_rng(seed)
+    X = (rng.normal(size=(n, 6)) + 1.0) * (rng.uniform(size=(n, 6)) < 0.4)
+    X[:, 2] *= 50.0
+    y_class = (X[:, 0] - X[:, 1] + 0.3 * rng.normal(size=n) > 0.2).astype(int)
+    y_reg = X[:, 0] - 2.0 * X[:, 1] + 0.01 * X[:, 2] + 0.3 * rng.normal(size=n)
+    return X, y_class, y_reg
+
+
+@pytest.mark.parametrize("Estimator", [DROClassifier, DRORegressor])
+@pytest.mark.parametrize("divergence", ["chi2", "kl"])
+@pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
+def test_sparse_input_without_intercept_gives_the_dense_solution(Estimator, divergence, solver):
+    X, y_class, y_reg = _sparse_data()
+    y = y_class if Estimator is DROClassifier else y_reg
+    kw = dict(divergence=divergence, radius=0.3, alpha=0.05, tol=1e-8, fit_intercept=False, solver=solver,
+              initial_sample_size=20, random_state=0, max_iter=3000)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # both converge: the comparison is of two optima
+        dense = Estimator(**kw).fit(X, y)
+        sparse = Estimator(**kw).fit(sp.csr_matrix(X), y)
+    np.testing.assert_array_equal(np.ravel(sparse.intercept_), 0.0)
+    np.testing.assert_allclose(sparse.coef_, dense.coef_, rtol=1e-6, atol=1e-8)
+    assert sparse.objective_ == pytest.approx(dense.objective_, rel=1e-8)
+    np.testing.assert_allclose(sparse.sample_weights_, dense.sample_weights_, rtol=1e-6, atol=1e-10)
+
+
+def test_sparse_zero_radius_regressor_without_intercept_is_ridge_without_intercept():
+    # a direct reference: at radius 0 the robust loss is the mean squared error
+    X, _, y = _sparse_data()
+    n, alpha = X.shape[0], 0.2
+    reg = DRORegressor(radius=0.0, alpha=alpha, tol=1e-10, fit_intercept=False).fit(sp.csr_matrix(X), y)
+    ridge = Ridge(alpha=n * alpha / 2, fit_intercept=False).fit(X, y)
+    np.testing.assert_allclose(reg.coef_, ridge.coef_, rtol=1e-6)
+    assert reg.intercept_ == 0.0

@@ -12,6 +12,8 @@ from skrate.problem import GroupTable, RateData, confidence_margins, simultaneou
 from skrate.rates import parse_constraint
 from scipy.stats import norm
 from sklearn.datasets import make_classification
+from skrate.problem import tightened, violation_rows
+from skrate.rates import Constraint, parse_expression, precision
 
 
 def _population(n, rng):
@@ -669,3 +671,74 @@ def test_influence_products_over_distinct_rows_equal_the_products_over_every_row
             contrib[idx] -= ws[:, None] * value
             I[rate] = contrib
         np.testing.assert_allclose(influences.gram(r, s), I[r].T @ I[s], rtol=1e-12, atol=1e-15)
+
+
+def _ratio_on_the_right(bound, op):
+    """``bound <= precision`` (or ``>=``) as a Constraint holds it: the parser and Python's operators
+    write it with the ratio on the left, the constructor keeps the sides as given."""
+    con = Constraint(parse_expression(repr(bound)), op, precision())
+    assert con.rhs == precision() and not con.lhs.terms
+    return con
+
+
+def _data(n=500, seed=0):
+    rng = np.random.default_rng(seed)
+    y = rng.integers(0, 2, n)
+    w = rng.uniform(0.5, 2.0, n)
+    decisions = rng.uniform(size=n)  # expected decisions: the rates are linear in them
+    return RateData(y, w, GroupTable.from_input({"g": rng.choice(["a", "b"], n)}, None, n)), y, w, decisions
+
+
+def _precision(y, w, p):
+    return np.sum(w * p * y) / np.sum(w * p)
+
+
+@pytest.mark.parametrize("con", [
+    parse_constraint("ppr[g=a] >= ppr - 0.05"),
+    parse_constraint("precision >= 0.7"),
+    parse_constraint("error_rate <= 0.3"),
+    _ratio_on_the_right(0.7, "<="),
+    _ratio_on_the_right(0.5, ">="),
+])
+@pytest.mark.parametrize("zero", [0, 0.0, -0.0, np.float64(0.0)])
+def test_a_zero_margin_leaves_the_constraint_itself(con, zero):
+    assert tightened(con, zero) is con
+    data, *_, decisions = _data()
+    assert violation_rows([tightened(con, zero)], data, decisions) == violation_rows([con], data, decisions)
+
+
+@pytest.mark.parametrize("bound, op, tight, same_as", [
+    (0.7, "<=", 0.72, "precision >= 0.72"),  # the bound rises: precision must be larger
+    (0.5, ">=", 0.48, "precision <= 0.48"),  # the bound falls: precision must be smaller
+])
+def test_a_margin_moves_a_bound_left_of_a_ratio_into_the_feasible_side(bound, op, tight, same_as):
+    con = _ratio_on_the_right(bound, op)
+    moved = tightened(con, 0.02)
+    assert moved.op == op and moved.rhs == precision()  # the ratio stays where it was
+    assert moved.lhs.constant == pytest.approx(tight, abs=1e-15) and not moved.lhs.terms
+    assert moved.expression == parse_constraint(same_as).expression  # the linear form the solvers see
+    # its violation on data, in the ratio's units, is the original one less the margin
+    data, y, w, decisions = _data()
+    p = _precision(y, w, decisions)
+    (row,) = violation_rows([moved], data, decisions)
+    (original,) = violation_rows([con], data, decisions)
+    expected = tight - p if op == "<=" else p - tight
+    assert row["violation"] == pytest.approx(expected, rel=1e-12)
+    assert row["rhs"] == pytest.approx(p, rel=1e-12)
+    assert row["violation"] == pytest.approx(original["violation"] + 0.02, rel=1e-12)
+
+
+def test_a_numeric_margin_moves_a_bound_left_of_a_ratio_as_one_right_of_it():
+    rng = np.random.default_rng(7)
+    X = rng.normal(size=(1500, 2))
+    y = (X[:, 0] + rng.normal(size=1500) > 0).astype(int)
+    params = dict(objective="-tpr", margin=0.02, solution="best", max_iter=300, random_state=0)
+    clf = ConstrainedClassifier(_ratio_on_the_right(0.7, "<="), **params).fit(X, y)
+    pred = clf.predict(X)
+    precision_ = y[pred == 1].mean()
+    assert 0.72 - 1e-6 <= precision_ <= 0.74  # the bound moved to 0.72, and -tpr pushes precision down to it
+    np.testing.assert_allclose(clf.margins_, [0.02])
+    row = clf.constraint_report(X, y).iloc[0]
+    assert row["rhs"] == pytest.approx(precision_) and row["violation"] == pytest.approx(0.7 - precision_)
+    left = ConstrainedClassifier("precision >= 0.7", **params).fit(X, y)
+    np.testing.assert_array_equal(pred, left.predict(X))

@@ -14,6 +14,9 @@ from skrate.rates import (
     no_lost_benefits, not_worse_off, npr, parse_constraint, parse_expression, ppr, precision,
     statistical_parity, tpr, win_loss_ratio, wins,
 )
+from skrate.problem import GroupTable, RateData, constraint_rows
+from skrate.problem._compile import expand_constraints
+from skrate.rates import minimum_accuracy, minimum_coverage
 
 SPECS = [
     "tpr[race=Black] >= 0.95 * tpr",
@@ -539,3 +542,94 @@ def test_a_comparison_inside_a_quoted_value_is_not_taken_for_a_missing_bracket()
         with pytest.raises(SpecParseError, match="to close the") as info:
             parse_constraint(text)
         assert info.value.pos == pos
+
+
+def _coverage(y, p, w):
+    """The positive prediction rate, by hand: the weighted mean of the decisions."""
+    return np.sum(w * p) / np.sum(w)
+
+
+def _accuracy(y, p, w):
+    """The accuracy, by hand: the weighted mean of the decisions that match the label."""
+    return np.sum(w * (y * p + (1 - y) * (1 - p))) / np.sum(w)
+
+
+MINIMUM_GOALS = [(minimum_coverage, ppr, "ppr", _coverage), (minimum_accuracy, accuracy, "accuracy", _accuracy)]
+
+
+@pytest.mark.parametrize("helper, rate, name, direct", MINIMUM_GOALS)
+def test_minimum_goals_bound_their_rate_from_below(helper, rate, name, direct):
+    assert helper(0.3) == [rate() >= 0.3] == [parse_constraint(f"{name} >= 0.3")]
+    assert helper(0.7, "race") == [rate(group="race") >= 0.7] == [parse_constraint(f"{name}[race] >= 0.7")]
+    assert helper(0.7, ["race", "sex"]) == [parse_constraint(f"{name}[race, sex] >= 0.7")]
+    assert helper(0, "race") == [parse_constraint(f"{name}[race] >= 0")]  # the ends of [0, 1] are bounds too
+    assert helper(1) == [parse_constraint(f"{name} >= 1")]
+    # measured on data, each expanded constraint reads its group's rate against the bound
+    rng = np.random.default_rng(0)
+    n = 400
+    y = rng.integers(0, 2, n)
+    w = rng.uniform(0.5, 2.0, n)
+    p = rng.uniform(size=n)
+    race = rng.choice(["a", "b", "c"], n)
+    data = RateData(y, w, GroupTable.from_input({"race": race}, None, n))
+    expanded = expand_constraints(helper(0.45, "race"), data.groups)
+    assert [str(c) for c in expanded] == [f"{name}[race={v}] >= 0.45" for v in "abc"]
+    rows = constraint_rows(expanded, data, p)
+    for row, v in zip(rows, "abc"):
+        m = race == v
+        assert row["lhs"] == pytest.approx(direct(y[m], p[m], w[m]), rel=1e-12)
+        assert row["rhs"] == 0.45
+        assert row["violation"] == pytest.approx(0.45 - direct(y[m], p[m], w[m]), rel=1e-10, abs=1e-12)
+    (overall,) = constraint_rows(helper(0.45), data, p)
+    assert overall["lhs"] == pytest.approx(direct(y, p, w), rel=1e-12)
+
+
+def _fair_data(n=1500, seed=0):
+    """Two groups whose labels depend on the features differently (as in test_constrained)."""
+    rng = np.random.default_rng(seed)
+    group = rng.choice(["a", "b"], n, p=[0.7, 0.3])
+    X = rng.normal(size=(n, 4))
+    shift = np.where(group == "a", 0.8, -0.8)
+    y = (X[:, 0] + 0.5 * X[:, 1] + shift + rng.normal(scale=0.8, size=n) > 0).astype(int)
+    X[:, 3] += shift  # the model can see a proxy of the group
+    return X, y, group
+
+
+@pytest.mark.parametrize("helper, value, group, direct", [
+    (minimum_coverage, 0.55, "group", _coverage),  # binds on group b
+    (minimum_coverage, 0.7, None, _coverage),  # binds overall
+    (minimum_accuracy, 0.78, "group", _accuracy),  # binds on group b, at a's expense
+])
+def test_a_fit_with_a_minimum_goal_meets_it_on_the_training_data(helper, value, group, direct):
+    X, y, g = _fair_data()
+    ones = np.ones(len(y))
+    cells = {"all": np.ones(len(y), bool)} if group is None else {v: g == v for v in np.unique(g)}
+
+    def rates(model):
+        p = model.predict_proba(X)[:, 1]
+        return {v: direct(y[m], p[m], ones[m]) for v, m in cells.items()}
+
+    unconstrained = ConstrainedClassifier(random_state=0).fit(X, y, groups=g)
+    assert min(rates(unconstrained).values()) < value - 0.01  # the goal binds on this data
+    clf = ConstrainedClassifier(helper(value, group), random_state=0).fit(X, y, groups=g)
+    assert clf.feasible_
+    got = rates(clf)
+    assert min(got.values()) >= value - 1e-3
+    report = clf.constraint_report(X, y, groups=g).iloc[:-1]
+    assert len(report) == len(cells)
+    np.testing.assert_allclose(report["lhs"], list(got.values()), rtol=1e-10)
+    np.testing.assert_allclose(report["violation"], value - np.array(list(got.values())), atol=1e-10)
+
+
+@pytest.mark.parametrize("helper, name", [(minimum_coverage, "ppr"), (minimum_accuracy, "accuracy")])
+@pytest.mark.parametrize("value", ["0.5", None, True, [0.5]])
+def test_a_minimum_goal_that_is_not_a_number_is_refused(helper, name, value):
+    with pytest.raises(TypeError, match=rf"A minimum {name} must be a number in \[0, 1\], got {type(value).__name__}"):
+        helper(value)
+
+
+@pytest.mark.parametrize("helper, name", [(minimum_coverage, "ppr"), (minimum_accuracy, "accuracy")])
+@pytest.mark.parametrize("value", [-0.1, 1.5, np.inf, np.nan])
+def test_a_minimum_goal_outside_the_unit_interval_is_refused(helper, name, value):
+    with pytest.raises(ValueError, match=rf"A minimum {name} must lie in \[0, 1\], got {value}"):
+        helper(value, "race")

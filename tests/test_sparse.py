@@ -14,6 +14,7 @@ from skrate.generalized import pr_auc
 from skrate.metrics import audit
 from skrate.models import input_scale, scaled_input
 from skrate.solutions import row_uniforms
+from sklearn.impute import SimpleImputer
 
 
 def _data(n=2000, seed=0):
@@ -213,3 +214,39 @@ def test_a_sparse_X_with_duplicate_unsorted_entries_is_left_as_given():
         np.testing.assert_array_equal(X.indices, indices)
         np.testing.assert_array_equal(X.indptr, indptr)
         np.testing.assert_allclose(p, est.predict_proba(X.toarray()), atol=1e-9)
+
+
+def _data_with_nan(n=600, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 5))
+    X[X < 0.3] = 0.0  # mostly zeros
+    y = (X[:, 0] + X[:, 1] + 0.5 * rng.normal(size=n) > 0.6).astype(int)
+    X[::7, 1] = np.nan  # stored entries of the sparse matrix
+    return X, y
+
+
+@pytest.mark.parametrize("params", [dict(metric="f1"), dict(metric="g_mean", constraints="tpr >= 0.8")])
+def test_sparse_x_with_nan_reaches_the_estimator_and_predicts_as_dense(params):
+    X, y = _data_with_nan()
+    S = sp.csr_matrix(X)
+    data, indices, indptr = S.data.copy(), S.indices.copy(), S.indptr.copy()
+    assert np.isnan(S.data).sum() == np.isnan(X).sum() > 0
+    make = lambda: MetricOptimizer(estimator=make_pipeline(SimpleImputer(), LogisticRegression()),  # noqa: E731
+                                   random_state=0, **params)
+    dense = make().fit(X, y)
+    sparse = make().fit(S, y)
+    np.testing.assert_allclose(sparse.candidates_, dense.candidates_, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(sparse.predict_proba(S), dense.predict_proba(X), atol=1e-9)
+    np.testing.assert_array_equal(sparse.predict(S), dense.predict(X))
+    # the user's matrix is left as it was: its NaN are not zeroed in place
+    np.testing.assert_array_equal(S.data, data)  # NaN compares equal to NaN here
+    np.testing.assert_array_equal(S.indices, indices)
+    np.testing.assert_array_equal(S.indptr, indptr)
+    # the scored rows are [x with NaN read as 0, logit eta(x)], as the dense rows are
+    model = sparse._model
+    z = np.log(model.estimator.predict_proba(X)[:, 1]) - np.log(model.estimator.predict_proba(X)[:, 0])
+    augmented = model.augment(S)
+    assert sp.issparse(augmented)
+    np.testing.assert_allclose(augmented.toarray(), np.column_stack([np.nan_to_num(X, nan=0.0), z]), rtol=1e-10,
+                               atol=1e-12)
+    np.testing.assert_array_equal(S.data, data)

@@ -33,6 +33,7 @@ from skrate._smart import (
     smart,
     trimmed_location,
 )
+from skrate._smart import CURVATURE
 
 
 # ------------------------------------------------------------------ projection
@@ -1338,3 +1339,58 @@ def test_alpha_zero_is_no_penalty_also_for_tiny_columns(penalty):
     want = TrimmedRegressor(penalty="none", random_state=0).fit(X * 1e-200, y).coef_
     np.testing.assert_array_equal(got, want)
     np.testing.assert_allclose(got * 1e-200, [1.0, 2.0, 3.0], atol=0.05)
+
+
+def _wide_regression_with_outliers(seed=0, n=200, d=2001, n_out=20):
+    """More features than the eigenvalue path takes (d + intercept > 2000), few of them relevant."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, d))
+    coef = np.zeros(d)
+    coef[:5] = [1.0, -2.0, 0.5, 1.5, -1.0]
+    y = X @ coef + 0.5 + 0.1 * rng.normal(size=n)
+    out = rng.choice(n, n_out, replace=False)
+    y[out] += 20.0
+    return X, y, out
+
+
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_lipschitz_of_wide_data_is_an_upper_bound_of_the_exact_constant(loss, fit_intercept):
+    X, y, _ = _wide_regression_with_outliers(n=60)
+    if loss == "logistic":
+        y = (y > np.median(y)).astype(float)
+    h = 50.0
+    P = TrimmedProblem(X, y, loss, h, "l2", 1e-2, fit_intercept)
+    L_full, L_terms = P.lipschitz()
+    Xt = np.hstack([X, np.ones((len(y), 1))]) if fit_intercept else X
+    assert Xt.shape[1] > 2000  # the cheap path
+    kappa = CURVATURE[loss]
+    # the exact constant: the largest eigenvalue of Xt' Xt, that of the small Xt Xt'
+    exact = kappa * np.linalg.eigvalsh(Xt @ Xt.T)[-1] / h
+    row_sq = (Xt**2).sum(axis=1)
+    assert L_full == pytest.approx(kappa * row_sq.sum() / h, rel=1e-12)  # the squared Frobenius norm
+    assert exact <= L_full  # a bound: a step of 1 / L_full cannot overshoot
+    assert L_full < len(y) * exact  # and not a needlessly loose one (at most rank times the exact)
+    assert L_terms == pytest.approx(kappa * len(y) * np.sqrt(np.mean(row_sq**2)) / h, rel=1e-12)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_wide_regressor_reaches_the_ridge_optimum_on_its_inliers(fit_intercept):
+    X, y, out = _wide_regression_with_outliers()
+    alpha = 0.1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        reg = TrimmedRegressor(trim_fraction=0.1, alpha=alpha, tol=1e-8, fit_intercept=fit_intercept,
+                               random_state=0).fit(X, y)
+    keep, h = reg.inlier_mask_, reg.n_inliers_
+    assert h == 180 and keep.sum() == h
+    assert not keep[out].any()  # every shifted target trimmed
+    # a fixed point: the ridge fit on its own kept samples, (1/h) sum r^2 / 2 + alpha |w|^2 / 2
+    ref = Ridge(alpha=alpha * h, fit_intercept=fit_intercept, solver="cholesky").fit(X[keep], y[keep])
+    np.testing.assert_allclose(reg.coef_, ref.coef_, atol=1e-6)
+    assert reg.intercept_ == pytest.approx(ref.intercept_, abs=1e-6)
+    # whose kept samples are those of the h smallest losses
+    r2 = (y - reg.predict(X)) ** 2
+    assert r2[keep].max() <= r2[~keep].min()
+    expected = r2[keep].sum() / (2 * h) + alpha * ref.coef_ @ ref.coef_ / 2
+    assert reg.objective_ == pytest.approx(expected, rel=1e-6)
