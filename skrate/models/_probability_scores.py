@@ -124,9 +124,8 @@ class ProbabilityScoreModel:
         # x only decodes the group cells; a missing value the estimator took must not make the
         # score NaN (weight 0 times NaN), so it reads as 0 there, in fit and predict alike
         if sp.issparse(X):
-            X = sp.csr_matrix(X, dtype=float)
-            if np.isnan(X.data).any():  # copied only then: with_score copies anyway
-                X = X.copy()
+            X = sp.csr_matrix(X, dtype=float)  # a new matrix, which may share the input's arrays
+            if np.isnan(X.data).any():  # a new data array, so the input's is left as it was
                 X.data = np.nan_to_num(X.data, nan=0.0)
         else:
             X = np.asarray(X, dtype=float)
