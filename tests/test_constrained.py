@@ -17,7 +17,7 @@ from skrate import ConstrainedClassifier, MetricOptimizer
 from skrate.exceptions import InfeasibleConstraintsWarning
 from skrate.problem import GroupTable, RateData, constraint_rows
 from skrate.rates import as_constraints
-from skrate.rates import equal_opportunity, tpr
+from skrate.rates import equal_opportunity, minimum_accuracy, minimum_coverage, tpr
 
 
 def _fair_data(n=3000, seed=0):
@@ -752,3 +752,29 @@ def test_constraint_report_on_rows_where_a_group_has_no_positives_is_nan_for_tha
     assert report["violation"].iloc[2] == pytest.approx(0.3 - p.mean(), rel=1e-8)
     assert report["violation"].iloc[3] == pytest.approx(expected[2][0] - 0.3, rel=1e-8)
     assert report["lhs"].iloc[4] == pytest.approx(np.mean(y * (1 - p) + (1 - y) * p), rel=1e-10)
+
+
+@pytest.mark.parametrize("helper, value, group", [
+    (minimum_coverage, 0.55, "group"),  # binds on group b
+    (minimum_coverage, 0.7, None),  # binds overall
+    (minimum_accuracy, 0.78, "group"),  # binds on group b, at a's expense
+])
+def test_a_fit_with_a_minimum_goal_meets_it_on_the_training_data(helper, value, group):
+    X, y, g = _fair_data(n=1500)
+    cells = {"all": np.ones(len(y), bool)} if group is None else {v: g == v for v in np.unique(g)}
+
+    def rates(model):  # the expected coverage (share predicted positive) or accuracy, by hand
+        p = model.predict_proba(X)[:, 1]
+        hit = p if helper is minimum_coverage else y * p + (1 - y) * (1 - p)
+        return {v: hit[m].mean() for v, m in cells.items()}
+
+    unconstrained = ConstrainedClassifier(random_state=0).fit(X, y, groups=g)
+    assert min(rates(unconstrained).values()) < value - 0.01  # the goal binds on this data
+    clf = ConstrainedClassifier(helper(value, group), random_state=0).fit(X, y, groups=g)
+    assert clf.feasible_
+    got = rates(clf)
+    assert min(got.values()) >= value - 1e-3
+    report = clf.constraint_report(X, y, groups=g).iloc[:-1]
+    assert len(report) == len(cells)
+    np.testing.assert_allclose(report["lhs"], list(got.values()), rtol=1e-10)
+    np.testing.assert_allclose(report["violation"], value - np.array(list(got.values())), atol=1e-10)

@@ -584,43 +584,6 @@ def test_minimum_goals_bound_their_rate_from_below(helper, rate, name, direct):
     assert overall["lhs"] == pytest.approx(direct(y, p, w), rel=1e-12)
 
 
-def _fair_data(n=1500, seed=0):
-    """Two groups whose labels depend on the features differently (as in test_constrained)."""
-    rng = np.random.default_rng(seed)
-    group = rng.choice(["a", "b"], n, p=[0.7, 0.3])
-    X = rng.normal(size=(n, 4))
-    shift = np.where(group == "a", 0.8, -0.8)
-    y = (X[:, 0] + 0.5 * X[:, 1] + shift + rng.normal(scale=0.8, size=n) > 0).astype(int)
-    X[:, 3] += shift  # the model can see a proxy of the group
-    return X, y, group
-
-
-@pytest.mark.parametrize("helper, value, group, direct", [
-    (minimum_coverage, 0.55, "group", _coverage),  # binds on group b
-    (minimum_coverage, 0.7, None, _coverage),  # binds overall
-    (minimum_accuracy, 0.78, "group", _accuracy),  # binds on group b, at a's expense
-])
-def test_a_fit_with_a_minimum_goal_meets_it_on_the_training_data(helper, value, group, direct):
-    X, y, g = _fair_data()
-    ones = np.ones(len(y))
-    cells = {"all": np.ones(len(y), bool)} if group is None else {v: g == v for v in np.unique(g)}
-
-    def rates(model):
-        p = model.predict_proba(X)[:, 1]
-        return {v: direct(y[m], p[m], ones[m]) for v, m in cells.items()}
-
-    unconstrained = ConstrainedClassifier(random_state=0).fit(X, y, groups=g)
-    assert min(rates(unconstrained).values()) < value - 0.01  # the goal binds on this data
-    clf = ConstrainedClassifier(helper(value, group), random_state=0).fit(X, y, groups=g)
-    assert clf.feasible_
-    got = rates(clf)
-    assert min(got.values()) >= value - 1e-3
-    report = clf.constraint_report(X, y, groups=g).iloc[:-1]
-    assert len(report) == len(cells)
-    np.testing.assert_allclose(report["lhs"], list(got.values()), rtol=1e-10)
-    np.testing.assert_allclose(report["violation"], value - np.array(list(got.values())), atol=1e-10)
-
-
 @pytest.mark.parametrize("helper, name", [(minimum_coverage, "ppr"), (minimum_accuracy, "accuracy")])
 @pytest.mark.parametrize("value", ["0.5", None, True, [0.5]])
 def test_a_minimum_goal_that_is_not_a_number_is_refused(helper, name, value):
