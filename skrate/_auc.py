@@ -26,8 +26,8 @@ from ._prox import elastic_net_penalty
 from ._row_order import RowOrderScoreMixin
 from .models._input_scale import column_offsets, shifted_columns
 from .problem._groups import check_row_order
-from .utils._validation import (check_label_missing, check_sample_weight, unfitted_on_error,
-                                validate_numeric)
+from .utils._validation import (check_label_missing, check_sample_weight, positive_rows,
+                                unfitted_on_error, validate_numeric)
 from .utils._warnings import warn
 
 if TYPE_CHECKING:
@@ -265,10 +265,23 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
     def _weighted_rows(X, y01: np.ndarray, sample_weight):
         """The rows of positive weight: a row of weight 0 is a row removed, also from the
         column scales and the calibration."""
-        if sample_weight is None or sample_weight.all():
+        kept = positive_rows(sample_weight)
+        if kept is None:
             return X, y01, sample_weight
-        keep = sample_weight > 0
-        return X[keep], y01[keep], sample_weight[keep]
+        return X[kept], y01[kept], sample_weight[kept]
+
+    @staticmethod
+    def _solver_weights(sample_weight, n: int, unit: float | None) -> tuple[float, np.ndarray | None]:
+        """``(unit, weight)``: the ``n`` rows' weights divided by the stream's unit, the mean
+        weight of its first rows (``fit``'s, or the first chunk's, when ``unit`` is None). The
+        solvers take weights of mean 1: the objective is a mean over pairs, so only the weights'
+        ratios matter to it, and the steps then need no rescaling. None when every row weighs
+        the unit."""
+        if unit is None:
+            unit = 1.0 if sample_weight is None else float(sample_weight.mean())
+        if sample_weight is None:
+            return unit, None if unit == 1.0 else np.full(n, 1.0 / unit)
+        return unit, sample_weight / unit
 
     def _check_magnitudes(self, X) -> None:
         """Refuse columns whose squares leave the float range (or, inverted, the steps')."""
@@ -365,23 +378,20 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
             self._fit(X, y01, sample_weight)
         return self
 
-    def _centred(self, X):
-        """``X`` less the offsets of the stream's columns, which the solvers play on.
+    def _centred(self, X, offset: np.ndarray | None = None):
+        """``X`` less ``offset``, by default the offsets of the stream's columns, which the
+        solvers play on.
 
         The objective depends on differences of rows only, so the shift leaves it unchanged;
         it keeps the scores of a column in large offset units (a timestamp) from cancelling
         to their last digits against the class means.
         """
-        if not self._offset.any():
-            return X
-        return shifted_columns(X, self._offset)
+        offset = self._offset if offset is None else offset
+        return shifted_columns(X, offset) if offset.any() else X
 
     def _fit(self, X, y01: np.ndarray, sample_weight: np.ndarray | None) -> None:
         l1_ratio = self._l1_ratio()
-        # the solvers take weights of mean 1: the objective is a mean over pairs, so only the
-        # weights' ratios matter to it, and the steps then need no rescaling
-        unit = 1.0 if sample_weight is None else float(sample_weight.mean())
-        weight = None if sample_weight is None else sample_weight / unit
+        unit, weight = self._solver_weights(sample_weight, X.shape[0], None)
         raw, self._offset = X, column_offsets(X, sample_weight=weight)
         X = self._centred(X)
         stats = ClassStatistics.from_data(X, y01, weight)
@@ -537,17 +547,12 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
 
     def _partial_fit(self, X, y01: np.ndarray, sample_weight: np.ndarray | None) -> None:
         raw = X
-        unit = self._weight_unit
-        if unit is None:  # the stream's first chunk sets the unit, as fit does
-            unit = 1.0 if sample_weight is None else float(sample_weight.mean())
-        weight = None
-        if sample_weight is not None or unit != 1.0:
-            weight = (np.ones(X.shape[0]) if sample_weight is None else sample_weight) / unit
+        unit, weight = self._solver_weights(sample_weight, X.shape[0], self._weight_unit)
         # then fixed for the whole stream: changing them would not be a reparametrisation
         offset = self._offset
         if offset is None:
             offset = column_offsets(X, sample_weight=weight)
-        X = shifted_columns(X, offset) if offset.any() else X
+        X = self._centred(X, offset)
         scale = column_scale(X, weight=weight) if self._scale is None else self._scale
         # the new state is built aside (copies of the statistics, the generator and the
         # reservoir) and committed at the end, once nothing can fail: a call that raises

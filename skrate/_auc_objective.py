@@ -42,6 +42,7 @@ __all__ = [
     "minibatch_gradient",
     "pairwise_square_loss",
     "quadratic_form",
+    "rows_of",
     "saddle_function",
     "smooth_objective",
     "stream_loss",
@@ -59,8 +60,9 @@ def _total(mask: np.ndarray, weight: np.ndarray | None) -> float:
     return float(mask.sum()) if weight is None else float(weight[mask].sum())
 
 
-def _rows(weight: np.ndarray | None, mask: np.ndarray) -> np.ndarray | None:
-    return None if weight is None else weight[mask]
+def rows_of(weight: np.ndarray | None, idx: np.ndarray) -> np.ndarray | None:
+    """The weights of the rows ``idx`` (a mask or indices); None for unweighted rows."""
+    return None if weight is None else weight[idx]
 
 
 def _mean_var(s: np.ndarray, weight: np.ndarray | None) -> tuple[float, float]:
@@ -111,8 +113,8 @@ class ClassStatistics:
         pos = y == 1
         self.n_pos += _total(pos, weight)
         self.n_neg += _total(~pos, weight)
-        self.sum_pos = self.sum_pos + _column_sum(X[pos], _rows(weight, pos))
-        self.sum_neg = self.sum_neg + _column_sum(X[~pos], _rows(weight, ~pos))
+        self.sum_pos = self.sum_pos + _column_sum(X[pos], rows_of(weight, pos))
+        self.sum_neg = self.sum_neg + _column_sum(X[~pos], rows_of(weight, ~pos))
         low, high = column_extremes(X)
         self.low, self.high = np.minimum(self.low, low), np.maximum(self.high, high)
 
@@ -202,7 +204,7 @@ def pairwise_square_loss(scores: np.ndarray, y: np.ndarray,
     the two (biased) within-class variances.
     """
     pos = y == 1
-    (m_pos, v_pos), (m_neg, v_neg) = (_mean_var(scores[rows], _rows(weight, rows))
+    (m_pos, v_pos), (m_neg, v_neg) = (_mean_var(scores[rows], rows_of(weight, rows))
                                       for rows in (pos, ~pos))
     return 0.5 * float((1.0 - (m_pos - m_neg)) ** 2 + v_pos + v_neg)
 
@@ -252,7 +254,7 @@ def quadratic_form(X, y: np.ndarray,
     Q = np.zeros((X.shape[1], X.shape[1]))
     means = []
     for mask in (pos, ~pos):
-        Xc, wc = X[mask], _rows(weight, mask)
+        Xc, wc = X[mask], rows_of(weight, mask)
         total = _total(mask, weight)
         m = _column_sum(Xc, wc) / total
         if sp.issparse(Xc):

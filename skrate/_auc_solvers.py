@@ -26,7 +26,7 @@ from sklearn.utils.extmath import row_norms
 from sklearn.utils.sparsefuncs import mean_variance_axis
 
 from ._auc_objective import (ClassStatistics, column_extremes, gradient_and_loss,
-                              minibatch_gradient, quadratic_form)
+                              minibatch_gradient, quadratic_form, rows_of)
 from ._prox import elastic_net_penalty, prox_elastic_net, soft_threshold
 from .utils._warnings import warn
 
@@ -436,10 +436,6 @@ def _batches(n: int, batch_size: int, rng: np.random.Generator):
     return [order[i:i + batch_size] for i in range(0, n, batch_size)]
 
 
-def _at(weight: np.ndarray | None, idx: np.ndarray) -> np.ndarray | None:
-    return None if weight is None else weight[idx]
-
-
 def spam_epoch(w: np.ndarray, X, y: np.ndarray, stats: ClassStatistics,
                step: float | np.ndarray, alpha: float, l1_ratio: float, batch_size: int,
                rng: np.random.Generator, weight: np.ndarray | None = None) -> np.ndarray:
@@ -450,7 +446,7 @@ def spam_epoch(w: np.ndarray, X, y: np.ndarray, stats: ClassStatistics,
     sequential, so the loop runs over minibatches (not examples).
     """
     for idx in _batches(X.shape[0], batch_size, rng):
-        g = minibatch_gradient(w, X[idx], y[idx], stats, weight=_at(weight, idx))
+        g = minibatch_gradient(w, X[idx], y[idx], stats, weight=rows_of(weight, idx))
         w = prox_elastic_net(w - step * g, step, alpha, l1_ratio)
     return w
 
@@ -560,7 +556,7 @@ def vrspam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: 
         snapshot = w
         for idx in batches:
             v = minibatch_gradient(w - snapshot, X[idx], y[idx], stats, affine=False,
-                                   weight=_at(weight, idx)) + mu
+                                   weight=rows_of(weight, idx)) + mu
             w = prox_elastic_net(w - step * v, step, alpha, l1_ratio)
         passes = float(ends[len(batches) - 1])
         checked = False

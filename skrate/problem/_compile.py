@@ -19,6 +19,7 @@ from ..exceptions import UndefinedRateError
 from ..rates import Constraint, Expression
 from ..rates._expression import NEEDS_LABELS, RATE_KINDS, Rate
 from ..rates._slice import BASELINE, LABEL
+from ..utils._validation import positive_rows
 from ._cells import CellMatrix
 from ._groups import GroupTable
 
@@ -42,9 +43,8 @@ class RateData:
         return RateData(pick(self.y), self.sample_weight[idx], self.groups.take(idx), pick(self.baseline))
 
     def weighted_rows(self) -> np.ndarray | None:
-        """The rows of positive weight, or None when every row has one: a row of weight 0 is a
-        row dropped, as scikit-learn has it."""
-        return None if self.sample_weight.all() else np.flatnonzero(self.sample_weight > 0)
+        """The rows of positive weight, or None when every row has one (:func:`positive_rows`)."""
+        return positive_rows(self.sample_weight)
 
     def without_weightless(self, *rows) -> tuple:
         """These data and each of ``rows`` (X, decisions, a mask; None passes) without the rows

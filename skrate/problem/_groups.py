@@ -11,7 +11,7 @@ import numpy as np
 from ..exceptions import UndefinedRateError
 from ..rates._slice import RESERVED, Slice
 from ..utils._frames import check_collected, frame_items, is_frame, is_polars
-from ..utils._validation import missing_entries
+from ..utils._validation import missing_entries, positive_rows
 
 
 def _numbers_only(col: np.ndarray) -> bool:
@@ -266,9 +266,8 @@ class GroupTable:
     def weighted(self, sample_weight: np.ndarray | None) -> "GroupTable":
         """The rows of positive ``sample_weight`` (this table when every row has one, or no
         weights are given): a row of weight 0 is a row dropped, its group values unseen."""
-        if sample_weight is None or np.all(sample_weight > 0):
-            return self
-        return self.take(np.flatnonzero(sample_weight > 0))
+        kept = positive_rows(sample_weight)
+        return self if kept is None else self.take(kept)
 
     def column(self, key: str) -> np.ndarray:
         """The group column ``key`` as strings; a clear error when it is unknown."""

@@ -136,6 +136,14 @@ def check_sample_weight(sample_weight, n: int) -> np.ndarray:
     return weights
 
 
+def positive_rows(sample_weight: np.ndarray | None) -> np.ndarray | None:
+    """The rows of positive weight, or None when every row has one (or no weights are given):
+    a row of weight 0 is a row dropped, as scikit-learn has it."""
+    if sample_weight is None or np.all(sample_weight > 0):
+        return None
+    return np.flatnonzero(sample_weight > 0)
+
+
 def check_baseline(baseline, classes: np.ndarray, n: int) -> np.ndarray | None:
     """A baseline model's decisions as 0/1: given as labels of ``classes`` (``old_model.predict(X)``;
     read as labels whenever every value is one, also for classes such as ``[1, 2]`` whose labels
