@@ -60,7 +60,8 @@ fig.tight_layout()
 # %%
 # Without margins, some splits break the constraint on their test rows: the fit stands at
 # the training boundary, and the test estimates scatter around it. The margins move every
-# split's violation down, the higher confidence more, at little cost in error on this
+# split's violation down, the higher confidence on average a little more (not on every
+# split: each fit plays its own game to its own margins), at little cost in error on this
 # task. Each split's test estimate has its own noise (a standard deviation of about 0.01
 # here), so a worst split a little above zero is no proof of a broken constraint.
 # ``constraint_report`` shows the margin used beside each violation, and

@@ -34,7 +34,8 @@ print(audit(logreg, X_te, y_te, groups=g_te, constraints=goal, metrics=("ppr", "
 # %%
 # A constrained model
 # -------------------
-# The result is a mixture of at most three linear models (two constraints per race value);
+# The result is a mixture of at most five linear models (m + 1 for the m = 4 constraints: two
+# per race value);
 # the audit reads its rates in expectation from ``predict_proba``.
 fair = ConstrainedClassifier(constraints=goal, random_state=0).fit(X_tr, y_tr, groups=g_tr)
 report = audit(fair, X_te, y_te, groups=g_te, constraints=goal, metrics=("ppr", "tpr", "fpr"),

@@ -48,6 +48,8 @@ weights = fair.solutions_["m_stochastic"]
 kept = [k for k, e in enumerate(fair.estimators_) if e is not None]
 print(f"{fair.n_iter_} models fitted; the returned mixture uses {np.count_nonzero(weights)} "
       f"(at most m + 1 = {len(fair.constraints_) + 1}) and {len(kept)} are kept after fit")
+# fit_report_: each constraint's margin and its violation (<= 0 is met) on the training rows;
+# "held_out" is NaN, as no validation_fraction held rows out
 print(fair.fit_report_)
 print(audit(fair, X_te, y_te, groups=g_te, constraints=goal, metrics=("ppr", "tpr"),
             n_bootstrap=300, random_state=0))
