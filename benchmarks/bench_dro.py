@@ -160,8 +160,8 @@ def robustness(data_dir):
     n = len(y_tr)
     models = {
         "LogisticRegression (C=1)": LogisticRegression(max_iter=2000),
-        "LogisticRegression (same penalty, C=2/(n alpha))": LogisticRegression(
-            C=2 / (n * ALPHA), max_iter=2000),
+        "LogisticRegression (same penalty, C=1/(n alpha))": LogisticRegression(
+            C=1 / (n * ALPHA), max_iter=2000),
         "DROClassifier radius 0 (ERM)": DROClassifier(radius=0.0),
     }
     for divergence in ("chi2", "kl"):

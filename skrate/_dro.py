@@ -529,7 +529,7 @@ class DROClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseDRO):
 class DRORegressor(RowOrderScoreMixin, RegressorMixin, _BaseDRO):
     """Least squares minimising the worst-case expected loss over an f-divergence ball.
 
-    Fits ``min_{w, b} sup_{p in P} sum_i p_i (y_i - x_i w - b)^2 + (alpha / 2) ||w||^2``
+    Fits ``min_{w, b} sup_{p in P} sum_i p_i (y_i - x_i w - b)^2 / 2 + (alpha / 2) ||w||^2``
     with the intercept unpenalised and ``P = {p in the simplex : sum_i q_i f(p_i / q_i) <=
     radius}`` the ball around the training distribution ``q`` (uniform, or the normalised
     ``sample_weight``; for uniform ``q`` the constraint reads
@@ -545,12 +545,13 @@ class DRORegressor(RowOrderScoreMixin, RegressorMixin, _BaseDRO):
         (chi2) or ``log n`` (kl) (with sample weights, ``(1 / q_min - 1) / 2`` or
         ``-log q_min`` for the smallest positive normalised weight ``q_min``) lets the
         worst case put all mass on the largest loss whatever the model, so the objective
-        is the maximum squared error plus the penalty; both solvers then solve that
+        is the maximum halved squared error plus the penalty; both solvers then solve that
         problem exactly (see :class:`DROClassifier`).
     alpha : float, default=1e-3
         L2 penalty strength on the coefficients (not the intercept).
         At ``radius=0`` the fit is scikit-learn's
-        ``Ridge(alpha=alpha * sum(sample_weight) / 2)``.
+        ``Ridge(alpha=alpha * sum(sample_weight))``, as for :class:`TrimmedRegressor` at
+        ``trim_fraction=0``.
     fit_intercept : bool, default=True
         Whether to fit an unpenalised intercept.
     solver : {"lbfgs", "sgd"}, default="lbfgs"

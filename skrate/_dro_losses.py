@@ -22,9 +22,10 @@ def multinomial(Z: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def squared(Z: np.ndarray, T: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Squared error ``(z - t)^2``, ``Z`` of shape (n, 1)."""
+    """Half the squared error, ``(z - t)^2 / 2`` (scikit-learn's convention, with which
+    ``alpha`` means what it does in ``ElasticNet`` and ``SGDRegressor``), ``Z`` of shape (n, 1)."""
     r = Z[:, 0] - T
-    return r * r, 2.0 * r[:, None]
+    return 0.5 * (r * r), r[:, None]
 
 
 LOSSES = {"logistic": logistic, "multinomial": multinomial, "squared": squared}
@@ -39,7 +40,7 @@ def score_hessian(loss, Z: np.ndarray) -> np.ndarray:
     if loss is multinomial:
         S = softmax(Z, axis=1)
         return S[:, :, None] * np.eye(Z.shape[1]) - S[:, :, None] * S[:, None, :]
-    return np.full((Z.shape[0], 1, 1), 2.0)
+    return np.ones((Z.shape[0], 1, 1))
 
 
 def convex_loss(loss, Z, T):
@@ -50,6 +51,6 @@ def convex_loss(loss, Z, T):
     forms = {
         logistic: lambda: cp.logistic(Z[:, 0]) - cp.multiply(T, Z[:, 0]),
         multinomial: lambda: cp.log_sum_exp(Z, axis=1) - cp.sum(cp.multiply(Z, T), axis=1),
-        squared: lambda: cp.square(Z[:, 0] - T),
+        squared: lambda: 0.5 * cp.square(Z[:, 0] - T),
     }
     return forms[loss]()

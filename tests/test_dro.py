@@ -9,7 +9,7 @@ import pytest
 from scipy.optimize import minimize_scalar
 from sklearn.datasets import load_breast_cancer, load_iris, make_classification
 from sklearn.exceptions import ConvergenceWarning, NotFittedError
-from sklearn.linear_model import Ridge
+from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.utils.estimator_checks import (
     check_non_transformer_estimators_n_iter,
     check_sample_weight_equivalence_on_dense_data,
@@ -18,6 +18,7 @@ from sklearn.utils.estimator_checks import (
 from skrate import (
     DROClassifier,
     DRORegressor,
+    TrimmedRegressor,
     _dro_solvers,
     robust_loss,
     worst_case_weights,
@@ -59,12 +60,18 @@ def _cvx_inner(losses, q, divergence, radius):
     return problem.value, p.value
 
 
+def _cvx_losses(z, y, loss):
+    """Per-sample losses of the scores ``z`` as a cvxpy expression, written out independently of
+    skrate's: the logistic loss, or half the squared error."""
+    return cp.logistic(z) - cp.multiply(y, z) if loss == "logistic" else cp.square(z - y) / 2
+
+
 def _cvx_dro(X, y, q, loss, divergence, radius, alpha):
     """The full DRO problem through its dual, solved exactly by a conic solver."""
     n, d = X.shape
     w, b, eta = cp.Variable(d), cp.Variable(), cp.Variable()
     z = X @ w + b
-    losses = cp.logistic(z) - cp.multiply(y, z) if loss == "logistic" else cp.square(z - y)
+    losses = _cvx_losses(z, y, loss)
     s = cp.Variable(n)
     cons = [s >= losses]
     if divergence == "chi2":
@@ -610,10 +617,10 @@ def test_dro_beats_empirical_risk_minimiser_on_its_own_objective():
     y = X @ [1.0, -2.0, 0.5] + rng.standard_t(2, size=300)
     erm = DRORegressor(radius=0.0, alpha=0.01).fit(X, y)
     dro = DRORegressor(radius=0.5, alpha=0.01).fit(X, y)
-    erm_losses = (erm.predict(X) - y) ** 2
+    erm_losses = (erm.predict(X) - y) ** 2 / 2
     erm_robust = robust_loss(erm_losses, "chi2", 0.5) + 0.005 * erm.coef_ @ erm.coef_
     assert dro.objective_ < erm_robust - 1e-3
-    assert np.mean((dro.predict(X) - y) ** 2) > np.mean(erm_losses)
+    assert np.mean((dro.predict(X) - y) ** 2 / 2) > np.mean(erm_losses)
 
 
 def test_zero_radius_regressor_is_ridge():
@@ -622,7 +629,7 @@ def test_zero_radius_regressor_is_ridge():
     y = X @ rng.normal(size=5) + 3.0 + rng.normal(size=80)
     alpha = 0.2
     reg = DRORegressor(radius=0.0, alpha=alpha, tol=1e-10).fit(X, y)
-    ridge = Ridge(alpha=80 * alpha / 2).fit(X, y)
+    ridge = Ridge(alpha=80 * alpha).fit(X, y)
     np.testing.assert_allclose(reg.coef_, ridge.coef_, rtol=1e-6)
     assert reg.intercept_ == pytest.approx(ridge.intercept_, rel=1e-6)
     np.testing.assert_allclose(reg.sample_weights_, 1 / 80)
@@ -648,7 +655,7 @@ def _cvx_max_loss(X, y, loss, alpha):
     """min over (w, b) of the largest loss plus the penalty, solved by a conic solver."""
     w, b, t = cp.Variable(X.shape[1]), cp.Variable(), cp.Variable()
     z = X @ w + b
-    losses = cp.logistic(z) - cp.multiply(y, z) if loss == "logistic" else cp.square(z - y)
+    losses = _cvx_losses(z, y, loss)
     problem = cp.Problem(cp.Minimize(t + alpha / 2 * cp.sum_squares(w)), [losses <= t])
     problem.solve(solver="CLARABEL")
     return problem.value
@@ -701,7 +708,7 @@ def test_radius_so_large_that_all_mass_is_on_one_point(Estimator, divergence, ra
     assert p.max() == pytest.approx(1.0) or np.count_nonzero(p) <= 3
     # The objective is the largest loss plus the penalty.
     z = est.decision_function(X) if Estimator is DROClassifier else est.predict(X)
-    losses = np.logaddexp(0, z) - y * z if loss == "logistic" else (z - y) ** 2
+    losses = np.logaddexp(0, z) - y * z if loss == "logistic" else (z - y) ** 2 / 2
     assert est.objective_ == pytest.approx(losses.max() + alpha / 2 * np.sum(est.coef_**2))
 
 
@@ -1343,8 +1350,7 @@ def test_sgd_converges_with_a_penalty_of_huge_curvature(Estimator, radius):
     y = X @ [1.0, 2e6] + 0.1 * rng.normal(size=100)
     if Estimator is DROClassifier:
         y = (y + 0.5 * rng.normal(size=100) > 0).astype(int)
-    # tol 1e-3: at 1e-4 the regressor's last decrease needed is below rounding
-    kw = dict(radius=radius, alpha=0.1, tol=1e-3)
+    kw = dict(radius=radius, alpha=0.1, tol=1e-4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)  # lbfgs stalls on the classifier
         reference = Estimator(**kw).fit(X, y)
@@ -1354,7 +1360,7 @@ def test_sgd_converges_with_a_penalty_of_huge_curvature(Estimator, radius):
     assert sgd.objective_ == pytest.approx(reference.objective_, rel=1e-8)
     assert sgd.coef_.ravel()[1] == reference.coef_.ravel()[1] == 0.0
     if Estimator is DRORegressor and radius == 0.0:
-        np.testing.assert_allclose(sgd.coef_[0], Ridge(alpha=100 * 0.1 / 2).fit(X, y).coef_[0],
+        np.testing.assert_allclose(sgd.coef_[0], Ridge(alpha=100 * 0.1).fit(X, y).coef_[0],
                                    rtol=1e-6)
 
 
@@ -1475,10 +1481,35 @@ def test_sparse_input_without_intercept_gives_the_dense_solution(Estimator, dive
 
 
 def test_sparse_zero_radius_regressor_without_intercept_is_ridge_without_intercept():
-    # a direct reference: at radius 0 the robust loss is the mean squared error
+    # a direct reference: at radius 0 the robust loss is half the mean squared error
     X, _, y = _sparse_data()
     n, alpha = X.shape[0], 0.2
     reg = DRORegressor(radius=0.0, alpha=alpha, tol=1e-10, fit_intercept=False).fit(sp.csr_matrix(X), y)
-    ridge = Ridge(alpha=n * alpha / 2, fit_intercept=False).fit(X, y)
+    ridge = Ridge(alpha=n * alpha, fit_intercept=False).fit(X, y)
     np.testing.assert_allclose(reg.coef_, ridge.coef_, rtol=1e-6)
     assert reg.intercept_ == 0.0
+
+
+def test_alpha_means_the_same_in_the_dro_and_the_trimmed_regressor():
+    # both halve the squared error, as scikit-learn's ElasticNet and SGDRegressor do, so their
+    # plain limits (no ball, nothing trimmed) are one ridge regression at the same alpha
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(120, 4))
+    y = X @ rng.normal(size=4) + 1.0 + rng.normal(size=120)
+    dro = DRORegressor(radius=0.0, alpha=0.3, tol=1e-10).fit(X, y)
+    trimmed = TrimmedRegressor(trim_fraction=0.0, alpha=0.3, penalty="l2", solver="alternating",
+                               tol=1e-10).fit(X, y)
+    np.testing.assert_allclose(dro.coef_, trimmed.coef_, rtol=1e-6)
+    assert dro.intercept_ == pytest.approx(trimmed.intercept_, rel=1e-6)
+
+
+def test_zero_radius_classifier_is_logistic_regression_at_c_one_over_alpha_n():
+    rng = np.random.default_rng(5)
+    X = rng.normal(size=(300, 4))
+    y = (X @ [1.0, -1.0, 0.5, 0.0] + rng.normal(size=300) > 0).astype(int)
+    alpha, sw = 0.01, rng.integers(1, 3, size=300).astype(float)
+    dro = DROClassifier(radius=0.0, alpha=alpha, tol=1e-10).fit(X, y, sample_weight=sw)
+    reference = LogisticRegression(C=1 / (alpha * sw.sum()), tol=1e-12, max_iter=10_000).fit(
+        X, y, sample_weight=sw)
+    np.testing.assert_allclose(dro.coef_, reference.coef_, rtol=1e-6, atol=1e-8)
+    assert dro.intercept_ == pytest.approx(reference.intercept_, rel=1e-6)
