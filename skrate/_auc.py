@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit
+from scipy.special import expit, log_expit
 from sklearn.base import BaseEstimator, ClassifierMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
@@ -647,6 +647,22 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         scores, slope = self._scores(X)
         p = expit(slope * scores)
         return np.column_stack([1.0 - p, p])
+
+    def predict_log_proba(self, X: ArrayLike | sp.spmatrix | sp.sparray) -> np.ndarray:
+        """Logarithm of :meth:`predict_proba`, computed without underflow (finite far out
+        in the tails, where the probabilities round to 0).
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, 2)
+        """
+        scores, slope = self._scores(X)
+        z = slope * scores
+        return np.column_stack([log_expit(-z), log_expit(z)])
 
     def predict(self, X: ArrayLike | sp.spmatrix | sp.sparray) -> np.ndarray:
         """``classes_[1]`` where the calibrated probability exceeds 1/2.

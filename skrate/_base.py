@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 from sklearn.base import BaseEstimator, ClassifierMixin
+from sklearn.metrics import accuracy_score
 from sklearn.utils import check_random_state, get_tags
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -217,6 +218,25 @@ class RateClassifierBase(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         p = self.stochastic_model(solution).proba(self._model_input(X)[0])
         return np.column_stack([1.0 - p, p])
 
+    def predict_log_proba(self, X: ArrayLike, *, solution: str | None = None) -> np.ndarray:
+        """Logarithm of :meth:`predict_proba`: ``-inf`` where a class has probability 0, as it
+        has on every row for a deterministic solution.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Rows to predict, with the features seen in ``fit``.
+        solution : {"m_stochastic", "T_stochastic", "best", "last"}, default=None
+            Which fitted solution predicts; None uses the ``solution`` parameter.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, 2)
+            Columns in the order of ``classes_``.
+        """
+        with np.errstate(divide="ignore"):
+            return np.log(self.predict_proba(X, solution=solution))
+
     def decision_function(self, X: ArrayLike, *, solution: str | None = None) -> np.ndarray:
         """``predict_proba(X)[:, 1] - 0.5``: ranks as the probabilities do.
 
@@ -264,4 +284,28 @@ class RateClassifierBase(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         X, rows = self._model_input(X)
         labels = self.stochastic_model(solution).predict(X, rows)
         return self.classes_[labels]
+
+    def score(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None, *,
+              solution: str | None = None) -> float:
+        """Accuracy of :meth:`predict`, weighted by ``sample_weight``.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Rows to predict, with the features seen in ``fit``.
+        y : array-like of shape (n_samples,)
+            True labels, in ``X``'s row order.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weights.
+        solution : {"m_stochastic", "T_stochastic", "best", "last"}, default=None
+            Which fitted solution predicts; None uses the ``solution`` parameter.
+
+        Returns
+        -------
+        float
+            The (weighted) fraction of rows whose drawn label is ``y``; for the expected
+            accuracy of a stochastic solution, score ``predict_proba`` instead.
+        """
+        sample_weight = self._score_weights(X, y, sample_weight)
+        return float(accuracy_score(y, self.predict(X, solution=solution), sample_weight=sample_weight))
 

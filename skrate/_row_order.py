@@ -16,7 +16,11 @@ class RowOrderScoreMixin:
     negative ones are refused."""
 
     def score(self, X, y, sample_weight=None) -> float:
+        return super().score(X, y, sample_weight=self._score_weights(X, y, sample_weight))
+
+    @staticmethod
+    def _score_weights(X, y, sample_weight):
+        """``sample_weight`` checked as in ``fit``, once ``y`` and it are known to be in ``X``'s
+        row order."""
         check_row_order(X, y=y, sample_weight=sample_weight)
-        if sample_weight is not None:
-            sample_weight = check_sample_weight(sample_weight, _num_samples(X))
-        return super().score(X, y, sample_weight=sample_weight)
+        return None if sample_weight is None else check_sample_weight(sample_weight, _num_samples(X))

@@ -489,6 +489,17 @@ def test_predict_proba_is_monotone_and_consistent_with_predict():
     assert proba.mean() == pytest.approx(y.mean(), abs=0.02)
 
 
+def test_predict_log_proba_is_the_log_of_predict_proba_and_finite_in_the_tails():
+    X, y = _data(n=500, seed=11)
+    clf = AUCClassifier(solver="exact").fit(X, y)
+    np.testing.assert_allclose(clf.predict_log_proba(X), np.log(clf.predict_proba(X)), rtol=1e-12)
+    far = 1e6 * X[:5]  # probabilities that round to 0 and 1
+    assert (clf.predict_proba(far) == 0).any()
+    log_p = clf.predict_log_proba(far)
+    assert np.isfinite(log_p).all()
+    np.testing.assert_allclose(np.logaddexp(log_p[:, 0], log_p[:, 1]), 0.0, atol=1e-12)
+
+
 def test_platt_recovers_a_logistic_link():
     rng = np.random.default_rng(12)
     s = rng.normal(size=20000)

@@ -74,6 +74,26 @@ def test_all_solutions_available_after_one_fit():
         clf.predict(X, solution="median")
 
 
+def test_score_and_predict_log_proba_take_the_solution_as_predict_does():
+    X, y, g = _fair_data()
+    clf = ConstrainedClassifier("ppr[group] >= ppr - 0.03", random_state=0).fit(X, y, groups=g)
+    w = np.random.default_rng(0).integers(0, 3, size=len(y)).astype(float)
+    for solution in clf.solutions_:
+        predicted = clf.predict(X, solution=solution)
+        assert clf.score(X, y, solution=solution) == pytest.approx(np.mean(predicted == y))
+        assert clf.score(X, y, w, solution=solution) == pytest.approx(np.average(predicted == y, weights=w))
+        with np.errstate(divide="ignore"):
+            np.testing.assert_array_equal(clf.predict_log_proba(X, solution=solution),
+                                          np.log(clf.predict_proba(X, solution=solution)))
+    # a deterministic solution: log 0 is -inf, with no warning
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert np.isneginf(clf.predict_log_proba(X, solution="best")).sum() == len(y)
+    assert clf.score(X, y) == clf.score(X, y, solution=clf.solution)
+    with pytest.raises(ValueError, match="Unknown solution"):
+        clf.score(X, y, solution="median")
+
+
 def test_stochastic_predict_is_reproducible_and_follows_probabilities():
     X, y, g = _fair_data(n=6000)
     clf = ConstrainedClassifier(["tpr[group] >= 0.98 * tpr", "tpr[group] <= tpr / 0.98"], random_state=0)
