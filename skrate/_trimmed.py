@@ -69,10 +69,11 @@ _PARAMETERS = """
         Number ``h`` of samples to keep, ``1 <= h <= n_samples``; overrides
         ``trim_fraction``.
 
-    penalty : {"l2", "l1", "l0", "none"}, default="l2"
+    penalty : {"l2", "l1", "l0", "none"} or None, default="l2"
         Regulariser ``R`` of the coefficients (never of the intercept):
         ``||coef||^2 / 2``, ``||coef||_1``, the non-convex ``||coef||_0`` (number of
-        non-zeros, prox by hard thresholding), or none.
+        non-zeros, prox by hard thresholding), or none (``"none"`` or None, as
+        scikit-learn spells it).
 
     alpha : float, default=1e-4
         Strength of the penalty; the objective is
@@ -196,7 +197,7 @@ class _BaseTrimmed(BaseEstimator):
     _parameter_constraints: dict = {
         "trim_fraction": [Interval(Real, 0, 1, closed="left")],
         "n_inliers": [Interval(Integral, 1, None, closed="left"), None],
-        "penalty": [StrOptions({"l2", "l1", "l0", "none"})],
+        "penalty": [StrOptions({"l2", "l1", "l0", "none"}), None],
         "alpha": [Interval(Real, 0, None, closed="left")],
         "fit_intercept": ["boolean"],
         "solver": [StrOptions({"smart", "alternating"})],
@@ -268,7 +269,7 @@ class _BaseTrimmed(BaseEstimator):
         alpha, y_loc, y_scale = float(self.alpha), 0.0, 1.0
         # alpha=0 is no penalty: the penalty's rescaling by the column scales would divide
         # columns below 1e-154 past the float range, to a NaN objective (0 * inf)
-        penalty = self.penalty if alpha > 0 else "none"
+        penalty = self.penalty if alpha > 0 and self.penalty is not None else "none"
         if loss == "squared":
             # Likewise the target, in units of its trimmed spread and centred (with an
             # intercept) at its trimmed location, neither moved by gross targets: the

@@ -877,6 +877,17 @@ def test_features_in_extreme_units_give_the_rescaled_fit(Estimator, s):
     np.testing.assert_allclose(fit.coef_ * s, ref.coef_, rtol=1e-6)
 
 
+@pytest.mark.parametrize("Estimator", [TrimmedRegressor, TrimmedClassifier])
+def test_penalty_none_as_scikit_learn_spells_it(Estimator):
+    X, y = _regression_in_units()
+    if Estimator is TrimmedClassifier:
+        y = (y > np.median(y)).astype(int)
+    spelled = Estimator(penalty="none", alpha=0.1, random_state=0).fit(X, y)
+    none = Estimator(penalty=None, alpha=0.1, random_state=0).fit(X, y)
+    np.testing.assert_array_equal(none.coef_, spelled.coef_)
+    assert none.objective_ == spelled.objective_
+
+
 @pytest.mark.parametrize(
     "params",
     [{}, {"variance_reduction": "svrg"}, {"block": "random"}, {"weight_step": 1.0}],
