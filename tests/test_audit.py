@@ -753,3 +753,52 @@ def test_audit_takes_the_rate_languages_aliases_of_its_metrics():
         pd.testing.assert_frame_equal(by_alias, audit(lr, X, y, groups={"g": g}, metrics=(name,), n_bootstrap=0))
     with pytest.raises(ValueError, match=r"Unknown audit metric 'selection_rate'; choose from .*coverage.*recall"):
         audit(lr, X, y, groups={"g": g}, metrics=("selection_rate",))
+
+
+def _width(report, attribute, group, metric, column="value"):
+    row = report[(report.attribute == attribute) & (report.group == group) & (report.metric == metric)]
+    return float(row[f"{column}_high"].iloc[0] - row[f"{column}_low"].iloc[0])
+
+
+def test_frequency_weights_give_the_intervals_of_the_repeated_rows():
+    # count-compressed rows: weight k stands for k identical rows; read as sampling weights the
+    # intervals are about sqrt(E[k^2] / E[k]) = 1.9 times those of the repeated rows
+    rng = np.random.default_rng(3)
+    n = 400
+    X = np.column_stack([rng.integers(0, 2, n), rng.random(n)]).astype(float)
+    y = (rng.random(n) < 0.3 + 0.4 * X[:, 0]).astype(int)
+    groups = pd.DataFrame({"g": rng.choice(["u", "v"], n)})
+    k = rng.integers(1, 6, n)
+    clf = Fixed().fit(X, y)
+    common = dict(metrics=("tpr", "ppr"), constraints="tpr[g] >= tpr - 0.1", n_bootstrap=2000,
+                  decisions="predict", random_state=0)
+    repeated = audit(clf, np.repeat(X, k, axis=0), np.repeat(y, k), groups=groups.loc[groups.index.repeat(k)],
+                     **common)
+    counted = audit(clf, X, y, groups=groups, sample_weight=k, weight_kind="frequency", **common)
+    sampled = audit(clf, X, y, groups=groups, sample_weight=k, **common)
+    np.testing.assert_allclose(counted["value"], repeated["value"], rtol=1e-12)  # the values agree
+    cases = [("all", "all", "tpr"), ("all", "all", "ppr"), ("g", "u", "tpr"), ("g", "v", "ppr")]
+    for case in cases:
+        assert _width(counted, *case) / _width(repeated, *case) == pytest.approx(1.0, abs=0.12), case
+        assert _width(sampled, *case) / _width(repeated, *case) > 1.5, case
+    con = ("constraint", "tpr[g=u] >= tpr - 0.1", "constraint")
+    assert _width(counted, *con, "violation") / _width(repeated, *con, "violation") == pytest.approx(1.0, abs=0.12)
+    with pytest.raises(ValueError, match=r"sample_weight\[2\] = 0\.5 is not an integer"):
+        audit(clf, X, y, sample_weight=np.r_[1.0, 2.0, 0.5, np.ones(n - 3)], weight_kind="frequency")
+
+
+def test_audit_warns_of_values_undefined_in_many_resamples():
+    X, y, groups = _data(n=600, seed=2)
+    y = y.copy()
+    tiny = np.flatnonzero(groups["race"].to_numpy() == "c")[:15]
+    groups = groups.copy()
+    groups.loc[groups.index[tiny], "race"] = "d"
+    y[tiny] = 0
+    y[tiny[:2]] = 1  # two positives: tpr[race=d] is undefined in the resamples that draw neither
+    clf = LogisticRegression().fit(X, y)
+    with pytest.warns(UserWarning, match=r"undefined in more than 1% of the 500 resamples.*tpr\[race=d\] \(\d+%\)"):
+        audit(clf, X, y, groups=groups, constraints="tpr[race] >= tpr - 0.2", n_bootstrap=500, random_state=0)
+    with warnings.catch_warnings():  # groups of a hundred rows and more: every resample defines every value
+        warnings.simplefilter("error")
+        audit(clf, X, y, groups=groups[["sex"]], constraints="tpr[sex] >= tpr - 0.2", n_bootstrap=500,
+              random_state=0)

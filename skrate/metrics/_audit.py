@@ -32,6 +32,8 @@ _KINDS = {"ppr", "npr", "tpr", "fpr", "tnr", "fnr", "accuracy", "error_rate", "p
 # the rate language's other names of these rates; the report names them as above
 _ALIASES = {"coverage": "ppr", "recall": "tpr", "error": "error_rate"}
 ALL = "all"
+#: Above this share of resamples leaving a value undefined, audit warns of its interval.
+_UNDEFINED_SHARE = 0.01
 CONSTRAINT = "constraint"
 COLUMNS = ["attribute", "group", "metric", "count", "value", "value_low", "value_high",
            "difference", "difference_low", "difference_high", "ratio", "ratio_low", "ratio_high",
@@ -71,6 +73,7 @@ def _cells(table: GroupTable, group_columns: list[str]) -> list[tuple[str, str, 
         "confidence_level": [Interval(Real, 0, 1, closed="neither")],
         "random_state": ["random_state"],
         "n_jobs": [None, Integral],
+        "weight_kind": [StrOptions({"sampling", "frequency"})],
     },
     prefer_skip_nested_validation=True,
 )
@@ -89,6 +92,7 @@ def audit(
     confidence_level: float = 0.95,
     random_state: int | np.random.RandomState | None = None,
     n_jobs: int | None = None,
+    weight_kind: str = "sampling",
 ) -> pd.DataFrame:
     """Audit a fitted binary classifier: per-group rates, their gaps to the overall rate, constraints.
 
@@ -139,6 +143,13 @@ def audit(
         Seeds the resamples; results do not depend on ``n_jobs``.
     n_jobs : int, default=None
         Parallel joblib workers for the resamples.
+    weight_kind : {"sampling", "frequency"}, default="sampling"
+        What ``sample_weight`` stands for in the intervals (the values do not depend on it).
+        ``"sampling"``: rows are resampled and keep their weights, as for inverse-probability
+        or survey weights. ``"frequency"``: an integer weight ``k`` is ``k`` identical rows
+        (count-compressed data), and the resamples are those of the repeated rows; read as
+        sampling weights, such counts give intervals about ``sqrt(E[k^2] / E[k])`` times too
+        wide. Non-integer weights are refused with ``"frequency"``.
 
     Returns
     -------
@@ -153,6 +164,16 @@ def audit(
         ``*_low`` / ``*_high`` interval bounds of each. It
         prints as readable text tables and renders as HTML tables in notebooks;
         ``pandas.DataFrame(result)`` is the plain frame.
+
+    Notes
+    -----
+    The percentile intervals cover at about their level where a slice holds a few dozen rows
+    of each kind its rates read. On smaller slices they undercover: a rate of 0 or 1 there
+    (no false positive among a group's 30 rows) is the same in every resample, a zero-width
+    interval that cannot hold the true rate, and a rate over very few rows (``tpr`` of a group
+    with 2 positives) is undefined in the resamples that draw none of them. Those resamples
+    are left out of the interval, which then understates the uncertainty; ``audit`` warns when
+    they are more than 1% of the resamples. Read a small slice's interval with its ``count``.
 
     References
     ----------
@@ -191,6 +212,11 @@ def audit(
     if y01.shape[0] != n:
         raise ValueError(f"y has {y01.shape[0]} entries but X has {n} rows.")
     weights = check_sample_weight(sample_weight, n)
+    if weight_kind == "frequency" and not np.array_equal(weights, np.round(weights)):
+        row = int(np.flatnonzero(weights != np.round(weights))[0])
+        raise ValueError(f"weight_kind='frequency' reads sample_weight as counts of identical rows, but "
+                         f"sample_weight[{row}] = {float(weights[row])!r} is not an integer; pass "
+                         "weight_kind='sampling' for weights that are not counts.")
     baseline = check_baseline(baseline, np.asarray(estimator.classes_), n)
     table = GroupTable.from_input(groups, X, n)
     clash = sorted(set(table.given) & {ALL, CONSTRAINT})
@@ -228,7 +254,8 @@ def audit(
     seed = random_state if isinstance(random_state, Integral) else check_random_state(random_state).randint(2**31 - 1)
     parts = [RateParts(block, data, p) for block in blocks.values() if block]
     point = np.concatenate([part.values()[:, 0] for part in parts])
-    samples = bootstrap_values(parts, n_bootstrap, seed, n_jobs)
+    frequency = data.sample_weight if weight_kind == "frequency" and sample_weight is not None else None
+    samples = bootstrap_values(parts, n_bootstrap, seed, n_jobs, frequency)
     k = len(metrics)
     n_rates = len(cells) * k
 
@@ -254,6 +281,17 @@ def audit(
                 "difference_high": bounds["difference"][1][i],
                 "ratio": ratio[c, j], "ratio_low": bounds["ratio"][0][i], "ratio_high": bounds["ratio"][1][i],
             })
+    # the share of resamples leaving each defined value undefined: its interval is over the others
+    fragile: dict[str, float] = {}
+
+    def note_undefined(name: str, point_value: float, draws: np.ndarray) -> None:
+        share = float(np.isnan(draws).mean()) if draws.size else 0.0
+        if not np.isnan(point_value) and share > _UNDEFINED_SHARE:
+            fragile[name] = share
+
+    for c, (attr, value, _, _) in enumerate(cells):
+        for j, kind in enumerate(metrics):
+            note_undefined(kind if attr == ALL else f"{kind}[{attr}={value}]", rates[c, j], rate_samples[c, j])
     if cons:
         # Violations from the two sides of each resample, so a ratio's is in its own units
         # (0.8 - precision), not the solvers' linear rearrangement.
@@ -275,10 +313,18 @@ def audit(
                 "value": lhs[m], "bound": rhs[m], "violation": constraint_violation(con, lhs[m], rhs[m]),
                 "violation_low": low[m], "violation_high": high[m],
             })
+            note_undefined(str(con), records[-1]["violation"], violation_s[m])
         if undefined:  # a slice with rows but none its rate divides by: no violation to report
             warn(f"audit: {len(undefined)} constraint(s) are undefined on these rows, reported as NaN: "
                  "a slice holds no rows that a rate of theirs divides by (no positives for tpr), or "
                  f"only rows of weight 0: {undefined}.", UserWarning)
+    if fragile:
+        worst = sorted(fragile, key=fragile.get, reverse=True)
+        shown = ", ".join(f"{name} ({fragile[name]:.0%})" for name in worst[:5])
+        warn(f"audit: {len(fragile)} value(s) are undefined in more than {_UNDEFINED_SHARE:.0%} of the "
+             f"{n_bootstrap} resamples, whose slice then holds no row a rate divides by (no positives "
+             f"for tpr): {shown}{', ...' if len(worst) > 5 else ''}. Their intervals leave those resamples "
+             "out and understate the uncertainty; read them with the slice's count.", UserWarning)
     frame = pd.DataFrame.from_records(records, columns=COLUMNS)
     from ._report import AuditFrame
 

@@ -174,30 +174,40 @@ def resample_counts(rng: np.random.Generator, n: int) -> np.ndarray:
     return np.bincount(rng.integers(n, size=n), minlength=n)
 
 
-def _chunk(blocks: list[RateParts], seed: int, size: int) -> np.ndarray:
+def _frequency_factors(rng: np.random.Generator, frequency: np.ndarray) -> np.ndarray:
+    """Factors on the weights ``frequency`` (integers: row ``i`` stands for ``frequency[i]``
+    units) that make each row's weight the number of its units drawn in a resample of all the
+    units with replacement: the bootstrap of the repeated rows, drawn through one multinomial."""
+    total = int(frequency.sum())
+    return rng.multinomial(total, frequency / total) / frequency
+
+
+def _chunk(blocks: list[RateParts], seed: int, size: int, frequency: np.ndarray | None = None) -> np.ndarray:
     rng = np.random.default_rng(seed)
     sums = [(np.empty((b.n_cells, size)), np.empty((b.n_cells, size))) for b in blocks]
     for j in range(size):
         # one resample's row counts at a time, shared by every block: O(rows + cells x size) memory
-        counts = resample_counts(rng, blocks[0].n)
+        counts = resample_counts(rng, blocks[0].n) if frequency is None else _frequency_factors(rng, frequency)
         for block, (s_w, s_wp) in zip(blocks, sums):
             s_w[:, j], s_wp[:, j] = block._sums(counts)
     return np.vstack([b.term_values(b.rates_from_sums(*s)) for b, s in zip(blocks, sums)])
 
 
 def bootstrap_values(parts: RateParts | Sequence[RateParts], n_bootstrap: int, random_state=None,
-                     n_jobs=None) -> np.ndarray:
+                     n_jobs=None, frequency: np.ndarray | None = None) -> np.ndarray:
     """Term values (terms x n_bootstrap) on resamples of the rows drawn with replacement.
 
     ``parts`` may be several blocks of terms on the same rows (each with its own cells): they
     are measured on the same resamples, drawn once, and their terms stacked in order. The draws
     depend only on ``random_state``, not on ``n_jobs``: each chunk of ``_CHUNK`` resamples has
-    its own seed, drawn from ``random_state`` in order.
+    its own seed, drawn from ``random_state`` in order. Rows keep their weights in a resample
+    (sampling weights); with ``frequency``, the rows' integer weights, the resamples are those
+    of the rows repeated that many times instead.
     """
     blocks = [parts] if isinstance(parts, RateParts) else list(parts)
     sizes = [_CHUNK] * (n_bootstrap // _CHUNK) + ([n_bootstrap % _CHUNK] if n_bootstrap % _CHUNK else [])
     seeds = check_random_state(random_state).randint(np.iinfo(np.int32).max, size=len(sizes))
-    chunks = Parallel(n_jobs=n_jobs)(delayed(_chunk)(blocks, int(s), k) for s, k in zip(seeds, sizes))
+    chunks = Parallel(n_jobs=n_jobs)(delayed(_chunk)(blocks, int(s), k, frequency) for s, k in zip(seeds, sizes))
     return np.hstack(chunks) if chunks else np.zeros((sum(len(b.terms) for b in blocks), 0))
 
 
