@@ -7,6 +7,7 @@ from numbers import Integral, Real
 from typing import TYPE_CHECKING
 
 import numpy as np
+from joblib import Parallel, delayed
 from sklearn.base import _fit_context, clone
 from sklearn.compose import ColumnTransformer
 from sklearn.frozen import FrozenEstimator
@@ -70,12 +71,16 @@ def applicable_solvers(kinds) -> tuple[str, ...]:
     return ()
 
 
-def _out_of_fold(folds, n: int, score) -> np.ndarray:
+def _out_of_fold(folds, n: int, score, n_jobs: int | None = None) -> np.ndarray:
     """Each row's score by a model fitted without its fold: ``score(train, test)`` scores the rows
-    ``test``; the folds test every row once (checked by ``MetricOptimizer._folds``)."""
+    ``test``; the folds test every row once (checked by ``MetricOptimizer._folds``). ``n_jobs``
+    folds at a time through joblib, as ``cross_val_predict`` runs them: the scores do not depend
+    on it, each fold's model being seeded apart."""
+    folds = list(folds)
+    scores = Parallel(n_jobs=n_jobs)(delayed(score)(train, test) for train, test in folds)
     z = np.empty(n)
-    for train, test in folds:
-        z[test] = score(train, test)
+    for (_, test), z_test in zip(folds, scores):
+        z[test] = z_test
     return z
 
 
@@ -316,6 +321,10 @@ class MetricOptimizer(RateClassifierBase):
         ``FrozenEstimator``, fitted on other rows. Rows of zero ``sample_weight`` are dropped
         before the folds are drawn, as if they were not given; splits that number the rows as
         given (a list of them, ``PredefinedSplit``) are renumbered onto the rows kept.
+    n_jobs : int or None, default=None
+        Folds of the cross-fitted ``estimator`` (``cv``) fitted in parallel, through joblib as
+        ``sklearn.model_selection.cross_val_predict`` fits them (None: one at a time; -1: as
+        many as there are cores). The fit does not depend on it.
 
     Attributes
     ----------
@@ -402,6 +411,7 @@ class MetricOptimizer(RateClassifierBase):
         "callback": [None, callable],
         "estimator": [None, HasMethods(["fit", "predict_proba"])],
         "cv": [None, StrOptions({"auto"}), "cv_object"],
+        "n_jobs": [None, Integral],
     }
 
     def __init__(
@@ -430,6 +440,7 @@ class MetricOptimizer(RateClassifierBase):
         callback=None,
         estimator=None,
         cv="auto",
+        n_jobs=None,
     ):
         self.metric = metric
         self.constraints = constraints
@@ -454,6 +465,7 @@ class MetricOptimizer(RateClassifierBase):
         self.callback = callback
         self.estimator = estimator
         self.cv = cv
+        self.n_jobs = n_jobs
 
     def _choose_solver(self, program, objective_label: str | None = None, decodable: bool = True) -> str:
         """The solver to play, refusing one that does not apply; ``objective_label`` names the
@@ -571,7 +583,8 @@ class MetricOptimizer(RateClassifierBase):
             return self._model.augment(X_in, log_odds(est, X_in, positive)), theta
         # out-of-fold log-odds: what the thresholds meet on new rows, not the fit's own optimism
         z = _out_of_fold(self._folds(X_in, data.y, rows_given), data.n,
-                         lambda train, test: log_odds(fit(clone(base), train), _safe_indexing(X_in, test)))
+                         lambda train, test: log_odds(fit(clone(base), train), _safe_indexing(X_in, test)),
+                         self.n_jobs)
         return self._model.augment(X_in, z), theta
 
     def _cross_fits_estimator(self) -> bool:

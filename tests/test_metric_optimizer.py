@@ -909,6 +909,18 @@ def test_plugin_thresholds_are_set_on_out_of_fold_probabilities():
     assert not hasattr(knn, "classes_")
 
 
+def test_plugin_folds_fitted_in_parallel_give_the_same_fit():
+    from sklearn.ensemble import RandomForestClassifier
+
+    X, y, _ = _eta_data(seed=4)
+    forest = RandomForestClassifier(n_estimators=10)  # random_state drawn from the fit's seed
+    fits = [MetricOptimizer(metric="g_mean", estimator=forest, cv=3, n_jobs=n_jobs, random_state=0).fit(X, y)
+            for n_jobs in (None, 2)]
+    np.testing.assert_array_equal(fits[0].candidates_, fits[1].candidates_)
+    np.testing.assert_array_equal(fits[0].train_objective_, fits[1].train_objective_)
+    np.testing.assert_array_equal(fits[0].predict_proba(X), fits[1].predict_proba(X))
+
+
 def test_plugin_cross_fitting_is_skipped_for_a_frozen_model_and_explains_a_failure():
     frozen = pytest.importorskip("sklearn.frozen")
     X, y, _ = _eta_data()
