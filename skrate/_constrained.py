@@ -38,6 +38,11 @@ if TYPE_CHECKING:
 # exceed the 0-1 rates) need a smaller one than the players on true rates.
 LAMBDA_STEPS = {"proxy_lagrangian": 2.0, "proxy_lagrangian_ext": 2.0, "lagrangian": 0.5,
                 "oracle_proxy_lagrangian": 10.0, "oracle_lagrangian": 2.0}
+# The swap-regret player's step on a column of its matrix is scaled by that column's weight,
+# about 1 / (m + 1): its defaults, set on problems of up to this many constraints, grow with
+# m + 1 beyond them. With the step fixed, 420 constraints left the objective a weight of 0.003
+# and the model near the trivial one.
+SWAP_STEP_CONSTRAINTS = 8
 
 
 #: Games played again, at most, when no mixture of the candidates meets the widened "auto" margins.
@@ -91,7 +96,10 @@ class ConstrainedClassifier(RateClassifierBase):
         Step size of the multipliers. ``"auto"`` takes 0.5 for ``"lagrangian"`` (additive
         steps on surrogate constraints), 10.0 for ``"oracle_proxy_lagrangian"`` (its game plays
         tens of fits, not hundreds of steps, so its multipliers must move faster) and 2.0
-        for the other solvers.
+        for the other solvers. For the two proxy-Lagrangian solvers, whose swap-regret player
+        moves each weight in proportion to its size (about ``1 / (m + 1)``), these hold up to
+        ``m = 8`` constraints and grow as ``(m + 1) / 9`` beyond: with a fixed step, hundreds
+        of constraints leave the objective almost no weight and the model near a trivial one.
     alpha : float, default=1e-4
         L2 penalty on the weights (not the intercept). Columns whose mean exceeds four standard
         deviations (a year) are centred, and columns whose largest magnitude then lies outside
@@ -487,7 +495,8 @@ class ConstrainedClassifier(RateClassifierBase):
             traj = solve_rate_game(
                 problem, self._model, X_game[train] if held is not None else X_game, solver=self.solver,
                 surrogate=self.surrogate, learning_rate=self.learning_rate,
-                lambda_learning_rate=self._lambda_step(), alpha=self.alpha, max_iter=self.max_iter,
+                lambda_learning_rate=self._lambda_step(problem.n_constraints), alpha=self.alpha,
+                max_iter=self.max_iter,
                 batch_size=self.batch_size, n_candidates=self.n_candidates, rng=gen,
                 held_out=None if held is None else (held_problem, X_game[held]),
                 callback=folding_callback(self.callback, self._model.unscale, transform), verbose=self.verbose,
@@ -515,11 +524,15 @@ class ConstrainedClassifier(RateClassifierBase):
     def _takes_raw_X(self) -> bool:
         return self.estimator is not None and self.solver in ORACLE_SOLVERS
 
-    def _lambda_step(self) -> float:
-        """The multipliers' step: the parameter, or the solver's default for ``"auto"``."""
+    def _lambda_step(self, n_constraints: int) -> float:
+        """The multipliers' step: the parameter, or for ``"auto"`` the solver's default, grown in
+        proportion to ``m + 1`` beyond ``SWAP_STEP_CONSTRAINTS`` for the swap-regret players."""
         if self.lambda_learning_rate != "auto":
             return float(self.lambda_learning_rate)
-        return LAMBDA_STEPS[self.solver]
+        step = LAMBDA_STEPS[self.solver]
+        if self.solver in ("proxy_lagrangian", "oracle_proxy_lagrangian"):
+            step *= max(1.0, (n_constraints + 1) / (SWAP_STEP_CONSTRAINTS + 1))
+        return step
 
     @staticmethod
     def _check_mask(validation_mask, n: int) -> np.ndarray | None:

@@ -42,7 +42,7 @@ def fit_oracle_game(clf, problem, X, held_out, seed: int,
     """
     oracle = CostSensitiveOracle(seeded(clf.estimator, seed))
     traj = solve_oracle_game(
-        problem, oracle, X, solver=clf.solver, lambda_learning_rate=clf._lambda_step(),
+        problem, oracle, X, solver=clf.solver, lambda_learning_rate=clf._lambda_step(problem.n_constraints),
         max_iter=min(clf.max_iter, clf.n_candidates), tol=clf.tol, total_weight=total_weight, held_out=held_out,
         callback=clf.callback, verbose=clf.verbose,
     )
