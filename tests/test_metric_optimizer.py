@@ -1685,6 +1685,23 @@ def test_plugin_oracle_prices_a_short_games_candidates_to_feasibility_and_the_op
         assert np.mean(np.abs(p - y)) <= _threshold_lp(eta, y, group, 0.0) + 1e-9
 
 
+def test_column_generation_cut_short_by_its_round_limit_warns(monkeypatch):
+    # the short game of the test above needs several priced-in models to reach the optimum:
+    # with room for one, the solution is the best mixture found, no longer certified, and said
+    import skrate.generalized._three_player as three_player
+    from sklearn.exceptions import ConvergenceWarning
+
+    X, y, group = _eta_data(seed=5)
+    params = dict(metric="error", constraints=statistical_parity("g", 0.0), estimator=KnownEta(), solver="oracle",
+                  cv=None, tol=None, max_iter=3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)  # priced out within the limit: no warning
+        MetricOptimizer(**params).fit(X, y, groups={"g": group})
+    monkeypatch.setattr(three_player, "_MAX_PRICED", 1)
+    with pytest.warns(ConvergenceWarning, match=r"stopped at its limit of 1 added models"):
+        MetricOptimizer(**params).fit(X, y, groups={"g": group})
+
+
 def test_the_lp_column_generation_ends_on_is_the_m_stochastic_solution_not_solved_again(monkeypatch):
     import skrate._metric_optimizer as mo_module
     from skrate.solutions import shrink

@@ -42,15 +42,18 @@ class Priced:
         The prices ``(w, mu)`` each added model answered.
     feasible : bool
         Whether some mixture of the candidates, the added ones included, meets the constraints:
-        then, unless ``max_rounds`` cut it short, their LP is the optimum over the oracle's class.
+        then, when ``complete``, their LP is the optimum over the oracle's class.
     lp : ShrinkResult
         That LP, over all the candidates, the added ones included.
+    complete : bool
+        Whether no model priced out any more; False when ``max_rounds`` cut the pricing short.
     """
 
     scored: list
     multipliers: np.ndarray
     feasible: bool
     lp: ShrinkResult
+    complete: bool = True
 
 
 def price_out(values: Callable[[np.ndarray], tuple], respond: Callable[[np.ndarray, float], np.ndarray],
@@ -79,6 +82,7 @@ def price_out(values: Callable[[np.ndarray], tuple], respond: Callable[[np.ndarr
     scored, prices = [], []
     obj, cons = objective, constraints
     lp = shrink(obj, cons)
+    complete = False
     for _ in range(max_rounds):
         if lp.feasible:
             weight, mu, current = 1.0, lp.multipliers, lp.weights @ (obj + lp.multipliers @ cons)
@@ -87,9 +91,11 @@ def price_out(values: Callable[[np.ndarray], tuple], respond: Callable[[np.ndarr
         record = values(respond(mu, weight))
         f, g = record[0], record[1]
         if weight * f + mu @ g >= current - _GAP:
+            complete = True
             break
         scored.append(record)
         prices.append(np.r_[weight, mu])
         obj, cons = np.r_[obj, f], np.column_stack([cons, g])
         lp = shrink(obj, cons)
-    return Priced(scored, np.reshape(prices, (len(prices), constraints.shape[0] + 1)), lp.feasible, lp)
+    return Priced(scored, np.reshape(prices, (len(prices), constraints.shape[0] + 1)), lp.feasible, lp,
+                  complete)

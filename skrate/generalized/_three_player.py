@@ -26,9 +26,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 
 import numpy as np
+from sklearn.exceptions import ConvergenceWarning
 
 from ..solvers import Trajectory
 from ..solvers._rate_game import decision_rates
+from ..utils._warnings import warn
 from ._column_generation import price_out
 from ._metrics import RateFunction
 from ._multipliers import MultiplierAscent
@@ -222,7 +224,7 @@ def solve_three_player(
                 return done
     traj = _played(snaps, program, model, player, mu, n_candidates, t)
     if theta_kind == "oracle" and program.is_linear:
-        traj = _priced_out(traj, program, model, player, oracle, linear)[0]
+        traj = _priced_out(traj, program, model, player, oracle, linear, final=True)[0]
     return traj
 
 
@@ -233,11 +235,12 @@ def _played(snaps, program, model, player, mu, n_candidates: int, t: int) -> Met
 
 
 def _priced_out(traj: MetricTrajectory, program: MetricProgram, model, player, oracle,
-                linear) -> tuple[MetricTrajectory, bool]:
+                linear, final: bool = False) -> tuple[MetricTrajectory, bool]:
     """``traj`` with the oracle's answers that improve the candidates' LP appended (see
     :mod:`._column_generation`), and whether its LP ended feasible: priced out to the end from
     there, the m-stochastic solution is the exact optimum over the oracle's class, not only over
-    the answers the game played."""
+    the answers the game played. The game stops on a feasible LP, and on the ``final`` one
+    either way: a warning then says when the round limit cut the pricing short."""
     k_rates = program.A.shape[0]
 
     def values(theta):
@@ -249,6 +252,11 @@ def _priced_out(traj: MetricTrajectory, program: MetricProgram, model, player, o
 
     priced = price_out(values, respond, traj.objective, traj.constraints, _MAX_PRICED)
     added = [one for _, _, one in priced.scored]
+    if not priced.complete and (final or priced.feasible):  # the game stops on this LP
+        warn(f"Column generation stopped at its limit of {_MAX_PRICED} added models with models still "
+             "pricing out: the m_stochastic solution is the best mixture of the candidates found, which "
+             "may be short of the optimum over the oracle's class (with hundreds of constraints, each "
+             "round adds one model).", ConvergenceWarning)
     if not added:
         return replace(traj, lp=priced.lp), priced.feasible
     return MetricTrajectory(np.vstack([traj.params, *(a.params for a in added)]),
