@@ -17,7 +17,7 @@ from .problem._groups import check_row_order
 from .solutions import StochasticModel
 from .utils._frames import check_collected, frame_dtypes, is_frame
 from .utils._validation import _is_numeric, check_baseline, check_label_missing, check_sample_weight, validate_numeric
-from .utils._warnings import warn
+from .utils._warnings import listed, warn
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -38,7 +38,7 @@ def warn_uncovered(method: str, data: RateData, fitted: dict[str, set], empty: l
     notes = []
     if empty:
         notes.append(f"{len(empty)} constraint(s) are undefined on these rows, reported as NaN: a slice holds "
-                     f"no rows, or none that a rate of theirs divides by (no positives for tpr): {empty}")
+                     f"no rows, or none that a rate of theirs divides by (no positives for tpr): {listed(empty)}")
     if new:
         notes.append("these rows hold group values the model was not constrained on (its constraints "
                      f"were expanded over the values seen in fit): {new}; {advice}")

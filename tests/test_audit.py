@@ -802,3 +802,17 @@ def test_audit_warns_of_values_undefined_in_many_resamples():
         warnings.simplefilter("error")
         audit(clf, X, y, groups=groups[["sex"]], constraints="tpr[sex] >= tpr - 0.2", n_bootstrap=500,
               random_state=0)
+
+
+def test_a_warning_lists_at_most_ten_undefined_constraints_and_counts_the_rest():
+    rng = np.random.default_rng(0)
+    n = 600
+    X = rng.normal(size=(n, 2))
+    g = np.repeat([f"g{i:02d}" for i in range(30)], n // 30)
+    y = (rng.random(n) < 0.5).astype(int)
+    y[np.isin(g, [f"g{i:02d}" for i in range(15)])] = 0  # 15 groups without positives: tpr undefined
+    clf = LogisticRegression().fit(X, y)
+    with pytest.warns(UserWarning, match=r"15 constraint\(s\) are undefined") as record:
+        audit(clf, X, y, groups={"g": g}, constraints="tpr[g] >= tpr - 0.1", n_bootstrap=0)
+    message = next(str(w.message) for w in record if "are undefined" in str(w.message))
+    assert "'tpr[g=g09] >= tpr - 0.1'] and 5 more" in message and "g10" not in message

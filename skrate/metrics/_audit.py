@@ -16,7 +16,7 @@ from ..problem._groups import check_row_order
 from ..rates import Expression, Ratio, Slice, as_constraints
 from ..rates._expression import Rate
 from ..utils._validation import check_baseline, check_sample_weight
-from ..utils._warnings import warn
+from ..utils._warnings import listed, warn
 from ._bootstrap import RateParts, bootstrap_values, percentile_interval
 from ._decisions import DECISIONS, decisions_of, is_stochastic, positive_labels
 
@@ -235,7 +235,7 @@ def audit(
     absent = {str(con): a for con in cons if (a := absent_values(con.rates, data.groups))}
     if absent:  # as constraint_report: a slice these rows do not reach is undefined, not an error
         warn(f"audit: no row holds the group value(s) {sorted({v for a in absent.values() for v in a})} "
-             f"that {len(absent)} constraint(s) name, reported as NaN: {list(absent)}.",
+             f"that {len(absent)} constraint(s) name, reported as NaN: {listed(absent)}.",
              UserWarning)
     measured = [con for con in cons if str(con) not in absent]
 
@@ -317,7 +317,7 @@ def audit(
         if undefined:  # a slice with rows but none its rate divides by: no violation to report
             warn(f"audit: {len(undefined)} constraint(s) are undefined on these rows, reported as NaN: "
                  "a slice holds no rows that a rate of theirs divides by (no positives for tpr), or "
-                 f"only rows of weight 0: {undefined}.", UserWarning)
+                 f"only rows of weight 0: {listed(undefined)}.", UserWarning)
     if fragile:
         worst = sorted(fragile, key=fragile.get, reverse=True)
         shown = ", ".join(f"{name} ({fragile[name]:.0%})" for name in worst[:5])

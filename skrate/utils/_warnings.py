@@ -51,3 +51,12 @@ def warn(message: str, category: type[Warning] = UserWarning) -> None:
                          and not frame.f_code.co_filename.startswith((paths["purelib"], paths["platlib"]))):
         level = outside_ours or level
     warnings.warn(message, category, stacklevel=level)
+
+
+def listed(items, limit: int = 10) -> str:
+    """``items`` for a message: all of them up to ``limit``, else the first ``limit`` and how many
+    more (hundreds of expanded constraints made messages of tens of kilobytes)."""
+    items = [str(item) for item in items]
+    if len(items) <= limit:
+        return repr(items)
+    return f"{items[:limit]!r} and {len(items) - limit} more"
