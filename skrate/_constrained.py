@@ -96,8 +96,9 @@ class ConstrainedClassifier(RateClassifierBase):
         Step size of the multipliers. ``"auto"`` takes 0.5 for ``"lagrangian"`` (additive
         steps on surrogate constraints), 10.0 for ``"oracle_proxy_lagrangian"`` (its game plays
         tens of fits, not hundreds of steps, so its multipliers must move faster) and 2.0
-        for the other solvers. For the two proxy-Lagrangian solvers, whose swap-regret player
-        moves each weight in proportion to its size (about ``1 / (m + 1)``), these hold up to
+        for the other solvers. For ``"proxy_lagrangian"`` and ``"oracle_proxy_lagrangian"``,
+        whose swap-regret player moves each weight in proportion to its size (about
+        ``1 / (m + 1)``), these hold up to
         ``m = 8`` constraints and grow as ``(m + 1) / 9`` beyond: with a fixed step, hundreds
         of constraints leave the objective almost no weight and the model near a trivial one.
     alpha : float, default=1e-4
