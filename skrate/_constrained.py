@@ -23,7 +23,8 @@ from .rates import Expression, Ratio, as_constraints, as_expression
 from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
 from .solvers import GAME_SOLVERS, SURROGATES, solve_rate_game
 from .solvers._rate_game import candidate_decisions
-from .solvers._oracle_game import ORACLE_SOLVERS
+from .solvers._oracle_game import ORACLE_PLAYERS, ORACLE_SOLVERS
+from .solvers._players import PLAYERS, SwapRegretPlayer
 from ._oracle import check_oracle_params, fit_oracle_game
 from .utils._frames import is_frame
 from .utils._validation import unfitted_on_error
@@ -531,7 +532,7 @@ class ConstrainedClassifier(RateClassifierBase):
         if self.lambda_learning_rate != "auto":
             return float(self.lambda_learning_rate)
         step = LAMBDA_STEPS[self.solver]
-        if self.solver in ("proxy_lagrangian", "oracle_proxy_lagrangian"):
+        if {**PLAYERS, **ORACLE_PLAYERS}.get(self.solver) is SwapRegretPlayer:
             step *= max(1.0, (n_constraints + 1) / (SWAP_STEP_CONSTRAINTS + 1))
         return step
 

@@ -53,7 +53,7 @@ class Priced:
     multipliers: np.ndarray
     feasible: bool
     lp: ShrinkResult
-    complete: bool = True
+    complete: bool
 
 
 def price_out(values: Callable[[np.ndarray], tuple], respond: Callable[[np.ndarray, float], np.ndarray],

@@ -212,8 +212,9 @@ def audit(
     if y01.shape[0] != n:
         raise ValueError(f"y has {y01.shape[0]} entries but X has {n} rows.")
     weights = check_sample_weight(sample_weight, n)
-    if weight_kind == "frequency" and not np.array_equal(weights, np.round(weights)):
-        row = int(np.flatnonzero(weights != np.round(weights))[0])
+    fractional = np.flatnonzero(weights != np.round(weights)) if weight_kind == "frequency" else []
+    if len(fractional):
+        row = int(fractional[0])
         raise ValueError(f"weight_kind='frequency' reads sample_weight as counts of identical rows, but "
                          f"sample_weight[{row}] = {float(weights[row])!r} is not an integer; pass "
                          "weight_kind='sampling' for weights that are not counts.")
@@ -320,10 +321,10 @@ def audit(
                  f"only rows of weight 0: {listed(undefined)}.", UserWarning)
     if fragile:
         worst = sorted(fragile, key=fragile.get, reverse=True)
-        shown = ", ".join(f"{name} ({fragile[name]:.0%})" for name in worst[:5])
+        shown = listed([f"{name} ({fragile[name]:.0%})" for name in worst])
         warn(f"audit: {len(fragile)} value(s) are undefined in more than {_UNDEFINED_SHARE:.0%} of the "
              f"{n_bootstrap} resamples, whose slice then holds no row a rate divides by (no positives "
-             f"for tpr): {shown}{', ...' if len(worst) > 5 else ''}. Their intervals leave those resamples "
+             f"for tpr): {shown}. Their intervals leave those resamples "
              "out and understate the uncertainty; read them with the slice's count.", UserWarning)
     frame = pd.DataFrame.from_records(records, columns=COLUMNS)
     from ._report import AuditFrame
