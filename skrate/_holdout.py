@@ -10,6 +10,7 @@ from .problem._compile import slice_mask
 from .rates import Constraint, Rate
 from .rates._expression import RATE_KINDS
 from .rates._slice import BASELINE, LABEL, Slice, group_columns
+from .utils._warnings import listed
 
 
 def constraint_columns(constraints: list[Constraint]) -> list[str]:
@@ -77,11 +78,13 @@ def holdout_split(data: RateData, constraints: list[Constraint], fraction: float
         strata[strata == -1] = values[np.argmax(counts)]
     fix = "Merge rare groups, change validation_fraction, or pass validation_fraction=None."
     slices = {name: rows for name, rows in _named_slices(constraints, data).items() if rows.any()}
-    for name, rows in slices.items():
-        if rows.sum() < 2:
-            raise ValueError(f"The slice {name} has 1 row: too small to split into training and held-out "
-                             f"parts (validation_fraction={fraction}). Merge rare groups, or pass "
-                             "validation_fraction=None.")
+    single = [name for name, rows in slices.items() if rows.sum() < 2]
+    if single:
+        which = (f"The slice {single[0]} has" if len(single) == 1
+                 else f"The {len(single)} slices {listed(single)} have")
+        raise ValueError(f"{which} 1 row: too small to split into training and held-out "
+                         f"parts (validation_fraction={fraction}). Merge rare groups, or pass "
+                         "validation_fraction=None.")
     by = f"label and {', '.join(columns)}" if columns else "label"
     n_strata = np.unique(strata).size
     n_held = int(np.ceil(fraction * data.n))
@@ -101,10 +104,10 @@ def holdout_split(data: RateData, constraints: list[Constraint], fraction: float
     in_held = np.zeros(data.n, dtype=bool)
     in_held[held] = True
     # stratification rounds each cell's share, so a small slice can land on one side only
-    for name, rows in slices.items():
-        if in_held[rows].all() or not in_held[rows].any():
-            side = "held-out" if in_held[rows].all() else "training"
-            raise ValueError(f"The slice {name} has {int(rows.sum())} rows, all of which "
-                             f"validation_fraction={fraction} puts on the {side} side; every slice a "
-                             "constraint names needs rows on both. " + fix)
+    one_sided = [f"{name} ({int(rows.sum())} rows, all {'held-out' if in_held[rows].all() else 'training'})"
+                 for name, rows in slices.items() if in_held[rows].all() or not in_held[rows].any()]
+    if one_sided:
+        raise ValueError(f"validation_fraction={fraction} puts every row of {len(one_sided)} slice"
+                         f"{'s' * (len(one_sided) > 1)} on one side: {listed(one_sided)}; every slice a "
+                         "constraint names needs rows on both. " + fix)
     return train, held

@@ -280,11 +280,20 @@ def test_too_small_slices_cannot_be_split():
     # 2 rows x 0.1: stratification puts both in training
     g[1:3], y[1:3] = "c", 1 - y[0]
     g[0] = "a"
-    with pytest.raises(ValueError, match=r"The slice group=c has 2 rows, all of which validation_fraction=0.1 puts "
-                                         "on the training side"):
+    with pytest.raises(ValueError, match=r"validation_fraction=0.1 puts every row of 1 slice on one side: "
+                                         r"\['group=c \(2 rows, all training\)'\]"):
         ConstrainedClassifier("ppr[group=c] >= 0.1", validation_fraction=0.1, random_state=0).fit(X, y, groups=g)
     with pytest.raises(ValueError, match="validation_mask must leave rows on both sides"):
         ConstrainedClassifier("ppr >= 0.1").fit(X, y, validation_mask=np.zeros(400, bool))
+
+
+def test_every_slice_too_small_to_split_is_named_at_once():
+    # one fit names all the groups to merge, not the first of them
+    X, y, g = _population(400, np.random.default_rng(5))
+    g = g.copy()
+    g[0], g[1], g[2] = "c", "d", "e"
+    with pytest.raises(ValueError, match=r"The 3 slices \['group=c', 'group=d', 'group=e'\] have 1 row: too small"):
+        ConstrainedClassifier("ppr[group] >= 0.1", validation_fraction=0.3).fit(X, y, groups=g)
 
 
 def test_only_the_rows_a_rate_reads_must_split():
@@ -546,9 +555,13 @@ def test_margins_more_than_the_rows_can_promise_are_named():
     X[:, 2] += shift
     clf = ConstrainedClassifier("ppr[group] >= ppr - 0.05", margin="auto", validation_fraction=0.3, random_state=0)
     with pytest.warns(InfeasibleConstraintsWarning, match=r"largest violation, margin included, is .* though one can "
-                      r"without: the margins of margin='auto' at margin_confidence=0.95 ask more than 600 rows"):
+                      r"without: the margins of margin='auto' at margin_confidence=0.95 ask more than 600 rows"
+                      r".*The widest, .*, is on 'ppr\[group=c\] >= ppr - 0.05'") as record:
         clf.fit(X, y, groups=g)
     assert not clf.feasible_
+    # the constraint named is that of the widest margin: the smallest group's
+    assert clf.constraints_[int(np.argmax(clf.margins_))] == clf.constraints_[2]
+    assert f"{clf.margins_.max():.4g}" in str(record[0].message)
 
 
 def test_candidates_with_distinct_decisions_are_never_merged():

@@ -334,6 +334,21 @@ def test_an_undefined_rate_names_its_constraint_and_how_to_leave_one_value_out()
         compile_problem(parse_expression("error"), [parse_constraint("fpr[g=c] <= 0.5")], rd)
 
 
+def test_an_undefined_rate_of_a_bare_column_names_the_other_undefined_values():
+    # c and d have no negatives: one error names both, so one fit shows every group to merge
+    y = np.array([0, 1, 0, 1, 1, 1, 1, 1])
+    groups = GroupTable.from_input({"g": np.array(list("aabbccdd"))}, None, 8)
+    rd = RateData(y, np.ones(8), groups)
+    with pytest.raises(ValueError, match=r"fpr\[g=c\] is undefined.*The constraint leaves 1 more rate undefined "
+                                         r"on these rows: \['fpr\[g=d\]'\]\.$"):
+        compile_problem(parse_expression("error"), [parse_constraint("fpr[g] >= fpr - 0.05")], rd)
+    # one undefined value: nothing more to name
+    rd = RateData(y[:6], np.ones(6), GroupTable.from_input({"g": np.array(list("aabbcc"))}, None, 6))
+    with pytest.raises(ValueError) as info:
+        compile_problem(parse_expression("error"), [parse_constraint("fpr[g] >= fpr - 0.05")], rd)
+    assert "more rate" not in str(info.value)
+
+
 def test_a_column_named_by_one_of_its_values_points_at_the_filter():
     table = GroupTable.from_input(np.array(["Black", "White"]), None, 2)
     with pytest.raises(ValueError, match=r"'Black' is a value of the column 'group'.*where=\{'group': 'Black'\}.*"

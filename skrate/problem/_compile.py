@@ -20,6 +20,7 @@ from ..rates import Constraint, Expression
 from ..rates._expression import NEEDS_LABELS, RATE_KINDS, Rate
 from ..rates._slice import BASELINE, LABEL
 from ..utils._validation import positive_rows
+from ..utils._warnings import listed
 from ._cells import CellMatrix
 from ._groups import GroupTable
 
@@ -305,18 +306,33 @@ def expand_constraints(constraints: list[Constraint], groups: GroupTable) -> lis
     return [c for con in constraints for c in _expand_one(con, groups)]
 
 
-def _in_constraint(exc: UndefinedRateError, constraints: list[Constraint], groups: GroupTable) -> UndefinedRateError:
+def _undefined(rate: Rate, data: RateData) -> bool:
+    """Whether ``rate``'s slice holds no row of positive weight in ``data``."""
+    try:
+        return not (data.sample_weight * slice_mask(rate, data)).sum() > 0
+    except UndefinedRateError:  # a group value these rows do not hold
+        return True
+
+
+def _in_constraint(exc: UndefinedRateError, constraints: list[Constraint], data: RateData) -> UndefinedRateError:
     """``exc`` naming the constraint that holds its rate, and for an expanded one how to leave out
-    the value (a bare column constrains every value, so only naming the others drops one)."""
+    the value (a bare column constrains every value, so only naming the others drops one) and
+    which other values it leaves undefined, so one fit names every slice to merge or drop."""
     for con in constraints:
-        for c in _expand_one(con, groups):
+        expanded = _expand_one(con, data.groups)
+        for c in expanded:
             if exc.rate in c.rates:
                 if c is con:
                     where = f" It is in the constraint '{con}'."
                 else:
+                    rates = dict.fromkeys(r for e in expanded for r in e.rates if r != exc.rate)
+                    others = [r for r in rates if _undefined(r, data)]
                     where = (f" It is in '{c}', which '{con}' states for every value of "
                              f"{', '.join(con.expand_keys)}; to leave this one out, write the constraint "
                              "once per value to constrain instead of over the bare column.")
+                    if others:
+                        where += (f" The constraint leaves {len(others)} more rate{'s' * (len(others) > 1)} "
+                                  f"undefined on these rows: {listed(others)}.")
                 return UndefinedRateError(str(exc) + where, rate=exc.rate)
     return exc
 
@@ -357,5 +373,5 @@ def compile_problem(objective: Expression, constraints: list[Constraint], data: 
     try:
         mix, basis, b = compile_factored([objective] + [c.expression for c in expanded], data)
     except UndefinedRateError as exc:
-        raise _in_constraint(exc, constraints, data.groups) from None
+        raise _in_constraint(exc, constraints, data) from None
     return RateProblem(mix, basis, b, objective, expanded)
