@@ -102,6 +102,9 @@ def _say(args, message: str) -> None:
 _CLI_WORDS = [
     (r"no groups were given: pass groups=\.\.\. as a DataFrame, a dict of arrays or a 1-D array \(the column "
      r"'group'\)", "no --groups were given: list the group columns the constraints name in --groups"),
+    (r"no groups were given, and X's columns (.*?) do not include it: pass groups=\.\.\. as a DataFrame, a dict "
+     r"of arrays or a 1-D array \(the column 'group'\), or add the column to X",
+     r"no --groups were given, and the feature columns \1 do not include it"),
     (r" X reached the estimator as an array, whose columns have no names:.*?\)\)\.", ""),  # here it always does
     (r"filter on a value with \w+\(where=\{[^}]*\}\) or ", "filter on a value with "),
     (r" \(fit_report_ lists each constraint's margin and violation on each part\)", " ('skrate audit' lists each constraint)"),

@@ -391,6 +391,32 @@ def test_plots(tmp_path):
     assert not [ln for ln in filtered[0].lines if ln.get_linestyle() == "--"]
 
 
+def test_plots_refuse_frames_of_another_kind_and_join_slacks_in_order():
+    matplotlib = pytest.importorskip("matplotlib")
+    matplotlib.use("Agg")
+    from skrate.metrics import plot_tradeoff
+
+    X, y, g = _data(400)
+    clf = ConstrainedClassifier("tpr[race] >= tpr - 0.1", max_iter=50, random_state=0).fit(X, y, groups=g)
+    report = clf.constraint_report(X, y, groups=g)
+    with pytest.raises(ValueError, match=r"report lacks the column\(s\) \['attribute', 'group', 'metric'.*"
+                                         r"plot_audit takes the frame skrate.metrics.audit returns"):
+        plot_audit(report)
+    with pytest.raises(ValueError, match="metrics is empty"):
+        plot_audit(audit(clf, X, y, groups=g, n_bootstrap=0), metrics=[])
+    # a fit report or an audit drew an empty plot, in silence
+    for wrong in (clf.fit_report_, report):
+        with pytest.raises(ValueError, match=r"curve lacks the column\(s\) .*tradeoff_curve returns"):
+            plot_tradeoff(wrong)
+    # slacks given out of order: the line still runs from the least slack to the largest
+    curve = pd.DataFrame({"slack": [0.1, 0.0, 0.2, 0.05], "train_error": [0.2, 0.3, 0.1, 0.25],
+                          "train_violation": [0.0, -0.01, 0.02, 0.005]})
+    ax = plot_tradeoff(curve)
+    np.testing.assert_array_equal(ax.lines[0].get_xdata(), [-0.01, 0.005, 0.0, 0.02])
+    np.testing.assert_array_equal(curve["slack"], [0.1, 0.0, 0.2, 0.05])  # not sorted in place
+    matplotlib.pyplot.close("all")
+
+
 def test_plot_height_follows_the_rows_drawn():
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")

@@ -336,6 +336,15 @@ def test_bad_groups(fit_kwargs, message):
         ConstrainedClassifier("ppr[group] >= 0.2").fit(X, y, **fit_kwargs)
 
 
+def test_a_group_column_missing_from_a_dataframe_x_asks_for_groups():
+    # X's columns were listed as the "known group columns", and groups= was never named
+    X, y, _ = _fair_data(n=300)
+    frame = pd.DataFrame(X, columns=[f"x{i}" for i in range(X.shape[1])])
+    with pytest.raises(ValueError, match=r"Unknown group column 'group'; no groups were given, and X's columns "
+                                         r"\(\['x0', 'x1'.*\]\) do not include it: pass groups=\.\.\."):
+        ConstrainedClassifier("ppr[group] >= 0.2").fit(frame, y)
+
+
 def test_bad_inputs_have_clear_errors():
     X, y, g = _fair_data(n=300)
     Xn = X.copy()

@@ -177,7 +177,7 @@ def test_expansion_over_columns_of_many_values_takes_the_combinations_that_occur
     ids = {f"c{i}": rng.permutation(n) for i in range(6)}
     expanded = expand_constraints(as_constraints("ppr[c0, c1, c2, c3, c4, c5] >= 0"), GroupTable.from_input(ids, None, n))
     combos = [tuple(c.lhs.rates[0].slice.get(f"c{i}")[0] for i in range(6)) for c in expanded]
-    assert combos == sorted(combos) and len(combos) == n
+    assert combos == sorted(combos, key=lambda c: tuple(map(int, c))) and len(combos) == n  # numbers, by number
     assert set(combos) == {tuple(str(ids[f"c{i}"][r]) for i in range(6)) for r in range(n)}
 
 
@@ -320,6 +320,20 @@ def test_groups_are_matched_as_numbers():
     assert table.values("mixed") == ["1", "2"]  # 1 and 1.0 are one group
     with pytest.raises(ValueError, match="Unknown value '3'"):
         table.mask("bin", ("3",))
+
+
+def test_number_valued_groups_sort_as_numbers():
+    # an audit of months listed 1, 10, 11, 12, 2, ...: the text order of their names
+    month = np.tile(np.arange(1, 13), 2)
+    table = GroupTable.from_input({"month": month, "score": month / 4.0, "mixed": month.astype(object),
+                                   "text": month.astype(str)}, None, 24)
+    assert table.values("month") == [str(m) for m in range(1, 13)]
+    assert table.values("score") == [str(m / 4.0) for m in range(1, 13)]
+    assert table.values("mixed") == table.values("month")
+    assert table.values("text")[:3] == ["1", "10", "11"]  # text stays text
+    values, codes = table.codes("month")
+    np.testing.assert_array_equal(np.asarray(values)[codes], month.astype(str))  # codes follow the order
+    np.testing.assert_array_equal(table.mask("month", ("10",)), month == 10)
 
 
 def test_an_undefined_rate_names_its_constraint_and_how_to_leave_one_value_out():

@@ -162,7 +162,9 @@ def audit(
         bound`` for ``<=``, ``bound - value`` for ``>=``, in the constraint's own units, ratios
         included: ``> 0`` when a constraint is broken, NaN when a ratio is undefined) and
         ``*_low`` / ``*_high`` interval bounds of each. It
-        prints as readable text tables and renders as HTML tables in notebooks;
+        prints as readable text tables and renders as HTML tables in notebooks, whose tables show
+        ``count`` under the header ``rows`` and, for the constraints, ``group``, ``value`` and
+        ``bound`` under ``constraint``, ``lhs`` and ``rhs`` (as ``constraint_report`` names them);
         ``pandas.DataFrame(result)`` is the plain frame.
 
     Notes

@@ -19,6 +19,15 @@ def _pyplot():
     return plt
 
 
+def _require_columns(frame, columns: Sequence[str], name: str, takes: str) -> None:
+    """Refuse a frame of another kind (a constraint report, a fit report) by its missing columns."""
+    have = getattr(frame, "columns", None)
+    missing = [c for c in columns if have is None or c not in have]
+    if missing:
+        kind = f"a {type(frame).__name__}" if have is None else f"a frame with columns {list(have)}"
+        raise ValueError(f"{name} lacks the column(s) {missing}: {takes}, got {kind}.")
+
+
 def plot_audit(report: pd.DataFrame, metrics: str | Sequence[str] | None = None, *,
                ax: Axes | np.ndarray | None = None) -> np.ndarray:
     """Per-group rates with their bootstrap intervals, one panel per metric.
@@ -39,11 +48,15 @@ def plot_audit(report: pd.DataFrame, metrics: str | Sequence[str] | None = None,
     axes : ndarray of matplotlib Axes
     """
     plt = _pyplot()
+    _require_columns(report, ("attribute", "group", "metric", "value", "value_low", "value_high"), "report",
+                     "plot_audit takes the frame skrate.metrics.audit returns")
     rates = report[report["attribute"] != "constraint"]
     if metrics is None:
         metrics = list(dict.fromkeys(rates["metric"]))
     else:  # one name alone is one metric, not its letters
         metrics = [metrics] if isinstance(metrics, str) else list(metrics)
+    if not metrics:
+        raise ValueError("metrics is empty: name at least one metric of the audit, or pass None for all of them.")
     if ax is None:
         n_rows = len(rates[["attribute", "group"]].drop_duplicates())  # a 0/1 value of two attributes is two rows
         _, ax = plt.subplots(1, len(metrics), figsize=(2.6 * len(metrics) + 1.5, 0.35 * n_rows + 1.8),
@@ -85,11 +98,14 @@ def plot_tradeoff(curve: pd.DataFrame, *, ax: Axes | None = None, violation: str
     -------
     ax : matplotlib Axes
     """
-    plt = _pyplot()
     if violation not in ("violation", "gap"):
         raise ValueError(f"violation must be 'violation' or 'gap', got {violation!r}.")
+    plt = _pyplot()
+    _require_columns(curve, ("slack", "train_error", f"train_{violation}"), "curve",
+                     "plot_tradeoff takes the frame skrate.model_selection.tradeoff_curve returns")
     if ax is None:
         _, ax = plt.subplots(figsize=(5.5, 4))
+    curve = curve.sort_values("slack", kind="stable")  # the line joins neighbouring slacks
     for split, marker in (("train", "o-"), ("test", "s--")):
         if f"{split}_error" in curve and not np.isnan(curve[f"{split}_error"].to_numpy(float)).all():
             ax.plot(curve[f"{split}_{violation}"], curve[f"{split}_error"], marker, label=split)

@@ -12,6 +12,7 @@ from ..exceptions import UndefinedRateError
 from ..rates._slice import RESERVED, Slice
 from ..utils._frames import check_collected, frame_items, is_frame, is_polars
 from ..utils._validation import missing_entries, positive_rows
+from ..utils._warnings import listed
 
 
 def _numbers_only(col: np.ndarray) -> bool:
@@ -274,9 +275,14 @@ class GroupTable:
         if key not in self._cache:
             if key not in self.raw:
                 known = sorted(self.raw)
-                given = (f"known group columns: {', '.join(map(repr, known))}" if known else
-                         "no groups were given: pass groups=... as a DataFrame, a dict of "
-                         "arrays or a 1-D array (the column 'group')")
+                how = "pass groups=... as a DataFrame, a dict of arrays or a 1-D array (the column 'group')"
+                if not known:
+                    given = f"no groups were given: {how}"
+                elif not self.given:  # X's columns alone: the likelier slip is a groups= left out
+                    given = (f"no groups were given, and X's columns ({listed(known)}) do not include it: "
+                             f"{how}, or add the column to X")
+                else:
+                    given = f"known group columns: {', '.join(map(repr, known))}"
                 unnamed = ("" if self.named_x else " X reached the estimator as an array, whose columns have no "
                            "names: to name a column of X, pass X as a DataFrame (in a Pipeline, the steps before "
                            "keep names with set_output(transform='pandas')).")
@@ -303,8 +309,17 @@ class GroupTable:
         cache_key = ("codes", key)
         if cache_key not in self._cache:
             uniques, codes = np.unique(self.column(key), return_inverse=True)
+            if self._numeric(key) and uniques.size > 1:  # 2 before 10, as the numbers go
+                order = np.argsort(uniques.astype(float), kind="stable")
+                uniques, codes = uniques[order], np.argsort(order)[codes]
             self._cache[cache_key] = (uniques.tolist(), codes)
         return self._cache[cache_key]
+
+    def _numeric(self, key: str) -> bool:
+        """Whether the group column ``key`` holds numbers (not booleans), whose values then sort by
+        number rather than as text."""
+        raw = np.asarray(self.raw[key])
+        return raw.dtype.kind in "iuf" or (raw.dtype == object and _numbers_only(raw))
 
     def _index(self, key: str) -> dict[str, int]:
         """Value -> its index among the sorted distinct values of column ``key``."""
@@ -314,7 +329,7 @@ class GroupTable:
         return self._cache[cache_key]
 
     def values(self, key: str) -> list[str]:
-        """The sorted distinct values of a group column."""
+        """The distinct values of a group column, sorted (numbers by number)."""
         return list(self.codes(key)[0])
 
     def cells(self, keys: Sequence[str]) -> tuple[np.ndarray, int]:
