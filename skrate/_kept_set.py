@@ -45,7 +45,10 @@ class KeptSet:
     ``band`` rows either side of the cut. An update sorts only the rows touched
     since the last one (passed to :meth:`touch`) into the zones and selects among
     the rows between ``lo`` and ``hi``: ``O(touched + band)``. The zones are rebuilt
-    when a cut leaves its band or the band swells (a value range grown dense), the
+    when a cut leaves its band or the band swells (a value range grown dense). The band adapts
+    (up to ``n / 8``) so that updates and rebuilds cost about alike; as the cut drifts further
+    between rebuilds on more rows the band widens, so an epoch's selections grow somewhat faster
+    than ``n`` (about ``n^1.25`` measured from 100,000 to 800,000 rows). The
     full selection is taken when the rest's cut falls on equal losses (where the
     choice of ``argpartition`` decides, in the full selection), and for a while
     after zones were built too dense to help (equal losses: the start of a

@@ -431,7 +431,8 @@ class TrimmedRegressor(RowOrderScoreMixin, RegressorMixin, _BaseTrimmed):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training data; NaN or infinite values are rejected.
+            Training data, dense (the solvers read rows and columns of it; a sparse matrix is
+            refused with a TypeError); NaN or infinite values are rejected.
         y : array-like of shape (n_samples,)
             Targets.
 
@@ -530,7 +531,8 @@ class TrimmedClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseTrimmed):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training data; NaN or infinite values are rejected.
+            Training data, dense (the solvers read rows and columns of it; a sparse matrix is
+            refused with a TypeError); NaN or infinite values are rejected.
         y : array-like of shape (n_samples,)
             Class labels (at least two classes).
 

@@ -676,6 +676,25 @@ def test_a_row_of_weight_zero_is_a_row_dropped(kind):
     assert not any("group=1" in str(c) for c in weighted.constraints_)
 
 
+def test_column_offsets_take_one_copy_of_x():
+    # the moments were taken through three temporaries of X's size, the peak of whole fits
+    import tracemalloc
+
+    from skrate.models._input_scale import column_offsets
+
+    X = np.random.default_rng(0).normal(size=(50_000, 20)) + 5.0
+    before = X.copy()
+    tracemalloc.start()
+    try:
+        shift = column_offsets(X)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak <= 1.5 * X.nbytes
+    np.testing.assert_array_equal(X, before)  # the input is untouched
+    np.testing.assert_allclose(shift, X.mean(axis=0), rtol=1e-12)
+
+
 @pytest.mark.parametrize("kind", ["constrained", "metric"])
 def test_integer_weights_scale_the_inputs_as_repeated_rows(kind):
     # the built-in models' column scale was read from unweighted moments: a column near 100 on

@@ -974,6 +974,24 @@ def test_constant_optimum_certified_by_the_smoothed_path(monkeypatch, solver):
     assert np.log(2) <= clf.objective_ <= np.log(2) * (1 + _dro_solvers._TIE_SLACK)
 
 
+def test_certificate_is_skipped_above_its_size_limit(monkeypatch):
+    # the conic search takes about 100 times the n x n_params gradient matrix in memory (2.8 GB at
+    # 200,000 rows): above the limit the stalled result stands, unsolved and uncertified
+    X, y = np.random.default_rng(0).normal(size=(20, 2)), np.arange(20) % 2
+    problem = LinearDRO(X, y.astype(float), LOSSES["logistic"], np.full(20, 1 / 20), "chi2",
+                        0.1, 1e-3, 1, True)
+    stalled = Result(np.zeros(problem.n_params), 5, False, 1.0)
+    assert _certify(problem, stalled, 1e-4).converged  # within the limit: certified
+
+    def no_conic(conic, **options):
+        raise AssertionError("no conic solve expected")
+
+    assert 200_000 * 21 > _dro_solvers._CERTIFY_MAX_ENTRIES  # the case measured above is skipped
+    monkeypatch.setattr(_dro_solvers, "_solve_quietly", no_conic)
+    monkeypatch.setattr(_dro_solvers, "_CERTIFY_MAX_ENTRIES", 20 * problem.n_params - 1)
+    assert _certify(problem, stalled, 1e-4) is stalled
+
+
 def test_certificate_checks_the_distribution_of_an_inaccurate_solve(monkeypatch):
     # At theta = 0 all logistic losses tie, and a distribution of the ball zeroes the
     # gradient: the real solve certifies the point.

@@ -179,6 +179,27 @@ def test_chunked_candidate_rates_equal_the_dense_evaluation(model, sparse):
     np.testing.assert_array_equal(candidate_values(problem, model, X, params, chunk_rows=n), dense)
 
 
+def test_candidate_blocks_shrink_as_the_candidates_grow(monkeypatch):
+    # a thousand candidates were scored 65536 rows at a time: a 500 MiB block of scores
+    from skrate.solvers import _rate_game
+    from skrate.solvers._rate_game import CHUNK_ROWS, candidate_decisions, chunk_rows_for, decision_rates
+
+    assert chunk_rows_for(1) == chunk_rows_for(100) == CHUNK_ROWS  # as before up to 100 candidates
+    model = LinearModel(3)
+    blocks = []
+    scores_many = model.scores_many
+    monkeypatch.setattr(model, "scores_many", lambda X, params: blocks.append(X.shape[0] * params.shape[0])
+                        or scores_many(X, params))
+    monkeypatch.setattr(_rate_game, "CHUNK_ROWS", 40)  # 4000 entries a block
+    rng = np.random.default_rng(0)
+    X, params = rng.normal(size=(1000, 3)), rng.normal(size=(250, model.n_params))
+    decisions = candidate_decisions(model, X, params)
+    np.testing.assert_array_equal(decisions, scores_many(X, params) > 0)
+    basis = sp.csr_matrix(rng.uniform(size=(2, 1000)))
+    np.testing.assert_allclose(decision_rates(model, X, params, basis), basis @ decisions, rtol=1e-12)
+    assert max(blocks) <= 4000 and len(blocks) == 2 * -(-1000 // 16)
+
+
 def test_forward_cache_gives_the_backward_of_a_fresh_forward_pass():
     rng = np.random.default_rng(6)
     X = rng.normal(size=(50, 4))

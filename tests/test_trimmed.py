@@ -1405,3 +1405,12 @@ def test_wide_regressor_reaches_the_ridge_optimum_on_its_inliers(fit_intercept):
     assert r2[keep].max() <= r2[~keep].min()
     expected = r2[keep].sum() / (2 * h) + alpha * ref.coef_ @ ref.coef_ / 2
     assert reg.objective_ == pytest.approx(expected, rel=1e-6)
+
+
+@pytest.mark.parametrize("Est", [TrimmedRegressor, TrimmedClassifier])
+def test_sparse_input_is_refused_as_documented(Est):
+    import scipy.sparse as sp
+
+    X = sp.random(50, 3, density=0.5, format="csr", random_state=0)
+    with pytest.raises(TypeError, match=r"dense data is required.*toarray"):
+        Est().fit(X, np.arange(50) % 2)

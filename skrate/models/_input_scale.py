@@ -84,7 +84,9 @@ def _offsets(X: np.ndarray | sp.spmatrix, peak: np.ndarray, share: np.ndarray) -
     else:
         unit = np.ldexp(X, -top)
         mean = share @ unit
-        sd = np.sqrt(share @ (unit - mean) ** 2)
+        # in place: one copy of X, not three (it set the peak memory of whole fits)
+        unit -= mean
+        sd = np.sqrt(share @ np.square(unit, out=unit))
     shifted = (sd > 0) & (np.abs(mean) > _OFFSET * sd)
     shift[shifted] = np.ldexp(mean[shifted], top[shifted])
     return shift

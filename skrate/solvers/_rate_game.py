@@ -33,20 +33,28 @@ from ._trajectory import Trajectory
 if TYPE_CHECKING:
     from ..models import LinearModel, MLPModel
 
-#: Rows scored at a time when every candidate is evaluated: the decisions of ~100 candidates on
-#: 65536 rows take ~50 MiB, whatever the number of rows.
+#: Rows scored at a time when every candidate is evaluated: the decisions of 100 candidates on
+#: 65536 rows take 50 MiB, whatever the number of rows; more candidates, proportionally fewer rows.
 CHUNK_ROWS = 65536
 
 
-def decision_rates(model, X, params: np.ndarray, matrix, *, chunk_rows: int = CHUNK_ROWS) -> np.ndarray:
+def chunk_rows_for(k: int) -> int:
+    """Rows scored at a time for ``k`` candidates: :data:`CHUNK_ROWS` up to 100 candidates, then
+    fewer, so that a block of their scores stays at 50 MiB (a thousand candidates took 500 MiB)."""
+    return max(1, CHUNK_ROWS * 100 // max(k, 100))
+
+
+def decision_rates(model, X, params: np.ndarray, matrix, *, chunk_rows: int | None = None) -> np.ndarray:
     """``matrix @ 1[model.scores_many(X, params) > 0]``, shape (K, k), ``chunk_rows`` rows at a time.
 
     ``matrix`` (sparse, K x n) weighs the rows of ``X``: a rate problem's ``basis``, a metric
     program's ``A``. The (n, k) decisions of the k candidates ``params`` are never held whole,
-    only a block of rows of them; the blocks' products are summed (equal to the one product up
-    to rounding; with a single block it is that product).
+    only a block of ``chunk_rows`` rows of them (default :func:`chunk_rows_for` k); the blocks'
+    products are summed (equal to the one product up to rounding; with a single block it is that
+    product).
     """
     n, k = X.shape[0], params.shape[0]
+    chunk_rows = chunk_rows_for(k) if chunk_rows is None else chunk_rows
     if matrix.shape[0] == 0 or n == 0:
         return np.zeros((matrix.shape[0], k))
     if n <= chunk_rows:
@@ -59,10 +67,12 @@ def decision_rates(model, X, params: np.ndarray, matrix, *, chunk_rows: int = CH
     return out
 
 
-def candidate_decisions(model, X, params: np.ndarray, *, chunk_rows: int = CHUNK_ROWS) -> np.ndarray:
+def candidate_decisions(model, X, params: np.ndarray, *, chunk_rows: int | None = None) -> np.ndarray:
     """The 0/1 decisions of the candidates ``params`` on ``X`` as a boolean (n, k) array, scored
-    ``chunk_rows`` rows at a time (one byte per entry: a million rows of 100 candidates is 100 MB)."""
+    ``chunk_rows`` rows at a time (default :func:`chunk_rows_for` the k candidates; one byte per
+    entry: a million rows of 100 candidates is 100 MB)."""
     n, k = _num_samples(X), params.shape[0]
+    chunk_rows = chunk_rows_for(k) if chunk_rows is None else chunk_rows
     out = np.empty((n, k), dtype=bool)
     for start in range(0, n, chunk_rows):
         rows = slice(start, min(start + chunk_rows, n))
@@ -77,7 +87,7 @@ def _decisions(model, X, params: np.ndarray) -> np.ndarray:
 
 
 def candidate_values(problem: RateProblem, model, X, params: np.ndarray, rows=slice(None), *,
-                     chunk_rows: int = CHUNK_ROWS) -> np.ndarray:
+                     chunk_rows: int | None = None) -> np.ndarray:
     """Rows ``rows`` of ``problem.values`` at the decisions of every candidate ``params``: (len(rows), k).
 
     Only the basic rates those rows combine are measured (see :func:`decision_rates`).
