@@ -336,6 +336,29 @@ def test_number_valued_groups_sort_as_numbers():
     np.testing.assert_array_equal(table.mask("month", ("10",)), month == 10)
 
 
+def test_categorical_groups_follow_their_categories():
+    # age bands of a categorical came out in text order: 25-45, <25, >45
+    bands = ["<25", "25-45", ">45"]
+    age = pd.Categorical(["25-45", ">45", "<25", "25-45"] * 5, categories=bands, ordered=True)
+    for given in (pd.DataFrame({"age": age}), {"age": pd.Series(age)}, pd.Series(age, name="age")):
+        table = GroupTable.from_input(given, None, 20)
+        assert table.values("age") == bands
+        assert table.take(np.arange(8)).values("age") == bands
+    from_x = GroupTable.from_input(None, pd.DataFrame({"age": age, "x": np.arange(20.0)}), 20)
+    assert from_x.values("age") == bands
+    values, codes = from_x.codes("age")
+    np.testing.assert_array_equal(np.asarray(values)[codes], np.asarray(age))
+    # an audit lists them so
+    from sklearn.dummy import DummyClassifier
+
+    from skrate.metrics import audit
+
+    y = np.arange(20) % 2
+    report = audit(DummyClassifier().fit(np.zeros((20, 1)), y), np.zeros((20, 1)), y,
+                   groups=pd.DataFrame({"age": age}), metrics=("ppr",), n_bootstrap=0)
+    assert list(pd.DataFrame(report).query("attribute == 'age'")["group"]) == bands
+
+
 def test_an_undefined_rate_names_its_constraint_and_how_to_leave_one_value_out():
     y = np.array([0, 1, 0, 1, 1, 1])
     groups = GroupTable.from_input({"g": np.array(list("aabbcc"))}, None, 6)  # c has no negatives

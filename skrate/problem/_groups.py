@@ -92,6 +92,13 @@ class _Flag:
 _FLAGS = (_Flag(False), _Flag(True))
 
 
+def _categories(column) -> list | None:
+    """The categories of a pandas categorical Series, in their order; None for anything else."""
+    dtype = getattr(column, "dtype", None)
+    categories = getattr(dtype, "categories", None)
+    return None if categories is None or not hasattr(column, "cat") else list(categories)
+
+
 def _mixed_names(col: np.ndarray, name: str) -> np.ndarray:
     """An object column of text and numbers: text and booleans as written, numbers by value (1 and
     1.0 are one group, as in pandas). Two values of one name (1 and "1", True and "True") are
@@ -132,8 +139,10 @@ class _Columns(Mapping):
     each read from the frame only when asked for (a wide or sparse frame is never copied whole;
     most goals name none of its columns). ``rows`` selects the frame's rows, in that order."""
 
-    def __init__(self, own: dict, frame=None, rows: np.ndarray | None = None, labels: dict | None = None):
+    def __init__(self, own: dict, frame=None, rows: np.ndarray | None = None, labels: dict | None = None,
+                 order: dict | None = None):
         self.own, self.frame, self.rows = own, frame, rows
+        self.order = {} if order is None else order  # the categories of given categorical columns
         if labels is None:  # the frame's column labels by name
             labels = {} if frame is None else {str(k): k for k in frame.columns}
         self._labels = {k: v for k, v in labels.items() if k not in own}
@@ -157,11 +166,20 @@ class _Columns(Mapping):
     def take(self, idx: np.ndarray) -> "_Columns":
         """The rows ``idx``: the given columns indexed now, the frame's when read."""
         rows = idx if self.rows is None else self.rows[idx]
-        return _Columns({k: np.asarray(v)[idx] for k, v in self.own.items()}, self.frame, rows, self._labels)
+        return _Columns({k: np.asarray(v)[idx] for k, v in self.own.items()}, self.frame, rows, self._labels,
+                        self.order)
 
     def with_column(self, key: str, values: np.ndarray) -> "_Columns":
         """These columns and ``key`` (standing before a frame column of its name)."""
-        return _Columns({**self.own, key: values}, self.frame, self.rows, self._labels)
+        return _Columns({**self.own, key: values}, self.frame, self.rows, self._labels, self.order)
+
+    def categories(self, key: str) -> list | None:
+        """The categories of a pandas categorical column, in their order; None for any other."""
+        if key in self.own:
+            return self.order.get(key)
+        if self.frame is None or key not in self._labels:
+            return None
+        return _categories(self.frame[self._labels[key]])
 
 
 def cell_index(columns: list[tuple[np.ndarray, int]], n: int) -> tuple[np.ndarray, int]:
@@ -205,6 +223,7 @@ class GroupTable:
         check_row_order(X, groups=groups)
         _check_names_given(groups, X, n)
         own: dict = {}
+        order: dict = {}  # the categories of categorical columns, the order of their values
         if groups is None:
             pass
         elif is_frame(groups) or isinstance(groups, dict):
@@ -215,6 +234,7 @@ class GroupTable:
                 raise ValueError(f"groups has more than one column named {twice!r} (labels "
                                  f"{[k for k, _ in items if str(k) == twice]}); rename them apart.")
             own = {str(k): v.to_numpy() if is_frame(groups) else v for k, v in items}
+            order = {str(k): cats for k, v in items if (cats := _categories(v)) is not None}
         else:
             if np.ndim(groups) != 1:
                 raise ValueError("groups must be a DataFrame, a dict {name: values} or a 1-D array; "
@@ -222,8 +242,9 @@ class GroupTable:
             # a Series of a frame without column names is named 0; polars names an unnamed one ""
             name = getattr(groups, "name", None)
             own = {str("group" if name is None or (name == "" and is_polars(groups)) else name): groups}
+            order = {key: cats for key in own if (cats := _categories(groups)) is not None}
         # a group column stands before X's column of its name
-        raw = _Columns(own, X if is_frame(X) else None)
+        raw = _Columns(own, X if is_frame(X) else None, order=order)
         # now, whether or not a goal reads the column: routed groups come with every fit
         for key, values in own.items():
             _check_rows(np.asarray(values), key, n)
@@ -309,17 +330,26 @@ class GroupTable:
         cache_key = ("codes", key)
         if cache_key not in self._cache:
             uniques, codes = np.unique(self.column(key), return_inverse=True)
-            if self._numeric(key) and uniques.size > 1:  # 2 before 10, as the numbers go
-                order = np.argsort(uniques.astype(float), kind="stable")
+            order = self._value_order(key, uniques) if uniques.size > 1 else None
+            if order is not None:
                 uniques, codes = uniques[order], np.argsort(order)[codes]
             self._cache[cache_key] = (uniques.tolist(), codes)
         return self._cache[cache_key]
 
-    def _numeric(self, key: str) -> bool:
-        """Whether the group column ``key`` holds numbers (not booleans), whose values then sort by
-        number rather than as text."""
+    def _value_order(self, key: str, uniques: np.ndarray) -> np.ndarray | None:
+        """The order of a column's distinct value names ``uniques`` (sorted as text) when text is
+        not theirs: a categorical column's follows its categories (``"<25", "25-45", ">45"``),
+        numbers sort by number (2 before 10); None to keep the text order."""
+        categories = self.raw.categories(key)
+        if categories is not None:
+            names = _column(np.asarray(categories, dtype=object), key, len(categories)).tolist()
+            rank = {name: i for i, name in enumerate(names)}
+            if all(u in rank for u in uniques):
+                return np.argsort([rank[u] for u in uniques], kind="stable")
         raw = np.asarray(self.raw[key])
-        return raw.dtype.kind in "iuf" or (raw.dtype == object and _numbers_only(raw))
+        if raw.dtype.kind in "iuf" or (raw.dtype == object and _numbers_only(raw)):
+            return np.argsort(uniques.astype(float), kind="stable")
+        return None
 
     def _index(self, key: str) -> dict[str, int]:
         """Value -> its index among the sorted distinct values of column ``key``."""
