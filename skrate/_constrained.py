@@ -719,8 +719,9 @@ class ConstrainedClassifier(RateClassifierBase):
                           f"possible largest violation is {least:.4g}, on '{self.constraints_[hardest]}'), though "
                           f"one can without: the margins of margin='auto' at margin_confidence="
                           f"{self.margin_confidence} ask more than {problem.basis.shape[1]} rows can promise. The "
-                          f"widest, {self.margins_.max():.4g}, is on '{self.constraints_[int(np.argmax(self.margins_))]}': a margin grows "
-                          "as one over the square root of the rows of its slices. Lower margin_confidence, merge "
+                          f"widest, {self.margins_.max():.4g}, is on "
+                          f"'{self.constraints_[int(np.argmax(self.margins_))]}': a margin grows as one over the "
+                          "square root of the rows of its slices. Lower margin_confidence, merge "
                           "small groups, or train on more rows (or hold fewer out).")
             elif least > 1e-9:
                 advice = (f" No classifier at all can meet them together on these rows, even one choosing each "
