@@ -26,8 +26,8 @@ from ._prox import elastic_net_penalty
 from ._row_order import RowOrderScoreMixin
 from .models._input_scale import column_offsets, shifted_columns
 from .problem._groups import check_row_order
-from .utils._validation import (check_label_missing, check_sample_weight, positive_rows,
-                                unfitted_on_error, validate_numeric)
+from .utils._validation import (check_label_missing, check_sample_weight, check_weighted_classes,
+                                positive_rows, unfitted_on_error, validate_numeric)
 from .utils._warnings import warn
 
 if TYPE_CHECKING:
@@ -369,11 +369,8 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
             X, y, sample_weight = self._validate(X, y, sample_weight, reset=True)
             self.classes_, y01 = self._encode_target(y)
             X, y01, sample_weight = self._weighted_rows(X, y01, sample_weight)
-            if sample_weight is not None and not 0 < y01.sum() < len(y01):
-                raise ValueError(
-                    "AUCClassifier needs examples of both classes to rank positives above "
-                    "negatives; the rows of positive sample_weight hold only class "
-                    f"{self.classes_.tolist()[int(y01[0])]!r} (a row of weight 0 is a row removed).")
+            if sample_weight is not None:  # to rank positives above negatives
+                check_weighted_classes(y01, self.classes_, "AUCClassifier")
             self._check_magnitudes(X)
             self._fit(X, y01, sample_weight)
         return self

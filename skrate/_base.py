@@ -16,7 +16,8 @@ from .problem import GroupTable, RateData
 from .problem._groups import check_row_order
 from .solutions import StochasticModel
 from .utils._frames import check_collected, frame_dtypes, is_frame
-from .utils._validation import _is_numeric, check_baseline, check_label_missing, check_sample_weight, validate_numeric
+from .utils._validation import (_is_numeric, check_baseline, check_label_missing, check_sample_weight,
+                                check_weighted_classes, validate_numeric)
 from .utils._warnings import listed, warn
 
 if TYPE_CHECKING:
@@ -80,14 +81,9 @@ class RateClassifierBase(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
                         check_baseline(baseline, self.classes_, X.shape[0]))
 
     def _without_weightless(self, data: RateData, *rows) -> tuple:
-        """``data.without_weightless(*rows)``, refusing a class that only rows of weight 0 hold:
-        with them dropped, y holds one class, which ``fit`` refuses for any y."""
+        """``data.without_weightless(*rows)``, refusing a class that only rows of weight 0 hold."""
         out = data.without_weightless(*rows)
-        held = np.unique(out[0].y)
-        if held.size < 2:
-            raise ValueError(f"Every row of class {self.classes_.tolist()[1 - int(held[0])]!r} has sample_weight 0, and a row "
-                             "of weight 0 is a row dropped: the weighted rows hold one class only. Binary "
-                             "classification needs rows of both classes with positive weight.")
+        check_weighted_classes(out[0].y.astype(int), self.classes_, type(self).__name__)
         return out
 
     def _random_streams(self) -> tuple[np.random.RandomState, np.random.Generator, int]:

@@ -22,8 +22,8 @@ from ._dro_solvers import LinearDRO, Result, dynamic_sgd, primal_lbfgs
 from ._row_order import RowOrderScoreMixin
 from .problem._groups import check_row_order
 from .utils._binary import power_of_two_above
-from .utils._validation import (check_label_missing, check_sample_weight, unfitted_on_error,
-                                validate_numeric)
+from .utils._validation import (check_label_missing, check_sample_weight, check_weighted_classes,
+                                unfitted_on_error, validate_numeric)
 from .utils._warnings import warn
 
 if TYPE_CHECKING:
@@ -439,12 +439,7 @@ class DROClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseDRO):
                     f"class: {classes[0]}."
                 )
             sample_weight = check_sample_weight(sample_weight, X.shape[0])
-            weighted = np.unique(y_idx[sample_weight > 0])
-            if weighted.size < 2:  # a row of weight 0 is a row removed
-                raise ValueError(
-                    f"DROClassifier needs samples of at least 2 classes of positive sample_weight; the rows "
-                    f"of positive weight hold only class {classes.tolist()[weighted[0]]!r} (a row of weight 0 is a "
-                    "row removed).")
+            check_weighted_classes(y_idx[sample_weight > 0], classes, "DROClassifier")
             if classes.size == 2:
                 W, b = self._solve(X, y_idx.astype(np.float64), "logistic", 1, sample_weight,
                                    scale_target=False)

@@ -136,6 +136,17 @@ def check_sample_weight(sample_weight, n: int) -> np.ndarray:
     return weights
 
 
+def check_weighted_classes(codes: np.ndarray, classes: ArrayLike, estimator: str) -> None:
+    """Refuse rows of positive weight that hold one class only. ``codes`` are those rows' class
+    indices into ``classes``: a row of weight 0 is a row removed, so with the others a class
+    held only by rows of weight 0 is gone, and ``fit`` refuses one class whatever ``y`` is."""
+    held = np.unique(codes)
+    if held.size < 2:
+        raise ValueError(f"{estimator} needs rows of at least two classes with positive sample_weight; the rows "
+                         f"of positive sample_weight hold only class {np.asarray(classes).tolist()[int(held[0])]!r} "
+                         "(a row of weight 0 is a row removed).")
+
+
 def positive_rows(sample_weight: np.ndarray | None) -> np.ndarray | None:
     """The rows of positive weight, or None when every row has one (or no weights are given):
     a row of weight 0 is a row dropped, as scikit-learn has it."""
