@@ -1,7 +1,7 @@
 """Euclidean projection onto the capped simplex, optionally with a floor per group.
 
-The set is ``{w in [0, 1]^n : sum(w) = h}``, intersected with
-``{sum_{i in group k} w_i >= floors[k]}`` when groups are given.
+The set is ``{w in [0, 1]^n : sum(w) = h}`` (or ``0 <= w_i <= upper_i``: per-entry caps),
+intersected with ``{sum_{i in group k} w_i >= floors[k]}`` when groups are given.
 """
 
 from __future__ import annotations
@@ -9,21 +9,25 @@ from __future__ import annotations
 import numpy as np
 
 
-def _shift(v: np.ndarray, h: float, cap: np.ndarray | float = np.inf) -> float:
-    """The shift ``tau`` with ``sum_i clip(v_i - min(tau, cap_i), 0, 1) = h``.
+def _shift(
+    v: np.ndarray, h: float, cap: np.ndarray | float = np.inf, upper: np.ndarray | None = None
+) -> float:
+    """The shift ``tau`` with ``sum_i clip(v_i - min(tau, cap_i), 0, upper_i) = h``
+    (``upper_i = 1`` when None).
 
     The sum is continuous, piecewise linear and non-increasing in ``tau``: entry
-    ``i`` has slope -1 between ``min(v_i - 1, cap_i)`` and ``min(v_i, cap_i)`` and 0
+    ``i`` has slope -1 between ``min(v_i - upper_i, cap_i)`` and ``min(v_i, cap_i)`` and 0
     elsewhere. It is evaluated at all ``2n`` sorted breakpoints at once by a
     cumulative sum of slope times gap, and ``tau`` interpolated on the bracketing
     segment: ``O(n log n)`` with no Python loop over entries.
     """
     n = v.shape[0]
-    breaks = np.concatenate([np.minimum(v - 1.0, cap), np.minimum(v, cap)])
+    low, total = (v - 1.0, n) if upper is None else (v - upper, float(np.sum(upper)))
+    breaks = np.concatenate([np.minimum(low, cap), np.minimum(v, cap)])
     order = np.argsort(breaks, kind="stable")
     t = breaks[order]
     slope = np.cumsum(np.where(order < n, -1.0, 1.0))
-    g = n + np.concatenate([[0.0], np.cumsum(slope[:-1] * np.diff(t))])
+    g = total + np.concatenate([[0.0], np.cumsum(slope[:-1] * np.diff(t))])
     # g is non-increasing from n (at the first breakpoint); bracket h
     j = int(np.searchsorted(-g, -h, side="left"))
     j = min(max(j, 1), 2 * n - 1)
@@ -31,7 +35,7 @@ def _shift(v: np.ndarray, h: float, cap: np.ndarray | float = np.inf) -> float:
     return t_hi if g_lo <= g_hi else t_lo + (g_lo - h) * (t_hi - t_lo) / (g_lo - g_hi)
 
 
-def _raise_far_below(v, h, floored):
+def _raise_far_below(v, h, floored, upper=None):
     """``v`` with the entries that project to 0 at any value raised to just below the rest.
 
     Far below the rest (a gradient step along a huge or an inf loss) ``v_i - 1`` rounds
@@ -39,19 +43,26 @@ def _raise_far_below(v, h, floored):
     segment. The shift is at least the ``ceil(h)``-th largest entry minus 1 (there the
     mass is at least ``h``) and each group's at least its ``ceil(floor)``-th largest
     minus 1, so an entry 2 below the least of those is 0 in the projection either way.
+    With caps ``upper`` the same holds of the largest entry whose caps and those of the
+    larger entries add up to ``h``, less twice the largest cap.
     ``floored`` holds ``(k, members, floor)`` of each group ``k`` with a positive floor,
     ``members`` its mask.
     """
-    sets = [(v, h)] if h > 0 else []
-    sets += [(v[members], m) for _, members, m in floored]
+    sets = [(v, h, upper)] if h > 0 else []
+    sets += [(v[members], m, None if upper is None else upper[members]) for _, members, m in floored]
     if not sets:
         return v
 
-    def kth_largest(u, m):
-        k = u.size - int(np.ceil(m))
-        return np.partition(u, k)[k]
+    def kth_largest(u, m, caps):
+        if caps is None:
+            k = u.size - int(np.ceil(m))
+            return np.partition(u, k)[k]
+        order = np.argsort(-u, kind="stable")
+        k = min(int(np.searchsorted(np.cumsum(caps[order]), m)), u.size - 1)
+        return u[order[k]]
 
-    return np.maximum(v, min(kth_largest(u, m) for u, m in sets) - 2.0)
+    reach = 2.0 if upper is None else 2.0 * float(np.max(upper))
+    return np.maximum(v, min(kth_largest(u, m, c) for u, m, c in sets) - reach)
 
 
 def project_capped_simplex(
@@ -59,11 +70,13 @@ def project_capped_simplex(
     h: float,
     groups: np.ndarray | None = None,
     floors: np.ndarray | None = None,
+    upper: np.ndarray | None = None,
 ) -> np.ndarray:
     """Project ``v`` onto the capped simplex ``{w : 0 <= w_i <= 1, sum_i w_i = h}``.
 
     Without groups the projection is ``w_i = clip(v_i - tau, 0, 1)`` for the unique
-    shift ``tau`` with ``sum_i clip(v_i - tau, 0, 1) = h``. With a floor ``m_k`` of
+    shift ``tau`` with ``sum_i clip(v_i - tau, 0, 1) = h``; with caps ``upper`` the
+    bounds are ``0 <= w_i <= upper_i`` and the projection ``clip(v_i - tau, 0, upper_i)``. With a floor ``m_k`` of
     mass on each group ``k``, the KKT conditions give each group the shift
     ``min(tau, t_k)``, where ``t_k`` is the shift putting mass ``m_k`` on the group
     alone: a group whose mass at ``tau`` would fall below its floor is held at it.
@@ -74,11 +87,14 @@ def project_capped_simplex(
     v : ndarray of shape (n,)
         Point to project. Not modified.
     h : float
-        Total mass, ``sum(floors) <= h <= n``.
+        Total mass, ``sum(floors) <= h <= n`` (``sum(upper)`` with caps).
     groups : ndarray of int of shape (n,), default=None
         Group index ``0 .. n_groups - 1`` of each entry.
     floors : ndarray of shape (n_groups,), default=None
-        Least mass of each group, at most the group's size. Needs ``groups``.
+        Least mass of each group, at most the group's size (the sum of its caps).
+        Needs ``groups``.
+    upper : ndarray of shape (n,), default=None
+        Positive cap of each entry; 1 when None.
 
     Returns
     -------
@@ -93,26 +109,28 @@ def project_capped_simplex(
     """
     v = np.asarray(v, dtype=float).ravel()
     n = v.shape[0]
+    total = n if upper is None else float(np.sum(upper))
     least = 0.0 if floors is None else float(np.sum(floors))
-    if not least <= h <= n:
+    if not least <= h <= total:
         raise ValueError(
-            f"The capped simplex needs sum(floors) <= h <= n; got h={h} for n={n}"
+            f"The capped simplex needs sum(floors) <= h <= {'n' if upper is None else 'sum(upper)'}; "
+            f"got h={h} for {'n' if upper is None else 'sum(upper)'}={total}"
             + (f" and sum(floors)={least}." if floors is not None else ".")
         )
-    if h == n:
-        return np.ones(n)
+    if h == total:
+        return np.ones(n) if upper is None else np.array(upper, dtype=float)
     # the members of each group with a floor, found once for both uses below
     floored = []
     if floors is not None:
         positive = np.flatnonzero(np.asarray(floors) > 0)
         floored = [(k, groups == k, float(floors[k])) for k in positive]
-    v = _raise_far_below(v, h, floored)
+    v = _raise_far_below(v, h, floored, upper)
     cap = np.inf
     if floors is not None:
         group_cap = np.full(len(floors), np.inf)
         for k, members, m in floored:
-            group_cap[k] = _shift(v[members], m)
+            group_cap[k] = _shift(v[members], m, upper=None if upper is None else upper[members])
         cap = group_cap[groups]
     elif h == 0:
         return np.zeros(n)
-    return np.clip(v - np.minimum(_shift(v, h, cap), cap), 0.0, 1.0)
+    return np.clip(v - np.minimum(_shift(v, h, cap, upper), cap), 0.0, 1.0 if upper is None else upper)

@@ -142,15 +142,68 @@ def kept_sum(w: np.ndarray, v: np.ndarray) -> float:
     return float(w[kept] @ v[kept])
 
 
-def trimmed_location(y: np.ndarray, h: int, centre: bool = True) -> tuple[float, float]:
+def _outward_cumsum(v: np.ndarray, m: int) -> np.ndarray:
+    """Partial sums of ``v`` outward from entry ``m``: ``c[j] - c[i]`` is ``sum(v[i:j])``, and
+    never subtracts entries beyond ``i:j``, so gross values at the ends cannot cancel the ones
+    in between (``c[m] = 0``)."""
+    c = np.zeros(v.size + 1)
+    c[m + 1 :] = np.cumsum(v[m:])
+    c[:m] = -np.cumsum(v[:m][::-1])[::-1]
+    return c
+
+
+def _weighted_trimmed_location(y, weights, h, centre):
+    """:func:`trimmed_location` of values ``y`` of masses ``weights``, keeping mass ``h``
+    (the last value kept in part). The spread of a window of mass ``h`` is concave as the
+    window slides between two values, so the least is at a window that starts or ends at
+    a value's edge: those ``2n`` windows are compared."""
+    if not centre:
+        order = np.argsort(np.abs(y), kind="stable")
+        a, s = np.abs(y)[order], weights[order]
+        kept = np.clip(h - (np.cumsum(s) - s), 0.0, s)
+        unit = power_of_two_above(a[kept > 0][-1])
+        return 0.0, float(np.sqrt(kept @ (a / unit) ** 2 / h) * unit)
+    order = np.argsort(y, kind="stable")
+    ys, s = y[order], weights[order]
+    C = np.concatenate([[0.0], np.cumsum(s)])  # mass before each value
+    m = int(np.searchsorted(C, C[-1] / 2, side="right")) - 1  # the weighted median's value
+    z = ys - ys[m]
+    unit = power_of_two_above(np.median(np.abs(z)))
+    z = z / unit
+    starts = np.concatenate([C[:-1], C[1:] - h])
+    starts = np.clip(starts, 0.0, C[-1] - h)
+
+    def mass_sums(v):
+        """Sums of ``s * v`` over every window ``[a, a + h]`` of mass, ``a`` in ``starts``."""
+        c = _outward_cumsum(s * v, m)
+
+        def upto(t):  # the sum over mass [0, t], less that over [0, C[m]]
+            k = np.clip(np.searchsorted(C, t, side="right") - 1, 0, v.size - 1)
+            return c[k] + (t - C[k]) * v[k]
+
+        return upto(starts + h) - upto(starts)
+
+    with np.errstate(over="ignore", invalid="ignore"):
+        s1, s2 = mass_sums(z), mass_sums(z * z)
+        spread = s2 - s1 * s1 / h
+    j = np.argmin(np.where(np.isnan(spread), np.inf, spread))
+    return float(ys[m] + s1[j] / h * unit), float(np.sqrt(max(spread[j], 0.0) / h) * unit)
+
+
+def trimmed_location(
+    y: np.ndarray, h: float, centre: bool = True, weights: np.ndarray | None = None
+) -> tuple[float, float]:
     """Location and scale of the ``h`` values of ``y`` with the least spread.
 
     With ``centre``, the mean of the ``h`` consecutive sorted values with the least sum
     of squared deviations from their mean, and the root mean square of those deviations
     (the least trimmed squares location and scale); without, 0 and the root mean square
     of the ``h`` values smallest in magnitude. The other values, however gross (up to
-    the largest floats), move neither.
+    the largest floats), move neither. With ``weights``, each value has that mass, and
+    ``h`` is the mass kept (a value may be kept in part).
     """
+    if weights is not None:
+        return _weighted_trimmed_location(y, weights, h, centre)
     h = int(h)
     if not centre:
         kept = np.partition(np.abs(y), h - 1)[:h]
@@ -165,11 +218,7 @@ def trimmed_location(y: np.ndarray, h: int, centre: bool = True) -> tuple[float,
     z = z / unit
 
     def window_sums(v):
-        # partial sums outward from the median: a window's sum never subtracts values
-        # beyond it, so gross values at the ends cannot cancel the ones in between
-        c = np.zeros(v.size + 1)
-        c[m + 1 :] = np.cumsum(v[m:])
-        c[:m] = -np.cumsum(v[:m][::-1])[::-1]
+        c = _outward_cumsum(v, m)
         return c[h:] - c[:-h]
 
     with np.errstate(over="ignore", invalid="ignore"):
@@ -237,7 +286,10 @@ class TrimmedProblem:
     ``coef_scale`` (default ones): the penalty applies to ``W / coef_scale``, the
     coefficients for the columns ``X * coef_scale`` (with ``X`` preconditioned by
     :func:`column_scaling`, the original units). ``groups`` and ``floors``: each
-    group ``k`` of samples keeps a weight of at least ``floors[k]``.
+    group ``k`` of samples keeps a weight of at least ``floors[k]``. ``caps``
+    (default ones): the sample weights, the most weight each sample can keep; the
+    solvers' weights ``w`` then lie in ``0 <= w_i <= caps_i``, ``sum_i w_i = h``, and
+    ``w_i / caps_i`` is the share of sample ``i`` kept.
     """
 
     X: np.ndarray
@@ -250,6 +302,7 @@ class TrimmedProblem:
     coef_scale: np.ndarray | None = None
     groups: np.ndarray | None = None
     floors: np.ndarray | None = None
+    caps: np.ndarray | None = None
     n_scores: int = field(init=False)
 
     group_rows: list = field(init=False, repr=False, compare=False)
@@ -302,9 +355,41 @@ class TrimmedProblem:
 
         With floors the problem is a linear program over a polymatroid, solved
         greedily: each group's ``floors[k]`` smallest losses first (of equal losses,
-        the first rows), then the smallest of the rest.
+        the first rows), then the smallest of the rest. With caps, each row takes
+        up to its cap in that order until the mass is reached (the last in part).
         """
         return self.greedy(losses)[0]
+
+    def kept_mask(self, w: np.ndarray) -> np.ndarray:
+        """The rows kept more than half."""
+        return w > 0.5 if self.caps is None else w > 0.5 * self.caps
+
+    def _greedy_capped(self, losses: np.ndarray, bounds: bool) -> tuple:
+        """:meth:`greedy` with caps: one stable sort by loss (NaN last, of equal losses
+        the first rows), each group's floor filled in that order within the group, then
+        the mass left over the capacity left."""
+        caps = self.caps
+        order = np.argsort(losses, kind="stable")
+        c = caps[order]
+        w_floor = np.zeros_like(c)
+        if self.floors is not None:
+            by_group = np.argsort(self.groups[order], kind="stable")  # group, then loss
+            g = self.groups[order][by_group]
+            cb = c[by_group]
+            before = np.cumsum(cb) - cb
+            before -= before[np.searchsorted(g, g)]  # mass before a row within its group
+            w_floor[by_group] = np.clip(np.asarray(self.floors, dtype=float)[g] - before, 0.0, cb)
+        spare = c - w_floor
+        mass = self.h - (0.0 if self.floors is None else float(np.sum(self.floors)))
+        w_rest = np.clip(mass - (np.cumsum(spare) - spare), 0.0, spare)
+        w = np.empty_like(c)
+        w[order] = np.where(w_rest >= spare, c, w_floor + w_rest)
+        if not bounds:
+            return w, None
+        kept, free = w > 0, w < caps
+        top = np.max(losses[kept]) if kept.any() else -np.inf
+        low = np.min(losses[free]) if free.any() else np.inf
+        return w, None, float(top), float(low)
 
     def greedy(self, losses: np.ndarray, bounds: bool = False) -> tuple:
         """:meth:`keep_smallest`, the rows left after the floors (None without floors)
@@ -312,8 +397,12 @@ class TrimmedProblem:
 
         No sort: a floor keeps the losses up to its group's ``floors[k]``-th smallest,
         of those equal to it the first rows (as a stable sort by group and loss
-        would; NaN last), in ``O(n_k)``; the rest is one ``argpartition``.
+        would; NaN last), in ``O(n_k)``; the rest is one ``argpartition``. With caps,
+        one sort (:meth:`_greedy_capped`), and the least trimmed loss is the least of
+        the rows not kept in full.
         """
+        if self.caps is not None:
+            return self._greedy_capped(losses, bounds)
         h = round(self.h)
         w = np.zeros(losses.shape[0])
         rest, tops = None, []  # tops: the largest loss each floor keeps
@@ -351,7 +440,7 @@ class TrimmedProblem:
 
     def project(self, v: np.ndarray) -> np.ndarray:
         """Euclidean projection onto the weights' set."""
-        return project_capped_simplex(v, self.h, self.groups, self.floors)
+        return project_capped_simplex(v, self.h, self.groups, self.floors, self.caps)
 
     def start_intercept(self) -> np.ndarray:
         """Intercept of SMART's start, ``W = 0``.
@@ -362,7 +451,8 @@ class TrimmedProblem:
         """
         b = np.zeros(self.n_scores)
         if self.fit_intercept and self.loss == "squared":
-            b[0] = trimmed_location(self.Y, round(self.h))[0]
+            h = self.h if self.caps is not None else round(self.h)
+            b[0] = trimmed_location(self.Y, h, weights=self.caps)[0]
         return b
 
     def start_model(self) -> tuple[np.ndarray, np.ndarray]:
@@ -378,12 +468,19 @@ class TrimmedProblem:
         step on, where uniform weights would let them dominate the first gradients and
         set the scale of the stopping test. For classification every loss is equal at
         the start (log 2, log K) and so every weight optimal; the uniform ``h / n``
-        favours no sample (as for a fractional ``h``, which the exact weights miss).
+        favours no sample (as for a fractional ``h``, which the exact weights miss),
+        with caps the same share ``h / sum(caps)`` of every cap.
         """
-        if self.loss == "squared" and float(self.h).is_integer():
+        if self.loss == "squared" and (self.caps is not None or float(self.h).is_integer()):
             return self.keep_smallest(losses)
-        n = self.X.shape[0]
-        return np.full(n, self.h / n)
+        return self.uniform_weights()
+
+    def uniform_weights(self) -> np.ndarray:
+        """The same share of every sample: ``h / n``, or ``h / sum(caps)`` of each cap."""
+        if self.caps is None:
+            n = self.X.shape[0]
+            return np.full(n, self.h / n)
+        return self.caps * (self.h / float(np.sum(self.caps)))
 
     def lipschitz(self) -> tuple[float, float]:
         """Lipschitz constants of the gradient in ``(W, b)`` of the smooth part.
@@ -397,14 +494,17 @@ class TrimmedProblem:
         X = self.X
         row_sq = row_norms(X, squared=True) + float(self.fit_intercept)
         n, d = X.shape
+        # with caps a term's weight is at most its cap: row i's curvature scales by it
+        scaled = row_sq if self.caps is None else self.caps * row_sq
         if d + self.fit_intercept <= 2000:
             Xt = np.hstack([X, np.ones((n, 1))]) if self.fit_intercept else X
-            lam = float(np.linalg.eigvalsh(Xt.T @ Xt)[-1])
+            gram = Xt.T @ Xt if self.caps is None else Xt.T @ (self.caps[:, None] * Xt)
+            lam = float(np.linalg.eigvalsh(gram)[-1])
         else:  # Frobenius norm: a cheap upper bound
-            lam = float(row_sq.sum())
+            lam = float(scaled.sum())
         # mean-square (not worst-case) smoothness of the terms: what bounds the
         # variance of the minibatch gradient differences
-        l_ms = float(np.sqrt(np.mean(row_sq * row_sq)))
+        l_ms = float(np.sqrt(np.mean(scaled * scaled)))
         return kappa * lam / self.h, kappa * n * l_ms / self.h
 
 
@@ -593,7 +693,8 @@ def smart(
     # O(batch + band) per step (an O(n) one only when the cut leaves its band); on
     # small problems the plain O(n) selection costs less. Both give the same weights.
     exact_w = np.isinf(weight_step)
-    kept_set = KeptSet(P, _KEPT_SET_BAND * bsz, incremental=n >= _KEPT_SET_MIN_ROWS)
+    # with caps, the full selection (a sort) at every crossing: KeptSet's zones count rows
+    kept_set = KeptSet(P, _KEPT_SET_BAND * bsz, incremental=n >= _KEPT_SET_MIN_ROWS and P.caps is None)
     bounds = [np.inf, -np.inf]  # [upper bound of max kept loss, lower bound of min trimmed]
 
     def w_step(w, loss_tab, agg_W, agg_b, touched=None):
@@ -601,10 +702,12 @@ def smart(
         if exact_w:
             if touched is not None and bounds[0] <= bounds[1]:
                 lt, kept = loss_tab[touched], w[touched] > 0
+                # rows with weight to take: the trimmed, and with caps one kept in part
+                free = ~kept if P.caps is None else w[touched] < P.caps[touched]
                 if kept.any():
                     bounds[0] = max(bounds[0], float(lt[kept].max()))
-                if not kept.all():
-                    bounds[1] = min(bounds[1], float(lt[~kept].min()))
+                if free.any():
+                    bounds[1] = min(bounds[1], float(lt[free].min()))
                 if bounds[0] <= bounds[1]:
                     return w, agg_W, agg_b
             idx, w_idx, bounds[0], bounds[1] = kept_set.update(loss_tab, w)
@@ -623,7 +726,7 @@ def smart(
     # P.objective(W, b, w) term for term, on the losses already at hand
     objective = [kept_sum(w, loss_tab) / h + P.alpha * P.penalty_value(W)]
     n_iter, converged, rejected, grow = 0, False, 0, step_growth
-    seen, stalled_key = {np.packbits(w > 0.5).tobytes()}, None  # kept sets after epochs
+    seen, stalled_key = {np.packbits(P.kept_mask(w)).tobytes()}, None  # kept sets after epochs
     for epoch in range(max_iter):
         saved = (W, b, w.copy(), D.copy(), loss_tab.copy(), agg_W, agg_b)
         bounds[:] = [np.inf, -np.inf]  # tables are refreshed below or were restored
@@ -675,7 +778,7 @@ def smart(
         # drift of the running sums), the snapshot of "svrg"
         loss_tab, D = losses, D_now
         agg_W, agg_b = aggregate(w, D)
-        key = np.packbits(w > 0.5).tobytes()
+        key = np.packbits(P.kept_mask(w)).tobytes()
         recurring, stalled = key in seen, key == stalled_key
         seen.add(key)
         done = stationary(W, w, agg_W, agg_b, loss_tab)
@@ -916,8 +1019,9 @@ def concentration_steps(
     def refit(c, W, b):
         return fit_weighted(P, c, W, b, max_iter=refit_max_iter, tol=tol)
 
-    W, b, refit_converged = refit(np.full(n, 1.0 / n), np.zeros((d, K)), np.zeros(K))
-    w = np.full(n, P.h / n)
+    c = np.full(n, 1.0 / n) if P.caps is None else P.caps / float(np.sum(P.caps))
+    W, b, refit_converged = refit(c, np.zeros((d, K)), np.zeros(K))
+    w = P.uniform_weights()
     objective = [P.objective(W, b, w)]
     converged, n_iter = False, 0
     for it in range(max_iter):

@@ -27,11 +27,18 @@ from ._smart import (
     trimmed_location,
 )
 from .problem._groups import check_row_order
-from .utils._validation import check_label_missing, unfitted_on_error, validate_numeric
+from .utils._validation import (check_label_missing, check_sample_weight, check_weighted_classes,
+                                positive_rows, unfitted_on_error, validate_numeric)
 from .utils._warnings import warn
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
+
+def _counts(sample_weight: np.ndarray) -> bool:
+    """Whether the weights are whole numbers: counts of repeated rows, trimmed as those rows
+    would be (a whole number of them, up to a sample kept in part at equal losses)."""
+    return bool(np.all(sample_weight == np.round(sample_weight))) and float(np.sum(sample_weight)) < 2.0**52
+
 
 # Iteration limit of each exact refit of the concentration steps, per concentration step
 # allowed: one knob, max_iter, raises both.
@@ -65,9 +72,14 @@ _PARAMETERS = """
         samples trimmed) raises a ValueError before solving, with a value that
         works.
 
+        With ``sample_weight``, the share ``trim_fraction`` of the total weight is
+        trimmed, exactly, and a sample may be kept in part; whole-number weights
+        count repeated rows, as without weights (see Notes).
+
     n_inliers : int, default=None
         Number ``h`` of samples to keep, ``1 <= h <= n_samples``; overrides
-        ``trim_fraction``.
+        ``trim_fraction``. With ``sample_weight``, the weight to keep, at most the
+        total weight.
 
     penalty : {"l2", "l1", "l0", "none"} or None, default="l2"
         Regulariser ``R`` of the coefficients (never of the intercept):
@@ -149,31 +161,39 @@ _PARAMETERS = """
 _NOTES = """
     Notes
     -----
-    ``fit`` takes no ``sample_weight`` (passing one raises a TypeError, and
-    scikit-learn's meta-estimators see that it is not supported). A weighted trimmed
-    loss would give each sample a capacity proportional to its weight in the capped
-    simplex, so that an integer weight equals repeated rows; the exact weight block,
-    its incremental selection, the class floors and the projection are all built on
-    unit capacities, and each would need that generalisation. Repeat the rows to
-    give integer weights.
+    With ``sample_weight`` ``s``, each sample's weight bounds how much of it the fit
+    can keep: the kept weights ``v_i = s_i w_i`` lie in ``0 <= v_i <= s_i`` with
+    ``sum_i v_i = h``, the objective is ``(1/h) sum_i v_i loss_i + alpha * R(coef)``,
+    and ``w_i`` (``sample_weights_``) is the share of sample ``i`` kept. A sample of
+    integer weight ``k`` is then ``k`` repeated rows, of which the fit may keep some
+    (the last sample kept is kept in part). ``h`` is ``(1 - trim_fraction)`` times the
+    total weight, exactly, or ``n_inliers``; TrimmedClassifier keeps at least half of
+    every class's weight. Whole-number weights count repeated rows: ``h`` and the
+    class floors are then those of the repeated data (``trim_fraction`` rounds the
+    trimmed weight down to a whole number, the floors round up). Rows of weight 0 are
+    left out, as if removed.
 """
 
 _ATTRIBUTES = """
     sample_weights_ : ndarray of shape (n_samples,)
         Fitted weights ``w`` in the capped simplex ``{0 <= w_i <= 1, sum w = h}``;
-        at a solution they are 1 on kept samples and 0 on trimmed ones.
+        at a solution they are 1 on kept samples and 0 on trimmed ones. With
+        ``sample_weight``, the share of each sample kept (``sum_i s_i w_i = h``; 0
+        on samples of weight 0; one sample may be kept in part).
 
     inlier_mask_ : ndarray of bool of shape (n_samples,)
         ``sample_weights_ > 0.5``.
 
-    n_inliers_ : int
-        The number ``h`` of kept samples.
+    n_inliers_ : int or float
+        The number ``h`` of kept samples; with ``sample_weight``, the weight kept
+        (a float).
 
     n_iter_ : int
         Epochs ("smart") or concentration steps ("alternating") run.
 
     objective_ : float
-        Trimmed objective ``(1/h) sum_i w_i loss_i + alpha * R(coef)`` at the
+        Trimmed objective ``(1/h) sum_i w_i loss_i + alpha * R(coef)`` (with
+        ``sample_weight``, ``(1/h) sum_i s_i w_i loss_i + alpha * R(coef)``) at the
         fitted coefficients and weights: the last entry of ``objective_path_``. In the
         target's squared units for :class:`TrimmedRegressor` (fitted on a rescaled target),
         so ``inf`` for a target whose spread is beyond about ``1e154``; the coefficients
@@ -241,6 +261,23 @@ class _BaseTrimmed(BaseEstimator):
         self.tol = tol
         self.random_state = random_state
 
+    def _kept(self, n_samples: int, caps: np.ndarray | None) -> float:
+        """``h``: :meth:`_n_kept` without caps (sample weights), else the kept weight."""
+        if caps is None:
+            return self._n_kept(n_samples)
+        total = float(np.sum(caps))
+        if self.n_inliers is None:
+            if _counts(caps):  # repeated rows: the rule of whole samples on their number
+                return float(self._n_kept(round(total)))
+            return (1.0 - self.trim_fraction) * total
+        if self.n_inliers > total:
+            raise ValueError(
+                f"n_inliers={self.n_inliers} exceeds the total sample_weight {total:.6g}; with "
+                "sample_weight, n_inliers is the weight kept: pass at most the total, or use "
+                "trim_fraction."
+            )
+        return float(self.n_inliers)
+
     def _n_kept(self, n_samples: int) -> int:
         if self.n_inliers is not None:
             if self.n_inliers > n_samples:
@@ -260,7 +297,20 @@ class _BaseTrimmed(BaseEstimator):
             return f"n_inliers={self.n_inliers}"
         return f"trim_fraction={self.trim_fraction}"
 
-    def _solve(self, X, Y, loss, h, groups=None, floors=None):
+    @staticmethod
+    def _weighted(X, y, sample_weight):
+        """``(X, y, caps, rows)``: the rows of positive ``sample_weight`` (a row of weight 0 is a
+        row removed; ``rows`` their indices, None for all) and their weights (None when all 1,
+        which fit as no weights)."""
+        if sample_weight is None:
+            return X, y, None, None
+        rows = positive_rows(sample_weight)
+        if rows is not None:
+            X, y, sample_weight = X[rows], y[rows], sample_weight[rows]
+        caps = None if np.all(sample_weight == 1.0) else sample_weight
+        return X, y, caps, rows
+
+    def _solve(self, X, Y, loss, h, groups=None, floors=None, caps=None):
         # The solvers work on centred, scaled columns: an exact reparametrisation
         # (the intercept absorbs the centring, the penalty is taken in the original
         # units), so the minimiser is unchanged while the steps no longer depend on
@@ -276,7 +326,7 @@ class _BaseTrimmed(BaseEstimator):
             # fit no longer depends on its units (the refits' tolerances, L-BFGS's
             # included, are absolute). The penalty, homogeneous of degree p, takes
             # alpha * y_scale^(p - 2): the minimiser is unchanged.
-            y_loc, y_scale = trimmed_location(Y, h, centre=self.fit_intercept)
+            y_loc, y_scale = trimmed_location(Y, h, centre=self.fit_intercept, weights=caps)
             y_scale = y_scale if 0.0 < y_scale < np.inf else 1.0  # h equal targets
             Y = (Y - y_loc) / y_scale
             if alpha > 0:  # l0's y_scale^-2 passes the float range for targets below 1e-154:
@@ -293,7 +343,7 @@ class _BaseTrimmed(BaseEstimator):
             free = slice(None)  # X[:, mask] is in Fortran order: the solvers' sums would round apart
         problem = TrimmedProblem(
             held_within((X[:, free] - offset[free]) / scale[free]), Y, loss, float(h), penalty, alpha,
-            bool(self.fit_intercept), coef_scale=scale[free], groups=groups, floors=floors,
+            bool(self.fit_intercept), coef_scale=scale[free], groups=groups, floors=floors, caps=caps,
         )
         if self.solver == "alternating":
             fit = concentration_steps(
@@ -322,11 +372,17 @@ class _BaseTrimmed(BaseEstimator):
             fit.objective = np.asarray(fit.objective, dtype=float) * y_scale * y_scale
         return fit
 
-    def _set_fitted(self, fit, h, **attributes):
-        """Set every fitted attribute, only once the fit has succeeded."""
-        self.sample_weights_ = fit.weights
-        self.inlier_mask_ = fit.weights > 0.5
-        self.n_inliers_ = int(h)
+    def _set_fitted(self, fit, h, n_samples, caps, rows, **attributes):
+        """Set every fitted attribute, only once the fit has succeeded. With sample weights
+        ``caps`` the solver's weights are the weight kept of each row, here the share; rows of
+        weight 0 (not among ``rows``) have a share of 0."""
+        share = fit.weights if caps is None else fit.weights / caps
+        if rows is not None:
+            share = np.zeros(n_samples)
+            share[rows] = fit.weights if caps is None else fit.weights / caps
+        self.sample_weights_ = share
+        self.inlier_mask_ = share > 0.5
+        self.n_inliers_ = int(h) if caps is None else float(h)
         self.n_iter_ = fit.n_iter
         self.objective_path_ = np.asarray(fit.objective, dtype=float)
         self.objective_ = float(self.objective_path_[-1])
@@ -425,7 +481,7 @@ class TrimmedRegressor(RowOrderScoreMixin, RegressorMixin, _BaseTrimmed):
     )
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X: ArrayLike, y: ArrayLike) -> "TrimmedRegressor":
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> "TrimmedRegressor":
         """Fit the model and the sample weights.
 
         Parameters
@@ -435,6 +491,9 @@ class TrimmedRegressor(RowOrderScoreMixin, RegressorMixin, _BaseTrimmed):
             refused with a TypeError); NaN or infinite values are rejected.
         y : array-like of shape (n_samples,)
             Targets.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weight of each sample: the most of it the fit can keep (see
+            Notes). Rows of weight 0 are left out.
 
         Returns
         -------
@@ -447,12 +506,16 @@ class TrimmedRegressor(RowOrderScoreMixin, RegressorMixin, _BaseTrimmed):
             or the last exact refit of "alternating" at its iteration limit.
         """
         with unfitted_on_error(self):
-            check_row_order(X, y=y)
+            check_row_order(X, y=y, sample_weight=sample_weight)
             X, y = validate_numeric(self, X, y, dtype=np.float64, y_numeric=True)
-            h = self._n_kept(X.shape[0])
-            fit = self._solve(X, np.asarray(y, dtype=np.float64), "squared", h)
+            n = X.shape[0]
+            if sample_weight is not None:
+                sample_weight = check_sample_weight(sample_weight, n)
+            X, y, caps, rows = self._weighted(X, np.asarray(y, dtype=np.float64), sample_weight)
+            h = self._kept(X.shape[0], caps)
+            fit = self._solve(X, y, "squared", h, caps=caps)
             self._set_fitted(
-                fit, h, coef_=fit.coef[:, 0].copy(), intercept_=float(fit.intercept[0])
+                fit, h, n, caps, rows, coef_=fit.coef[:, 0].copy(), intercept_=float(fit.intercept[0])
             )
         self._warn_if_not_converged(fit)
         return self
@@ -525,7 +588,7 @@ class TrimmedClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseTrimmed):
     )
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X: ArrayLike, y: ArrayLike) -> "TrimmedClassifier":
+    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> "TrimmedClassifier":
         """Fit the model and the sample weights.
 
         Parameters
@@ -535,6 +598,10 @@ class TrimmedClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseTrimmed):
             refused with a TypeError); NaN or infinite values are rejected.
         y : array-like of shape (n_samples,)
             Class labels (at least two classes).
+        sample_weight : array-like of shape (n_samples,), default=None
+            Non-negative weight of each sample: the most of it the fit can keep (see
+            Notes). Rows of weight 0 are left out; every class needs rows of positive
+            weight.
 
         Returns
         -------
@@ -544,7 +611,9 @@ class TrimmedClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseTrimmed):
         ------
         ValueError
             Before solving, when ``h`` is below the least number of kept samples:
-            half of every class, rounded up (see ``trim_fraction``).
+            half of every class, rounded up (see ``trim_fraction``); with
+            ``sample_weight``, half of every class's weight. When a class has no
+            rows of positive weight.
 
         Warns
         -----
@@ -553,32 +622,38 @@ class TrimmedClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseTrimmed):
             or the last exact refit of "alternating" at its iteration limit.
         """
         with unfitted_on_error(self):
-            check_row_order(X, y=y)
+            check_row_order(X, y=y, sample_weight=sample_weight)
             check_label_missing(y)
             X, y = validate_numeric(self, X, y, dtype=np.float64)
             check_classification_targets(y)
-            classes, y_index, counts = np.unique(y, return_inverse=True, return_counts=True)
+            classes, y_index = np.unique(y, return_inverse=True)
             if classes.size < 2:
                 raise ValueError(
                     "TrimmedClassifier needs samples of at least 2 classes; y has 1 class "
                     f"({classes[0]})."
                 )
             n = X.shape[0]
-            h = self._n_kept(n)
-            floors = self._class_floors(counts, n, h)
+            if sample_weight is not None:
+                sample_weight = check_sample_weight(sample_weight, n)
+                check_weighted_classes(y_index[sample_weight > 0], classes, "TrimmedClassifier")
+            X, y_index, caps, rows = self._weighted(X, y_index, sample_weight)
+            h = self._kept(X.shape[0], caps)
+            floors = self._class_floors(y_index, classes, caps, h)
             if classes.size == 2:
                 Y, loss = np.where(y_index == 1, 1.0, -1.0), "logistic"
             else:
-                Y, loss = LabelBinarizer().fit(classes).transform(y).astype(float), "multinomial"
-            fit = self._solve(X, Y, loss, h, groups=y_index, floors=floors)
+                Y, loss = LabelBinarizer().fit(np.arange(classes.size)).transform(y_index).astype(float), "multinomial"
+            fit = self._solve(X, Y, loss, h, groups=y_index, floors=floors, caps=caps)
             self._set_fitted(
-                fit, h, classes_=classes, coef_=fit.coef.T.copy(), intercept_=fit.intercept.copy()
+                fit, h, n, caps, rows, classes_=classes, coef_=fit.coef.T.copy(),
+                intercept_=fit.intercept.copy(),
             )
         self._warn_if_not_converged(fit)
         return self
 
-    def _class_floors(self, counts, n, h):
-        """Least number of kept samples of each class: half of it, rounded up.
+    def _class_floors(self, y_index, classes, caps, h):
+        """Least number of kept samples of each class: half of it, rounded up; with sample
+        weights ``caps``, half of its weight.
 
         The trimming stays global (the ``h`` best-explained samples), but a fit free
         to drop a class would keep the others alone and drive their loss towards 0
@@ -588,14 +663,36 @@ class TrimmedClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseTrimmed):
         least trimmed squares keeps at least half the samples). On imbalanced data the
         default ``trim_fraction`` then works whatever the minority's share.
         """
+        mass = np.bincount(y_index, weights=caps, minlength=classes.size)
+        if not (mass > 0).all():
+            raise ValueError(
+                f"TrimmedClassifier keeps at least half of every class's weight, and classes "
+                f"{classes[mass == 0].tolist()} have no rows of positive sample_weight (a row "
+                "of weight 0 is a row removed). Give those rows a positive weight, or drop them."
+            )
+        if caps is not None and not _counts(caps):
+            floors = mass / 2.0
+            if floors.sum() > h * (1.0 + 1e-12):
+                raise ValueError(
+                    f"{self._trim_setting()} keeps a weight of {h:.6g} of the total sample_weight "
+                    f"{mass.sum():.6g}, less than the half of every class's weight that "
+                    "TrimmedClassifier keeps at least. Use "
+                    + ("n_inliers of at least half the total weight." if self.n_inliers is not None
+                       else "trim_fraction of at most 0.5.")
+                )
+            return np.minimum(floors, h * floors / floors.sum())  # rounding: sum(floors) <= h
+        # whole samples, or whole-number weights counting repeated rows
+        counts = np.round(mass).astype(np.int64)
+        n = int(counts.sum())
         floors = -(-counts // 2)
         if floors.sum() > h:
+            samples = "training samples" if caps is None else "samples counted by sample_weight"
             raise ValueError(
-                f"{self._trim_setting()} keeps {h} of the {n} training samples, fewer than "
+                f"{self._trim_setting()} keeps {h:g} of the {n} {samples}, fewer than "
                 f"the {floors.sum()} that TrimmedClassifier keeps at least (half of every "
                 f"class, rounded up). Use {self._trim_at_most(n - floors.sum(), n)}."
             )
-        return floors
+        return floors if caps is None else floors.astype(float)
 
     def _trim_at_most(self, k: int, n: int) -> str:
         """The setting, in the parameter the user set, that trims at most ``k`` of ``n``."""

@@ -52,7 +52,8 @@ def _expected_failures(estimator) -> dict:
     1.7 by ``y.min()``): they compare two different problems there.
 
     AUCClassifier's stochastic solvers meet those checks up to their stopping tolerance only
-    (tested in test_auc.py); its exact solver meets them to rounding."""
+    (tested in test_auc.py); its exact solver meets them to rounding. The trimmed estimators
+    meet them up to their solvers' tolerance (tested in test_trimmed_weights.py)."""
     failures = {}
     tags = estimator.__sklearn_tags__().classifier_tags
     if parse_version(sklearn_version) < parse_version("1.7") and tags is not None and not tags.multi_class:
@@ -61,6 +62,11 @@ def _expected_failures(estimator) -> dict:
     if type(estimator).__name__ == "AUCClassifier" and estimator.solver in ("spam", "vrspam"):
         # the weighted fit equals the repeated one up to the stopping tolerance: test_auc.py
         reason = "the stochastic solvers draw other minibatches from repeated rows than from weighted ones"
+        failures.update({f"check_sample_weight_equivalence_on_{kind}_data": reason for kind in ("dense", "sparse")})
+    if type(estimator).__name__ in ("TrimmedClassifier", "TrimmedRegressor"):
+        # equal to the repeated fit up to the solvers' tolerance: test_trimmed_weights.py
+        reason = ("the solvers stop at their tolerance, and SMART draws other minibatches from "
+                  "repeated rows than from weighted ones")
         failures.update({f"check_sample_weight_equivalence_on_{kind}_data": reason for kind in ("dense", "sparse")})
     if getattr(estimator, "solution", None) == "T_stochastic":
         reason = "predict draws a mixture's labels; decision_function > 0 is the majority label"

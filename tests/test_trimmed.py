@@ -14,7 +14,7 @@ from sklearn.linear_model import LinearRegression, LogisticRegression, Ridge
 from sklearn.model_selection import cross_val_score
 from sklearn.preprocessing import StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
-from sklearn.utils.validation import check_is_fitted, has_fit_parameter
+from sklearn.utils.validation import check_is_fitted
 
 import skrate._smart
 import skrate._trimmed
@@ -1109,16 +1109,6 @@ def test_predict_log_proba_is_the_log_of_predict_proba_without_underflow(n_class
     # the log-odds of the binary model are the difference of the two columns
     if n_classes == 2:
         np.testing.assert_allclose(log_p[:, 1] - log_p[:, 0], clf.decision_function(far))
-
-
-@pytest.mark.parametrize("Est", [TrimmedRegressor, TrimmedClassifier])
-def test_sample_weight_is_not_supported_and_says_so(Est):
-    # documented: a weighted trimmed loss needs capacities in every part of the weight
-    # block; meta-estimators read the signature of fit to know it is not supported
-    X, y, _ = _classification_with_flips()
-    assert not has_fit_parameter(Est(), "sample_weight")
-    with pytest.raises(TypeError, match="sample_weight"):
-        Est().fit(X, y, sample_weight=np.ones(len(y)))
 
 
 def test_too_many_inliers_names_the_parameter():
