@@ -527,6 +527,7 @@ class TrimmedFit:
 # selection costs less than its bookkeeping); the weights are the same either way.
 _KEPT_SET_MIN_ROWS = 20000
 _KEPT_SET_BAND = 4  # rows either side of a cut, in minibatches
+_CAPPED_SELECTIONS = 16  # most exact weight steps an epoch with sample weights (each a sort)
 
 
 def _ordered_ties(losses: np.ndarray) -> np.ndarray:
@@ -592,7 +593,8 @@ def smart(
     (weight 1 on the ``h`` smallest table losses, :meth:`TrimmedProblem.keep_smallest`;
     it changes only when a touched row crosses the cut, and from
     ``_KEPT_SET_MIN_ROWS`` rows on it is updated from the touched rows and those
-    near the cut, not by a pass over all ``n``: same weights, see :class:`KeptSet`).
+    near the cut, not by a pass over all ``n``: same weights, see :class:`KeptSet`; with
+    caps it is a sort, run at most ``_CAPPED_SELECTIONS`` times an epoch).
     A finite ``weight_step`` takes
     the projected-gradient step ``w <- P(w - weight_step * f / fbar)`` onto the
     capped simplex instead, with ``fbar`` the current weighted mean loss (so the
@@ -693,9 +695,13 @@ def smart(
     # O(batch + band) per step (an O(n) one only when the cut leaves its band); on
     # small problems the plain O(n) selection costs less. Both give the same weights.
     exact_w = np.isinf(weight_step)
-    # with caps, the full selection (a sort) at every crossing: KeptSet's zones count rows
+    # With caps the selection is a sort (KeptSet's zones count rows), and the row kept in part
+    # sits at the cut, so nearly every step crosses it: the selection then runs at most
+    # _CAPPED_SELECTIONS times an epoch (the weights wait a few steps, as a block left out)
     kept_set = KeptSet(P, _KEPT_SET_BAND * bsz, incremental=n >= _KEPT_SET_MIN_ROWS and P.caps is None)
     bounds = [np.inf, -np.inf]  # [upper bound of max kept loss, lower bound of min trimmed]
+    every = 1 if P.caps is None else max(1, n_batches // _CAPPED_SELECTIONS)
+    waited = [0]  # steps since the last selection
 
     def w_step(w, loss_tab, agg_W, agg_b, touched=None):
         """The weight block; updates ``w`` in place."""
@@ -710,6 +716,10 @@ def smart(
                     bounds[1] = min(bounds[1], float(lt[free].min()))
                 if bounds[0] <= bounds[1]:
                     return w, agg_W, agg_b
+            waited[0] += 1
+            if waited[0] < every and bounds[0] < np.inf:  # bounds[0] is inf at an epoch's start
+                return w, agg_W, agg_b
+            waited[0] = 0
             idx, w_idx, bounds[0], bounds[1] = kept_set.update(loss_tab, w)
         else:
             scale = max(kept_sum(w, loss_tab) / h, np.finfo(float).tiny)

@@ -34,6 +34,7 @@ from .utils._warnings import warn
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
+
 def _counts(sample_weight: np.ndarray) -> bool:
     """Whether the weights are whole numbers: counts of repeated rows, trimmed as those rows
     would be (a whole number of them, up to a sample kept in part at equal losses)."""

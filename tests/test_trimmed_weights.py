@@ -274,3 +274,20 @@ def test_weighted_errors_name_the_input_and_the_fix():
     frozen = frac.copy()
     TrimmedRegressor(n_inliers=60).fit(X, y.astype(float), sample_weight=frac)
     np.testing.assert_array_equal(frac, frozen)  # never modified in place
+
+
+def test_weighted_smart_bounds_its_selections_per_epoch(monkeypatch):
+    # the row kept in part sits at the cut and nearly every step crosses it: the weighted
+    # selection (a sort of all n losses) must not run at every one of an epoch's steps
+    X, y = _classes(10, n=4000, k=2)
+    s = np.random.default_rng(10).uniform(0.5, 2.0, len(y))
+    calls = []
+    greedy = TrimmedProblem.greedy
+    monkeypatch.setattr(TrimmedProblem, "greedy", lambda self, *a, **k: calls.append(1) or greedy(self, *a, **k))
+    clf = TrimmedClassifier(batch_size=8, max_iter=3, random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConvergenceWarning)
+        clf.fit(X, y, sample_weight=s)
+    steps = clf.n_iter_ * len(y) // 8
+    # per epoch: the selections, one start of epoch, and the stopping test's
+    assert len(calls) <= clf.n_iter_ * (skrate._smart._CAPPED_SELECTIONS + 4) + 2 < steps / 10
