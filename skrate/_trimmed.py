@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from numbers import Integral, Real
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
 from scipy.special import log_softmax, softmax
@@ -27,7 +27,7 @@ from ._smart import (
     trimmed_location,
 )
 from .problem._groups import check_row_order
-from .utils._validation import (check_label_missing, check_sample_weight, check_weighted_classes,
+from .utils._validation import (check_label_missing, check_sample_weight_scaled, check_weighted_classes,
                                 positive_rows, unfitted_on_error, validate_numeric)
 from .utils._warnings import warn
 
@@ -35,10 +35,33 @@ if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
 
-def _counts(sample_weight: np.ndarray) -> bool:
-    """Whether the weights are whole numbers: counts of repeated rows, trimmed as those rows
-    would be (a whole number of them, up to a sample kept in part at equal losses)."""
-    return bool(np.all(sample_weight == np.round(sample_weight))) and float(np.sum(sample_weight)) < 2.0**52
+class _RowWeights(NamedTuple):
+    """The sample weights of a fit, as the trimmed solvers take them."""
+
+    caps: np.ndarray | None  # weights of the rows fitted; None when all 1 (fit as no weights)
+    rows: np.ndarray | None  # the rows of positive weight; None for all
+    n_samples: int  # rows given, those of weight 0 included
+    exponent: int  # the given weights are caps * 2**exponent (out of the float range otherwise)
+    whole: bool  # whole numbers: counts of repeated rows, trimmed as those rows would be
+
+    def in_user_units(self, value: float) -> float:
+        return float(np.ldexp(value, self.exponent))
+
+
+def _row_weights(X, y, sample_weight):
+    """``(X, y, weights)``: the rows of positive ``sample_weight`` (a row of weight 0 is a row
+    removed) and their :class:`_RowWeights`."""
+    n = X.shape[0]
+    if sample_weight is None:
+        return X, y, _RowWeights(None, None, n, 0, False)
+    sample_weight, exponent = check_sample_weight_scaled(sample_weight, n)
+    rows = positive_rows(sample_weight)
+    if rows is not None:
+        X, y, sample_weight = X[rows], y[rows], sample_weight[rows]
+    caps = None if np.all(sample_weight == 1.0) else sample_weight
+    whole = (caps is not None and exponent == 0 and bool(np.all(caps == np.round(caps)))
+             and float(np.sum(caps)) < 2.0**52)
+    return X, y, _RowWeights(caps, rows, n, exponent, whole)
 
 
 # Iteration limit of each exact refit of the concentration steps, per concentration step
@@ -262,22 +285,27 @@ class _BaseTrimmed(BaseEstimator):
         self.tol = tol
         self.random_state = random_state
 
-    def _kept(self, n_samples: int, caps: np.ndarray | None) -> float:
-        """``h``: :meth:`_n_kept` without caps (sample weights), else the kept weight."""
+    def _kept(self, n_samples: int, weights: _RowWeights) -> float:
+        """``h``: :meth:`_n_kept` without caps (sample weights), else the kept weight (in the
+        units of ``weights.caps``)."""
+        caps = weights.caps
         if caps is None:
             return self._n_kept(n_samples)
         total = float(np.sum(caps))
         if self.n_inliers is None:
-            if _counts(caps):  # repeated rows: the rule of whole samples on their number
+            if weights.whole:  # repeated rows: the rule of whole samples on their number
                 return float(self._n_kept(round(total)))
             return (1.0 - self.trim_fraction) * total
-        if self.n_inliers > total:
+        h = float(np.ldexp(self.n_inliers, -weights.exponent))
+        if h > total:
+            user_total = weights.in_user_units(total)
             raise ValueError(
-                f"n_inliers={self.n_inliers} exceeds the total sample_weight {total:.6g}; with "
-                "sample_weight, n_inliers is the weight kept: pass at most the total, or use "
-                "trim_fraction."
+                f"n_inliers={self.n_inliers} exceeds the total sample_weight {user_total:.6g}; with "
+                "sample_weight, n_inliers is the weight kept: "
+                + ("pass at most the total, or use trim_fraction." if user_total >= 1
+                   else "use trim_fraction, as n_inliers is a whole number of at least 1.")
             )
-        return float(self.n_inliers)
+        return h
 
     def _n_kept(self, n_samples: int) -> int:
         if self.n_inliers is not None:
@@ -298,20 +326,14 @@ class _BaseTrimmed(BaseEstimator):
             return f"n_inliers={self.n_inliers}"
         return f"trim_fraction={self.trim_fraction}"
 
-    @staticmethod
-    def _weighted(X, y, sample_weight):
-        """``(X, y, caps, rows)``: the rows of positive ``sample_weight`` (a row of weight 0 is a
-        row removed; ``rows`` their indices, None for all) and their weights (None when all 1,
-        which fit as no weights)."""
-        if sample_weight is None:
-            return X, y, None, None
-        rows = positive_rows(sample_weight)
-        if rows is not None:
-            X, y, sample_weight = X[rows], y[rows], sample_weight[rows]
-        caps = None if np.all(sample_weight == 1.0) else sample_weight
-        return X, y, caps, rows
-
     def _solve(self, X, Y, loss, h, groups=None, floors=None, caps=None):
+        e = 0
+        if caps is not None:
+            # weights of mean about 1, by a power of two (exact; the objective is a mean over the
+            # kept weight): the solvers' bounds square them, which overflowed from about 1e153
+            _, e = np.frexp(np.mean(caps))
+            caps, h = np.ldexp(caps, -e), float(np.ldexp(h, -e))
+            floors = None if floors is None else np.ldexp(floors, -e)
         # The solvers work on centred, scaled columns: an exact reparametrisation
         # (the intercept absorbs the centring, the penalty is taken in the original
         # units), so the minimiser is unchanged while the steps no longer depend on
@@ -365,6 +387,8 @@ class _BaseTrimmed(BaseEstimator):
                 tol=self.tol,
                 rng=np.random.default_rng(seed),
             )
+        if e:
+            fit.weights = np.ldexp(fit.weights, e)
         coef = np.zeros((d, fit.coef.shape[1]))
         coef[free] = fit.coef * (y_scale / scale[free, None])
         fit.coef = coef
@@ -373,17 +397,18 @@ class _BaseTrimmed(BaseEstimator):
             fit.objective = np.asarray(fit.objective, dtype=float) * y_scale * y_scale
         return fit
 
-    def _set_fitted(self, fit, h, n_samples, caps, rows, **attributes):
+    def _set_fitted(self, fit, h, weights: _RowWeights, **attributes):
         """Set every fitted attribute, only once the fit has succeeded. With sample weights
-        ``caps`` the solver's weights are the weight kept of each row, here the share; rows of
-        weight 0 (not among ``rows``) have a share of 0."""
+        the solver's weights are the weight kept of each row, here the share; rows of weight 0
+        (not among ``weights.rows``) have a share of 0."""
+        caps, rows = weights.caps, weights.rows
         share = fit.weights if caps is None else fit.weights / caps
         if rows is not None:
-            share = np.zeros(n_samples)
+            share = np.zeros(weights.n_samples)
             share[rows] = fit.weights if caps is None else fit.weights / caps
         self.sample_weights_ = share
         self.inlier_mask_ = share > 0.5
-        self.n_inliers_ = int(h) if caps is None else float(h)
+        self.n_inliers_ = int(h) if caps is None else weights.in_user_units(h)
         self.n_iter_ = fit.n_iter
         self.objective_path_ = np.asarray(fit.objective, dtype=float)
         self.objective_ = float(self.objective_path_[-1])
@@ -509,14 +534,11 @@ class TrimmedRegressor(RowOrderScoreMixin, RegressorMixin, _BaseTrimmed):
         with unfitted_on_error(self):
             check_row_order(X, y=y, sample_weight=sample_weight)
             X, y = validate_numeric(self, X, y, dtype=np.float64, y_numeric=True)
-            n = X.shape[0]
-            if sample_weight is not None:
-                sample_weight = check_sample_weight(sample_weight, n)
-            X, y, caps, rows = self._weighted(X, np.asarray(y, dtype=np.float64), sample_weight)
-            h = self._kept(X.shape[0], caps)
-            fit = self._solve(X, y, "squared", h, caps=caps)
+            X, y, weights = _row_weights(X, np.asarray(y, dtype=np.float64), sample_weight)
+            h = self._kept(X.shape[0], weights)
+            fit = self._solve(X, y, "squared", h, caps=weights.caps)
             self._set_fitted(
-                fit, h, n, caps, rows, coef_=fit.coef[:, 0].copy(), intercept_=float(fit.intercept[0])
+                fit, h, weights, coef_=fit.coef[:, 0].copy(), intercept_=float(fit.intercept[0])
             )
         self._warn_if_not_converged(fit)
         return self
@@ -633,28 +655,26 @@ class TrimmedClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseTrimmed):
                     "TrimmedClassifier needs samples of at least 2 classes; y has 1 class "
                     f"({classes[0]})."
                 )
-            n = X.shape[0]
-            if sample_weight is not None:
-                sample_weight = check_sample_weight(sample_weight, n)
-                check_weighted_classes(y_index[sample_weight > 0], classes, "TrimmedClassifier")
-            X, y_index, caps, rows = self._weighted(X, y_index, sample_weight)
-            h = self._kept(X.shape[0], caps)
-            floors = self._class_floors(y_index, classes, caps, h)
+            X, y_index, weights = _row_weights(X, y_index, sample_weight)
+            if weights.rows is not None:
+                check_weighted_classes(y_index, classes, "TrimmedClassifier")
+            h = self._kept(X.shape[0], weights)
+            floors = self._class_floors(y_index, classes, weights, h)
             if classes.size == 2:
                 Y, loss = np.where(y_index == 1, 1.0, -1.0), "logistic"
             else:
                 Y, loss = LabelBinarizer().fit(np.arange(classes.size)).transform(y_index).astype(float), "multinomial"
-            fit = self._solve(X, Y, loss, h, groups=y_index, floors=floors, caps=caps)
+            fit = self._solve(X, Y, loss, h, groups=y_index, floors=floors, caps=weights.caps)
             self._set_fitted(
-                fit, h, n, caps, rows, classes_=classes, coef_=fit.coef.T.copy(),
+                fit, h, weights, classes_=classes, coef_=fit.coef.T.copy(),
                 intercept_=fit.intercept.copy(),
             )
         self._warn_if_not_converged(fit)
         return self
 
-    def _class_floors(self, y_index, classes, caps, h):
+    def _class_floors(self, y_index, classes, weights: _RowWeights, h):
         """Least number of kept samples of each class: half of it, rounded up; with sample
-        weights ``caps``, half of its weight.
+        weights, half of its weight (whole-number weights: of the rows they count).
 
         The trimming stays global (the ``h`` best-explained samples), but a fit free
         to drop a class would keep the others alone and drive their loss towards 0
@@ -664,6 +684,7 @@ class TrimmedClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseTrimmed):
         least trimmed squares keeps at least half the samples). On imbalanced data the
         default ``trim_fraction`` then works whatever the minority's share.
         """
+        caps = weights.caps
         mass = np.bincount(y_index, weights=caps, minlength=classes.size)
         if not (mass > 0).all():
             raise ValueError(
@@ -671,17 +692,19 @@ class TrimmedClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseTrimmed):
                 f"{classes[mass == 0].tolist()} have no rows of positive sample_weight (a row "
                 "of weight 0 is a row removed). Give those rows a positive weight, or drop them."
             )
-        if caps is not None and not _counts(caps):
+        if caps is not None and not weights.whole:
             floors = mass / 2.0
             if floors.sum() > h * (1.0 + 1e-12):
                 raise ValueError(
-                    f"{self._trim_setting()} keeps a weight of {h:.6g} of the total sample_weight "
-                    f"{mass.sum():.6g}, less than the half of every class's weight that "
-                    "TrimmedClassifier keeps at least. Use "
+                    f"{self._trim_setting()} keeps a weight of {weights.in_user_units(h):.6g} of the "
+                    f"total sample_weight {weights.in_user_units(mass.sum()):.6g}, less than the half "
+                    "of every class's weight that TrimmedClassifier keeps at least. Use "
                     + ("n_inliers of at least half the total weight." if self.n_inliers is not None
                        else "trim_fraction of at most 0.5.")
                 )
-            return np.minimum(floors, h * floors / floors.sum())  # rounding: sum(floors) <= h
+            if floors.sum() > h * (1.0 - 1e-12):  # at half the weight: rounding must not pass h
+                floors = floors * (h / floors.sum() * (1.0 - 1e-12))
+            return floors
         # whole samples, or whole-number weights counting repeated rows
         counts = np.round(mass).astype(np.int64)
         n = int(counts.sum())

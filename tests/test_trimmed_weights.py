@@ -291,3 +291,40 @@ def test_weighted_smart_bounds_its_selections_per_epoch(monkeypatch):
     steps = clf.n_iter_ * len(y) // 8
     # per epoch: the selections, one start of epoch, and the stopping test's
     assert len(calls) <= clf.n_iter_ * (skrate._smart._CAPPED_SELECTIONS + 4) + 2 < steps / 10
+
+
+@pytest.mark.parametrize("factor", [1e200, 1e280, 1e-280])
+def test_weights_out_of_scale_fit_as_in_scale_and_report_in_their_units(factor):
+    # the solvers' bounds square the weights (1e200 overflowed: a zero step, coef 0), and weights
+    # beyond 2**900 are rescaled on validation: n_inliers and n_inliers_ stay in the user's units
+    X, y = _regression(11, n=60)
+    s = np.random.default_rng(11).uniform(0.5, 2.0, len(y))
+    ref = TrimmedRegressor(random_state=0).fit(X, y, sample_weight=s)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        big = TrimmedRegressor(random_state=0).fit(X, y, sample_weight=s * factor)
+    np.testing.assert_allclose(big.coef_, ref.coef_, rtol=1e-9)
+    np.testing.assert_allclose(big.sample_weights_, ref.sample_weights_, atol=1e-12)
+    assert big.n_inliers_ == pytest.approx(ref.n_inliers_ * factor, rel=1e-12)
+    h = float(10 * factor)
+    fixed = TrimmedRegressor(n_inliers=max(1, round(h)) if factor > 1 else 1, random_state=0)
+    if factor > 1:
+        fit = fixed.fit(X, y, sample_weight=s * factor)
+        assert fit.n_inliers_ == pytest.approx(fixed.n_inliers, rel=1e-12)
+    else:  # a total weight below 1 leaves no n_inliers to pass
+        with pytest.raises(ValueError, match="exceeds the total sample_weight .*use trim_fraction, as n_inliers"):
+            fixed.fit(X, y, sample_weight=s * factor)
+
+
+def test_half_of_the_weight_trimmed_is_feasible_with_fractional_weights():
+    # the floors, half of each class's weight, add up to h at trim_fraction=0.5 up to rounding,
+    # which must not make the projection's sum(floors) <= h fail
+    X, y = _classes(12, n=60, k=2)
+    for seed in range(40):
+        s = np.random.default_rng(seed).uniform(0.1, 3.0, len(y))
+        clf = TrimmedClassifier(trim_fraction=0.5, weight_step=1.0, max_iter=3, random_state=0)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ConvergenceWarning)
+            clf.fit(X, y, sample_weight=s)
+        kept = np.bincount(y, weights=s * clf.sample_weights_)
+        np.testing.assert_allclose(kept, np.bincount(y, weights=s) / 2, rtol=1e-9)

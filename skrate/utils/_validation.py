@@ -117,6 +117,13 @@ def check_sample_weight(sample_weight, n: int) -> np.ndarray:
     of two of that entry, exactly: rates, shares of the total weight, are unchanged, and the
     totals no longer overflow (nor lose their digits to subnormals). The input is never modified.
     """
+    return check_sample_weight_scaled(sample_weight, n)[0]
+
+
+def check_sample_weight_scaled(sample_weight, n: int) -> tuple[np.ndarray, int]:
+    """:func:`check_sample_weight` and the exponent ``e`` it divided by: the user's weights are
+    the returned ones times ``2**e`` (``e = 0`` within range), for estimators that report a total
+    weight in the user's units."""
     try:  # float64 whatever the input's dtype: float32 weights would sum in float32
         weights = _check_sample_weight(sample_weight, np.empty((n, 0)), dtype=np.float64,
                                        **_ZERO_WEIGHTS_CHECKED_HERE)
@@ -126,14 +133,14 @@ def check_sample_weight(sample_weight, n: int) -> np.ndarray:
         raise ValueError(f"sample_weight must hold numbers, one weight per row ({exc}).") from exc
     if (weights < 0).any():
         raise ValueError(f"sample_weight has negative entries (smallest {weights.min():.4g}, row "
-                         f"{int(np.argmin(weights))}); rates weigh examples by it, so it must be >= 0.")
+                         f"{int(np.argmin(weights))}); it weighs each row's share, so it must be >= 0.")
     if not weights.any():
         raise ValueError(f"sample_weight is zero on all {n} rows: a row of weight 0 is a row removed, so "
                          "no row is left. Give the rows to use a positive weight.")
     _, top = np.frexp(weights.max(initial=0.0))
     if abs(top) > _WEIGHT_RANGE and weights.any():
-        weights = np.ldexp(weights, -top)  # a new array: _check_sample_weight may return the input
-    return weights
+        return np.ldexp(weights, -top), int(top)  # a new array: _check_sample_weight may return the input
+    return weights, 0
 
 
 def check_weighted_classes(codes: np.ndarray, classes: ArrayLike, estimator: str) -> None:
