@@ -27,7 +27,7 @@ from ._row_order import RowOrderScoreMixin
 from .models._input_scale import column_offsets, shifted_columns
 from .problem._groups import check_row_order
 from .utils._validation import (check_label_missing, check_sample_weight, check_weighted_classes,
-                                positive_rows, unfitted_on_error, validate_numeric)
+                                unfitted_on_error, validate_numeric, without_weightless)
 from .utils._warnings import warn
 
 if TYPE_CHECKING:
@@ -262,15 +262,6 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         return X, y, sample_weight
 
     @staticmethod
-    def _weighted_rows(X, y01: np.ndarray, sample_weight):
-        """The rows of positive weight: a row of weight 0 is a row removed, also from the
-        column scales and the calibration."""
-        kept = positive_rows(sample_weight)
-        if kept is None:
-            return X, y01, sample_weight
-        return X[kept], y01[kept], sample_weight[kept]
-
-    @staticmethod
     def _solver_weights(sample_weight, n: int, unit: float | None) -> tuple[float, np.ndarray | None]:
         """``(unit, weight)``: the ``n`` rows' weights divided by the stream's unit, the mean
         weight of its first rows (``fit``'s, or the first chunk's, when ``unit`` is None). The
@@ -368,7 +359,7 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         with unfitted_on_error(self):  # a failed (re)fit leaves no mix of old and new state
             X, y, sample_weight = self._validate(X, y, sample_weight, reset=True)
             self.classes_, y01 = self._encode_target(y)
-            X, y01, sample_weight = self._weighted_rows(X, y01, sample_weight)
+            X, y01, sample_weight, _ = without_weightless(X, y01, sample_weight)
             if sample_weight is not None:  # to rank positives above negatives
                 check_weighted_classes(y01, self.classes_, "AUCClassifier")
             self._check_magnitudes(X)
@@ -531,7 +522,7 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
                                  f"classes {self.classes_.tolist()} seen before.")
             X, y, sample_weight = self._validate(X, y, sample_weight, reset=first)
             classes, y01 = self._encode_target(y, classes if first else self.classes_, known=not first)
-            X, y01, sample_weight = self._weighted_rows(X, y01, sample_weight)
+            X, y01, sample_weight, _ = without_weightless(X, y01, sample_weight)
             self._check_magnitudes(X)
             if first:
                 self.classes_ = classes

@@ -152,6 +152,13 @@ def _outward_cumsum(v: np.ndarray, m: int) -> np.ndarray:
     return c
 
 
+def _fill(caps: np.ndarray, mass: float) -> np.ndarray:
+    """The weight each entry takes when ``mass`` is poured over them in order, each up to its cap:
+    the greedy minimiser of a linear cost over ``{0 <= w <= caps, sum w = mass}`` with the
+    entries sorted by cost (the last one taken in part)."""
+    return np.clip(mass - (np.cumsum(caps) - caps), 0.0, caps)
+
+
 def _weighted_trimmed_location(y, weights, h, centre):
     """:func:`trimmed_location` of values ``y`` of masses ``weights``, keeping mass ``h``
     (the last value kept in part). The spread of a window of mass ``h`` is concave as the
@@ -159,8 +166,8 @@ def _weighted_trimmed_location(y, weights, h, centre):
     a value's edge: those ``2n`` windows are compared."""
     if not centre:
         order = np.argsort(np.abs(y), kind="stable")
-        a, s = np.abs(y)[order], weights[order]
-        kept = np.clip(h - (np.cumsum(s) - s), 0.0, s)
+        a = np.abs(y)[order]
+        kept = _fill(weights[order], h)
         unit = power_of_two_above(a[kept > 0][-1])
         return 0.0, float(np.sqrt(kept @ (a / unit) ** 2 / h) * unit)
     order = np.argsort(y, kind="stable")
@@ -381,7 +388,7 @@ class TrimmedProblem:
             w_floor[by_group] = np.clip(np.asarray(self.floors, dtype=float)[g] - before, 0.0, cb)
         spare = c - w_floor
         mass = self.h - (0.0 if self.floors is None else float(np.sum(self.floors)))
-        w_rest = np.clip(mass - (np.cumsum(spare) - spare), 0.0, spare)
+        w_rest = _fill(spare, mass)
         w = np.empty_like(c)
         w[order] = np.where(w_rest >= spare, c, w_floor + w_rest)
         if not bounds:

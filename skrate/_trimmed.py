@@ -28,7 +28,7 @@ from ._smart import (
 )
 from .problem._groups import check_row_order
 from .utils._validation import (check_label_missing, check_sample_weight_scaled, check_weighted_classes,
-                                positive_rows, unfitted_on_error, validate_numeric)
+                                unfitted_on_error, validate_numeric, without_weightless)
 from .utils._warnings import warn
 
 if TYPE_CHECKING:
@@ -55,9 +55,7 @@ def _row_weights(X, y, sample_weight):
     if sample_weight is None:
         return X, y, _RowWeights(None, None, n, 0, False)
     sample_weight, exponent = check_sample_weight_scaled(sample_weight, n)
-    rows = positive_rows(sample_weight)
-    if rows is not None:
-        X, y, sample_weight = X[rows], y[rows], sample_weight[rows]
+    X, y, sample_weight, rows = without_weightless(X, y, sample_weight)
     caps = None if np.all(sample_weight == 1.0) else sample_weight
     whole = (caps is not None and exponent == 0 and bool(np.all(caps == np.round(caps)))
              and float(np.sum(caps)) < 2.0**52)
@@ -402,10 +400,10 @@ class _BaseTrimmed(BaseEstimator):
         the solver's weights are the weight kept of each row, here the share; rows of weight 0
         (not among ``weights.rows``) have a share of 0."""
         caps, rows = weights.caps, weights.rows
-        share = fit.weights if caps is None else fit.weights / caps
+        share = kept = fit.weights if caps is None else fit.weights / caps
         if rows is not None:
             share = np.zeros(weights.n_samples)
-            share[rows] = fit.weights if caps is None else fit.weights / caps
+            share[rows] = kept
         self.sample_weights_ = share
         self.inlier_mask_ = share > 0.5
         self.n_inliers_ = int(h) if caps is None else weights.in_user_units(h)

@@ -162,6 +162,16 @@ def positive_rows(sample_weight: np.ndarray | None) -> np.ndarray | None:
     return np.flatnonzero(sample_weight > 0)
 
 
+def without_weightless(X, y: np.ndarray, sample_weight: np.ndarray | None) -> tuple:
+    """``(X, y, sample_weight, rows)`` on the rows of positive weight (:func:`positive_rows`,
+    ``rows`` None when every row has one): a row of weight 0 is a row removed, also from what an
+    estimator derives of its rows (column scales, calibration, trimmed capacities)."""
+    rows = positive_rows(sample_weight)
+    if rows is None:
+        return X, y, sample_weight, None
+    return X[rows], y[rows], sample_weight[rows], rows
+
+
 def check_baseline(baseline, classes: np.ndarray, n: int) -> np.ndarray | None:
     """A baseline model's decisions as 0/1: given as labels of ``classes`` (``old_model.predict(X)``;
     read as labels whenever every value is one, also for classes such as ``[1, 2]`` whose labels
