@@ -340,6 +340,12 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         -------
         self : AUCClassifier
 
+        Raises
+        ------
+        FloatingPointError
+            When a stochastic solver diverges (a user-set ``eta0`` too large). A fit that
+            raises leaves the estimator unfitted.
+
         Warns
         -----
         ConvergenceWarning
@@ -349,12 +355,6 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         scipy.linalg.LinAlgWarning
             When the exact solver's linear system is ill-conditioned (nearly collinear
             columns and a tiny ``alpha > 0``).
-
-        Raises
-        ------
-        FloatingPointError
-            When a stochastic solver diverges (a user-set ``eta0`` too large). A fit that
-            raises leaves the estimator unfitted.
         """
         with unfitted_on_error(self):  # a failed (re)fit leaves no mix of old and new state
             X, y, sample_weight = self._validate(X, y, sample_weight, reset=True)

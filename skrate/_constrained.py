@@ -758,8 +758,17 @@ class ConstrainedClassifier(RateClassifierBase):
 
         Parameters
         ----------
-        X, y : array-like
-        groups, sample_weight, baseline : as in :meth:`fit`
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Rows to evaluate, with the features seen in ``fit``.
+        y : array-like of shape (n_samples,)
+            True labels, in ``X``'s row order, among the ``classes_`` seen in ``fit``.
+        groups : DataFrame, dict of arrays, or array-like of shape (n_samples,), default=None
+            Group membership columns named by the constraints, as in :meth:`fit`.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the rows in every rate, as in :meth:`fit`; None means equal weights.
+        baseline : array-like of shape (n_samples,), default=None
+            The baseline model's decisions on these rows, for churn, wins and losses
+            constraints, as in :meth:`fit`.
         solution : str, default=None
             Which solution to report on (default: the ``solution`` parameter).
 

@@ -893,7 +893,13 @@ class MetricOptimizer(RateClassifierBase):
         ----------
         X, y : array-like
             Rows and their labels, among the ``classes_`` seen in ``fit``.
-        groups, sample_weight, baseline : as in :meth:`fit`
+        groups : DataFrame, dict of arrays, or array-like of shape (n_samples,), default=None
+            Group columns named by the metrics, as in :meth:`fit`.
+        sample_weight : array-like of shape (n_samples,), default=None
+            Weights of the rows in every rate, as in :meth:`fit`; None means equal weights.
+        baseline : array-like of shape (n_samples,), default=None
+            A baseline model's decisions on these rows, for churn and win-loss constraints, as
+            in :meth:`fit`.
         solution : str, default=None
             Which solution to evaluate (default: the ``solution`` parameter).
 

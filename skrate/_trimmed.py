@@ -483,7 +483,10 @@ class TrimmedRegressor(RowOrderScoreMixin, RegressorMixin, _BaseTrimmed):
     See Also
     --------
     TrimmedClassifier : Trimmed logistic regression.
-    sklearn.linear_model.HuberRegressor, sklearn.linear_model.RANSACRegressor
+    sklearn.linear_model.HuberRegressor : Linear regression robust to outliers through the
+        Huber loss.
+    sklearn.linear_model.RANSACRegressor : Linear regression fitted on a consensus set of
+        inliers found by random sampling.
 """
         + _NOTES
         + _REFERENCES
@@ -547,10 +550,12 @@ class TrimmedRegressor(RowOrderScoreMixin, RegressorMixin, _BaseTrimmed):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Samples to predict, dense, with the features seen in ``fit``.
 
         Returns
         -------
         ndarray of shape (n_samples,)
+            ``X @ coef_ + intercept_``.
         """
         return self._scores(X)[:, 0]
 
@@ -588,7 +593,7 @@ class TrimmedClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseTrimmed):
     See Also
     --------
     TrimmedRegressor : Least trimmed squares.
-    sklearn.linear_model.LogisticRegression
+    sklearn.linear_model.LogisticRegression : Logistic regression fitted on every sample.
 """
         + _NOTES
         + _REFERENCES
@@ -728,10 +733,12 @@ class TrimmedClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseTrimmed):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Samples to score, dense, with the features seen in ``fit``.
 
         Returns
         -------
         ndarray of shape (n_samples,) or (n_samples, n_classes)
+            ``X @ coef_.T + intercept_``; one column (returned as a 1-D array) for two classes.
         """
         S = self._scores(X)
         return S[:, 0] if S.shape[1] == 1 else S
@@ -742,10 +749,12 @@ class TrimmedClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseTrimmed):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Samples to predict, dense, with the features seen in ``fit``.
 
         Returns
         -------
         ndarray of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``.
         """
         return softmax(self._class_scores(X), axis=1)
 
@@ -755,10 +764,12 @@ class TrimmedClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseTrimmed):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Samples to predict, dense, with the features seen in ``fit``.
 
         Returns
         -------
         ndarray of shape (n_samples, n_classes)
+            Columns in the order of ``classes_``.
         """
         return log_softmax(self._class_scores(X), axis=1)
 
@@ -774,10 +785,12 @@ class TrimmedClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseTrimmed):
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
+            Samples to predict, dense, with the features seen in ``fit``.
 
         Returns
         -------
         ndarray of shape (n_samples,)
+            Labels among ``classes_``.
         """
         S = self._scores(X)
         idx = (S[:, 0] > 0).astype(int) if S.shape[1] == 1 else np.argmax(S, axis=1)

@@ -25,10 +25,13 @@ class UndefinedRateError(ValueError):
     A ``ValueError``; reports on new data (``constraint_report``) show such a constraint as
     NaN instead of raising.
 
-    Attributes
+    Parameters
     ----------
-    rate : Rate or None
-        The undefined rate.
+    message : str
+        The error message.
+    rate : Rate or None, default=None
+        The undefined rate (None when the error is not about a single rate), kept as the
+        attribute ``rate``.
     """
 
     def __init__(self, message: str, *, rate=None):

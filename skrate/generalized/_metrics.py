@@ -210,7 +210,13 @@ def _bind_exprs(exprs, assignment):
 
 @dataclass(frozen=True, eq=True)
 class LinearRate(Atom):
-    """A linear rate expression, e.g. ``error_rate`` or ``ppr[sex=Female] - ppr``."""
+    """A linear rate expression, e.g. ``error_rate`` or ``ppr[sex=Female] - ppr``.
+
+    Parameters
+    ----------
+    expr : Expression
+        The rate expression.
+    """
 
     expr: Expression
     name = "rate"
@@ -248,6 +254,18 @@ class FMeasure(Atom):
 
     In rates: ``F = (1 + b^2) tp / (b^2 pi + ppr)`` with ``tp`` the proportion of true
     positives and ``pi`` the proportion of positive labels of the slice: a ratio of rates.
+
+    Parameters
+    ----------
+    tp : Expression
+        The proportion of examples of the slice that are positive and predicted positive
+        (``tp_proportion``).
+    ppr : Expression
+        The positive prediction rate of the slice.
+    pi : Expression
+        The proportion of positive labels of the slice (``label_rate``).
+    beta : float, default=1.0
+        Weight of recall against precision.
     """
 
     tp: Expression
@@ -318,7 +336,15 @@ class _TwoRates(Atom):
 
 @dataclass(frozen=True)
 class GMean(_TwoRates):
-    """``1 - sqrt(TPR * TNR)``: one minus the geometric mean (convex; degree-1 homogeneous part)."""
+    """``1 - sqrt(TPR * TNR)``: one minus the geometric mean (convex; degree-1 homogeneous part).
+
+    Parameters
+    ----------
+    a : Expression
+        The first rate (``tpr`` in :func:`g_mean`).
+    b : Expression
+        The second rate (``tnr`` in :func:`g_mean`).
+    """
 
     name = "g_mean"
 
@@ -337,7 +363,15 @@ class GMean(_TwoRates):
 
 @dataclass(frozen=True)
 class HMean(_TwoRates):
-    """``1 - 2 TPR TNR / (TPR + TNR)``: one minus the harmonic mean (convex)."""
+    """``1 - 2 TPR TNR / (TPR + TNR)``: one minus the harmonic mean (convex).
+
+    Parameters
+    ----------
+    a : Expression
+        The first rate (``tpr`` in :func:`h_mean`).
+    b : Expression
+        The second rate (``tnr`` in :func:`h_mean`).
+    """
 
     name = "h_mean"
 
@@ -356,7 +390,15 @@ class HMean(_TwoRates):
 
 @dataclass(frozen=True)
 class QMean(_TwoRates):
-    """``sqrt((FNR^2 + FPR^2) / 2)``: the quadratic mean of the class errors (convex)."""
+    """``sqrt((FNR^2 + FPR^2) / 2)``: the quadratic mean of the class errors (convex).
+
+    Parameters
+    ----------
+    a : Expression
+        The first rate (``fnr`` in :func:`q_mean`).
+    b : Expression
+        The second rate (``fpr`` in :func:`q_mean`).
+    """
 
     name = "q_mean"
 
@@ -376,6 +418,13 @@ class KLD(Atom):
     predicted one ``q``, ``p log(p / q) + (1 - p) log((1 - p) / (1 - q))``: convex in ``q``.
 
     Quantification (Esuli and Sebastiani) and, per group, demographic-parity fairness.
+
+    Parameters
+    ----------
+    p : Expression
+        The true positive proportion (``label_rate``, of all examples or of the slice).
+    q : Expression
+        The predicted positive proportion (``ppr`` of the slice).
     """
 
     p: Expression
@@ -414,7 +463,13 @@ class KLD(Atom):
 
 @dataclass(frozen=True)
 class MaxOf(Atom):
-    """``max_k r_k``: the worst of several rates (convex, with a subgradient)."""
+    """``max_k r_k``: the worst of several rates (convex, with a subgradient).
+
+    Parameters
+    ----------
+    rates : tuple of Expression
+        The linear rate expressions ``r_k``.
+    """
 
     rates: tuple[Expression, ...]
     name = "max"
@@ -442,7 +497,15 @@ class MaxOf(Atom):
 
 @dataclass(frozen=True)
 class RatioAtom(Atom):
-    """``numerator / denominator`` of two linear rate expressions (precision, win-loss ratio)."""
+    """``numerator / denominator`` of two linear rate expressions (precision, win-loss ratio).
+
+    Parameters
+    ----------
+    numerator : Expression
+        The expression divided.
+    denominator : Expression
+        The expression divided by; its value is read as at least ``1e-6``.
+    """
 
     numerator: Expression
     denominator: Expression
@@ -482,6 +545,24 @@ class RateFunction(Atom):
     ``[0, 1]^k`` and one-sided ones at its faces, so ``fn`` is only evaluated on the box.
     ``cvx`` (``cvxpy vector -> cvxpy expression``), optional, is the same function in cvxpy: the
     xi-player then solves its problem with cvxpy instead of a quasi-Newton method.
+
+    Parameters
+    ----------
+    fn : callable
+        ``fn(r) -> float`` for the vector ``r`` of the values of ``rates``.
+    rates : tuple of Expression, default=()
+        The linear rate expressions ``fn`` takes.
+    convexity : {"linear", "convex", "concave", "nonconvex"}, default="convex"
+        The declared class of ``fn`` on the box ``[0, 1]^k``, checked when the atom is built
+        (see :func:`rate_function`).
+    grad : callable, default=None
+        ``grad(r) -> array``, the gradient of ``fn``; None means finite differences.
+    label : str, default="rate_function"
+        The function's name, as the metric reads (``label(rates)``).
+    cvx : callable, default=None
+        ``fn`` as a function of a cvxpy vector; None means the xi-player solves numerically.
+    smooth : bool, default=True
+        Whether the gradient of ``fn`` is continuous in the rates.
     """
 
     fn: Callable = field(compare=True)
@@ -557,7 +638,21 @@ class RateFunction(Atom):
         return self._affine()[1]
 
     def linear_expression(self) -> Expression:
-        """The function as the rate expression ``c0 + sum_i c_i rates_i`` (declared linear only)."""
+        """The function as the rate expression ``c0 + sum_i c_i rates_i`` (declared linear only).
+
+        Returns
+        -------
+        Expression
+            ``c0 + sum_i c_i rates_i``, with ``c0 = fn(0)`` and ``c_i`` read from ``fn`` at the
+            unit vectors (rounded to 12 significant digits).
+
+        Raises
+        ------
+        TypeError
+            When the function is not declared ``"linear"``.
+        ValueError
+            When ``fn`` is not affine at the probe points.
+        """
         c0, c = self._affine()
         return sum((float(ci) * e for ci, e in zip(c, self.rates)), Expression((), c0))
 
@@ -619,7 +714,15 @@ def _combine_kinds(terms) -> str:
 
 @dataclass(frozen=True)
 class MetricSum(Metric):
-    """``constant + sum_a coef_a * atom_a``; the form every metric takes once combined."""
+    """``constant + sum_a coef_a * atom_a``; the form every metric takes once combined.
+
+    Parameters
+    ----------
+    terms : tuple of (float, Atom), default=()
+        The coefficients ``coef_a`` and their atoms.
+    constant : float, default=0.0
+        The constant term.
+    """
 
     terms: tuple[tuple[float, Atom], ...] = ()
     constant: float = 0.0
@@ -644,7 +747,15 @@ class MetricSum(Metric):
         return MetricSum(tuple((c, a.bind(assignment)) for c, a in self.terms), self.constant)
 
     def ratio_form(self) -> tuple[float, list[tuple[float, Expression, Expression]]] | None:
-        """``(constant, [(coef, N, D)])`` when every atom is a ratio of rates, else None."""
+        """``(constant, [(coef, N, D)])`` when every atom is a ratio of rates, else None.
+
+        Returns
+        -------
+        tuple of (float, list of (float, Expression, Expression)) or None
+            The constant and the terms ``coef * N / D`` whose sum with it is the metric (linear
+            atoms are ratios over 1; constant terms fold into the constant); None when an atom
+            is not a ratio of rates.
+        """
         constant, out = self.constant, []
         for coef, atom in self.terms:
             parts = atom.ratios()
@@ -685,6 +796,7 @@ class MetricConstraint:
     Parameters
     ----------
     metric : MetricSum
+        The constrained metric: the constraint is ``metric <= 0``.
     label : str, default=""
         How the constraint reads; ``{slice}`` in it stands for ``slice`` in brackets, so a
         constraint over a bare group column reads per value once expanded (``kld[g=a] <= 0.01``).
@@ -706,7 +818,19 @@ class MetricConstraint:
         return self.metric.expand_keys
 
     def bind(self, assignment: dict[str, str]) -> MetricConstraint:
-        """The constraint for one value of each expanded group column, labelled with the values."""
+        """The constraint for one value of each expanded group column, labelled with the values.
+
+        Parameters
+        ----------
+        assignment : dict of str to str
+            A value for each expanded group column.
+
+        Returns
+        -------
+        MetricConstraint
+            A new constraint on those values; a label without ``{slice}`` gets them appended in
+            brackets.
+        """
         label = self.label
         if label and "{slice}" not in label and assignment:
             label = f"{label} [{Slice.make(assignment)}]"
@@ -980,6 +1104,7 @@ def rate_function(fn: Callable, rates: Iterable[Expression | str] | str, *, conv
         ``gradient(r) -> array``; when omitted, finite differences that evaluate ``fn`` only
         on the box ``[0, 1]^k`` (central inside, one-sided at a rate of 0 or 1).
     name : str, default="rate_function"
+        The function's name, as the metric reads (``name(rates)``).
     cvxpy : callable, optional
         The same function of a cvxpy vector of rates (``lambda r: cp.norm(r)``): the xi-player
         then solves its small convex problem with cvxpy, built once and re-solved with new

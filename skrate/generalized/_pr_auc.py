@@ -30,7 +30,15 @@ HEAD = "__threshold__"
 
 @dataclass(frozen=True)
 class PRAUC(Metric):
-    """One minus the PR-AUC estimated at the recall levels ``levels`` (a ratio-class metric)."""
+    """One minus the PR-AUC estimated at the recall levels ``levels`` (a ratio-class metric).
+
+    Built by :func:`pr_auc`.
+
+    Parameters
+    ----------
+    levels : sequence of float in (0, 1)
+        The recall levels, distinct; kept as a tuple in increasing order.
+    """
 
     levels: tuple[float, ...]
 

@@ -68,7 +68,22 @@ class CompiledSum:
 
 @dataclass
 class MetricProgram:
-    """Objective (row 0 of ``values``) and constraints ``<= 0`` over the rates ``A @ yhat + b``."""
+    """Objective (row 0 of ``values``) and constraints ``<= 0`` over the rates ``A @ yhat + b``.
+
+    Built by :func:`compile_program`.
+
+    Parameters
+    ----------
+    A : CellMatrix of shape (K, n_samples)
+        The coefficient of each example's decision in each of the ``K`` basic rates of all
+        atoms.
+    b : ndarray of shape (K,)
+        The rates' parts that do not depend on the decisions.
+    objective : CompiledSum
+        The objective, a function of the rate vector ``r``.
+    constraints : list of CompiledSum
+        The constraints, each met when its value is ``<= 0``.
+    """
 
     A: CellMatrix
     b: np.ndarray
@@ -88,7 +103,20 @@ class MetricProgram:
         return out + (self.b if out.ndim == 1 else self.b[:, None])
 
     def values(self, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Objective and constraint values for rates ``r`` of shape (K,) or (K, k)."""
+        """Objective and constraint values for rates ``r`` of shape (K,) or (K, k).
+
+        Parameters
+        ----------
+        r : ndarray of shape (K,) or (K, k)
+            One rate vector, or ``k`` of them as columns (``rates(yhat)``).
+
+        Returns
+        -------
+        objective : float or ndarray of shape (k,)
+            The objective's value at each rate vector.
+        constraints : ndarray of shape (n_constraints,) or (n_constraints, k)
+            Each constraint's value at each rate vector.
+        """
         obj = self.objective.value(r)
         cons = np.array([c.value(r) for c in self.constraints]) if self.constraints else np.zeros((0,) + np.shape(obj))
         return obj, cons
@@ -96,7 +124,17 @@ class MetricProgram:
     def linear_constraints(self) -> tuple[list[int], CellMatrix, np.ndarray]:
         """The constraints linear in the rates, as the indices among ``constraints`` and the
         values ``K s + offsets`` they take at the cells' sums of decisions ``s`` (see
-        :func:`skrate.problem.least_largest`)."""
+        :func:`skrate.problem.least_largest`).
+
+        Returns
+        -------
+        indices : list of int
+            The positions among ``constraints`` of the linear ones, in order.
+        cells : CellMatrix of shape (len(indices), n_samples)
+            Their coefficients of the examples' decisions.
+        offsets : ndarray of shape (len(indices),)
+            Their values at decisions all 0.
+        """
         kept = [j for j, c in enumerate(self.constraints) if c.is_linear]
         W = np.zeros((len(kept), self.b.size))
         constant = np.zeros(len(kept))
@@ -109,7 +147,21 @@ class MetricProgram:
     def flag_undefined(self, r: np.ndarray, cons: np.ndarray) -> np.ndarray:
         """The constraint values ``cons`` at ``r`` with those whose ratio is undefined there read as
         violated without bound: choosing among models, one that meets a ratio's linear form by
-        predicting nothing is not feasible."""
+        predicting nothing is not feasible.
+
+        Parameters
+        ----------
+        r : ndarray of shape (K,) or (K, k)
+            One rate vector, or ``k`` of them as columns.
+        cons : ndarray of shape (n_constraints,) or (n_constraints, k)
+            The constraint values at ``r``, as :meth:`values` gives them.
+
+        Returns
+        -------
+        ndarray of the shape of ``cons``
+            ``cons`` with ``inf`` where a constraint's ratio has no positive denominator at
+            ``r``; ``cons`` itself when there are no constraints.
+        """
         if not self.constraints:
             return cons
         return np.where(np.array([~c.defined(r) for c in self.constraints]), np.inf, cons)

@@ -125,7 +125,10 @@ def best_response(atom, lam: np.ndarray, w: float, fixed: np.ndarray, start: np.
     Parameters
     ----------
     atom : Atom
+        The metric of ``k`` rate expressions whose rates ``xi`` are chosen (``KLD``, ``GMean``,
+        ``HMean``, ``QMean``, ``MaxOf``, ``RateFunction``, ...).
     lam : ndarray of shape (k,)
+        Multipliers of the atom's rate expressions.
     w : float
         Weight of the atom: its coefficient times its owner's (1 in the objective, the
         multiplier in a constraint); negative for a concave atom that enters negated.
@@ -137,6 +140,12 @@ def best_response(atom, lam: np.ndarray, w: float, fixed: np.ndarray, start: np.
     box : (ndarray, ndarray) of shape (k,) each, optional
         The range ``lo <= xi <= hi`` each rate expression can take (``rate_box``); by
         default ``[0, 1]``, the range of a basic rate.
+
+    Returns
+    -------
+    ndarray of shape (k,)
+        The minimising rates ``xi``: the ``fixed`` values where given, the chosen ones where
+        ``fixed`` is NaN.
     """
     free = np.isnan(fixed)
     lo, hi = _box(box, len(fixed))
@@ -167,6 +176,23 @@ class CvxpyXiPlayer:
     the structure is cached across iterations, only the parameters change. ``sign`` is the sign
     of the atom's weight, fixed by its coefficient (a concave user function enters negated), and
     ``box`` the range of its rates (:func:`best_response`).
+
+    Calling the instance with ``(lam, w)`` solves the problem for those values and returns the
+    rates ``xi`` as an ndarray of shape (k,), the fixed entries included.
+
+    Parameters
+    ----------
+    atom : Atom
+        A built-in convex atom (``KLD``, ``GMean``, ``HMean``, ``QMean``, ``MaxOf``) or a
+        ``RateFunction`` given with a cvxpy form (``cvx``); any other raises a TypeError.
+    fixed : ndarray of shape (k,)
+        Values of the rates that do not depend on the model; NaN where the xi-player chooses.
+    sign : float, default=1.0
+        Sign of the atom's weight (only its sign is read); the problem then accepts weights
+        ``w`` of that sign (or 0) only.
+    box : (ndarray, ndarray) of shape (k,) each, default=None
+        The range ``lo <= xi <= hi`` of the rates; None means ``[0, 1]``, the range of a
+        basic rate.
     """
 
     def __init__(self, atom, fixed: np.ndarray, sign: float = 1.0,

@@ -91,7 +91,9 @@ def decisions_of(estimator: BaseEstimator, X: ArrayLike, decisions: str = "auto"
     Parameters
     ----------
     estimator : fitted binary classifier
+        With ``classes_``; ``classes_[1]`` is the positive class.
     X : array-like of shape (n_samples, n_features)
+        Rows to decide on, as the estimator's ``predict`` takes them.
     decisions : {"auto", "predict", "expected"}, default="auto"
         ``"predict"`` uses the labels of ``predict``; ``"expected"`` uses
         ``predict_proba(X)[:, 1]`` as the probability of predicting 1, so rates hold in
@@ -101,6 +103,8 @@ def decisions_of(estimator: BaseEstimator, X: ArrayLike, decisions: str = "auto"
     Returns
     -------
     ndarray of shape (n_samples,)
+        1.0 where the label is ``classes_[1]`` and 0.0 elsewhere, or the probabilities of
+        ``classes_[1]``.
     """
     check_decisions(decisions)
     if decisions == "auto":

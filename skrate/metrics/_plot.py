@@ -90,6 +90,7 @@ def plot_tradeoff(curve: pd.DataFrame, *, ax: Axes | None = None, violation: str
         The result of ``tradeoff_curve``: columns ``slack``, ``train_error``, ``test_error``,
         ``train_violation``, ``test_violation``, ``train_gap`` and ``test_gap``.
     ax : matplotlib Axes, default=None
+        Where to draw; a new figure's Axes by default.
     violation : {"violation", "gap"}, default="violation"
         Plot the violation of each setting's own constraints, or the gap: the violation of
         the constraints at slack 0.
@@ -97,6 +98,7 @@ def plot_tradeoff(curve: pd.DataFrame, *, ax: Axes | None = None, violation: str
     Returns
     -------
     ax : matplotlib Axes
+        The Axes drawn on.
     """
     if violation not in ("violation", "gap"):
         raise ValueError(f"violation must be 'violation' or 'gap', got {violation!r}.")

@@ -48,7 +48,18 @@ class MLPModel:
         return layers
 
     def init_params(self, rng: np.random.Generator) -> np.ndarray:
-        """He initialisation for the ReLU layers, zero biases."""
+        """He initialisation for the ReLU layers, zero biases.
+
+        Parameters
+        ----------
+        rng : numpy.random.Generator
+            Draws the weights: normal, of standard deviation ``sqrt(2 / fan_in)``.
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+            The initial parameter vector.
+        """
         parts = []
         for a, b in self._shapes:
             parts += [rng.normal(scale=np.sqrt(2.0 / a), size=a * b), np.zeros(b)]
@@ -63,7 +74,22 @@ class MLPModel:
 
     def forward(self, X: np.ndarray | sp.spmatrix, theta: np.ndarray) -> tuple[np.ndarray, list[np.ndarray]]:
         """``(scores, cache)``: the scores and the layers' activations, which :meth:`backward` at the
-        same ``X`` and ``theta`` reuses instead of running the network again."""
+        same ``X`` and ``theta`` reuses instead of running the network again.
+
+        Parameters
+        ----------
+        X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+            The rows to score.
+        theta : ndarray of shape (n_params,)
+            The network's parameters.
+
+        Returns
+        -------
+        scores : ndarray of shape (n_samples,)
+            The network's output.
+        cache : list of ndarray
+            ``X`` and the activations of every layer after it, the output last.
+        """
         acts = self._activations(X, self._unpack(theta))
         return acts[-1][:, 0], acts
 
@@ -83,6 +109,24 @@ class MLPModel:
 
         ``cache`` is what :meth:`forward` returned with the scores for this ``X`` and ``theta``;
         None runs the forward pass again.
+
+        Parameters
+        ----------
+        X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+            The rows scored.
+        theta : ndarray of shape (n_params,)
+            The network's parameters.
+        grad_scores : ndarray of shape (n_samples,)
+            The weight of each row's score.
+        XT : {ndarray, sparse matrix} of shape (n_features, n_samples), default=None
+            ``X.T``, precomputed, for the first layer's weight gradient; None transposes ``X``.
+        cache : list of ndarray, default=None
+            The activations :meth:`forward` returned for this ``X`` and ``theta``.
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+            The gradient, laid out as ``theta``.
         """
         layers = self._unpack(theta)
         acts = self._activations(X, layers) if cache is None else cache
@@ -102,7 +146,13 @@ class MLPModel:
         return np.concatenate(out)
 
     def penalty_mask(self) -> np.ndarray:
-        """1 for weight matrices, 0 for biases."""
+        """1 for weight matrices, 0 for biases.
+
+        Returns
+        -------
+        ndarray of shape (n_params,)
+            The entries the L2 penalty applies to, laid out as ``theta``.
+        """
         parts = []
         for a, b in self._shapes:
             parts += [np.ones(a * b), np.zeros(b)]
@@ -111,7 +161,20 @@ class MLPModel:
     def unscale(self, thetas: np.ndarray, transform: tuple[np.ndarray, np.ndarray]) -> np.ndarray:
         """Parameters (k, n_params) fitted on ``(X - shift) / scale``, as parameters on ``X`` (same
         scores): the first layer's weights of input ``j`` divided by ``scale[j]``, and its biases
-        less ``shift @ W``."""
+        less ``shift @ W``.
+
+        Parameters
+        ----------
+        thetas : ndarray of shape (k, n_params)
+            Parameter vectors fitted on the transformed rows.
+        transform : (ndarray, ndarray)
+            ``(shift, scale)``, each of shape (n_features,).
+
+        Returns
+        -------
+        ndarray of shape (k, n_params)
+            A new array of the parameters on ``X``; ``thetas`` is left unchanged.
+        """
         shift, scale = transform
         out = np.array(thetas, dtype=float)
         d, h = self._shapes[0]

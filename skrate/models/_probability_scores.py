@@ -116,7 +116,21 @@ class ProbabilityScoreModel:
 
     def augment(self, X: ArrayLike | sp.spmatrix, z: np.ndarray | None = None) -> np.ndarray | sp.csr_matrix:
         """``[X, z]``, sparse when ``X`` is; ``z`` defaults to ``z(X)``. A DataFrame ``X`` (of numeric
-        columns) reaches the estimator as it is."""
+        columns) reaches the estimator as it is.
+
+        Parameters
+        ----------
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            The features ``x``, in the form the estimator takes.
+        z : ndarray of shape (n_samples,), default=None
+            The score column; None computes the estimator's log-odds of ``positive`` on ``X``.
+
+        Returns
+        -------
+        {ndarray, scipy.sparse.csr_matrix} of shape (n_samples, n_features + 1)
+            ``X`` as floats, its missing values read as 0, with ``z`` as its last column; CSR
+            when ``X`` is sparse.
+        """
         if z is None:
             z = log_odds(self.estimator, X, self.positive)
         if is_frame(X):

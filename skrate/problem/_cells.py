@@ -74,7 +74,20 @@ class CellMatrix:
 
     @classmethod
     def from_factors(cls, mix: sp.spmatrix, basis: sp.spmatrix) -> "CellMatrix":
-        """``mix @ basis`` (see :func:`~skrate.problem.compile_factored`) as cells."""
+        """``mix @ basis`` (see :func:`~skrate.problem.compile_factored`) as cells.
+
+        Parameters
+        ----------
+        mix : sparse matrix of shape (n_rows, n_rates)
+            The coefficient of each basic rate in each row of ``A``.
+        basis : sparse matrix of shape (n_rates, n_samples)
+            The coefficient of each row's decision in each basic rate.
+
+        Returns
+        -------
+        CellMatrix
+            ``A = mix @ basis`` over the cells of alike rows (see :func:`row_cells`).
+        """
         cell, scale, unit = row_cells(basis)
         used = np.flatnonzero(cell >= 0)
         P = sp.csc_matrix((scale[used], (cell[used], used)), shape=(unit.shape[1], basis.shape[1]))
@@ -113,13 +126,35 @@ class CellMatrix:
         return CellMatrix(self.K[rows], self.P[:, cols])
 
     def sum(self, axis: int) -> np.ndarray:
-        """Row sums (``axis=1``)."""
+        """Row sums (``axis=1``).
+
+        Parameters
+        ----------
+        axis : int
+            Must be 1: only the row sums are computed.
+
+        Returns
+        -------
+        ndarray of shape (n_rows,)
+            The sum of each row of ``A``.
+
+        Raises
+        ------
+        ValueError
+            When ``axis`` is not 1.
+        """
         if axis != 1:
             raise ValueError("CellMatrix sums its rows only (axis=1).")
         return self.K @ np.asarray(self.P.sum(axis=1)).ravel()
 
     def toarray(self) -> np.ndarray:
-        """``A`` formed, for small checks."""
+        """``A`` formed, for small checks.
+
+        Returns
+        -------
+        ndarray of shape (n_rows, n_samples)
+            ``K @ P`` as a dense array.
+        """
         return (self.K @ self.P).toarray()
 
 

@@ -27,7 +27,20 @@ from ._groups import GroupTable
 
 @dataclass
 class RateData:
-    """What rates are measured on: labels, sample weights, baseline decisions and groups."""
+    """What rates are measured on: labels, sample weights, baseline decisions and groups.
+
+    Parameters
+    ----------
+    y : ndarray of shape (n_samples,) or None
+        The labels as 0/1 (1 for the positive class); None when there are none, for rates
+        that need no labels.
+    sample_weight : ndarray of shape (n_samples,)
+        The rows' weights.
+    groups : GroupTable
+        The group columns of the rows.
+    baseline : ndarray of shape (n_samples,), default=None
+        The baseline model's 0/1 decisions; None when there are none.
+    """
 
     y: np.ndarray | None
     sample_weight: np.ndarray
@@ -39,12 +52,29 @@ class RateData:
         return self.sample_weight.shape[0]
 
     def take(self, idx: np.ndarray) -> "RateData":
-        """The rows ``idx``."""
+        """The rows ``idx``.
+
+        Parameters
+        ----------
+        idx : ndarray of int
+            The rows to keep, in order (repeats allowed).
+
+        Returns
+        -------
+        RateData
+            New data of ``len(idx)`` rows.
+        """
         pick = lambda a: None if a is None else a[idx]
         return RateData(pick(self.y), self.sample_weight[idx], self.groups.take(idx), pick(self.baseline))
 
     def weighted_rows(self) -> np.ndarray | None:
-        """The rows of positive weight, or None when every row has one (:func:`positive_rows`)."""
+        """The rows of positive weight, or None when every row has one (:func:`positive_rows`).
+
+        Returns
+        -------
+        ndarray of int or None
+            The indices of the rows of positive weight, in order; None when every row has one.
+        """
         return positive_rows(self.sample_weight)
 
     def without_weightless(self, *rows) -> tuple:
@@ -53,7 +83,20 @@ class RateData:
 
         As scikit-learn has it, a row of weight 0 is a row dropped: it must not name a group
         value that constraints then expand over, land on the held-out side of a split, or reach a
-        user's estimator, which need not read weights as counts."""
+        user's estimator, which need not read weights as counts.
+
+        Parameters
+        ----------
+        *rows : array-like, sparse matrix, DataFrame or None
+            Per-row inputs aligned with these data (indexed by row).
+
+        Returns
+        -------
+        tuple
+            ``(data, *rows)``: these data and ``rows`` as given when every row has a positive
+            weight, else new data and each of ``rows`` on the rows of positive weight (None
+            stays None).
+        """
         kept = self.weighted_rows()
         if kept is None:
             return (self, *rows)
@@ -250,6 +293,19 @@ class RateProblem:
     Row 0 of ``A`` / ``b`` is the objective, rows ``1..m`` the constraints, so the values of
     a model with 0/1 (or expected) decisions ``yhat`` are ``A @ yhat + b``. Products go
     through the factors (see :func:`compile_factored`).
+
+    Parameters
+    ----------
+    mix : scipy.sparse.csr_matrix of shape (m + 1, n_rates)
+        The coefficient of each distinct basic rate in the objective and each constraint.
+    basis : scipy.sparse.csr_matrix of shape (n_rates, n_samples)
+        The coefficient of each row's decision in each distinct basic rate.
+    b : ndarray of shape (m + 1,)
+        The constant of the objective and of each constraint.
+    objective : Expression
+        The linear rate expression minimised.
+    constraints : list of Constraint
+        The ``m`` constraints, expanded over the group values.
     """
 
     mix: sp.csr_matrix
@@ -274,7 +330,19 @@ class RateProblem:
         return len(self.constraints)
 
     def values(self, yhat: np.ndarray) -> np.ndarray:
-        """Objective and constraint values for decisions ``yhat`` (n,) or (n, k)."""
+        """Objective and constraint values for decisions ``yhat`` (n,) or (n, k).
+
+        Parameters
+        ----------
+        yhat : ndarray of shape (n_samples,) or (n_samples, k)
+            Decisions (0/1 or probabilities of predicting 1), of one model or of ``k`` as
+            columns.
+
+        Returns
+        -------
+        ndarray of shape (m + 1,) or (m + 1, k)
+            The objective's value (row 0) and the constraints' ``g_j`` (met when ``<= 0``).
+        """
         out = self.mix @ (self.basis @ yhat)
         return out + (self.b if out.ndim == 1 else self.b[:, None])
 

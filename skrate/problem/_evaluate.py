@@ -182,6 +182,7 @@ def constraint_violation(constraint: Constraint, lhs: float | np.ndarray,
     Parameters
     ----------
     constraint : Constraint
+        The constraint; only its comparison (``<=`` or ``>=``) is read.
     lhs, rhs : float or ndarray
         Values of its two sides (ratios as ratios; NaN where undefined).
 

@@ -50,7 +50,23 @@ def least_largest(cells: CellMatrix, offsets: np.ndarray) -> tuple[float, int]:
     as ``cells``, and the index attaining it; (NaN, 0) when the linear program fails.
 
     Each cell's decisions enter only through their weighted sum ``s``, which ranges over
-    ``[0, P 1]``: the LP ``min t s.t. K s + offsets <= t`` has one variable per cell."""
+    ``[0, P 1]``: the LP ``min t s.t. K s + offsets <= t`` has one variable per cell.
+
+    Parameters
+    ----------
+    cells : CellMatrix of shape (m, n_samples)
+        The coefficients ``A`` of the decisions in the ``m`` values.
+    offsets : ndarray of shape (m,)
+        The values at decisions all 0.
+
+    Returns
+    -------
+    value : float
+        The least achievable ``max_j (A yhat + offsets)_j``; NaN when the linear program
+        fails.
+    worst : int
+        The index of the value attaining it (0 when the linear program fails).
+    """
     A, upper = cells.K, np.asarray(cells.P.sum(axis=1)).ravel()
     m, n = A.shape
     A_ub = sp.hstack([A, -np.ones((m, 1))], format="csr")

@@ -201,7 +201,18 @@ class GroupTable:
 
     ``groups`` may be a pandas DataFrame, a dict of arrays, a 1-D array or Series (the
     column ``"group"``, or the Series' name), or None. When ``X`` is a DataFrame its columns
-    are also available by name, behind the columns of ``groups``.
+    are also available by name, behind the columns of ``groups``. :meth:`from_input` builds
+    the table from them.
+
+    Parameters
+    ----------
+    raw : Mapping
+        The columns by name, each with one value per row, as given (a dict is wrapped in the
+        table's own mapping, which may also read a DataFrame ``X``'s columns).
+    n : int
+        The number of rows.
+    named_x : bool, default=False
+        Whether the columns of a DataFrame ``X`` are among the columns.
     """
 
     raw: Mapping
@@ -260,7 +271,21 @@ class GroupTable:
     def coded(cls, columns: dict[str, tuple[list[str], np.ndarray]], n: int) -> "GroupTable":
         """A table of columns given as :meth:`codes` gives them: sorted distinct values and each
         row's index into them. Every value stays known, whether a row holds it or not, so a
-        filter naming a value no row holds matches no row instead of raising."""
+        filter naming a value no row holds matches no row instead of raising.
+
+        Parameters
+        ----------
+        columns : dict of str to (list of str, ndarray of int)
+            For each column name, its sorted distinct values and each row's index into them
+            (an ndarray of shape (n,)).
+        n : int
+            The number of rows.
+
+        Returns
+        -------
+        GroupTable
+            A new table of the columns, their codes already computed.
+        """
         table = cls({key: np.asarray(known)[codes] for key, (known, codes) in columns.items()}, n)
         for key, (known, codes) in columns.items():
             table._cache[("codes", key)] = (list(known), codes)
@@ -273,7 +298,19 @@ class GroupTable:
             _check_rows(np.asarray(values), key, self.n)
 
     def take(self, idx: np.ndarray) -> "GroupTable":
-        """The rows ``idx`` of every column; columns already validated and coded carry over."""
+        """The rows ``idx`` of every column; columns already validated and coded carry over.
+
+        Parameters
+        ----------
+        idx : ndarray of int
+            The rows to keep, in order (repeats allowed).
+
+        Returns
+        -------
+        GroupTable
+            A new table of ``len(idx)`` rows; the codes of a coded column keep only the values
+            these rows hold.
+        """
         table = GroupTable(self.raw.take(idx), len(idx), self.named_x)
         for key, value in self._cache.items():
             if isinstance(key, str):
@@ -287,12 +324,42 @@ class GroupTable:
 
     def weighted(self, sample_weight: np.ndarray | None) -> "GroupTable":
         """The rows of positive ``sample_weight`` (this table when every row has one, or no
-        weights are given): a row of weight 0 is a row dropped, its group values unseen."""
+        weights are given): a row of weight 0 is a row dropped, its group values unseen.
+
+        Parameters
+        ----------
+        sample_weight : ndarray of shape (n,) or None
+            The rows' weights; None means every row is kept.
+
+        Returns
+        -------
+        GroupTable
+            This table itself when every row is kept, else a new table of the rows of positive
+            weight (see :meth:`take`).
+        """
         kept = positive_rows(sample_weight)
         return self if kept is None else self.take(kept)
 
     def column(self, key: str) -> np.ndarray:
-        """The group column ``key`` as strings; a clear error when it is unknown."""
+        """The group column ``key`` as strings; a clear error when it is unknown.
+
+        Parameters
+        ----------
+        key : str
+            The column's name.
+
+        Returns
+        -------
+        ndarray of str of shape (n,)
+            Each row's value, named as a spec names it (a float-coded ``1.0`` as ``"1"``);
+            converted once, then cached.
+
+        Raises
+        ------
+        ValueError
+            When no column is named ``key``, or it has a missing value or not one value per
+            row.
+        """
         if key not in self._cache:
             if key not in self.raw:
                 known = sorted(self.raw)
@@ -326,7 +393,21 @@ class GroupTable:
         return ""
 
     def codes(self, key: str) -> tuple[list[str], np.ndarray]:
-        """Sorted distinct values and each row's index into them, computed once per column."""
+        """Sorted distinct values and each row's index into them, computed once per column.
+
+        Parameters
+        ----------
+        key : str
+            The column's name.
+
+        Returns
+        -------
+        values : list of str
+            The distinct values, sorted: in the order of a categorical column's categories,
+            numbers by number, else as text.
+        codes : ndarray of int of shape (n,)
+            Each row's index into ``values``.
+        """
         cache_key = ("codes", key)
         if cache_key not in self._cache:
             uniques, codes = np.unique(self.column(key), return_inverse=True)
@@ -359,16 +440,52 @@ class GroupTable:
         return self._cache[cache_key]
 
     def values(self, key: str) -> list[str]:
-        """The distinct values of a group column, sorted (numbers by number)."""
+        """The distinct values of a group column, sorted (numbers by number).
+
+        Parameters
+        ----------
+        key : str
+            The column's name.
+
+        Returns
+        -------
+        list of str
+            The values, in the order of :meth:`codes`.
+        """
         return list(self.codes(key)[0])
 
     def cells(self, keys: Sequence[str]) -> tuple[np.ndarray, int]:
         """Each row's combination of values of the columns ``keys``, as its index among the
-        combinations that occur (in the order of the values), and their number."""
+        combinations that occur (in the order of the values), and their number.
+
+        Parameters
+        ----------
+        keys : sequence of str
+            The columns' names.
+
+        Returns
+        -------
+        cell : ndarray of int of shape (n,)
+            Each row's combination, numbered from 0.
+        n_cells : int
+            The number of combinations that occur.
+        """
         return cell_index([(self.codes(k)[1], len(self.codes(k)[0])) for k in keys], self.n)
 
     def combinations(self, keys: tuple[str, ...]) -> list[tuple[str, ...]]:
-        """The combinations of values of the columns ``keys`` that occur in some row, sorted."""
+        """The combinations of values of the columns ``keys`` that occur in some row, sorted.
+
+        Parameters
+        ----------
+        keys : tuple of str
+            The columns' names.
+
+        Returns
+        -------
+        list of tuple of str
+            One tuple of values (in the order of ``keys``) per combination, in the order of
+            the values; ``[()]`` for no keys and at least one row.
+        """
         cell, size = self.cells(keys)
         row = np.empty(size, dtype=np.intp)
         row[cell] = np.arange(self.n)  # a row of each combination
@@ -394,7 +511,20 @@ class GroupTable:
     def selected(self, key: str, values) -> set[str]:
         """The values of column ``key`` that filters on ``values`` select, as :meth:`mask` matches
         them (itself first, else the one equal as a number); a value matching several selects
-        none here (its filter raises, naming them)."""
+        none here (its filter raises, naming them).
+
+        Parameters
+        ----------
+        key : str
+            The column's name.
+        values : iterable of str
+            The values a filter names.
+
+        Returns
+        -------
+        set of str
+            The column's values they select.
+        """
         known, out = self.values(key), set()
         for value in values:
             try:
@@ -404,13 +534,47 @@ class GroupTable:
         return out
 
     def unknown(self, key: str, values: tuple[str, ...]) -> list[str]:
-        """The ``values`` no row of column ``key`` holds."""
+        """The ``values`` no row of column ``key`` holds.
+
+        Parameters
+        ----------
+        key : str
+            The column's name.
+        values : tuple of str
+            The values a filter names.
+
+        Returns
+        -------
+        list of str
+            Those of ``values`` that match no value of the column (neither as written nor as a
+            number), in their order.
+        """
         return [v for v in values if not self._matches(key, v)]
 
     def mask(self, key: str, values: tuple[str, ...]) -> np.ndarray:
         """Rows whose ``key`` is any of ``values``. A value no row holds leaves the slice undefined:
         an :class:`~skrate.exceptions.UndefinedRateError` that lists the known values (reports
-        on new rows show it as NaN)."""
+        on new rows show it as NaN).
+
+        Parameters
+        ----------
+        key : str
+            The column's name.
+        values : tuple of str
+            The values the rows may hold.
+
+        Returns
+        -------
+        ndarray of bool of shape (n,)
+            True for the rows whose value is one of ``values``.
+
+        Raises
+        ------
+        UndefinedRateError
+            When no row holds one of ``values``.
+        ValueError
+            When a value matches several of the column's values as a number.
+        """
         known, codes = self.codes(key)
         unknown = self.unknown(key, values)
         if unknown:

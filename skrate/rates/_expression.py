@@ -68,7 +68,15 @@ def _num(x: float) -> str:
 
 @dataclass(frozen=True)
 class Rate:
-    """A named basic rate on a slice, e.g. ``tpr`` on ``race=Black``."""
+    """A named basic rate on a slice, e.g. ``tpr`` on ``race=Black``.
+
+    Parameters
+    ----------
+    kind : str
+        The rate's name, one of ``RATE_KINDS`` (``"tpr"``, ``"ppr"``, ``"error_rate"``, ...).
+    slice : Slice, default=Slice()
+        The examples the rate is measured on; by default all of them.
+    """
 
     kind: str
     slice: Slice = Slice()
@@ -116,7 +124,15 @@ class _Algebra:
 
 @dataclass(frozen=True)
 class Expression(_Algebra):
-    """``sum_k coef_k * rate_k + constant``, linear in the basic rates."""
+    """``sum_k coef_k * rate_k + constant``, linear in the basic rates.
+
+    Parameters
+    ----------
+    terms : tuple of (Rate, float), default=()
+        The basic rates and their coefficients.
+    constant : float, default=0.0
+        The constant term.
+    """
 
     terms: tuple[tuple[Rate, float], ...] = ()
     constant: float = 0.0
@@ -221,6 +237,13 @@ class Ratio(_Algebra):
     rearrangement ``numerator - c * denominator >= 0`` (valid since the denominator, a rate,
     is non-negative), as in Cotter et al. (2019), Section 2. Scaling a ratio by a constant
     therefore scales its numerator and leaves the denominator non-negative.
+
+    Parameters
+    ----------
+    numerator : Expression
+        The expression divided.
+    denominator : Expression
+        The expression divided by; non-negative for every model (a sum of rates).
     """
 
     numerator: Expression
@@ -283,6 +306,15 @@ def _lift(x) -> Term:
 class Constraint:
     """``lhs <= rhs`` or ``lhs >= rhs`` between rate expressions.
 
+    Parameters
+    ----------
+    lhs : Expression or Ratio
+        The left-hand side.
+    op : {"<=", ">="}
+        The comparison.
+    rhs : Expression or Ratio
+        The right-hand side; a ratio on either side is compared with a constant only.
+
     Attributes
     ----------
     expression : Expression
@@ -332,7 +364,19 @@ class Constraint:
         return tuple(sorted({k for r in self.rates for k in r.slice.expand}))
 
     def expand(self, values: dict[str, list[str]]) -> list["Constraint"]:
-        """One constraint per combination of values of the expanded group columns."""
+        """One constraint per combination of values of the expanded group columns.
+
+        Parameters
+        ----------
+        values : dict of str to list of str
+            The values of each group column in ``expand_keys``.
+
+        Returns
+        -------
+        list of Constraint
+            One constraint per combination, its rates on the combination's values; ``[self]``
+            when the constraint expands over no column.
+        """
         keys = self.expand_keys
         if not keys:
             return [self]

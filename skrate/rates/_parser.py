@@ -41,7 +41,22 @@ def _pointer(text: str, pos: int) -> str:
 class SpecParseError(ValueError):
     """A rate spec string could not be parsed (``expected`` says what was expected), or parses
     into nothing valid (``reason`` says why: a chained comparison, a product of rates, a division
-    by zero); the message points at the position."""
+    by zero); the message points at the position.
+
+    Each parameter is kept as the attribute of the same name.
+
+    Parameters
+    ----------
+    text : str
+        The spec string.
+    pos : int
+        The position (character index) in ``text`` the error is at.
+    expected : str, default=None
+        What was expected at ``pos``, for a parse error.
+    reason : str, default=None
+        Why the spec is invalid, for a spec that parses into nothing valid; when given,
+        ``expected`` is not used in the message.
+    """
 
     def __init__(self, text: str, pos: int, expected: str | None = None, reason: str | None = None):
         self.text, self.pos, self.expected, self.reason = text, pos, expected, reason

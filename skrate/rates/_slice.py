@@ -65,6 +65,20 @@ class Slice:
 
         Column names are kept as strings, as the group table stores them, so an integer
         column name such as ``0`` (a DataFrame without named columns) matches ``"0"``.
+
+        Parameters
+        ----------
+        filters : dict, default=None
+            Maps a group column, ``"label"`` or ``"baseline"`` to a value or a list of values
+            (any of them); values are kept as sorted strings, and ``"label"`` and
+            ``"baseline"`` take 0 or 1. None means no filter.
+        expand : str or iterable of str, default=()
+            Group columns to expand over; a column cannot be both filtered and expanded over.
+
+        Returns
+        -------
+        Slice
+            The slice with its filters and expanded columns sorted.
         """
         filters = {str(k): v for k, v in (filters or {}).items()}
         for key in (LABEL, BASELINE):
@@ -85,12 +99,35 @@ class Slice:
         )
 
     def bind(self, assignment: dict[str, str]) -> "Slice":
-        """Replace expanded columns by the values in ``assignment``."""
+        """Replace expanded columns by the values in ``assignment``.
+
+        Parameters
+        ----------
+        assignment : dict of str to str
+            A value for each expanded group column (further keys are ignored).
+
+        Returns
+        -------
+        Slice
+            A new slice filtering each expanded column on its value, with nothing left to
+            expand.
+        """
         extra = {k: assignment[k] for k in self.expand}
         return Slice.make({**dict(self.filters), **extra}, ())
 
     def get(self, key: str) -> tuple[str, ...] | None:
-        """The values filtered on ``key``, or None."""
+        """The values filtered on ``key``, or None.
+
+        Parameters
+        ----------
+        key : str
+            A group column, ``"label"`` or ``"baseline"``.
+
+        Returns
+        -------
+        tuple of str or None
+            The values the slice keeps for ``key``; None when it does not filter on it.
+        """
         return dict(self.filters).get(key)
 
     def __str__(self) -> str:

@@ -185,6 +185,7 @@ class StochasticModel:
     params : ndarray of shape (k, n_params)
         The candidates; those of zero weight are dropped.
     weights : ndarray of shape (k,)
+        The weight ``p_k`` of each candidate in the mixture.
     seed : int
         Salt of the per-row draws of :meth:`predict`.
     """

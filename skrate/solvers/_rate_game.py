@@ -147,6 +147,7 @@ def solve_rate_game(
     model : LinearModel or MLPModel
         The score function family.
     X : array-like of shape (n_samples, n_features)
+        The training rows, in the form ``model`` scores them.
     solver : {"proxy_lagrangian", "proxy_lagrangian_ext", "lagrangian"}, default="proxy_lagrangian"
         The multiplier player: swap regret (Algorithm 3), external regret (Algorithm 4) or
         projected gradient ascent on surrogate constraints (Algorithm 5).
@@ -188,6 +189,8 @@ def solve_rate_game(
     Returns
     -------
     Trajectory
+        The kept snapshots with their objective and constraint values (on the held-out
+        sample for the constraints when there is one) and the multipliers at each.
 
     References
     ----------

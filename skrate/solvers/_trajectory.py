@@ -11,9 +11,10 @@ import numpy as np
 class Trajectory:
     """Snapshots of the iterates.
 
-    Attributes
+    Parameters
     ----------
     params : ndarray of shape (n_candidates, n_params)
+        The candidates: the model's parameters at each snapshot.
     objective : ndarray of shape (n_candidates,)
         Objective value of each candidate on the training data (0-1 rates).
     constraints : ndarray of shape (n_constraints, n_candidates)
@@ -21,6 +22,7 @@ class Trajectory:
     multipliers : ndarray of shape (n_candidates, n_constraints + 1)
         The lambda-player's weights when each snapshot was taken.
     n_iter : int
+        The number of iterations played.
     """
 
     params: np.ndarray

@@ -1,0 +1,87 @@
+"""The public API's docstrings: their examples run, and they follow numpydoc.
+
+Every name a package exports (its ``__all__``), and the public methods and properties its
+classes define, are read here; the API reference documents the same names.
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import inspect
+
+import pytest
+from numpydoc.validate import validate
+
+PACKAGES = ["skrate", "skrate.rates", "skrate.generalized", "skrate.metrics",
+            "skrate.model_selection", "skrate.datasets", "skrate.problem", "skrate.models",
+            "skrate.solutions", "skrate.solvers", "skrate.exceptions", "skrate.utils"]
+
+# numpydoc's checks held to: parameters documented (PR01, PR02) and described (PR07), a
+# Returns section where a value is returned (RT01), sections in order (GL07), See Also entries
+# described (SA04), a one-line summary (SS01), no unknown sections (GL06)
+CHECKS = {"PR01", "PR02", "PR07", "RT01", "GL06", "GL07", "SA04", "SS01"}
+
+
+def _public_names() -> list[str]:
+    names = []
+    for package in PACKAGES:
+        module = importlib.import_module(package)
+        for name in module.__all__:
+            obj = getattr(module, name)
+            if not (inspect.isclass(obj) or callable(obj)):
+                continue  # constants carry their type's docstring
+            names.append(f"{package}.{name}")
+            if not inspect.isclass(obj):
+                continue
+            for attr, member in vars(obj).items():
+                if attr.startswith("_"):
+                    continue
+                if inspect.isfunction(member) or isinstance(member, (property, classmethod,
+                                                                      staticmethod)):
+                    names.append(f"{package}.{name}.{attr}")
+    return sorted(set(names))
+
+
+def _modules_with_examples() -> list[str]:
+    """The packages and the modules defining their exports, those whose docstrings hold examples."""
+    modules = set(PACKAGES)
+    for package in PACKAGES:
+        for name in importlib.import_module(package).__all__:
+            owner = getattr(getattr(importlib.import_module(package), name), "__module__", None)
+            if owner and owner.startswith("skrate"):
+                modules.add(owner)
+    finder = doctest.DocTestFinder()
+    return sorted(m for m in modules
+                  if any(t.examples for t in finder.find(importlib.import_module(m), m)))
+
+
+@pytest.mark.parametrize("name", _public_names())
+def test_public_docstring_follows_numpydoc(name):
+    errors = [f"{code}: {message}" for code, message in validate(name)["errors"] if code in CHECKS]
+    assert not errors, f"{name}:\n" + "\n".join(errors)
+
+
+def test_every_public_package_is_read():
+    """A package added to the API reference is added here too."""
+    import pathlib
+
+    api = pathlib.Path(__file__).parents[1] / "doc" / "api.rst"
+    if not api.exists():  # an installed copy without the docs
+        pytest.skip("doc/api.rst is not next to the tests")
+    documented = {line.split("::")[1].strip() for line in api.read_text().splitlines()
+                  if line.startswith(".. automodule::")}
+    assert documented <= set(PACKAGES), sorted(documented - set(PACKAGES))
+
+
+@pytest.mark.parametrize("module_name", _modules_with_examples())
+def test_docstring_examples_run(module_name):
+    module = importlib.import_module(module_name)
+    finder = doctest.DocTestFinder()
+    runner = doctest.DocTestRunner(optionflags=doctest.ELLIPSIS | doctest.NORMALIZE_WHITESPACE)
+    tests = [t for t in finder.find(module, module_name) if t.examples]
+    assert tests
+    for test in tests:
+        runner.run(test)
+    result = runner.summarize(verbose=False)
+    assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed in {module_name}"
