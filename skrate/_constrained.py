@@ -15,6 +15,7 @@ from ._base import RateClassifierBase, warn_uncovered
 from .exceptions import InfeasibleConstraintsWarning, UndefinedRateError
 from .models import LinearModel, MLPModel, folding_callback, input_scale, scaled_input
 from .models._fitted import FittedEstimators
+from .generalized._metrics import as_metric, refuse_score, score_loss
 from ._holdout import check_goal_columns, check_held_out_values, holdout_split
 from .problem import (compile_problem, confidence_margins, evaluate_term, in_own_units, least_violation,
                       ratio_bound_out_of_range, report_rows, simultaneous_margins, tightened, violation_rows,
@@ -48,6 +49,18 @@ SWAP_STEP_CONSTRAINTS = 8
 
 #: Games played again, at most, when no mixture of the candidates meets the widened "auto" margins.
 _REPLAYS = 2
+
+
+def _pinned_by_margins(constraints: list, margins: np.ndarray) -> tuple[int, int] | None:
+    """The first pair of constraints that state an equality (one's linear form is the other's
+    negative) and both carry a positive margin, which no value can meet; None if there is none."""
+    seen: dict = {}
+    for j in np.flatnonzero(margins > 0):
+        g = constraints[j].expression
+        if -g in seen:
+            return seen[-g], int(j)
+        seen.setdefault(g, int(j))
+    return None
 
 
 class ConstrainedClassifier(RateClassifierBase):
@@ -270,7 +283,7 @@ class ConstrainedClassifier(RateClassifierBase):
 
     _parameter_constraints = {
         "constraints": [None, list, tuple, str, object],
-        "objective": [str, Expression],
+        "objective": [str, Expression, Ratio],
         "model": [StrOptions({"linear", "mlp"})],
         "hidden_layer_sizes": [tuple, list],
         "solver": [StrOptions(set(GAME_SOLVERS) | set(ORACLE_SOLVERS))],
@@ -400,8 +413,11 @@ class ConstrainedClassifier(RateClassifierBase):
             X = X_raw  # the estimator gets the DataFrame: its dtypes and column names
         objective = as_expression(self.objective)
         if isinstance(objective, Ratio):
-            raise ValueError(f"The objective {objective} is a ratio of rates; ConstrainedClassifier "
-                             "minimises linear combinations of rates.")
+            loss = score_loss(as_metric(objective)) or str(objective)
+            raise ValueError(f"The objective {objective} is a ratio of rates; ConstrainedClassifier minimises linear "
+                             f"combinations of rates. MetricOptimizer minimises ratios, under the same constraints: "
+                             f"MetricOptimizer(metric={loss!r}, constraints=...).")
+        refuse_score(self.objective, as_metric(objective), "ConstrainedClassifier minimises its objective")
         constraints = as_constraints(self.constraints)
         self._expand_keys = {k for c in constraints for k in c.expand_keys}  # read by reports, not the parameter
         data = self._rate_data(X_raw, X, y, groups, sample_weight, baseline, validation_mask=validation_mask)
@@ -710,7 +726,14 @@ class ConstrainedClassifier(RateClassifierBase):
             stated = ([tightened(c, m) for c, m in zip(self.constraints_, self.margins_)] if moved
                       else self.constraints_)
             beyond = [reason for c in stated if (reason := ratio_bound_out_of_range(c))]
-            if beyond:
+            pinned = _pinned_by_margins(self.constraints_, self.margins_)
+            if pinned:
+                lower, upper = (self.constraints_[i] for i in pinned)
+                advice = (f" '{lower}' and '{upper}' state an equality, and the margins on both of them "
+                          f"({self.margins_[pinned[0]]:.4g} and {self.margins_[pinned[1]]:.4g}) leave no value "
+                          "that meets both. Widen the pair into a band wider than the two margins together, "
+                          "or give it no margin.")
+            elif beyond:
                 advice = (f" No classifier at all can meet {beyond[0]}{', margin included' if moved else ''}. "
                           f"Loosen or drop that constraint{' or its margin' if moved else ''}.")
             elif least > 1e-9 and linear is not None and least_violation(
@@ -731,7 +754,7 @@ class ConstrainedClassifier(RateClassifierBase):
                           "contradict each other).")
             else:
                 advice = " Loosen the constraints, or train longer (max_iter) or with a larger model."
-            if isinstance(self.margin, str) and broken and "margin_confidence" not in advice:
+            if isinstance(self.margin, str) and broken and "margin_confidence" not in advice and not pinned:
                 advice += (" The margins of margin='auto' cover the choice among the trained models, which "
                            "widens them with few rows per slice; a lower margin_confidence narrows them.")
         warn(f"{text}.{advice}", InfeasibleConstraintsWarning)

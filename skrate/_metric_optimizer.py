@@ -18,7 +18,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._base import RateClassifierBase, warn_uncovered
 from .exceptions import InfeasibleConstraintsWarning
-from .generalized._metrics import Metric, _combine_kinds, as_objective, score_loss
+from .generalized._metrics import Metric, _combine_kinds, as_objective, refuse_score
 from .generalized._mixture import best_mixture
 from .generalized._plugin_oracle import PluginOracle, cell_decoders, fit_logistic
 from .generalized._pr_auc import PRAUC, deployed_params, initial_params, stacked_problem
@@ -944,14 +944,8 @@ class MetricOptimizer(RateClassifierBase):
 def _as_loss(spec) -> Metric:
     """The metric to minimise; a lone score (``"accuracy"``, ``"tpr"``) is refused, naming its loss."""
     metric = as_objective(spec)
-    loss = score_loss(metric)
-    if loss is None:
-        return metric
-    name = spec if isinstance(spec, str) else str(metric)
-    alone = (" Alone it is minimised by predicting one class everywhere: pair it, as in 'fpr + fnr', or state "
-             f"the score as a constraint, as in '{name} >= 0.8'.") if loss.startswith(("fnr", "fpr")) else ""
-    raise ValueError(f"MetricOptimizer minimises its metric, and {name!r} is a score (higher is better): "
-                     f"minimising it gives the worst classifier. Pass the loss {loss!r} instead.{alone}")
+    refuse_score(spec, metric, "MetricOptimizer minimises its metric")
+    return metric
 
 
 def _problem_class(program) -> str:

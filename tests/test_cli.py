@@ -176,7 +176,7 @@ BAD = [
      "--id probability_1: predict writes a column 'probability_1' of its own"),
     # audit too parses its specs before reading its files
     (["audit", "missing.joblib", "missing.csv", "--constraint", "tpr >"], 2,
-     "invalid --constraint: Cannot parse 'tpr >'"),
+     "invalid --constraint: Invalid spec 'tpr >' (near position 4): rates are compared with '<=' or '>=': write '>=' for '>'"),
     # output paths are checked before any work
     (["fit", "missing.csv", "--target", TARGET, "--out", "nowhere/m.joblib"], 2,
      "--out nowhere/m.joblib: the folder 'nowhere' does not exist"),

@@ -1,6 +1,7 @@
 """ConstrainedClassifier end to end: constraints met, scikit-learn integration, bad input."""
 
 import pickle
+import re
 import warnings
 
 import numpy as np
@@ -8,6 +9,7 @@ import pandas as pd
 import pytest
 from sklearn import config_context
 from sklearn.base import clone
+from sklearn.datasets import make_classification
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, cross_val_score
 from sklearn.pipeline import make_pipeline
@@ -17,7 +19,7 @@ from skrate import ConstrainedClassifier, MetricOptimizer
 from skrate.exceptions import InfeasibleConstraintsWarning
 from skrate.problem import GroupTable, RateData, constraint_rows
 from skrate.rates import as_constraints
-from skrate.rates import equal_opportunity, minimum_accuracy, minimum_coverage, tpr
+from skrate.rates import equal_opportunity, minimum_accuracy, minimum_coverage, precision, tpr
 
 
 def _fair_data(n=3000, seed=0):
@@ -365,6 +367,27 @@ def test_bad_inputs_have_clear_errors():
         ConstrainedClassifier("churn <= 0.1").fit(X, y, baseline=np.full(300, 7))
     with pytest.raises(ValueError, match="learning_rate"):
         ConstrainedClassifier(learning_rate=-1).fit(X, y)
+
+
+@pytest.mark.parametrize("objective, loss, negated", [
+    ("accuracy", "error_rate", "-accuracy"), ("recall", "fnr", "-recall"),
+    ("tpr[group=a]", "fnr[group=a]", "-tpr[group=a]"), ("0.5 * tnr", "fpr", "-0.5 * tnr")])
+def test_a_score_as_objective_is_refused_naming_its_loss(objective, loss, negated):
+    # minimised, a score gives the worst classifier: accuracy 0.19 where 0.5 is a coin's
+    X, y = make_classification(200, random_state=0)
+    groups = np.where(np.arange(200) % 2, "a", "b")
+    with pytest.raises(ValueError, match=rf"ConstrainedClassifier minimises its objective, and '{re.escape(objective)}' "
+                                         rf"is a score \(higher is better\).*Pass the loss '{re.escape(loss)}' instead"):
+        ConstrainedClassifier(objective=objective).fit(X, y, groups=groups)
+    ConstrainedClassifier(objective=negated, max_iter=5).fit(X, y, groups=groups)  # maximised: accepted
+
+
+@pytest.mark.parametrize("objective", ["-precision", "precision", -precision()])
+def test_a_ratio_objective_names_metric_optimizer(objective):
+    X, y = make_classification(200, random_state=0)
+    with pytest.raises(ValueError, match=r"is a ratio of rates; ConstrainedClassifier minimises linear combinations "
+                                         r"of rates\. MetricOptimizer minimises ratios.*metric='-precision'"):
+        ConstrainedClassifier(objective=objective, constraints="tpr >= 0.8").fit(X, y)
 
 
 def test_pipeline_and_grid_search_route_groups():

@@ -165,6 +165,22 @@ def test_explicit_margins_tighten_the_training_constraints():
         ConstrainedClassifier("ppr[group] >= 0.1", margin=np.array([np.inf, 0.1])).fit(X, y, groups=g)
 
 
+@pytest.mark.parametrize("margin", ["auto", [0.01, 0.0, 0.01]])
+def test_margins_on_both_sides_of_an_equality_are_named_as_what_cannot_be_met(margin):
+    X, y, g = _population(1500, np.random.default_rng(4))
+    specs = ["ppr >= 0.25", "ppr[group=b] >= 0.05", "ppr <= 0.25"]
+    with pytest.warns(InfeasibleConstraintsWarning) as record:
+        ConstrainedClassifier(specs, margin=margin, random_state=0).fit(X, y, groups=g)
+    text = " ".join(str(w.message) for w in record if w.category is InfeasibleConstraintsWarning)
+    assert "'ppr >= 0.25' and 'ppr <= 0.25' state an equality" in text
+    assert "Widen the pair into a band" in text and "margin_confidence" not in text.split("state an equality")[1]
+    # without the margins the equality is met, and nothing is said
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InfeasibleConstraintsWarning)
+        clf = ConstrainedClassifier(specs, random_state=0).fit(X, y, groups=g)
+    assert clf.feasible_
+
+
 def test_held_out_split_is_stratified_by_label_and_group():
     rng = np.random.default_rng(3)
     X, y, g = _population(3000, rng)

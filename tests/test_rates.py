@@ -188,6 +188,31 @@ def test_goal_names_and_other_libraries_rate_names_in_a_spec_say_what_to_write()
             parse_constraint(f"{name}[race=a] <= 0.5")
 
 
+@pytest.mark.parametrize("text, pos, advice", [
+    ("ppr == 0.25", 4, "Write an equality a == b as two constraints, 'a <= b' and 'a >= b'"),
+    ("ppr[sex] = ppr", 9, "Write an equality a == b as two constraints"),
+    ("tpr[race] > 0.9 * tpr", 10, "write '>=' for '>'"),
+    ("fpr < 0.1", 4, "write '<=' for '<'"),
+])
+def test_an_equality_or_a_strict_inequality_in_a_spec_says_what_to_write(text, pos, advice):
+    with pytest.raises(SpecParseError, match="rates are compared with '<=' or '>='") as info:
+        parse_constraint(text)
+    assert info.value.pos == pos and advice in str(info.value)
+
+
+@pytest.mark.parametrize("name", ["f1", "f_score", "f_measure"])
+def test_an_f_measure_in_a_spec_names_its_linear_bound_and_metric_optimizer(name):
+    with pytest.raises(SpecParseError, match=rf"'{name}' is an F-measure, a ratio of rates") as info:
+        parse_constraint(f"{name}[sex=a] >= 0.6")
+    assert "'2 * tp_proportion - c * ppr - c * label_rate >= 0'" in str(info.value)
+    assert "MetricOptimizer(metric='f1')" in str(info.value)
+    # the bound it names is the F1 bound: on any decisions the two agree
+    rng = np.random.default_rng(0)
+    y, p, c = rng.integers(0, 2, 200), rng.random(200), 0.6
+    tp, ppr, base = np.mean(y * p), np.mean(p), np.mean(y)
+    assert (2 * tp / (ppr + base) >= c) == (2 * tp - c * ppr - c * base >= 0)
+
+
 def test_semantic_errors_name_the_spec():
     with pytest.raises(ValueError, match="tpr \\* tpr"):
         parse_constraint("tpr * tpr >= 1")

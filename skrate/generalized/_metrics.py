@@ -1350,6 +1350,19 @@ def score_loss(metric: Metric) -> str | None:
     return None
 
 
+def refuse_score(spec: Metric | Expression | Ratio | str, metric: Metric, minimised: str) -> None:
+    """Raise when ``metric``, read from ``spec``, is a lone score (:func:`score_loss`), naming its
+    loss; ``minimised`` says who minimises what (``"MetricOptimizer minimises its metric"``)."""
+    loss = score_loss(metric)
+    if loss is None:
+        return
+    name = spec if isinstance(spec, str) else str(metric)
+    alone = (" Alone it is minimised by predicting one class everywhere: pair it, as in 'fpr + fnr', or state "
+             f"the score as a constraint, as in '{name} >= 0.8'.") if loss.startswith(("fnr", "fpr")) else ""
+    raise ValueError(f"{minimised}, and {name!r} is a score (higher is better): minimising it gives the "
+                     f"worst classifier. Pass the loss {loss!r} instead.{alone}")
+
+
 def as_metric(spec: Metric | Expression | Ratio | str) -> MetricSum:
     """:func:`as_objective` as a sum of atoms (what sums and constraints are made of).
 

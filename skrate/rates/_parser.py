@@ -79,8 +79,12 @@ _GOALS = {name: name for name in (
     "not_worse_off")} | {"equalized_odds": "equal_odds", "true_positive_rate_parity": "equal_opportunity"}
 
 # other libraries' names of the rates
-_RATE_SYNONYMS = {"selection_rate": "ppr", "true_positive_rate": "tpr", "false_positive_rate": "fpr",
-                  "true_negative_rate": "tnr", "false_negative_rate": "fnr"}
+_RATE_SYNONYMS = {"selection_rate": "ppr", "positive_prediction_rate": "ppr", "true_positive_rate": "tpr",
+                  "false_positive_rate": "fpr", "true_negative_rate": "tnr", "false_negative_rate": "fnr",
+                  "negative_prediction_rate": "npr"}
+
+# F-measures are not rates but ratios of them: a bound on one is linear, an objective needs MetricOptimizer
+_F_MEASURES = {"f1", "f_score", "fscore", "f_measure", "f1_score", "fbeta", "f_beta"}
 
 
 def _goal_call(goal: str) -> str:
@@ -219,6 +223,13 @@ class _Parser:
                                          "constraints, 'a <= b' and 'b <= c'.")
                 self._end()
                 return self._build(lambda: Constraint.make(lhs, op, rhs), op_pos)
+        if self._peek("="):
+            self._fail(self.pos, "rates are compared with '<=' or '>='. Write an equality a == b as two "
+                                 "constraints, 'a <= b' and 'a >= b', or bound the gap on both sides, "
+                                 "'a - b <= 0.01' and 'a - b >= -0.01'.")
+        for strict in "<>":
+            if self._peek(strict):
+                self._fail(self.pos, f"rates are compared with '<=' or '>=': write '{strict}=' for '{strict}'.")
         raise SpecParseError(self.text, self.pos, "'<=' or '>='" + (" or an operator" if self.pos < len(self.text) else ""))
 
     def expression(self):
@@ -320,6 +331,12 @@ class _Parser:
                     f"{name!r} names a goal, not a rate: pass skrate.rates.{goal}, a list of "
                     f"constraints (strings may sit beside it in constraints=[...]), or write them out, e.g. "
                     f"'ppr[race] <= ppr + 0.05' and 'ppr[race] >= ppr - 0.05' for statistical parity"))
+            if name in _F_MEASURES:
+                raise SpecParseError(self.text, start, reason=(
+                    f"{name!r} is an F-measure, a ratio of rates rather than a rate. A lower bound F1 >= c is "
+                    "linear: '2 * tp_proportion - c * ppr - c * label_rate >= 0' (c a number); as an "
+                    "objective or beside other ratios, use MetricOptimizer(metric='f1') or "
+                    "skrate.generalized.f_measure()"))
             known = f"one of {', '.join(sorted(RATE_FUNCTIONS))}"
             if name in _RATE_SYNONYMS:
                 known = f"{name!r} is {_RATE_SYNONYMS[name]!r} here; {known}"
