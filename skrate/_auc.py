@@ -19,12 +19,12 @@ from sklearn.utils.multiclass import check_classification_targets, type_of_targe
 from sklearn.utils.validation import check_is_fitted
 
 from ._auc_calibration import RowReservoir, fit_platt
-from ._auc_objective import ClassStatistics, column_extremes, smooth_objective, stream_loss
+from ._auc_objective import ClassStatistics, smooth_objective, stream_loss
 from ._auc_solvers import (column_scale, diverged, minibatch_smoothness, pinned_scale,
                            solve_exact, spam, spam_epoch, vrspam)
 from ._prox import elastic_net_penalty
 from ._row_order import RowOrderScoreMixin
-from .models._input_scale import column_offsets, shifted_columns
+from .models._input_scale import column_offsets, column_peaks, shifted_columns
 from .problem._groups import check_row_order
 from .utils._validation import (check_label_missing, check_sample_weight, check_weighted_classes,
                                 unfitted_on_error, validate_numeric, without_weightless)
@@ -276,8 +276,7 @@ class AUCClassifier(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
 
     def _check_magnitudes(self, X) -> None:
         """Refuse columns whose squares leave the float range (or, inverted, the steps')."""
-        low, high = column_extremes(X)
-        peak = np.maximum(-low, high)
+        peak = column_peaks(X)
         for bad, what, fix in ((peak > _LARGEST_ENTRY, f"reach beyond {_LARGEST_ENTRY:g}", "Divide"),
                                ((peak > 0) & (peak < 1 / _LARGEST_ENTRY),
                                 f"all lie below {1 / _LARGEST_ENTRY:g}", "Multiply")):

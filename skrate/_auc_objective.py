@@ -34,9 +34,10 @@ from dataclasses import dataclass
 import numpy as np
 import scipy.sparse as sp
 
+from .models._input_scale import column_extremes
+
 __all__ = [
     "ClassStatistics",
-    "column_extremes",
     "full_gradient",
     "gradient_and_loss",
     "minibatch_gradient",
@@ -71,13 +72,6 @@ def _mean_var(s: np.ndarray, weight: np.ndarray | None) -> tuple[float, float]:
         return float(s.mean()), float(s.var())
     m = float(np.average(s, weights=weight))
     return m, float(np.average((s - m) ** 2, weights=weight))
-
-
-def column_extremes(X) -> tuple[np.ndarray, np.ndarray]:
-    """Smallest and largest value of every column (implicit zeros included for sparse ``X``)."""
-    if sp.issparse(X):
-        return tuple(np.asarray(m.toarray()).ravel() for m in (X.min(axis=0), X.max(axis=0)))
-    return X.min(axis=0), X.max(axis=0)
 
 
 @dataclass

@@ -25,8 +25,9 @@ import scipy.sparse as sp
 from sklearn.utils.extmath import row_norms
 from sklearn.utils.sparsefuncs import mean_variance_axis
 
-from ._auc_objective import (ClassStatistics, column_extremes, gradient_and_loss,
+from ._auc_objective import (ClassStatistics, gradient_and_loss,
                               minibatch_gradient, quadratic_form, rows_of)
+from .models._input_scale import column_extremes
 from ._prox import elastic_net_penalty, prox_elastic_net, soft_threshold
 from .utils._warnings import warn
 

@@ -13,17 +13,18 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.multiclass import check_classification_targets
-from sklearn.utils.sparsefuncs import mean_variance_axis, min_max_axis
+from sklearn.utils.sparsefuncs import mean_variance_axis
 from sklearn.utils.validation import check_is_fitted
 
 from ._divergence import DIVERGENCES, _normalised
 from ._dro_losses import LOSSES
 from ._dro_solvers import LinearDRO, Result, dynamic_sgd, primal_lbfgs
 from ._row_order import RowOrderScoreMixin
+from .models._input_scale import column_extremes
 from .problem._groups import check_row_order
 from .utils._binary import power_of_two_above
 from .utils._validation import (check_label_missing, check_sample_weight, check_weighted_classes,
-                                unfitted_on_error, validate_numeric)
+                                unfitted_on_error, validate_numeric, without_weightless)
 from .utils._warnings import warn
 
 if TYPE_CHECKING:
@@ -63,11 +64,6 @@ _SAMPLING_PARAMETERS = """\
         Seeds the samples of ``"sgd"``."""
 
 
-def _column_range(A) -> tuple[np.ndarray, np.ndarray]:
-    """Each column's smallest and largest entry (a sparse column's implicit zeros included)."""
-    return min_max_axis(A, axis=0) if sp.issparse(A) else (A.min(axis=0), A.max(axis=0))
-
-
 def _standardise(A, q: np.ndarray, centre: bool, extremes: tuple[np.ndarray, np.ndarray] | None = None):
     """The columns of ``A`` divided by their ``q``-weighted scale, and their scaled means.
 
@@ -81,9 +77,9 @@ def _standardise(A, q: np.ndarray, centre: bool, extremes: tuple[np.ndarray, np.
     largest magnitude, ``unit``: the division is exact, so they keep every bit, but
     squares of entries beyond 1e154 no longer overflow (nor below 1e-154 underflow),
     which made such a column's scale infinite (or 0, then 1) and its coefficient 0.
-    ``extremes`` are the columns' ``(low, high)`` when the caller has them (:func:`_column_range`).
+    ``extremes`` are the columns' ``(low, high)`` when the caller has them (:func:`~skrate.models._input_scale.column_extremes`).
     """
-    low, high = _column_range(A) if extremes is None else extremes
+    low, high = column_extremes(A) if extremes is None else extremes
     unit = power_of_two_above(np.maximum(-low, high))  # 1 for a zero column
     if sp.issparse(A):
         scaled = (A @ sp.diags(1.0 / unit)).tocsr()
@@ -188,11 +184,11 @@ class _BaseDRO(BaseEstimator):
         the weights ``sw`` checked by :func:`~skrate.utils._validation.check_sample_weight`."""
         # Rows of weight 0 take no part, not even in the standardisation: a huge value
         # there overflowed its loss (0 * inf = NaN) or its column's scale.
-        n_samples, support = X.shape[0], np.flatnonzero(sw)
-        if support.size < n_samples:
-            X, T, sw = X[support], T[support], sw[support]
+        n_samples = X.shape[0]
+        X, T, sw, rows = without_weightless(X, T, sw)
+        support = np.arange(n_samples) if rows is None else rows
         q = _normalised(sw)
-        low, high = _column_range(X)
+        low, high = column_extremes(X)
         flat = (low == high) if self.fit_intercept else None  # with an intercept, a constant column adds nothing
         X, x_offset, x_scale = _standardise(X, q, self.fit_intercept, (low, high))
         t_mean, t_scale = 0.0, 1.0

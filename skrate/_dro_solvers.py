@@ -597,7 +597,7 @@ def dynamic_sgd(
         if m == n:
             break
         state = sub.sampled_objective(theta, eta, rows, mu)
-        for stage_step in range(_STAGE_STEPS):
+        for _ in range(_STAGE_STEPS):
             if np.linalg.norm(state.grad) <= _NOISE_RATIO * state.noise:
                 break
             if it >= max_iter:

@@ -621,6 +621,25 @@ def test_best_mixture_over_hull_vertices_equals_over_all_candidates():
     assert obj == pytest.approx(ref.value, abs=1e-5)
 
 
+def test_best_mixture_reads_violations_within_its_tolerance_as_met():
+    _, _, _, data = _data(200)
+    rng = np.random.default_rng(1)
+    decisions = (rng.random((200, 60)) < rng.random(60)).astype(float)
+    program = compile_program(h_mean(), ["ppr <= 0.45"], data)
+    R = program.rates(decisions)
+    met = best_mixture(program, R, [np.full(60, 1 / 60)])
+    unconstrained = compile_program(h_mean(), [], data)
+    free = best_mixture(unconstrained, unconstrained.rates(decisions), [np.full(60, 1 / 60)])
+    # a start between the two: the constraint broken by 0.01, a better objective
+    t = 0.01 / program.values(R @ free)[1].max()
+    start = (1 - t) * met + t * free
+    (obj_met, cons_met), (obj_start, cons_start) = program.values(R @ met), program.values(R @ start)
+    assert cons_start.max() == pytest.approx(0.01) and obj_start < obj_met - 1e-5 and cons_met.max() <= 1e-6
+    # within a tolerance of 0.05 that start counts as feasible and wins; within the default it does not
+    np.testing.assert_allclose(best_mixture(program, R, [start], tol=0.05), start)
+    assert program.values(R @ best_mixture(program, R, [start]))[1].max() <= 1e-6
+
+
 def test_plugin_oracle_ignores_zero_weight_rows():
     rng = np.random.default_rng(4)
     n = 80

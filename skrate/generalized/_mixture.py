@@ -48,8 +48,8 @@ def _merit(program: MetricProgram, R: np.ndarray, p: np.ndarray, tol: float = 1e
 def best_mixture(program: MetricProgram, R: np.ndarray, starts: list[np.ndarray], tol: float = 1e-7) -> np.ndarray:
     """Weights over the candidates (columns of ``R``, shape (K, k)) of the best mixture found.
 
-    The result is compared with every start by (largest violation, objective) and the best kept,
-    so it is never worse than any of them on the training data.
+    The result is compared with every start by (largest violation beyond ``tol``, objective)
+    and the best kept, so it is never worse than any of them on the training data.
     """
     # snapshots often share their rates: solve over the distinct rate vectors only
     _, first = np.unique(np.round(R, 12).T, axis=0, return_index=True)
@@ -78,7 +78,7 @@ def best_mixture(program: MetricProgram, R: np.ndarray, starts: list[np.ndarray]
             g[idx] += coef * atom.gradient(r[idx])
         return float(value), np.r_[Ru.T @ g, weights]
 
-    best = min(starts, key=lambda p: _merit(program, R, p))
+    best = min(starts, key=lambda p: _merit(program, R, p, tol))
     # start at the best single candidate (least violation, then objective): near the optimum
     # when one model nearly solves the problem (a ratio's optimum is a vertex), fewer steps; if
     # that ends infeasible (SLSQP may need to cross higher violations along the first edge),
@@ -97,10 +97,10 @@ def best_mixture(program: MetricProgram, R: np.ndarray, starts: list[np.ndarray]
         if p.sum() > 0:
             p /= p.sum()
             small = np.count_nonzero(p) <= _model_rows(program).sum() + 1
-            cand = p if small else _caratheodory(program, R, p, tol)
-            if _merit(program, R, cand) <= _merit(program, R, best):
+            cand = p if small else _caratheodory(program, R, p)
+            if _merit(program, R, cand, tol) <= _merit(program, R, best, tol):
                 best = cand
-        if _merit(program, R, best)[0] == 0.0 or k == 1:
+        if _merit(program, R, best, tol)[0] == 0.0 or k == 1:
             break
     return best
 
@@ -135,7 +135,7 @@ def hull_vertices(R: np.ndarray, cols: np.ndarray, max_dim: int = 6) -> np.ndarr
         return cols
 
 
-def _caratheodory(program: MetricProgram, R: np.ndarray, p: np.ndarray, tol: float) -> np.ndarray:
+def _caratheodory(program: MetricProgram, R: np.ndarray, p: np.ndarray) -> np.ndarray:
     """A vertex mixture with the same model-dependent rates as ``p`` (support <= K + 1)."""
     rows = _model_rows(program)
     A_eq = np.vstack([R[rows], np.ones((1, R.shape[1]))])

@@ -6,6 +6,7 @@ from typing import Callable
 
 import numpy as np
 import scipy.sparse as sp
+from sklearn.utils.sparsefuncs import min_max_axis
 
 # Columns whose largest magnitude lies within [_LOW, _HIGH] are left as they are: one-hot and
 # standardised columns, and most counts. A column in cents or in micro-units is not: a step of a
@@ -20,6 +21,12 @@ _LOW, _HIGH = 2.0**-2, 2.0**5
 # unshifted, its values differ by a sliver of their size, and a step moves its scores alike on
 # every row, like the intercept's, long before the weight that separates them is reached.
 _OFFSET = 4.0
+
+
+def column_extremes(X: np.ndarray | sp.spmatrix) -> tuple[np.ndarray, np.ndarray]:
+    """The smallest and the largest entry of every column of ``X`` (a sparse column's implicit
+    zeros included)."""
+    return min_max_axis(X, axis=0) if sp.issparse(X) else (X.min(axis=0), X.max(axis=0))
 
 
 def column_peaks(X: np.ndarray | sp.spmatrix) -> np.ndarray:
@@ -37,8 +44,7 @@ def _row_shares(sample_weight: np.ndarray | None, n: int) -> np.ndarray:
     return np.asarray(sample_weight, dtype=float) / np.sum(sample_weight)
 
 
-def column_offsets(X: np.ndarray | sp.spmatrix, peak: np.ndarray | None = None,
-                   sample_weight: np.ndarray | None = None) -> np.ndarray:
+def column_offsets(X: np.ndarray | sp.spmatrix, sample_weight: np.ndarray | None = None) -> np.ndarray:
     """The mean of every column of ``X`` whose mean exceeds four standard deviations in
     magnitude, 0 for the other columns; means and deviations weighted by ``sample_weight``.
 
@@ -50,8 +56,6 @@ def column_offsets(X: np.ndarray | sp.spmatrix, peak: np.ndarray | None = None,
     ----------
     X : {ndarray, sparse matrix} of shape (n_samples, n_features)
         Finite inputs.
-    peak : ndarray of shape (n_features,), default=None
-        The largest magnitude of every column, when already known.
     sample_weight : ndarray of shape (n_samples,), default=None
         Positive row weights (None: equal).
 
@@ -61,7 +65,7 @@ def column_offsets(X: np.ndarray | sp.spmatrix, peak: np.ndarray | None = None,
     """
     if not X.shape[0]:
         return np.zeros(X.shape[1])
-    return _offsets(X, column_peaks(X) if peak is None else peak, _row_shares(sample_weight, X.shape[0]))
+    return _offsets(X, column_peaks(X), _row_shares(sample_weight, X.shape[0]))
 
 
 def _offsets(X: np.ndarray | sp.spmatrix, peak: np.ndarray, share: np.ndarray) -> np.ndarray:

@@ -147,7 +147,7 @@ def slice_mask(rate: Rate, data: RateData) -> np.ndarray:
     return mask
 
 
-def _describe_empty(rate: Rate, data: RateData, mask: np.ndarray) -> str:
+def _describe_empty(rate: Rate, data: RateData) -> str:
     label = RATE_KINDS[rate.kind][1]
     where = str(rate.slice) or "all examples"
     if label is not None:
@@ -182,7 +182,7 @@ def slice_weights(rate: Rate, data: RateData) -> tuple[np.ndarray, np.ndarray]:
     w = data.sample_weight * mask
     total = w.sum()
     if not total > 0:
-        raise UndefinedRateError(_describe_empty(rate, data, mask), rate=rate)
+        raise UndefinedRateError(_describe_empty(rate, data), rate=rate)
     idx = np.flatnonzero(mask)
     return idx, w[idx] / total
 

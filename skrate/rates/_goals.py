@@ -34,10 +34,10 @@ def _lower(kind: str, group: Group, slack: float, multiplicative: bool, referenc
     return rate(group=group) >= ref - slack
 
 
-def _upper(kind: str, group: Group, slack: float, multiplicative: bool, reference=None) -> Constraint:
-    """r_g <= reference + slack, or reference >= (1 - slack) * r_g."""
+def _upper(kind: str, group: Group, slack: float, multiplicative: bool) -> Constraint:
+    """r_g <= r + slack, or r >= (1 - slack) * r_g, ``r`` the overall rate."""
     rate = RATE_FUNCTIONS[kind]
-    ref = rate() if reference is None else reference
+    ref = rate()
     if multiplicative:
         return ref >= (1.0 - slack) * rate(group=group)
     return rate(group=group) <= ref + slack

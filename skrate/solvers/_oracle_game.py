@@ -147,7 +147,6 @@ def solve_oracle_game(
     max_iter: int = 100,
     tol: float | None = 1e-4,
     n_iter_no_change: int = N_ITER_NO_CHANGE,
-    radius: float = 1e3,
     total_weight: float | None = None,
     held_out: tuple[RateProblem, object] | None = None,
     callback: Callable | None = None,
@@ -173,8 +172,6 @@ def solve_oracle_game(
         iterations.
     n_iter_no_change : int
         Iterations without improvement before the certificate is tried.
-    radius : float
-        Bound on ``||lam||_1`` of the Lagrangian player.
     total_weight : float, optional
         Sum of the reduction's sample weights (default ``n``), see :func:`cost_sensitive_reduction`.
     held_out : (RateProblem, X_held_out), optional
@@ -200,8 +197,6 @@ def solve_oracle_game(
     if solver not in ORACLE_PLAYERS:
         raise ValueError(f"solver must be one of {sorted(ORACLE_PLAYERS)}, got {solver!r}.")
     player = ORACLE_PLAYERS[solver](m, lambda_learning_rate)
-    if solver == "oracle_lagrangian":
-        player.radius = radius
     models, objective, constraints, lams = [], [], [], []
     A = problem.cells  # formed once: each call's costs are one product through its factors
 

@@ -19,7 +19,6 @@ from typing import TYPE_CHECKING, Callable
 
 import numpy as np
 import scipy.sparse as sp
-from scipy.special import expit
 from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _num_samples
 
@@ -27,7 +26,7 @@ from ..models import Design
 from ..problem import CellMatrix, RateProblem
 from ._adam import Adam
 from ._players import PLAYERS
-from ._surrogates import surrogate_grad
+from ._surrogates import surrogate_bounds, surrogate_grad
 from ._trajectory import Trajectory
 
 if TYPE_CHECKING:
@@ -100,14 +99,8 @@ def candidate_values(problem: RateProblem, model, X, params: np.ndarray, rows=sl
 
 def _surrogate_rates(A_pos, A_neg, scores, b, kind):
     """Surrogate value of every row: upper bounds of the indicator on positive coefficients."""
-    if kind == "hinge":
-        up, low = np.maximum(0.0, 1.0 + scores), 1.0 - np.maximum(0.0, 1.0 - scores)
-    elif kind == "logistic":
-        up = np.logaddexp(0.0, scores) / np.log(2.0)
-        low = 1.0 - np.logaddexp(0.0, -scores) / np.log(2.0)
-    else:
-        up = low = expit(scores)
-    return A_pos @ up + A_neg @ low + b
+    upper, lower = surrogate_bounds(scores, kind)
+    return A_pos @ upper + A_neg @ lower + b
 
 
 def _surrogate_rates_grad(A_pos, A_neg, scores, weights, kind):

@@ -52,6 +52,39 @@ def surrogate_grad(scores: np.ndarray, coef: np.ndarray, kind: str) -> np.ndarra
     return coef * slope
 
 
+def surrogate_bounds(scores: np.ndarray, kind: str) -> tuple[np.ndarray, np.ndarray]:
+    """Each example's upper and lower stand-in for the indicator ``1[scores_i > 0]``.
+
+    Parameters
+    ----------
+    scores : ndarray of shape (n_samples,)
+        The model's scores ``f_i``.
+    kind : {"hinge", "logistic", "sigmoid"}
+        The surrogate.
+
+    Returns
+    -------
+    upper : ndarray of shape (n_samples,)
+        The bound taken on a positive coefficient (``max(0, 1 + f)``, ``log2(1 + e^f)``).
+    lower : ndarray of shape (n_samples,)
+        The bound taken on a negative coefficient (``1 - max(0, 1 - f)``,
+        ``1 - log2(1 + e^-f)``); ``sigmoid`` gives ``sigma(f)`` for both.
+
+    Raises
+    ------
+    ValueError
+        For an unknown ``kind``.
+    """
+    if kind == "hinge":
+        return np.maximum(0.0, 1.0 + scores), 1.0 - np.maximum(0.0, 1.0 - scores)
+    if kind == "logistic":
+        return np.logaddexp(0.0, scores) / _LN2, 1.0 - np.logaddexp(0.0, -scores) / _LN2
+    if kind == "sigmoid":
+        value = expit(scores)
+        return value, value
+    raise ValueError(f"Unknown surrogate {kind!r}; choose from {SURROGATES}.")
+
+
 def surrogate_value(scores: np.ndarray, coef: np.ndarray, kind: str) -> float:
     """The surrogate of ``sum_i coef_i 1[scores_i > 0]`` (for monitoring and gradient checks).
 
@@ -75,13 +108,6 @@ def surrogate_value(scores: np.ndarray, coef: np.ndarray, kind: str) -> float:
     ValueError
         For an unknown ``kind``.
     """
-    pos = coef > 0
-    if kind == "hinge":
-        val = np.where(pos, np.maximum(0.0, 1.0 + scores), 1.0 - np.maximum(0.0, 1.0 - scores))
-    elif kind == "logistic":
-        val = np.where(pos, np.logaddexp(0.0, scores), _LN2 - np.logaddexp(0.0, -scores)) / _LN2
-    elif kind == "sigmoid":
-        val = expit(scores)
-    else:
-        raise ValueError(f"Unknown surrogate {kind!r}; choose from {SURROGATES}.")
+    upper, lower = surrogate_bounds(scores, kind)
+    val = np.where(coef > 0, upper, lower)
     return float(coef @ val)

@@ -137,8 +137,8 @@ def check_sample_weight_scaled(sample_weight, n: int) -> tuple[np.ndarray, int]:
     if not weights.any():
         raise ValueError(f"sample_weight is zero on all {n} rows: a row of weight 0 is a row removed, so "
                          "no row is left. Give the rows to use a positive weight.")
-    _, top = np.frexp(weights.max(initial=0.0))
-    if abs(top) > _WEIGHT_RANGE and weights.any():
+    _, top = np.frexp(weights.max())
+    if abs(top) > _WEIGHT_RANGE:
         return np.ldexp(weights, -top), int(top)  # a new array: _check_sample_weight may return the input
     return weights, 0
 
