@@ -601,12 +601,17 @@ def test_hull_vertices_keep_every_mixture():
     np.testing.assert_array_equal(hull_vertices(R[:, :3], np.arange(3)), np.arange(3))
 
 
-def test_best_mixture_over_hull_vertices_equals_over_all_candidates():
+def _h_mean_candidates():
+    """60 random candidates' decisions on 200 rows, and the H-mean program under ppr <= 0.45."""
     _, _, _, data = _data(200)
     rng = np.random.default_rng(1)
     decisions = (rng.random((200, 60)) < rng.random(60)).astype(float)
     program = compile_program(h_mean(), ["ppr <= 0.45"], data)
-    R = program.rates(decisions)
+    return data, decisions, program, program.rates(decisions)
+
+
+def test_best_mixture_over_hull_vertices_equals_over_all_candidates():
+    _, _, program, R = _h_mean_candidates()
     p = best_mixture(program, R, [np.full(60, 1 / 60)])
     cp = pytest.importorskip("cvxpy")
     q = cp.Variable(60, nonneg=True)
@@ -622,11 +627,7 @@ def test_best_mixture_over_hull_vertices_equals_over_all_candidates():
 
 
 def test_best_mixture_reads_violations_within_its_tolerance_as_met():
-    _, _, _, data = _data(200)
-    rng = np.random.default_rng(1)
-    decisions = (rng.random((200, 60)) < rng.random(60)).astype(float)
-    program = compile_program(h_mean(), ["ppr <= 0.45"], data)
-    R = program.rates(decisions)
+    data, decisions, program, R = _h_mean_candidates()
     met = best_mixture(program, R, [np.full(60, 1 / 60)])
     unconstrained = compile_program(h_mean(), [], data)
     free = best_mixture(unconstrained, unconstrained.rates(decisions), [np.full(60, 1 / 60)])
