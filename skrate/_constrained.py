@@ -102,8 +102,10 @@ class ConstrainedClassifier(RateClassifierBase):
         models), unless ``solution="T_stochastic"`` at fit time, which keeps all of them.
         Only ``"m_stochastic"`` is guaranteed to meet the constraints on the training data
         when a feasible mixture exists; ``"best"`` is the deterministic candidate ranked best
-        by objective and violation together (Eq. 18) and may leave a small violation, which
-        ``fit`` warns about (``feasible_`` describes ``"m_stochastic"`` either way).
+        by objective and violation together (Eq. 18). It can break a constraint, by a few
+        points of a rate when the game's iterates oscillate around a tight one, even where
+        feasible candidates exist; ``fit`` warns about it (``feasible_`` describes
+        ``"m_stochastic"`` either way).
     learning_rate : float, default=0.05
         Adam step size of the model parameters.
     lambda_learning_rate : float or "auto", default="auto"
