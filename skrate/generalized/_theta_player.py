@@ -11,9 +11,8 @@ import numpy as np
 
 from ..models import Design
 from ..problem import CellMatrix
-from ..solvers import surrogate_grad
+from ..solvers import surrogate_bounds, surrogate_grad
 from ..solvers._adam import Adam
-from ..solvers._rate_game import _surrogate_rates
 
 
 class SurrogateTheta:
@@ -65,8 +64,11 @@ class SurrogateTheta:
         pos, neg = self._pos_neg
         if self.idx is not None:  # a minibatch: its columns, scaled to the full sample
             pos, neg = pos[:, self.idx] * self.scale, neg[:, self.idx] * self.scale
-        upper = _surrogate_rates(pos, neg, self.scores, 0.0, self.surrogate)
-        lower = -_surrogate_rates(-neg, -pos, self.scores, 0.0, self.surrogate)
+        # each row's upper and lower stand-in, once: an upper bound of a rate takes the upper one
+        # on its positive coefficients, a lower bound the lower one there
+        up, low = surrogate_bounds(self.scores, self.surrogate)
+        upper = pos @ up + neg @ low
+        lower = -((-neg) @ up + (-pos) @ low)
         return np.where(direction >= 0, upper, lower)
 
     def step(self, row_weights: np.ndarray) -> None:
