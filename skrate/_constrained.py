@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 from numbers import Integral, Real
 from typing import TYPE_CHECKING
 
@@ -512,6 +513,7 @@ class ConstrainedClassifier(RateClassifierBase):
             # speak of X
             transform = input_scale(X, data.sample_weight)
             X_game = scaled_input(X, transform)
+            fold = None if transform is None else partial(self._model.unscale, transform=transform)
             traj = solve_rate_game(
                 problem, self._model, X_game[train] if held is not None else X_game, solver=self.solver,
                 surrogate=self.surrogate, learning_rate=self.learning_rate,
@@ -519,10 +521,10 @@ class ConstrainedClassifier(RateClassifierBase):
                 max_iter=self.max_iter,
                 batch_size=self.batch_size, n_candidates=self.n_candidates, rng=gen,
                 held_out=None if held is None else (held_problem, X_game[held]),
-                callback=folding_callback(self.callback, self._model.unscale, transform), verbose=self.verbose,
+                callback=folding_callback(self.callback, fold), verbose=self.verbose,
             )
-            if transform is not None:
-                traj.params = self._model.unscale(traj.params, transform)
+            if fold is not None:
+                traj.params = fold(traj.params)
         return traj
 
     def _selection_allowance(self, constraints, traj, X_chosen, chosen_on, draws) -> np.ndarray:

@@ -181,7 +181,8 @@ class MetricOptimizer(RateClassifierBase):
         ``metric <= bound`` / ``metric >= bound`` from :mod:`skrate.generalized`, helpers such
         as ``kld_fairness("sex", 0.01)`` or ``f_measure_parity(...)``, and core rate constraints
         (``"error_rate <= 0.2"``, ``churn() <= 0.1``). A bare group column expands to one
-        constraint per value.
+        constraint per value. A bound on ratios over one denominator (``precision() >= 0.8``,
+        ``f_measure() >= 0.6``) is linear multiplied out by it, and solved in that form.
     solver : {"auto", "three_player", "oracle", "frank_wolfe", "spade", "nemsis", "ratio"}, default="auto"
         ``"three_player"``: Algorithm 2 (surrogate model steps, multipliers on true rates,
         closed-form slack player). ``"oracle"``: Algorithm 1 with a cost-sensitive oracle that
@@ -280,9 +281,9 @@ class MetricOptimizer(RateClassifierBase):
         Print progress every tenth of ``max_iter`` when positive.
     callback : callable, default=None
         ``callback(iteration, params, rates)`` after every iteration (counted from 0), with the
-        model's parameters after the iteration's update and the rates the metrics read of the
-        model it played, on the training rows or the minibatch (for ``"ratio"``, the numerators
-        then the denominators of the ratios). Training stops when it returns the object
+        parameters of the model the iteration played (before its update; as ``candidates_``
+        holds them, on ``X``'s columns) and the rates the metrics read of that model, on the training rows or the minibatch (for ``"ratio"``, the
+        numerators then the denominators of the ratios). Training stops when it returns the object
         ``False`` (``n_iter_`` then counts that iteration); any other value, ``None``, ``0`` and
         ``numpy.False_`` included, continues.
     estimator : classifier with ``predict_proba``, default=None
@@ -484,10 +485,11 @@ class MetricOptimizer(RateClassifierBase):
                 advice = ("Reformulate: maximise a concave metric by minimising its negative (a user "
                           "function's class is its convexity= argument).")
             else:  # convex and ratio pieces together
-                advice = ("Convex and ratio metrics do not mix. A ratio bounded by a constant is linear "
-                          "in the rates once multiplied out, which every solver takes: give it as a core "
-                          "rate constraint, e.g. the string 'precision >= 0.7' or "
-                          "skrate.rates.precision() >= 0.7.")
+                advice = ("Convex and ratio metrics do not mix. A bound on ratios over one denominator "
+                          "(precision() >= 0.7, f_measure() >= 0.6) is linear in the rates once multiplied "
+                          "out, and every solver takes it; ratios over different denominators (a parity "
+                          "between groups) are not: pair them with a ratio objective (solver='ratio'), or "
+                          "bound each ratio by a constant.")
             raise ValueError(
                 f"No solver of MetricOptimizer has guarantees for this problem ({described}): the "
                 "convex solvers (three_player, oracle, frank_wolfe, spade, nemsis) need convex metrics, "
@@ -742,8 +744,7 @@ class MetricOptimizer(RateClassifierBase):
         common = dict(surrogate=surrogate, learning_rate=self.learning_rate,
                       lambda_learning_rate=self.lambda_learning_rate, lambda_bound=self.lambda_bound,
                       alpha=self.alpha, max_iter=self.max_iter, batch_size=self.batch_size,
-                      n_candidates=self.n_candidates, tol=self.tol, rng=gen,
-                      callback=folding_callback(self.callback, unscale, transform), verbose=self.verbose)
+                      n_candidates=self.n_candidates, tol=self.tol, rng=gen, verbose=self.verbose)
         # the ratio game's theta-player is the plug-in oracle when a probability model is given
         uses_oracle = (self.estimator is not None if solver == "ratio"
                        else CONFIGURATIONS[solver][0] == "oracle")
@@ -764,6 +765,17 @@ class MetricOptimizer(RateClassifierBase):
         cross_fit = folded is not None
         if cross_fit:
             X_fit, theta_eta = folded
+
+        def to_model(thetas: np.ndarray) -> np.ndarray:
+            """The game's parameter vectors as the fitted model's (``candidates_``, the callback's)."""
+            if cross_fit:  # weight v on the score z = x . w_eta + b_eta is weight v w_eta on x
+                v = thetas[:, -2:-1]
+                thetas = np.hstack([thetas[:, :-2] + v * eta_full[:-1], thetas[:, -1:] + v * eta_full[-1]])
+            if isinstance(metric, PRAUC):  # predict with the threshold of the middle (sorted) recall level
+                thetas = deployed_params(thetas, X.shape[1], len(metric.levels) // 2)
+            return thetas if unscale is None else unscale(thetas, transform)
+
+        common["callback"] = folding_callback(self.callback, to_model)
         init_params = theta_eta if isinstance(self._model, LinearModel) and self.init == "logistic" else None
         if init_params is not None and isinstance(metric, PRAUC):
             init_params = initial_params(theta_eta, X, data.y, metric.levels, data.sample_weight)
@@ -792,18 +804,10 @@ class MetricOptimizer(RateClassifierBase):
         self._set_solutions(program, traj)
         self._check_feasible(program, traj, constraints, data_fit, game_model, X_fit,
                              cross_fit or self._cross_fits_estimator())
-        if cross_fit:  # weight v on the score z = x . w_eta + b_eta is weight v w_eta on x
-            v = traj.params[:, -2:-1]
-            self.candidates_ = np.hstack([traj.params[:, :-2] + v * eta_full[:-1],
-                                          traj.params[:, -1:] + v * eta_full[-1]])
-        if isinstance(metric, PRAUC):  # predict with the threshold of the middle (sorted) recall level
-            self._stacked_params = traj.params
-            self.candidates_ = deployed_params(traj.params, X.shape[1], len(metric.levels) // 2)
+        self.candidates_ = to_model(traj.params)
+        if isinstance(metric, PRAUC):  # [w, one bias per level, b]: w on the first columns
+            self._stacked_params = traj.params if unscale is None else unscale(traj.params, transform)
             self._model = LinearModel(X.shape[1])
-        if unscale is not None:
-            self.candidates_ = unscale(self.candidates_, transform)
-            if isinstance(metric, PRAUC):  # [w, one bias per level, b]: w on the first columns
-                self._stacked_params = unscale(self._stacked_params, transform)
         return self
 
     def _set_solutions(self, program, traj) -> None:
@@ -861,20 +865,22 @@ class MetricOptimizer(RateClassifierBase):
 
     def _violation(self, program, traj, constraints, data, model, X, weights) -> str | None:
         """None when the mixture ``weights`` meets every constraint, else what it misses."""
-        _, cons = program.values(traj.rates @ weights)
-        violations = dict(zip(self.constraints_, np.atleast_1d(cons).astype(float)))
-        undefined = {}
+        r = traj.rates @ weights
+        # a metric constraint multiplied out by its ratio's denominator reads as stated
+        violations = {c.label: float(c.reported(r)) for c in program.constraints}
+        undefined = {c.label: c.denominator[0] for c in program.constraints
+                     if c.denominator is not None and not c.defined(r)}
         if ratio_constraints(constraints):  # at the expected decisions of the mixture
             p = StochasticModel(model, traj.params, weights).proba(X)
             ratios = {k: v for k, v in ratio_violations(constraints, data, p).items() if k in violations}
             violations.update({k: value for k, (value, _) in ratios.items()})
-            undefined = {k: con for k, (value, con) in ratios.items() if np.isnan(value)}
+            undefined.update({k: next(t for t in (con.lhs, con.rhs) if isinstance(t, Ratio)).denominator
+                              for k, (value, con) in ratios.items() if np.isnan(value)})
         if all(v <= 1e-9 for v in violations.values()):  # False at NaN: undefined
             return None
         if undefined:
-            label, con = next(iter(undefined.items()))
-            ratio = next(t for t in (con.lhs, con.rhs) if isinstance(t, Ratio))
-            return f"'{label}' is undefined, because {zero_denominator_reason(ratio.denominator)}"
+            label, denominator = next(iter(undefined.items()))
+            return f"'{label}' is undefined, because {zero_denominator_reason(denominator)}"
         label = max(violations, key=violations.get)
         return f"the largest violation is {violations[label]:.4g}, on '{label}'"
 

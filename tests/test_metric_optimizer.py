@@ -449,13 +449,40 @@ def test_refuses_solvers_without_guarantees():
     with pytest.raises(ValueError, match=r"No solver.*is nonconvex.*do not mix") as err:
         MetricOptimizer(metric=g_mean() + f_measure(), max_iter=5).fit(X, y)
     assert "negative" not in str(err.value)
-    # the linear form the message points to is taken, and means the same bound
-    with pytest.raises(ValueError, match="do not mix.*'precision >= 0.7'"):
-        MetricOptimizer(metric="g_mean", constraints=[precision() >= 0.7], max_iter=5).fit(X, y)
-    clf = MetricOptimizer(metric="g_mean", constraints="precision >= 0.7", max_iter=50,
-                          random_state=0).fit(X, y)
-    proba = clf.predict_proba(X)[:, 1]
-    assert clf.feasible_ and proba @ y / proba.sum() >= 0.7 - 1e-6
+    assert "precision() >= 0.7" in str(err.value)  # the bounds that do mix
+
+
+def test_a_bound_on_one_ratio_is_taken_multiplied_out():
+    """``precision() >= 0.7`` is linear once multiplied by its denominator: it mixes with a convex
+    objective, and solves as the core's ``"precision >= 0.7"``, to the same model."""
+    X, y = _one_d(100)
+    fits = [MetricOptimizer(metric="g_mean", constraints=con, max_iter=50, random_state=0).fit(X, y)
+            for con in ([precision() >= 0.7], "precision >= 0.7")]
+    proba = fits[0].predict_proba(X)[:, 1]
+    assert fits[0].feasible_ and proba @ y / proba.sum() >= 0.7 - 1e-6
+    assert fits[0].metric_class_ == "convex" and fits[0].solver_ == fits[1].solver_
+    np.testing.assert_allclose(proba, fits[1].predict_proba(X)[:, 1])
+    # reported as stated, 0.7 - precision, not in the linear form the solvers read
+    (label, value), = list(fits[0].metric_values(X, y).items())[1:]
+    assert label == "precision >= 0.7" and value == pytest.approx(0.7 - proba @ y / proba.sum())
+    # met by predicting nothing in its linear form, yet undefined as stated: not feasible
+    with pytest.warns(InfeasibleConstraintsWarning, match="'precision >= 0.9' is undefined.*predicts no positives"):
+        est = MetricOptimizer(metric="ppr", constraints=precision() >= 0.9, random_state=0).fit(X, y)
+    assert not est.feasible_ and np.isnan(est.metric_values(X, y)["precision >= 0.9"])
+
+
+def test_least_ppr_under_an_f_measure_floor_against_brute_force():
+    # the floor is linear multiplied out, so the plug-in LP prices in the best mixture of
+    # thresholds; played as a ratio game it stopped on a plateau at ppr 0.2653, for an optimum of 0.2600
+    X, y = _one_d(400, seed=3)
+    floor = 0.7
+    optimum = _mixture_optimum(lambda r: r["ppr"], X, y,
+                               [lambda r: 2 * r["tpr"] * r["p"] >= floor * (r["p"] + r["ppr"])])
+    est = MetricOptimizer(metric="ppr", constraints=f_measure() <= 1 - floor, random_state=0).fit(X, y)
+    p = est.predict_proba(X)[:, 1]
+    assert est.metric_class_ == "linear" and est.feasible_
+    assert 2 * (p @ y) / (p.sum() + y.sum()) >= floor - 1e-6
+    assert p.mean() <= optimum + 1e-6
 
 
 def test_undefined_metric_on_fit_data_names_metric_and_slice():
@@ -541,6 +568,24 @@ def test_mlp_minibatch_and_callback():
     # only False itself stops: a callback that returns nothing plays on
     silent = MetricOptimizer(metric="g_mean", max_iter=300, callback=lambda t, theta, r: None).fit(X, y)
     assert silent.n_iter_ == MetricOptimizer(metric="g_mean", max_iter=300).fit(X, y).n_iter_ > 10
+
+
+@pytest.mark.parametrize("metric, solver", [("g_mean", "three_player"), ("g_mean", "frank_wolfe"), ("f1", "ratio")])
+def test_callback_gets_the_params_its_rates_were_measured_on(metric, solver):
+    # as ConstrainedClassifier's: the model each iteration played, not the one after its update,
+    # with the parameters candidates_ holds (the plug-in game's on [x, out-of-fold log-odds] folded
+    # onto x)
+    X, y = _one_d(300)
+    seen = []
+    est = MetricOptimizer(metric=metric, solver=solver, max_iter=20, tol=None, random_state=0,
+                          callback=lambda t, theta, r: seen.append((theta.copy(), r.copy()))).fit(X, y)
+    assert seen[0][0].shape == est.candidates_[0].shape
+    np.testing.assert_allclose(seen[0][0], est.candidates_[0])
+    if solver == "three_player":  # the program's rates of the 0/1 decisions of the model played
+        data = RateData(y, np.ones(len(y)), GroupTable.from_input(None, None, len(y)))
+        program = compile_program(metric, None, data)
+        for theta, r in seen:
+            np.testing.assert_allclose(r, program.rates((X @ theta[:-1] + theta[-1] > 0).astype(float)))
 
 
 def test_kld_fairness_constraint_expands_per_group():

@@ -892,3 +892,30 @@ def test_metric_arithmetic_and_bounds_refuse_what_no_model_meets():
     with pytest.raises(TypeError, match=r"epsilon of kld_fairness must be a number, got None"):
         kld_fairness("group", None)
     assert str(f_measure_parity({"g": "a"}, {"g": "b"}, -0.1)) == "f_measure[g=a] >= f_measure[g=b] + 0.1"
+
+
+def test_a_bound_on_ratios_over_one_denominator_compiles_linear():
+    """``f_measure(g="a") <= 0.4`` (``1 - F <= 0.4``) is ``0.6 (pi + ppr) - 2 tp <= 0`` on slice a:
+    linear, of the sign of ``0.6 - F`` wherever ``pi + ppr > 0``, and reported as stated."""
+    y, g, yhat, data = _data()
+    a = g == "a"
+    cons = [f_measure(g="a") <= 0.4, precision() >= 0.5, ratio("tp_proportion - 0.1", "ppr") <= 0.4,
+            *predictive_parity("g", 0.05)]
+    program = compile_program("error", cons, data)
+    assert [c.kind for c in program.constraints] == ["linear"] * 3 + ["ratio"] * 4
+    for p in (yhat, 0.5 * yhat, 1.0 - yhat):
+        r = program.rates(p)
+        f1, prec = 2 * (p[a] @ y[a]) / (p[a].sum() + y[a].sum()), (p @ y) / p.sum()
+        stated = [0.6 - f1, 0.5 - prec, (p @ y / y.size - 0.1) / p.mean() - 0.4]
+        np.testing.assert_allclose([c.reported(r) for c in program.constraints[:3]], stated)
+        # the linear form the solvers read: the stated value times the denominator
+        np.testing.assert_allclose(program.values(r)[1][:3],
+                                   np.multiply(stated, [(p[a].sum() + y[a].sum()) / a.sum(), p.mean(), p.mean()]))
+    # no positive predicted: the linear form of the precision floor is met, the floor undefined
+    r = program.rates(np.zeros(y.size))
+    assert program.values(r)[1][1] == 0.0 and np.isnan(program.constraints[1].reported(r))
+    assert np.isinf(program.flag_undefined(r, program.values(r)[1])[1])
+    # the F-measure is still checked on the data as stated
+    no_positives = RateData(np.where(a, 0, y), np.ones(y.size), data.groups)
+    with pytest.raises(ValueError, match=r"f_measure.*g=a.*no positive examples"):
+        compile_program("error", [f_measure(g="a") <= 0.4], no_positives)

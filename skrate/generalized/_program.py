@@ -37,6 +37,8 @@ class CompiledSum:
     kind: str
     metric: MetricSum
     guards: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))  # rows that must be > 0
+    # a ratio constraint taken multiplied out by its denominator: that denominator and its row
+    denominator: tuple[Expression, int] | None = None
 
     def value(self, r: np.ndarray) -> np.ndarray:
         out = self.constant + 0.0 * r[0]
@@ -51,6 +53,16 @@ class CompiledSum:
         for coef, atom, idx in self.atoms:
             out += coef * (ratio_value(*r[idx]) if isinstance(atom, RatioAtom) else float(atom.value(r[idx])))
         return float(out)
+
+    def reported(self, r: np.ndarray) -> np.ndarray:
+        """``value`` in the units the constraint was stated in: a ratio constraint multiplied out
+        by its denominator ``D`` (see :func:`compile_program`) divided by ``D`` again, NaN where
+        ``D`` is not positive."""
+        out = self.value(r)
+        if self.denominator is None:
+            return out
+        d = np.asarray(r)[self.denominator[1]]
+        return np.divide(out, d, out=np.full(np.shape(out), np.nan), where=d > 0)
 
     @property
     def is_linear(self) -> bool:
@@ -264,6 +276,37 @@ def _expand_objective(objective, groups) -> MetricSum:
     return MetricSum(tuple(terms), objective.constant)
 
 
+def multiplied_out(metric: MetricSum) -> tuple[Expression, Expression] | None:
+    """``(constant * D + sum_i coef_i N_i, D)`` for a ratio metric ``constant + sum_i coef_i N_i / D``
+    whose ratios share the denominator ``D`` (``precision() >= 0.8``, ``f_measure() <= 0.3``), else
+    None. Where ``D > 0`` the metric is ``<= 0`` exactly where this linear form is, so the
+    constraint is linear in the rates: the LP and the convex solvers take it, as they take the
+    core's ``precision >= 0.8``.
+
+    Parameters
+    ----------
+    metric : MetricSum
+        The constrained metric (the constraint is ``metric <= 0``).
+
+    Returns
+    -------
+    tuple of (Expression, Expression) or None
+        The linear form and the denominator ``D``, or None when the metric is not a sum of
+        ratios over one denominator that depends on the rates.
+    """
+    form = metric.ratio_form() if metric.kind == "ratio" else None
+    if form is None or len({den for _, _, den in form[1]}) != 1:
+        return None
+    constant, terms = form
+    den = terms[0][2]
+    if not den.terms:
+        return None
+    expr = constant * den
+    for coef, num, _ in terms:
+        expr = expr + coef * num
+    return expr, den
+
+
 def as_metric_constraints(spec) -> list:
     """Flatten constraints: metric constraints, core constraints, strings, nested lists."""
     from ..rates import as_constraints
@@ -328,21 +371,28 @@ def compile_program(objective: Metric | Expression | Ratio | str,
     objective = _expand_objective(as_metric(objective), groups)
     # (metric, role, the text the user wrote: a core constraint's, not its rearrangement's, and the
     # denominators of its ratio sides, which must stay positive for its linear form to mean it)
-    sums: list[tuple[MetricSum, str, str, tuple]] = [(objective, "objective", str(objective), ())]
+    # (metric, role, the text the user wrote, the denominators that must stay positive for a linear
+    # form to mean the ratio bound it stands for, and the atoms as stated, checked on the data)
+    sums: list[tuple[MetricSum, str, str, tuple, tuple]] = [(objective, "objective", str(objective), (), ())]
     for con in as_metric_constraints(constraints):
         if isinstance(con, Constraint):
             for c in expand_constraints([con], groups):
                 guards = tuple(LinearRate(t.denominator) for t in (c.lhs, c.rhs) if isinstance(t, Ratio))
-                sums.append((LinearRate(c.expression).as_sum(), "constraint", str(c), guards))
+                sums.append((LinearRate(c.expression).as_sum(), "constraint", str(c), guards, ()))
         else:
             for bound in _expand(con, groups):
-                sums.append((bound.metric, "constraint", str(bound), ()))
-    labels = _unique([text if role == "constraint" else f"objective: {text}" for _, role, text, _ in sums])
+                linear = multiplied_out(bound.metric)
+                if linear is None:
+                    sums.append((bound.metric, "constraint", str(bound), (), ()))
+                else:
+                    sums.append((LinearRate(linear[0]).as_sum(), "constraint", str(bound), (LinearRate(linear[1]),),
+                                 tuple(atom for _, atom in bound.metric.terms)))
+    labels = _unique([text if role == "constraint" else f"objective: {text}" for _, role, text, _, _ in sums])
     exprs, consts, compiled, cache = [], [], [], {}
     n_rows = 0
-    for (metric, role, text, guards), label in zip(sums, labels):
+    for (metric, role, text, guards, stated), label in zip(sums, labels):
         atoms, measured = [], True
-        for coef, atom in [*metric.terms, *((0.0, g) for g in guards)]:
+        for coef, atom in [*((None, a) for a in stated), *metric.terms, *((0.0, g) for g in guards)]:
             if atom not in cache:
                 try:
                     _, _, b_a = compile_factored(list(atom.exprs), data)
@@ -355,15 +405,19 @@ def compile_program(objective: Metric | Expression | Ratio | str,
                     # still an UndefinedRateError when the rows leave it undefined: scorers score NaN
                     error = UndefinedRateError if unmeasured else ValueError
                     raise error(f"The {role} '{text}' cannot be measured on this data: {exc}") from None
+                if coef is None:  # checked only: the solvers read the linear form
+                    continue
                 cache[atom] = np.arange(n_rows, n_rows + len(atom.exprs))
                 exprs.extend(atom.exprs)
                 consts.append(b_a)
                 n_rows += len(atom.exprs)
-            atoms.append((float(coef), atom, cache[atom]))
+            if coef is not None:
+                atoms.append((float(coef), atom, cache[atom]))
         if measured:
             atoms, guarded = atoms[:len(metric.terms)], atoms[len(metric.terms):]
-            compiled.append(CompiledSum(metric.constant, atoms, label, metric.kind, metric,
-                                        np.array([idx[0] for _, _, idx in guarded], dtype=int)))
+            rows = np.array([idx[0] for _, _, idx in guarded], dtype=int)
+            compiled.append(CompiledSum(metric.constant, atoms, label, metric.kind, metric, rows,
+                                        (guards[0].expr, int(rows[0])) if stated else None))
         else:
             undefined.append(label)
     # the rates over the cells of alike rows: a parity constraint's row reads every row of the data
@@ -411,17 +465,16 @@ def program_values(objective, constraints, data: RateData, p: np.ndarray, expand
     """``{"objective": psi, label: phi_j, ...}`` of the expected decisions ``p`` on ``data``.
 
     ``phi_j <= 0`` is met; a rate constraint with a ratio side reads in the ratio's units (NaN
-    when the ratio is undefined), the others as the solvers see them, but NaN where a ratio they
-    hold (``precision`` in ``predictive_parity``) has a zero denominator, which the solvers clip.
+    when the ratio is undefined), a metric constraint as stated (``precision() >= 0.8`` as
+    ``0.8 - precision``, though the solvers take its linear form), NaN where a ratio it holds
+    (``precision`` in ``predictive_parity``) has a zero denominator, which the solvers clip.
     The objective reads such a ratio as the core does: wins over no losses are infinite, ``0 / 0``
     is NaN.
     """
     program = compile_program(objective, constraints, data, expand_over, undefined)
     r = reported_rates(program.A, program.b, p)
-    _, cons = program.values(r)
     out = {"objective": program.objective.reported_value(r)}
-    out.update({c.label: float(v) if c.defined(r) else float("nan")
-                for c, v in zip(program.constraints, np.atleast_1d(cons))})
+    out.update({c.label: float(c.reported(r)) if c.defined(r) else float("nan") for c in program.constraints})
     out.update({label: value for label, (value, _) in ratio_violations(constraints, data, p, expand_over).items()
                 if label in out})
     return out

@@ -139,7 +139,7 @@ def solve_ratio_game(
             snaps.mark_best(t, current, owner_w)
         if verbose and (t % max(1, max_iter // 10) == 0 or t == max_iter - 1 or stop):
             print(f"[ratio] iter {t + 1}/{max_iter} objective {obj:.4f}")
-        if callback is not None and callback(t, player.theta, np.concatenate([N, D])) is False:
+        if callback is not None and callback(t, current, np.concatenate([N, D])) is False:
             break
         if stop:
             break

@@ -213,7 +213,7 @@ def solve_three_player(
             snaps.mark_best(t, current, owner_w)
         if verbose and (t % max(1, max_iter // 10) == 0 or t == max_iter - 1 or stop):
             print(f"[{solver}] iter {t + 1}/{max_iter} objective {here[1]:.4f} max violation {here[0]:+.4f}")
-        if callback is not None and callback(t, player.theta, r) is False:
+        if callback is not None and callback(t, current, r) is False:
             break
         if stop:
             break

@@ -195,29 +195,25 @@ def scaled_input(X: np.ndarray | sp.spmatrix, transform: tuple[np.ndarray, np.nd
     return X / scale
 
 
-def folding_callback(callback: Callable | None, unscale: Callable[..., np.ndarray],
-                     transform: tuple[np.ndarray, np.ndarray] | None) -> Callable | None:
-    """``callback(iteration, params, values)`` as the user wrote it, handed the parameters of a
-    game on ``(X - shift) / scale`` folded back onto ``X`` by ``unscale(params, transform)`` (a
-    model's ``unscale``); the callback itself when there is nothing to fold.
+def folding_callback(callback: Callable | None, fold: Callable[[np.ndarray], np.ndarray] | None) -> Callable | None:
+    """``callback(iteration, params, values)`` as the user wrote it, handed the parameters of the
+    game folded by ``fold`` into those of the fitted model (``candidates_``'s): a game on
+    ``(X - shift) / scale`` back onto ``X``, say; the callback itself when there is nothing to fold.
 
     Parameters
     ----------
     callback : callable or None
         The user's ``callback(iteration, params, values)``.
-    unscale : callable
-        ``unscale(thetas, transform)``, parameters of shape (k, n_params) fitted on
-        ``(X - shift) / scale`` as parameters on ``X`` (a model's ``unscale``).
-    transform : (shift, scale) or None
-        The column shifts and divisors of :func:`input_scale`; None when the game plays on
-        ``X`` itself.
+    fold : callable or None
+        ``fold(thetas)``: parameter vectors of shape (k, n_params) of the game as those of the
+        fitted model, a new array; None when the game plays the fitted model's parameters.
 
     Returns
     -------
     callable or None
         A callback handing ``callback`` the folded parameters, or ``callback`` itself when it
-        is None or ``transform`` is None.
+        or ``fold`` is None.
     """
-    if callback is None or transform is None:
+    if callback is None or fold is None:
         return callback
-    return lambda iteration, params, values: callback(iteration, unscale(params[None], transform)[0], values)
+    return lambda iteration, params, values: callback(iteration, fold(params[None])[0], values)
