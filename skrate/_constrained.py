@@ -208,7 +208,9 @@ class ConstrainedClassifier(RateClassifierBase):
     Attributes
     ----------
     classes_ : ndarray of shape (2,)
+        Class labels; ``classes_[1]`` is the positive class.
     n_features_in_ : int
+        Number of columns of ``X`` in ``fit``.
     feature_names_in_ : ndarray of str
         Present when X was a DataFrame with string column names.
     constraints_ : list of Constraint

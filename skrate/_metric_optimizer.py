@@ -330,7 +330,9 @@ class MetricOptimizer(RateClassifierBase):
     Attributes
     ----------
     classes_ : ndarray of shape (2,)
+        Class labels; ``classes_[1]`` is the positive class.
     n_features_in_ : int
+        Number of columns of ``X`` in ``fit``.
     feature_names_in_ : ndarray of str
         Present when X was a DataFrame with string column names.
     objective_ : MetricSum
@@ -348,17 +350,26 @@ class MetricOptimizer(RateClassifierBase):
         the last; then, for a problem linear in the rates under a plug-in solver, the oracle's
         answers priced in by column generation (outside ``"T_stochastic"`` and ``"last"``).
     solutions_ : dict of str to ndarray
+        Weights over ``candidates_`` of every solution (``"m_stochastic"``, ``"T_stochastic"``,
+        ``"best"``, ``"last"``).
     weights_ : ndarray of shape (n_snapshots,)
+        Weights of the solution selected by ``solution``.
     train_objective_ : ndarray of shape (n_snapshots,)
         Objective ``psi`` of each candidate on the training data.
     train_constraints_ : ndarray of shape (n_constraints, n_snapshots)
+        Constraint values ``phi_j`` (``<= 0`` is met) of each candidate on the training data,
+        as the solvers read them: a ratio bound in its linear form (``0.8 ppr - tp`` for
+        ``precision >= 0.8``), where :meth:`metric_values` reads ``0.8 - precision``.
     multipliers_ : ndarray of shape (n_snapshots, n_constraints + 1)
+        The weights ``(1, mu)`` of the objective and the constraints when each candidate was
+        played.
     feasible_ : bool
         Whether the selected solution (the ``solution`` parameter, also when set after ``fit``)
         meets every constraint on the training data; False also
         when a ratio constraint is undefined there (a zero denominator: for precision, no
         positives predicted in its slice), which its linear form would count as met.
     n_iter_ : int
+        Iterations of the game played.
     random_seed_ : int
         Seed of the per-row draws of ``predict`` (from ``random_state``), so a row's
         decision is reproducible.

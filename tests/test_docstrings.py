@@ -62,6 +62,17 @@ def test_public_docstring_follows_numpydoc(name):
     assert not errors, f"{name}:\n" + "\n".join(errors)
 
 
+@pytest.mark.parametrize("name", [n for n in _public_names() if n.count(".") == 1
+                                  and inspect.isclass(getattr(importlib.import_module("skrate"), n[7:]))])
+def test_estimator_attributes_are_described(name):
+    """Every fitted attribute an estimator lists says what it holds (numpydoc does not check it)."""
+    from numpydoc.docscrape import ClassDoc
+
+    blank = [a.name for a in ClassDoc(getattr(importlib.import_module("skrate"), name[7:]))["Attributes"]
+             if not "".join(a.desc).strip()]
+    assert not blank, f"{name}: attributes without a description: {blank}"
+
+
 def test_every_public_package_is_read():
     """A package added to the API reference is added here too."""
     import pathlib
