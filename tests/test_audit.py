@@ -702,7 +702,7 @@ def test_every_audited_column_and_the_constraints_share_one_draw_of_each_resampl
     assert len(draws) == 120
 
 
-def test_a_metric_constraint_is_refused_naming_where_it_is_evaluated():
+def test_a_metric_constraint_is_refused_naming_where_it_is_evaluated_but_a_ratio_bound_taken():
     from skrate.generalized import kld_fairness
     from skrate.metrics import make_violation_scorer
 
@@ -712,6 +712,12 @@ def test_a_metric_constraint_is_refused_naming_where_it_is_evaluated():
     with pytest.raises(TypeError, match=r"kld\[race\] <= 0.02 is a metric constraint.*make_violation_scorer"):
         audit(clf, X, y, groups=g, constraints=[con])
     assert np.isfinite(make_violation_scorer(con)(clf, X, y, groups=g))  # where it is evaluated
+    # a bound on one ratio is a rate constraint: audited as its string form
+    from skrate.generalized import precision
+
+    stated = audit(clf, X, y, groups=g, constraints=[precision(race="a") >= 0.5], n_bootstrap=50, random_state=0)
+    parsed = audit(clf, X, y, groups=g, constraints=["precision[race=a] >= 0.5"], n_bootstrap=50, random_state=0)
+    pd.testing.assert_frame_equal(stated, parsed)
 
 
 def test_constraints_on_separate_columns_are_resampled_in_separate_blocks(monkeypatch):

@@ -871,3 +871,22 @@ def test_a_fit_with_a_minimum_goal_meets_it_on_the_training_data(helper, value, 
     assert len(report) == len(cells)
     np.testing.assert_allclose(report["lhs"], list(got.values()), rtol=1e-10)
     np.testing.assert_allclose(report["violation"], value - np.array(list(got.values())), atol=1e-10)
+
+
+def test_a_bound_on_ratios_over_one_denominator_is_taken_as_a_rate_constraint():
+    """``skrate.generalized``'s ``precision(group="group") >= 0.6`` and ``f_measure() <= 0.3``
+    (``F1 >= 0.7``) are rate constraints once multiplied out; other metric constraints are not."""
+    from skrate.generalized import f_measure, kld_fairness
+    from skrate.generalized import precision as metric_precision
+
+    X, y, g = _fair_data(n=800)
+    fits = [ConstrainedClassifier(con, max_iter=300, random_state=0).fit(X, y, groups=g)
+            for con in (metric_precision(group="group") >= 0.6, "precision[group] >= 0.6")]
+    np.testing.assert_array_equal(fits[0].predict_proba(X), fits[1].predict_proba(X))
+    assert [str(c) for c in fits[0].constraints_] == [str(c) for c in fits[1].constraints_]
+    clf = ConstrainedClassifier(f_measure() <= 0.3, random_state=0).fit(X, y)
+    p = clf.predict_proba(X)[:, 1]
+    assert clf.feasible_ and 2 * (p @ y) / (p.sum() + y.sum()) >= 0.7 - 1e-6
+    assert str(clf.constraints_[0]) == "(2 * tp_proportion) / (label_rate + ppr) >= 0.7"
+    with pytest.raises(TypeError, match=r"kld\[group\] <= 0.01 is a metric constraint.*precision\(\) >= 0.8"):
+        ConstrainedClassifier(kld_fairness("group", 0.01)).fit(X, y, groups=g)

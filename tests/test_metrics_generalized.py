@@ -51,7 +51,7 @@ from skrate.generalized._stopping import (
     candidate_indices,
 )
 from skrate.problem import GroupTable, RateData
-from skrate.rates import fnr, fpr, ppr, tnr, tpr
+from skrate.rates import fnr, fpr, parse_expression, ppr, tnr, tpr
 from skrate.rates import precision as core_precision
 
 
@@ -919,3 +919,12 @@ def test_a_bound_on_ratios_over_one_denominator_compiles_linear():
     no_positives = RateData(np.where(a, 0, y), np.ones(y.size), data.groups)
     with pytest.raises(ValueError, match=r"f_measure.*g=a.*no positive examples"):
         compile_program("error", [f_measure(g="a") <= 0.4], no_positives)
+
+
+def test_ratio_takes_a_denominator_of_one_sign_only():
+    # bounds on a ratio are multiplied out by its denominator: one that can take both signs
+    # would flip them, one never positive is negated on both sides
+    with pytest.raises(TypeError, match=r"Cannot divide by ppr - 0.1: it can take both signs"):
+        ratio("tp_proportion", "ppr - 0.1")
+    (coef, atom), = ratio("tp_proportion", "-ppr").terms
+    assert coef == 1.0 and (atom.numerator, atom.denominator) == (-parse_expression("tp_proportion"), ppr())

@@ -1050,11 +1050,24 @@ def ratio(numerator: Expression | str, denominator: Expression | str) -> MetricS
     -------
     MetricSum
         A ratio-class metric.
+
+    Raises
+    ------
+    ValueError
+        When the denominator is the constant 0.
+    TypeError
+        When the denominator can take both signs (``"ppr - 0.1"``): bounds on the ratio could
+        not be multiplied out by it, as :class:`skrate.rates.Ratio` refuses too.
     """
-    denominator = _linear(denominator, "ratio")
-    if not denominator.terms and denominator.constant == 0:
-        raise ValueError("The denominator of ratio() is the constant 0: the ratio is undefined for every model.")
-    return RatioAtom(_linear(numerator, "ratio"), denominator).as_sum()
+    numerator, denominator = _linear(numerator, "ratio"), _linear(denominator, "ratio")
+    if not denominator.terms:
+        if denominator.constant == 0:
+            raise ValueError("The denominator of ratio() is the constant 0: the ratio is undefined for every model.")
+        return RatioAtom(numerator, denominator).as_sum()
+    # the core's division keeps a denominator of one sign non-negative (-ppr / -npr as ppr / npr)
+    # and refuses one of both signs
+    q = numerator / denominator
+    return RatioAtom(q.numerator, q.denominator).as_sum()
 
 
 def precision(group: str | Iterable[str] | None = None, *, where: dict[str, Any] | None = None,

@@ -276,12 +276,25 @@ def _expand_objective(objective, groups) -> MetricSum:
     return MetricSum(tuple(terms), objective.constant)
 
 
+def _over_one_denominator(metric: MetricSum) -> tuple[float, Expression, Expression] | None:
+    """``(constant, N, D)`` with ``metric = constant + N / D``, ``D`` depending on the rates, for a
+    ratio metric whose ratios share their denominator; else None."""
+    form = metric.ratio_form() if metric.kind == "ratio" else None
+    if form is None or len({den for _, _, den in form[1]}) != 1 or not form[1][0][2].terms:
+        return None
+    constant, terms = form
+    numerator = terms[0][0] * terms[0][1]
+    for coef, num, _ in terms[1:]:
+        numerator = numerator + coef * num
+    return constant, numerator, terms[0][2]
+
+
 def multiplied_out(metric: MetricSum) -> tuple[Expression, Expression] | None:
-    """``(constant * D + sum_i coef_i N_i, D)`` for a ratio metric ``constant + sum_i coef_i N_i / D``
-    whose ratios share the denominator ``D`` (``precision() >= 0.8``, ``f_measure() <= 0.3``), else
-    None. Where ``D > 0`` the metric is ``<= 0`` exactly where this linear form is, so the
-    constraint is linear in the rates: the LP and the convex solvers take it, as they take the
-    core's ``precision >= 0.8``.
+    """``(constant * D + N, D)`` for a ratio metric ``constant + N / D`` whose ratios share the
+    denominator ``D`` (``precision() >= 0.8``, ``f_measure() <= 0.3``), else None. A denominator
+    is never negative (see :func:`~skrate.generalized.ratio`), so where ``D > 0`` the metric is
+    ``<= 0`` exactly where this linear form is: the constraint is linear in the rates, and the
+    LP and the convex solvers take it, as they take the core's ``precision >= 0.8``.
 
     Parameters
     ----------
@@ -294,17 +307,35 @@ def multiplied_out(metric: MetricSum) -> tuple[Expression, Expression] | None:
         The linear form and the denominator ``D``, or None when the metric is not a sum of
         ratios over one denominator that depends on the rates.
     """
-    form = metric.ratio_form() if metric.kind == "ratio" else None
-    if form is None or len({den for _, _, den in form[1]}) != 1:
+    parts = _over_one_denominator(metric)
+    if parts is None:
         return None
-    constant, terms = form
-    den = terms[0][2]
-    if not den.terms:
+    constant, numerator, denominator = parts
+    return constant * denominator + numerator, denominator
+
+
+def rate_constraint(constraint: MetricConstraint) -> Constraint | None:
+    """The core rate constraint a bound on ratios over one denominator states
+    (``f_measure() <= 0.3`` is ``(2 * tp_proportion) / (label_rate + ppr) >= 0.7``), else None.
+
+    Parameters
+    ----------
+    constraint : MetricConstraint
+        The metric constraint.
+
+    Returns
+    -------
+    Constraint or None
+        ``N / D >= -constant`` when ``N``'s coefficients are all negative (a floor, negated),
+        else ``N / D <= -constant``; None when :func:`multiplied_out` does not apply.
+    """
+    parts = _over_one_denominator(constraint.metric)
+    if parts is None:
         return None
-    expr = constant * den
-    for coef, num, _ in terms:
-        expr = expr + coef * num
-    return expr, den
+    constant, numerator, denominator = parts
+    if all(c <= 0 for _, c in numerator.terms) and numerator.constant <= 0:
+        return Ratio(-numerator, denominator) >= constant
+    return Ratio(numerator, denominator) <= -constant
 
 
 def as_metric_constraints(spec) -> list:

@@ -15,7 +15,9 @@ def as_constraints(spec: Constraint | str | list | tuple | None) -> list[Constra
     Parameters
     ----------
     spec : None, Constraint, str, or (nested) list or tuple of them
-        Strings are parsed with :func:`parse_constraint`.
+        Strings are parsed with :func:`parse_constraint`. A metric constraint of
+        :mod:`skrate.generalized` that bounds ratios over one denominator (``precision() >=
+        0.8``, ``f_measure() <= 0.3``) is taken as the rate constraint it states.
 
     Returns
     -------
@@ -26,7 +28,8 @@ def as_constraints(spec: Constraint | str | list | tuple | None) -> list[Constra
     ------
     TypeError
         For a rate expression without a comparison, a bool (what ``a == b`` gives: an
-        equality is written as two constraints), or any other object.
+        equality is written as two constraints), another metric constraint, or any other
+        object.
     ValueError
         For a string that is not a valid constraint (:class:`SpecParseError`, a subclass,
         pointing at the position).
@@ -47,10 +50,15 @@ def as_constraints(spec: Constraint | str | list | tuple | None) -> list[Constra
                         "constraint. Write an equality a == b as two constraints, [a <= b, a >= b], or "
                         "bound the gap on both sides, [a - b <= 0.01, a - b >= -0.01].")
     from ..generalized import MetricConstraint  # it builds on this module: imported when needed
+    from ..generalized._program import rate_constraint
 
     if isinstance(spec, MetricConstraint):
+        stated = rate_constraint(spec)
+        if stated is not None:  # a bound on ratios over one denominator is a rate constraint
+            return [stated]
         raise TypeError(f"{spec} is a metric constraint, a function of rates as MetricOptimizer takes them; "
-                        "only rate constraints are taken here. Evaluate metric constraints with "
+                        "only rate constraints are taken here, and bounds on ratios over one denominator "
+                        "(precision() >= 0.8, f_measure() <= 0.3). Evaluate metric constraints with "
                         "skrate.metrics.make_violation_scorer or MetricOptimizer.metric_values.")
     raise TypeError(f"A constraint must be a Constraint, a string such as 'tpr[race] >= 0.9 * tpr', "
                     f"or a list of them; got {type(spec).__name__}: {spec!r}.")
