@@ -8,9 +8,10 @@ import pytest
 from sklearn.base import clone
 
 from skrate import ConstrainedClassifier
+from skrate.exceptions import InfeasibleConstraintsWarning
 from skrate.rates import (
     Constraint, Expression, Ratio, SpecParseError, accurate_coverage, accuracy, as_constraints, churn,
-    equal_accuracy, equal_odds, equal_opportunity, error_rate, fpr, label_rate, losses, minimum_recall,
+    equal_accuracy, equal_odds, equal_opportunity, error_rate, f1, fpr, label_rate, losses, minimum_recall,
     no_lost_benefits, not_worse_off, npr, parse_constraint, parse_expression, ppr, precision,
     statistical_parity, tpr, win_loss_ratio, wins,
 )
@@ -200,17 +201,26 @@ def test_an_equality_or_a_strict_inequality_in_a_spec_says_what_to_write(text, p
     assert info.value.pos == pos and advice in str(info.value)
 
 
-@pytest.mark.parametrize("name", ["f1", "f_score", "f_measure"])
-def test_an_f_measure_in_a_spec_names_its_linear_bound_and_metric_optimizer(name):
-    with pytest.raises(SpecParseError, match=rf"'{name}' is an F-measure, a ratio of rates") as info:
+@pytest.mark.parametrize("name", ["f_score", "f_measure"])
+def test_an_f_measure_in_a_spec_names_f1_and_metric_optimizer(name):
+    with pytest.raises(SpecParseError, match=rf"'{name}' is an F-measure: the F1 score is the ratio 'f1'") as info:
         parse_constraint(f"{name}[sex=a] >= 0.6")
-    assert "'2 * tp_proportion - c * ppr - c * label_rate >= 0'" in str(info.value)
-    assert "MetricOptimizer(metric='f1')" in str(info.value)
+    assert "MetricOptimizer(metric='f2')" in str(info.value)
+
+
+def test_f1_is_a_named_ratio_whose_bound_is_linear():
+    con = parse_constraint("f1[sex=a] >= 0.6")
+    assert con == (f1(sex="a") >= 0.6) and str(con) == "f1[sex=a] >= 0.6"
+    assert str(0.5 * f1(group="sex")) == "0.5 * f1[sex]" and str(-f1()) == "-f1"
+    assert parse_constraint(str(0.5 * f1() <= 0.4)) == (0.5 * f1() <= 0.4)
+    with pytest.warns(InfeasibleConstraintsWarning, match=r"meet 'f1 >= 1.5': f1 lies in \[0, 1\]"):
+        ConstrainedClassifier("f1 >= 1.5", max_iter=5).fit(np.eye(4), [0, 1, 0, 1])
     # the bound it names is the F1 bound: on any decisions the two agree
     rng = np.random.default_rng(0)
     y, p, c = rng.integers(0, 2, 200), rng.random(200), 0.6
     tp, ppr, base = np.mean(y * p), np.mean(p), np.mean(y)
     assert (2 * tp / (ppr + base) >= c) == (2 * tp - c * ppr - c * base >= 0)
+    assert str(con.expression) == "0.6 * label_rate[sex=a] + 0.6 * ppr[sex=a] - 2 * tp_proportion[sex=a]"
 
 
 def test_semantic_errors_name_the_spec():

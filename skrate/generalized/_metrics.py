@@ -25,7 +25,7 @@ from scipy.special import rel_entr
 from ..exceptions import UndefinedRateError
 from ..rates import Expression, Rate, Ratio, Slice, as_expression
 from ..rates import _functions as R
-from ..rates._functions import RATE_FUNCTIONS, RATIO_NAMES, display_ratio, rates_on
+from ..rates._functions import RATE_FUNCTIONS, display_ratio, named_ratio, rates_on
 
 _EPS = 1e-6
 CLASSES = ("linear", "convex", "concave", "ratio", "nonconvex")
@@ -1356,10 +1356,14 @@ def score_loss(metric: Metric) -> str | None:
         rate, coef = atom.expr.terms[0]
         if coef > 0 and rate.kind in SCORE_LOSSES:
             return str(Rate(SCORE_LOSSES[rate.kind], rate.slice))
-    if isinstance(atom, RatioAtom) and len(atom.numerator.terms) == len(atom.denominator.terms) == 1:
-        (num, a), (den, b) = atom.numerator.terms[0], atom.denominator.terms[0]
-        if a * b > 0 and ((num.kind, den.kind) in RATIO_NAMES or num.kind in SCORE_LOSSES):
+    if isinstance(atom, RatioAtom):
+        named = named_ratio(Ratio(atom.numerator, atom.denominator))
+        if named is not None and named[2] * named[3] > 0:
             return f"-{atom}"
+        if len(atom.numerator.terms) == len(atom.denominator.terms) == 1:
+            (num, a), (den, b) = atom.numerator.terms[0], atom.denominator.terms[0]
+            if a * b > 0 and num.kind in SCORE_LOSSES:
+                return f"-{atom}"
     return None
 
 

@@ -12,7 +12,7 @@ from ._cells import CellMatrix
 from ._compile import RateProblem
 
 # ranges of the named ratios over every classifier (tp <= ppr; wins and losses are rates)
-_RATIO_RANGES = {"precision": (0.0, 1.0), "win_loss_ratio": (0.0, np.inf)}
+_RATIO_RANGES = {"precision": (0.0, 1.0), "win_loss_ratio": (0.0, np.inf), "f1": (0.0, 1.0)}
 
 
 def least_violation(problem: RateProblem) -> tuple[float, int]:
@@ -89,7 +89,7 @@ def ratio_bound_out_of_range(constraint: Constraint) -> str | None:
     Parameters
     ----------
     constraint : Constraint
-        Any constraint; only a named ratio (``precision``, ``win_loss_ratio``, scaled or not)
+        Any constraint; only a named ratio (``precision``, ``win_loss_ratio``, ``f1``, scaled or not)
         compared with a constant is checked.
 
     Returns

@@ -10,7 +10,7 @@ True
 
 from ._expression import Constraint, Expression, Rate, Ratio
 from ._functions import (
-    accuracy, baseline_ppr, churn, coverage, error_rate, fnr, fpr, label_rate, loss_churn, losses, npr,
+    accuracy, baseline_ppr, churn, coverage, error_rate, f1, fnr, fpr, label_rate, loss_churn, losses, npr,
     ppr, precision, recall, tnr, tp_proportion, tpr, win_loss_ratio, wins,
 )
 from ._goals import (
@@ -25,7 +25,7 @@ from ._slice import Slice
 __all__ = [
     "Constraint", "Expression", "Rate", "Ratio", "Slice", "SpecParseError", "as_constraints", "as_expression",
     "accuracy", "accurate_coverage", "baseline_ppr", "churn", "coverage", "demographic_parity",
-    "equal_accuracy", "equal_odds", "equal_opportunity", "error_rate", "fnr", "fpr",
+    "equal_accuracy", "equal_odds", "equal_opportunity", "error_rate", "f1", "fnr", "fpr",
     "label_rate", "loss_churn", "losses", "minimum_accuracy", "minimum_coverage",
     "minimum_recall", "no_lost_benefits", "not_worse_off", "npr", "parse_constraint",
     "parse_expression", "ppr", "precision", "recall", "statistical_parity", "tnr",

@@ -133,24 +133,59 @@ def win_loss_ratio(group: str | Iterable[str] | None = None, *, where: dict[str,
     return _ratio("wins", "losses", group, where, filters)
 
 
+def f1(group: str | Iterable[str] | None = None, *, where: dict[str, Any] | None = None,
+       **filters: Any) -> Ratio:
+    """F1 score ``2 TP / (2 TP + FP + FN)`` on a slice, a ratio of rates:
+    ``2 * tp_proportion / (label_rate + ppr)``.
+
+    In a constraint ``f1 >= c`` becomes ``2 * tp_proportion - c * label_rate - c * ppr >= 0``,
+    exact wherever the slice holds a positive label or prediction. Other F-beta scores are
+    metrics of :mod:`skrate.generalized` (``f_measure(beta)``).
+
+    Parameters
+    ----------
+    group : str or list of str, optional
+        Group columns to expand over (one constraint per value).
+    where : dict, optional
+        Filters as a dict, for column names that are not valid keywords (or ``group``).
+    **filters
+        Group column = value (or list of values); ``label`` and ``baseline`` take 0 or 1.
+
+    Returns
+    -------
+    Ratio
+        ``2 * tp_proportion / (label_rate + ppr)`` on the slice.
+    """
+    tp, positives, predicted = rates_on(("tp_proportion", "label_rate", "ppr"), group, where, filters)
+    return Ratio(2.0 * tp, positives + predicted)
+
+
 RATE_FUNCTIONS = {
     "ppr": ppr, "coverage": coverage, "npr": npr, "tpr": tpr, "recall": recall, "fnr": fnr,
     "fpr": fpr, "tnr": tnr, "accuracy": accuracy, "error_rate": error_rate, "error": error_rate,
     "tp_proportion": tp_proportion, "label_rate": label_rate, "baseline_ppr": baseline_ppr, "churn": churn, "wins": wins,
     "losses": losses, "loss_churn": loss_churn, "precision": precision, "win_loss_ratio": win_loss_ratio,
+    "f1": f1,
 }
-RATIO_NAMES = {("tp_proportion", "ppr"): "precision", ("wins", "losses"): "win_loss_ratio"}
+# the named ratios: numerator rate, denominator rates (each of coefficient 1), and the numerator's
+# coefficient in the ratio of scale 1
+RATIO_NAMES = {("tp_proportion", ("ppr",)): ("precision", 1.0), ("wins", ("losses",)): ("win_loss_ratio", 1.0),
+               ("tp_proportion", ("label_rate", "ppr")): ("f1", 2.0)}
 
 
 def named_ratio(ratio: Ratio) -> tuple[str, Slice, float, float] | None:
-    """``(name, slice, a, b)`` of a named ratio ``a N[slice] / (b D[slice])`` (``precision``:
-    ``tp_proportion / ppr``), else None."""
+    """``(name, slice, a, b)`` of a named ratio scaled, ``a name[slice]`` written as ``N / (b D)``
+    with ``N / D`` the ratio of its definition (``precision``: ``tp_proportion / ppr``; ``f1``:
+    ``2 tp_proportion / (label_rate + ppr)``), else None."""
     num, den = ratio.numerator, ratio.denominator
-    if len(num.terms) != 1 or len(den.terms) != 1 or num.constant or den.constant:
+    if len(num.terms) != 1 or not den.terms or num.constant or den.constant:
         return None
-    (rn, a), (rd, b) = num.terms[0], den.terms[0]
-    name = RATIO_NAMES.get((rn.kind, rd.kind))
-    return (name, rn.slice, a, b) if name and rn.slice == rd.slice else None
+    (rn, a), b = num.terms[0], den.terms[0][1]
+    kinds = tuple(sorted(rd.kind for rd, _ in den.terms))
+    named = RATIO_NAMES.get((rn.kind, kinds))
+    if named is None or any(rd.slice != rn.slice or c != b for rd, c in den.terms) or len(set(kinds)) != len(kinds):
+        return None
+    return named[0], rn.slice, a / named[1], b
 
 
 def display_ratio(ratio: Ratio) -> str:

@@ -84,7 +84,7 @@ _RATE_SYNONYMS = {"selection_rate": "ppr", "positive_prediction_rate": "ppr", "t
                   "negative_prediction_rate": "npr"}
 
 # F-measures are not rates but ratios of them: a bound on one is linear, an objective needs MetricOptimizer
-_F_MEASURES = {"f1", "f_score", "fscore", "f_measure", "f1_score", "fbeta", "f_beta"}
+_F_MEASURES = {"f_score", "fscore", "f_measure", "f1_score", "fbeta", "f_beta"}
 
 
 def _goal_call(goal: str) -> str:
@@ -333,10 +333,9 @@ class _Parser:
                     f"'ppr[race] <= ppr + 0.05' and 'ppr[race] >= ppr - 0.05' for statistical parity"))
             if name in _F_MEASURES:
                 raise SpecParseError(self.text, start, reason=(
-                    f"{name!r} is an F-measure, a ratio of rates rather than a rate. A lower bound F1 >= c is "
-                    "linear: '2 * tp_proportion - c * ppr - c * label_rate >= 0' (c a number); as an "
-                    "objective or beside other ratios, use MetricOptimizer(metric='f1') or "
-                    "skrate.generalized.f_measure()"))
+                    f"{name!r} is an F-measure: the F1 score is the ratio 'f1' here ('f1[sex=a] >= 0.6'); "
+                    "another F-beta is a metric, MetricOptimizer(metric='f2') or "
+                    "skrate.generalized.f_measure(beta)"))
             known = f"one of {', '.join(sorted(RATE_FUNCTIONS))}"
             if name in _RATE_SYNONYMS:
                 known = f"{name!r} is {_RATE_SYNONYMS[name]!r} here; {known}"
