@@ -1361,7 +1361,7 @@ def score_loss(metric: Metric) -> str | None:
         if named is not None and named[2] * named[3] > 0:
             return f"-{atom}"
         if len(atom.numerator.terms) == len(atom.denominator.terms) == 1:
-            (num, a), (den, b) = atom.numerator.terms[0], atom.denominator.terms[0]
+            (num, a), (_, b) = atom.numerator.terms[0], atom.denominator.terms[0]
             if a * b > 0 and num.kind in SCORE_LOSSES:
                 return f"-{atom}"
     return None
