@@ -32,6 +32,7 @@ from .generalized._program import (
     program_values,
     ratio_constraints,
     ratio_violations,
+    stated_ratio_bounds,
 )
 from .generalized._ratio import RatioProgram, solve_ratio_game
 from .generalized._three_player import CONFIGURATIONS, solve_three_player
@@ -182,7 +183,8 @@ class MetricOptimizer(RateClassifierBase):
         as ``kld_fairness("sex", 0.01)`` or ``f_measure_parity(...)``, and core rate constraints
         (``"error_rate <= 0.2"``, ``churn() <= 0.1``). A bare group column expands to one
         constraint per value. A bound on ratios over one denominator (``precision() >= 0.8``,
-        ``f_measure() >= 0.6``) is linear multiplied out by it, and solved in that form.
+        ``f_measure() <= 0.4``: F1 at least 0.6) is linear multiplied out by it, and solved in
+        that form (the ratio solver plays it as a ratio).
     solver : {"auto", "three_player", "oracle", "frank_wolfe", "spade", "nemsis", "ratio"}, default="auto"
         ``"three_player"``: Algorithm 2 (surrogate model steps, multipliers on true rates,
         closed-form slack player). ``"oracle"``: Algorithm 1 with a cost-sensitive oracle that
@@ -497,7 +499,7 @@ class MetricOptimizer(RateClassifierBase):
                           "function's class is its convexity= argument).")
             else:  # convex and ratio pieces together
                 advice = ("Convex and ratio metrics do not mix. A bound on ratios over one denominator "
-                          "(precision() >= 0.7, f_measure() >= 0.6) is linear in the rates once multiplied "
+                          "(precision() >= 0.7, f_measure() <= 0.4) is linear in the rates once multiplied "
                           "out, and every solver takes it; ratios over different denominators (a parity "
                           "between groups) are not: pair them with a ratio objective (solver='ratio'), or "
                           "bound each ratio by a constant.")
@@ -859,7 +861,7 @@ class MetricOptimizer(RateClassifierBase):
         """What to do about an infeasible solution: an impossible problem (a named ratio bounded
         beyond its range; linear constraints no choice of each row's decision meets together)
         is told apart from a model or a training run that fell short."""
-        beyond = [reason for c in ratio_constraints(constraints) if (reason := ratio_bound_out_of_range(c))]
+        beyond = [reason for c in stated_ratio_bounds(constraints) if (reason := ratio_bound_out_of_range(c))]
         if beyond:
             return f" No classifier at all can meet {beyond[0]}. Loosen or drop that constraint."
         kept, cells, offsets = program.linear_constraints()

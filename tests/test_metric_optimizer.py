@@ -469,6 +469,25 @@ def test_a_bound_on_one_ratio_is_taken_multiplied_out():
     with pytest.warns(InfeasibleConstraintsWarning, match="'precision >= 0.9' is undefined.*predicts no positives"):
         est = MetricOptimizer(metric="ppr", constraints=precision() >= 0.9, random_state=0).fit(X, y)
     assert not est.feasible_ and np.isnan(est.metric_values(X, y)["precision >= 0.9"])
+    # beyond the ratio's range: no classifier can meet it, as the warning says for the core form
+    with pytest.warns(InfeasibleConstraintsWarning, match=r"No classifier at all can meet 'precision >= 1.5': "
+                                                          r"precision lies in \[0, 1\]"):
+        MetricOptimizer(metric="g_mean", constraints=precision() >= 1.5, max_iter=50, random_state=0).fit(X, y)
+
+
+@pytest.mark.parametrize("floor", [precision(group="g") >= 0.55, "precision[g] >= 0.55"])
+def test_the_ratio_game_plays_a_ratio_floor_as_a_ratio(floor):
+    # the multiplied-out floor (0.55 ppr - tp, in units of ppr) lagged in the ratio game: F1
+    # 0.362 where the floor played as a ratio reaches 0.469, both forms alike
+    rng = np.random.default_rng(8)
+    g = rng.choice(["a", "b"], 500, p=[0.6, 0.4])
+    y = (rng.random(500) < np.where(g == "a", 0.4, 0.25)).astype(int)
+    X = np.column_stack([y + rng.normal(0, 1.2, 500), rng.normal(0, 1, 500) + (g == "a")])
+    est = MetricOptimizer(metric="f1", constraints=floor, solver="ratio", max_iter=1000, tol=None,
+                          random_state=8).fit(X, y, groups={"g": g})
+    values = est.metric_values(X, y, groups={"g": g})
+    assert est.feasible_ and max(list(values.values())[1:]) <= 1e-9
+    assert values["objective"] <= 0.54
 
 
 def test_least_ppr_under_an_f_measure_floor_against_brute_force():

@@ -926,5 +926,6 @@ def test_ratio_takes_a_denominator_of_one_sign_only():
     # would flip them, one never positive is negated on both sides
     with pytest.raises(TypeError, match=r"Cannot divide by ppr - 0.1: it can take both signs"):
         ratio("tp_proportion", "ppr - 0.1")
+    assert ratio("tpr", "2").kind == "linear" and str(ratio("tpr", "2")) == "0.5 * tpr"  # a constant denominator
     (coef, atom), = ratio("tp_proportion", "-ppr").terms
     assert coef == 1.0 and (atom.numerator, atom.denominator) == (-parse_expression("tp_proportion"), ppr())

@@ -1049,7 +1049,7 @@ def ratio(numerator: Expression | str, denominator: Expression | str) -> MetricS
     Returns
     -------
     MetricSum
-        A ratio-class metric.
+        A ratio-class metric; a linear one over a constant denominator.
 
     Raises
     ------
@@ -1063,7 +1063,7 @@ def ratio(numerator: Expression | str, denominator: Expression | str) -> MetricS
     if not denominator.terms:
         if denominator.constant == 0:
             raise ValueError("The denominator of ratio() is the constant 0: the ratio is undefined for every model.")
-        return RatioAtom(numerator, denominator).as_sum()
+        return LinearRate(numerator / denominator.constant).as_sum()  # linear: tpr / 2
     # the core's division keeps a denominator of one sign non-negative (-ppr / -npr as ppr / npr)
     # and refuses one of both signs
     q = numerator / denominator

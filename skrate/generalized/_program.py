@@ -39,6 +39,9 @@ class CompiledSum:
     guards: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))  # rows that must be > 0
     # a ratio constraint taken multiplied out by its denominator: that denominator and its row
     denominator: tuple[Expression, int] | None = None
+    # and the ratio as stated, which the ratio game plays as a ratio (in ratio units its
+    # multipliers settle as for any other ratio; on the linear form they lagged)
+    stated: MetricSum | None = None
 
     def value(self, r: np.ndarray) -> np.ndarray:
         out = self.constant + 0.0 * r[0]
@@ -403,25 +406,27 @@ def compile_program(objective: Metric | Expression | Ratio | str,
     # (metric, role, the text the user wrote: a core constraint's, not its rearrangement's, and the
     # denominators of its ratio sides, which must stay positive for its linear form to mean it)
     # (metric, role, the text the user wrote, the denominators that must stay positive for a linear
-    # form to mean the ratio bound it stands for, and the atoms as stated, checked on the data)
-    sums: list[tuple[MetricSum, str, str, tuple, tuple]] = [(objective, "objective", str(objective), (), ())]
+    # form to mean the ratio bound it stands for, the atoms as stated, checked on the data, and the
+    # ratio bound as stated)
+    sums: list[tuple[MetricSum, str, str, tuple, tuple, MetricSum | None]] = [
+        (objective, "objective", str(objective), (), (), None)]
     for con in as_metric_constraints(constraints):
         if isinstance(con, Constraint):
             for c in expand_constraints([con], groups):
                 guards = tuple(LinearRate(t.denominator) for t in (c.lhs, c.rhs) if isinstance(t, Ratio))
-                sums.append((LinearRate(c.expression).as_sum(), "constraint", str(c), guards, ()))
+                sums.append((LinearRate(c.expression).as_sum(), "constraint", str(c), guards, (), _as_ratio(c)))
         else:
             for bound in _expand(con, groups):
                 linear = multiplied_out(bound.metric)
                 if linear is None:
-                    sums.append((bound.metric, "constraint", str(bound), (), ()))
+                    sums.append((bound.metric, "constraint", str(bound), (), (), None))
                 else:
                     sums.append((LinearRate(linear[0]).as_sum(), "constraint", str(bound), (LinearRate(linear[1]),),
-                                 tuple(atom for _, atom in bound.metric.terms)))
-    labels = _unique([text if role == "constraint" else f"objective: {text}" for _, role, text, _, _ in sums])
+                                 tuple(atom for _, atom in bound.metric.terms), bound.metric))
+    labels = _unique([text if role == "constraint" else f"objective: {text}" for _, role, text, *_ in sums])
     exprs, consts, compiled, cache = [], [], [], {}
     n_rows = 0
-    for (metric, role, text, guards, stated), label in zip(sums, labels):
+    for (metric, role, text, guards, stated, as_ratio), label in zip(sums, labels):
         atoms, measured = [], True
         for coef, atom in [*((None, a) for a in stated), *metric.terms, *((0.0, g) for g in guards)]:
             if atom not in cache:
@@ -448,7 +453,7 @@ def compile_program(objective: Metric | Expression | Ratio | str,
             atoms, guarded = atoms[:len(metric.terms)], atoms[len(metric.terms):]
             rows = np.array([idx[0] for _, _, idx in guarded], dtype=int)
             compiled.append(CompiledSum(metric.constant, atoms, label, metric.kind, metric, rows,
-                                        (guards[0].expr, int(rows[0])) if stated else None))
+                                        (guards[0].expr, int(rows[0])) if stated else None, as_ratio))
         else:
             undefined.append(label)
     # the rates over the cells of alike rows: a parity constraint's row reads every row of the data
@@ -456,6 +461,18 @@ def compile_program(objective: Metric | Expression | Ratio | str,
          else CellMatrix(sp.csr_matrix((0, 0)), sp.csc_matrix((0, data.n))))
     b = np.concatenate(consts) if consts else np.zeros(0)
     return MetricProgram(A, b, compiled[0], compiled[1:])
+
+
+def _as_ratio(constraint: Constraint) -> MetricSum | None:
+    """A core constraint with a ratio side as ``metric <= 0`` in the ratio's units (``precision >=
+    0.8`` as ``0.8 - precision``), None without one: ratios compare only with constants."""
+    ratio, bound, sign = ((constraint.lhs, constraint.rhs, 1.0) if isinstance(constraint.lhs, Ratio)
+                          else (constraint.rhs, constraint.lhs, -1.0))
+    if not isinstance(ratio, Ratio):
+        return None
+    if constraint.op == ">=":
+        sign = -sign
+    return MetricSum(((sign, RatioAtom(ratio.numerator, ratio.denominator)),), -sign * bound.constant)
 
 
 def _unmeasured(atom, data: RateData, exc: ValueError) -> bool:
@@ -479,6 +496,14 @@ def ratio_constraints(constraints) -> list:
     """The rate constraints with a ratio side (``precision >= 0.8``)."""
     return [c for c in as_metric_constraints(constraints)
             if isinstance(c, Constraint) and any(isinstance(t, Ratio) for t in (c.lhs, c.rhs))]
+
+
+def stated_ratio_bounds(constraints) -> list:
+    """The rate constraints with a ratio side, and the bounds on ratios over one denominator
+    among the metric constraints as the rate constraints they state (``precision() >= 0.8`` as
+    ``precision >= 0.8``)."""
+    stated = [rate_constraint(c) if isinstance(c, MetricConstraint) else c for c in as_metric_constraints(constraints)]
+    return ratio_constraints([c for c in stated if c is not None])
 
 
 def ratio_violations(constraints, data, p: np.ndarray, expand_over=None) -> dict:

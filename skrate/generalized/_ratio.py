@@ -42,7 +42,7 @@ class RatioProgram:
     def __init__(self, program: MetricProgram, data: RateData):
         owners, coefs, nums, dens, constants = [], [], [], [], []
         for owner, s in enumerate([program.objective] + program.constraints):
-            form = s.metric.ratio_form()
+            form = (s.metric if s.stated is None else s.stated).ratio_form()
             if form is None:
                 raise ValueError(f"'{s.label}' is not a sum of ratios of rates.")
             constants.append(form[0])
