@@ -284,9 +284,10 @@ class MetricOptimizer(RateClassifierBase):
     callback : callable, default=None
         ``callback(iteration, params, rates)`` after every iteration (counted from 0), with the
         parameters of the model the iteration played (before its update; as ``candidates_``
-        holds them, on ``X``'s columns) and the rates the metrics read of that model, on the training rows or the minibatch (for ``"ratio"``, the
-        numerators then the denominators of the ratios). Training stops when it returns the object
-        ``False`` (``n_iter_`` then counts that iteration); any other value, ``None``, ``0`` and
+        holds them, on ``X``'s columns) and the rates the metrics read of that model, on the
+        training rows or the minibatch (for ``"ratio"``, the numerators then the denominators of
+        the ratios). Training stops when it returns the object ``False`` (``n_iter_`` then counts
+        that iteration); any other value, ``None``, ``0`` and
         ``numpy.False_`` included, continues.
     estimator : classifier with ``predict_proba``, default=None
         The class-probability model ``eta(x) = P(y = 1 | x)`` the plug-in oracle of

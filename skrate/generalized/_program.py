@@ -319,7 +319,7 @@ def multiplied_out(metric: MetricSum) -> tuple[Expression, Expression] | None:
 
 def rate_constraint(constraint: MetricConstraint) -> Constraint | None:
     """The core rate constraint a bound on ratios over one denominator states
-    (``f_measure() <= 0.3`` is ``(2 * tp_proportion) / (label_rate + ppr) >= 0.7``), else None.
+    (``f_measure() <= 0.3`` is ``f1 >= 0.7``), else None.
 
     Parameters
     ----------
@@ -403,11 +403,9 @@ def compile_program(objective: Metric | Expression | Ratio | str,
     """
     groups = data.groups if expand_over is None else expand_over
     objective = _expand_objective(as_metric(objective), groups)
-    # (metric, role, the text the user wrote: a core constraint's, not its rearrangement's, and the
-    # denominators of its ratio sides, which must stay positive for its linear form to mean it)
-    # (metric, role, the text the user wrote, the denominators that must stay positive for a linear
-    # form to mean the ratio bound it stands for, the atoms as stated, checked on the data, and the
-    # ratio bound as stated)
+    # (metric, role, the text the user wrote (a core constraint's, not its rearrangement's), the
+    # denominators that must stay positive for a linear form to mean the ratio bound it stands for,
+    # the atoms as stated, checked on the data, and the ratio bound as stated)
     sums: list[tuple[MetricSum, str, str, tuple, tuple, MetricSum | None]] = [
         (objective, "objective", str(objective), (), (), None)]
     for con in as_metric_constraints(constraints):
@@ -426,9 +424,9 @@ def compile_program(objective: Metric | Expression | Ratio | str,
     labels = _unique([text if role == "constraint" else f"objective: {text}" for _, role, text, *_ in sums])
     exprs, consts, compiled, cache = [], [], [], {}
     n_rows = 0
-    for (metric, role, text, guards, stated, as_ratio), label in zip(sums, labels):
+    for (metric, role, text, guards, checked, as_ratio), label in zip(sums, labels):
         atoms, measured = [], True
-        for coef, atom in [*((None, a) for a in stated), *metric.terms, *((0.0, g) for g in guards)]:
+        for coef, atom in [*((None, a) for a in checked), *metric.terms, *((0.0, g) for g in guards)]:
             if atom not in cache:
                 try:
                     _, _, b_a = compile_factored(list(atom.exprs), data)
@@ -453,7 +451,7 @@ def compile_program(objective: Metric | Expression | Ratio | str,
             atoms, guarded = atoms[:len(metric.terms)], atoms[len(metric.terms):]
             rows = np.array([idx[0] for _, _, idx in guarded], dtype=int)
             compiled.append(CompiledSum(metric.constant, atoms, label, metric.kind, metric, rows,
-                                        (guards[0].expr, int(rows[0])) if stated else None, as_ratio))
+                                        (guards[0].expr, int(rows[0])) if checked else None, as_ratio))
         else:
             undefined.append(label)
     # the rates over the cells of alike rows: a parity constraint's row reads every row of the data
