@@ -1060,14 +1060,12 @@ def ratio(numerator: Expression | str, denominator: Expression | str) -> MetricS
         not be multiplied out by it, as :class:`skrate.rates.Ratio` refuses too.
     """
     numerator, denominator = _linear(numerator, "ratio"), _linear(denominator, "ratio")
-    if not denominator.terms:
-        if denominator.constant == 0:
-            raise ValueError("The denominator of ratio() is the constant 0: the ratio is undefined for every model.")
-        return LinearRate(numerator / denominator.constant).as_sum()  # linear: tpr / 2
-    # the core's division keeps a denominator of one sign non-negative (-ppr / -npr as ppr / npr)
-    # and refuses one of both signs
+    if not denominator.terms and denominator.constant == 0:
+        raise ValueError("The denominator of ratio() is the constant 0: the ratio is undefined for every model.")
+    # the core's division: over a constant, a linear expression (tpr / 2); otherwise a ratio whose
+    # denominator of one sign is kept non-negative (-ppr / -npr as ppr / npr), one of both signs refused
     q = numerator / denominator
-    return RatioAtom(q.numerator, q.denominator).as_sum()
+    return (LinearRate(q) if isinstance(q, Expression) else RatioAtom(q.numerator, q.denominator)).as_sum()
 
 
 def precision(group: str | Iterable[str] | None = None, *, where: dict[str, Any] | None = None,
