@@ -30,8 +30,6 @@ from .generalized._program import (
     program_group_columns,
     program_reads_baseline,
     program_values,
-    ratio_constraints,
-    ratio_violations,
     stated_ratio_bounds,
 )
 from .generalized._ratio import RatioProgram, solve_ratio_game
@@ -879,17 +877,10 @@ class MetricOptimizer(RateClassifierBase):
 
     def _violation(self, program, traj, constraints, data, model, X, weights) -> str | None:
         """None when the mixture ``weights`` meets every constraint, else what it misses."""
-        r = traj.rates @ weights
-        # a metric constraint multiplied out by its ratio's denominator reads as stated
+        r = program.mixed_rates(traj.rates, weights)
+        # a ratio bound multiplied out by its denominator reads as stated
         violations = {c.label: float(c.reported(r)) for c in program.constraints}
-        undefined = {c.label: c.denominator[0] for c in program.constraints
-                     if c.denominator is not None and not c.defined(r)}
-        if ratio_constraints(constraints):  # at the expected decisions of the mixture
-            p = StochasticModel(model, traj.params, weights).proba(X)
-            ratios = {k: v for k, v in ratio_violations(constraints, data, p).items() if k in violations}
-            violations.update({k: value for k, (value, _) in ratios.items()})
-            undefined.update({k: next(t for t in (con.lhs, con.rhs) if isinstance(t, Ratio)).denominator
-                              for k, (value, con) in ratios.items() if np.isnan(value)})
+        undefined = {c.label: c.zero_denominator(r) for c in program.constraints if np.isnan(violations[c.label])}
         if all(v <= 1e-9 for v in violations.values()):  # False at NaN: undefined
             return None
         if undefined:

@@ -1136,6 +1136,11 @@ def test_metric_values_read_a_ratio_constraint_in_its_own_units():
     est = MetricOptimizer(metric="g_mean", constraints="precision >= 0.9", solution="best", random_state=0).fit(X, y)
     pred = est.predict(X)
     assert est.metric_values(X, y)["precision >= 0.9"] == pytest.approx(0.9 - precision_score(y, pred))
+    # stated twice, or as a metric bound: each reads the same
+    twice = clone(est).set_params(constraints=["precision >= 0.9", "precision >= 0.9", precision() >= 0.9]).fit(X, y)
+    values = list(twice.metric_values(X, y).values())
+    assert twice.constraints_[1] == "precision >= 0.9 #2"
+    assert values[1] == values[2] == pytest.approx(values[3]) == pytest.approx(0.9 - precision_score(y, twice.predict(X)))
 
 
 def test_max_of_over_a_group_column_is_the_worst_group():

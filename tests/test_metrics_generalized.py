@@ -915,6 +915,11 @@ def test_a_bound_on_ratios_over_one_denominator_compiles_linear():
     r = program.rates(np.zeros(y.size))
     assert program.values(r)[1][1] == 0.0 and np.isnan(program.constraints[1].reported(r))
     assert np.isinf(program.flag_undefined(r, program.values(r)[1])[1])
+    # why: a denominator each undefined ratio has at 0 (predictive parity's precisions too); a
+    # negative numerator over 0 is below every bound, as the core reads it
+    assert [str(c.zero_denominator(r)) for c in program.constraints if np.isnan(c.reported(r))] == \
+        ["ppr", "ppr[g=a]", "ppr[g=b]", "ppr[g=a]", "ppr[g=b]"]
+    assert program.constraints[2].reported(r) == -np.inf and program.constraints[0].zero_denominator(r) is None
     # the F-measure is still checked on the data as stated
     no_positives = RateData(np.where(a, 0, y), np.ones(y.size), data.groups)
     with pytest.raises(ValueError, match=r"f_measure.*g=a.*no positive examples"):
@@ -929,3 +934,22 @@ def test_ratio_takes_a_denominator_of_one_sign_only():
     assert ratio("tpr", "2").kind == "linear" and str(ratio("tpr", "2")) == "0.5 * tpr"  # a constant denominator
     (coef, atom), = ratio("tp_proportion", "-ppr").terms
     assert coef == 1.0 and (atom.numerator, atom.denominator) == (-parse_expression("tp_proportion"), ppr())
+
+
+def test_reported_ratio_constraints_read_as_the_core_reports_them_repeated_or_over_no_denominator():
+    from skrate.generalized._program import program_values
+    from skrate.problem import violation_rows
+    from skrate.rates import as_constraints
+
+    y, g, yhat, data = _data()
+    baseline = (np.arange(len(y)) % 3 == 0).astype(int)
+    data = RateData(y, np.ones(len(y)), data.groups, baseline)
+    never_lose = np.where(baseline == y, y, yhat)  # wins, and no losses: the win-loss ratio is infinite
+    core = ["precision[g=a] >= 0.6", "win_loss_ratio >= 2", "precision[g=a] >= 0.6"]
+    stated = [as_metric("win_loss_ratio") <= -2, -as_metric("precision[g=a]") <= -0.6]
+    for decisions in (yhat, 0 * yhat, never_lose):
+        values = list(program_values("error", core + stated, data, decisions).values())[1:]
+        expected = [row["violation"] for row in violation_rows(as_constraints(core), data, decisions)]
+        # the metric forms state the same bounds as the second and first core constraint
+        np.testing.assert_allclose(values, expected + expected[1::-1], rtol=1e-12)
+    assert values[1] == values[3] == -np.inf  # met, as its linear form says

@@ -6,7 +6,7 @@ rates of a model are ``A @ yhat + b`` (the core's compiler) and every atom reads
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -15,7 +15,7 @@ import scipy.sparse as sp
 from ..exceptions import UndefinedRateError
 from ..problem import (CellMatrix, RateData, compile_factored, expand_constraints, ratio_value, report_rows, reported_rates,
                        violation_rows)
-from ..problem._evaluate import absent_values
+from ..problem._evaluate import absent_values, zero_within_rounding
 from ..rates import Constraint, Ratio
 from ..rates._expression import NEEDS_BASELINE
 from ..rates._slice import BASELINE, group_columns
@@ -36,8 +36,8 @@ class CompiledSum:
     label: str
     kind: str
     metric: MetricSum
-    guards: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=int))  # rows that must be > 0
-    # a ratio constraint taken multiplied out by its denominator: that denominator and its row
+    # a ratio bound (the core's ``precision >= 0.8``, or a metric one over one denominator) taken
+    # multiplied out by its denominator: that denominator and its row, which must stay positive
     denominator: tuple[Expression, int] | None = None
     # and the ratio as stated, which the ratio game plays as a ratio (in ratio units its
     # multipliers settle as for any other ratio; on the linear form they lagged)
@@ -58,27 +58,43 @@ class CompiledSum:
         return float(out)
 
     def reported(self, r: np.ndarray) -> np.ndarray:
-        """``value`` in the units the constraint was stated in: a ratio constraint multiplied out
-        by its denominator ``D`` (see :func:`compile_program`) divided by ``D`` again, NaN where
-        ``D`` is not positive."""
-        out = self.value(r)
-        if self.denominator is None:
-            return out
-        d = np.asarray(r)[self.denominator[1]]
-        return np.divide(out, d, out=np.full(np.shape(out), np.nan), where=d > 0)
+        """``value`` in the units the constraint was stated in, as the core reports it: a ratio
+        bound multiplied out by its denominator ``D`` (``c D - N`` for ``N / D >= c``) divided by
+        ``D`` again (``c - N / D``; over ``D = 0`` infinite, or NaN for ``0 / 0``, see
+        :func:`~skrate.problem.ratio_value`), and NaN where :meth:`defined` is False."""
+        if self.denominator is not None:
+            return ratio_value(self.value(r), np.asarray(r)[self.denominator[1]])
+        return np.where(self.defined(r), self.value(r), np.nan)
 
     @property
     def is_linear(self) -> bool:
         return self.kind == "linear"
 
+    def _denominators(self) -> list:
+        """(expression, row) of every denominator: the bound's, then the ratio atoms'."""
+        return ([self.denominator] if self.denominator else []) + [
+            (atom.denominator, int(idx[1])) for _, atom, idx in self.atoms if isinstance(atom, RatioAtom)]
+
     def defined(self, r: np.ndarray):
-        """Whether every ratio has a positive denominator at the rates ``r`` (shape (K,) or (K, k):
-        one answer per column): a ratio atom's, and a core ratio constraint's, whose linear form
-        ``c D - N <= 0`` holds at ``D = 0`` though the ratio is undefined there (predicting nothing
-        meets ``precision >= 0.8``). ``value`` clips a zero denominator, as the solvers need for
-        values and gradients; a report reads the ratio as undefined instead."""
-        rows = np.concatenate([self.guards] + [idx[1:2] for _, atom, idx in self.atoms if isinstance(atom, RatioAtom)])
-        return np.all(np.asarray(r)[rows] > 0, axis=0)
+        """Whether the constraint's ratios are defined at the rates ``r`` (shape (K,) or (K, k): one
+        answer per column). A ratio atom needs a positive denominator: ``value`` clips a zero one,
+        as the solvers need for values and gradients, and a report reads it as undefined. A
+        ratio bound is undefined at ``0 / 0`` only: its linear form ``c D - N <= 0`` holds at
+        ``D = N = 0`` though the ratio does not (predicting nothing meets ``precision >= 0.8``),
+        while wins over no losses are an infinite win-loss ratio, as the core reads them."""
+        r = np.asarray(r)
+        ok = np.ones(r.shape[1:], dtype=bool)
+        for _, atom, idx in self.atoms:
+            if isinstance(atom, RatioAtom):
+                ok = ok & (r[idx[1]] > 0)
+        if self.denominator is None:
+            return ok
+        return ok & ~np.isnan(ratio_value(self.value(r), r[self.denominator[1]]))
+
+    def zero_denominator(self, r: np.ndarray) -> Expression | None:
+        """The first denominator that is not positive at the rate vector ``r``, if any: why a ratio
+        of the constraint is undefined there."""
+        return next((expr for expr, row in self._denominators() if r[row] <= 0), None)
 
 
 @dataclass
@@ -116,6 +132,24 @@ class MetricProgram:
     def rates(self, yhat: np.ndarray) -> np.ndarray:
         out = self.A @ yhat
         return out + (self.b if out.ndim == 1 else self.b[:, None])
+
+    def mixed_rates(self, rates: np.ndarray, weights: np.ndarray) -> np.ndarray:
+        """The rates of a mixture of models, for a report: zero within rounding of the terms they
+        sum (no losses are no losses, not ``1e-17``, see :func:`~skrate.problem.reported_rates`).
+
+        Parameters
+        ----------
+        rates : ndarray of shape (K, k)
+            The rates of ``k`` models, as columns.
+        weights : ndarray of shape (k,)
+            The mixture's probability of each model.
+
+        Returns
+        -------
+        ndarray of shape (K,)
+            The mixture's rates, ``rates @ weights``.
+        """
+        return zero_within_rounding(rates @ weights, np.abs(rates - self.b[:, None]) @ weights + np.abs(self.b))
 
     def values(self, r: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Objective and constraint values for rates ``r`` of shape (K,) or (K, k).
@@ -174,8 +208,8 @@ class MetricProgram:
         Returns
         -------
         ndarray of the shape of ``cons``
-            ``cons`` with ``inf`` where a constraint's ratio has no positive denominator at
-            ``r``; ``cons`` itself when there are no constraints.
+            ``cons`` with ``inf`` where a constraint's ratio is undefined at ``r`` (``0 / 0``
+            for a ratio bound, a zero denominator for a ratio in a metric); ``cons`` itself when there are no constraints.
         """
         if not self.constraints:
             return cons
@@ -449,9 +483,8 @@ def compile_program(objective: Metric | Expression | Ratio | str,
                 atoms.append((float(coef), atom, cache[atom]))
         if measured:
             atoms, guarded = atoms[:len(metric.terms)], atoms[len(metric.terms):]
-            rows = np.array([idx[0] for _, _, idx in guarded], dtype=int)
-            compiled.append(CompiledSum(metric.constant, atoms, label, metric.kind, metric, rows,
-                                        (guards[0].expr, int(rows[0])) if checked else None, as_ratio))
+            denominator = (guards[0].expr, int(guarded[0][2][0])) if guards else None
+            compiled.append(CompiledSum(metric.constant, atoms, label, metric.kind, metric, denominator, as_ratio))
         else:
             undefined.append(label)
     # the rates over the cells of alike rows: a parity constraint's row reads every row of the data
@@ -504,33 +537,21 @@ def stated_ratio_bounds(constraints) -> list:
     return ratio_constraints([c for c in stated if c is not None])
 
 
-def ratio_violations(constraints, data, p: np.ndarray, expand_over=None) -> dict:
-    """``{label: (violation, constraint)}`` of the (expanded) rate constraints with a ratio side at
-    the expected decisions ``p``: the violation in the ratio's units (``0.8 - precision``), as in
-    ConstrainedClassifier's report, not in the solvers' linear form (``ppr * (0.8 - precision)``);
-    NaN where the ratio is undefined (``0 / 0``)."""
-    expanded = expand_constraints(ratio_constraints(constraints), data.groups if expand_over is None else expand_over)
-    return {row["constraint"]: (float(row["violation"]), con)
-            for con, row in zip(expanded, report_rows(expanded, data, p)[0])}
-
-
 def program_values(objective, constraints, data: RateData, p: np.ndarray, expand_over=None,
                    undefined: list | None = None) -> dict:
     """``{"objective": psi, label: phi_j, ...}`` of the expected decisions ``p`` on ``data``.
 
-    ``phi_j <= 0`` is met; a rate constraint with a ratio side reads in the ratio's units (NaN
-    when the ratio is undefined), a metric constraint as stated (``precision() >= 0.8`` as
-    ``0.8 - precision``, though the solvers take its linear form), NaN where a ratio it holds
-    (``precision`` in ``predictive_parity``) has a zero denominator, which the solvers clip.
-    The objective reads such a ratio as the core does: wins over no losses are infinite, ``0 / 0``
-    is NaN.
+    ``phi_j <= 0`` is met; a bound on a ratio, a rate constraint's or a metric constraint's
+    (``precision() >= 0.8``), reads in the ratio's units (``0.8 - precision``, though the solvers
+    take its linear form) as the core reports it: wins over no losses are infinite, ``0 / 0`` is
+    NaN. A metric constraint is NaN where a ratio it holds (``precision`` in
+    ``predictive_parity``) has a zero denominator, which the solvers clip. The objective reads
+    such a ratio as the core does.
     """
     program = compile_program(objective, constraints, data, expand_over, undefined)
     r = reported_rates(program.A, program.b, p)
     out = {"objective": program.objective.reported_value(r)}
-    out.update({c.label: float(c.reported(r)) if c.defined(r) else float("nan") for c in program.constraints})
-    out.update({label: value for label, (value, _) in ratio_violations(constraints, data, p, expand_over).items()
-                if label in out})
+    out.update({c.label: float(c.reported(r)) for c in program.constraints})
     return out
 
 
