@@ -192,6 +192,21 @@ def test_max_of_over_a_group_column_expands_inside_the_max():
     assert [c.label for c in program.constraints] == ["max(error_rate[g=a], error_rate[g=b]) <= 0.3"]
 
 
+def test_a_constraint_over_a_group_column_reads_per_value_as_written():
+    _, _, _, data = _data()
+    cons = [precision("g") >= 0.55, 1 - precision("g") <= 0.45, precision("g") >= precision() - 0.1,
+            f_measure(group="g") <= 0.3, max_of("error_rate[g]") + kld("g") <= 0.3]
+    assert [str(c) for c in cons] == ["precision[g] >= 0.55", "1 - precision[g] <= 0.45",
+                                      "precision[g] >= precision - 0.1", "1 - f_measure[g] <= 0.3",
+                                      "max(error_rate[g]) + kld(label_rate, ppr[g]) <= 0.3"]
+    labels = [c.label for c in compile_program(error(), cons, data).constraints]
+    assert labels == ["precision[g=a] >= 0.55", "precision[g=b] >= 0.55", "1 - precision[g=a] <= 0.45",
+                      "1 - precision[g=b] <= 0.45", "precision[g=a] >= precision - 0.1",
+                      "precision[g=b] >= precision - 0.1", "1 - f_measure[g=a] <= 0.3", "1 - f_measure[g=b] <= 0.3",
+                      "max(error_rate[g=a], error_rate[g=b]) + kld(label_rate, ppr[g=a]) <= 0.3",
+                      "max(error_rate[g=a], error_rate[g=b]) + kld(label_rate, ppr[g=b]) <= 0.3"]
+
+
 def test_an_objective_sums_only_its_terms_over_a_group_column():
     y, g, yhat, data = _data()
     objective = compile_program(g_mean() + kld("g") + 0.5, [], data).objective.metric

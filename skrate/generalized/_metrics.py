@@ -84,13 +84,12 @@ class Metric:
         return (-self) + other
 
     def __le__(self, other):
-        if _scalar(other):
-            _finite(other, f"bound of {self.as_sum()} <= bound")
-        return MetricConstraint(self - other, _comparison(self, "<=", other))
+        bound = _finite(other, f"bound of {self.as_sum()} <= bound") if _scalar(other) else _require(other)
+        return MetricConstraint(self - bound, stated=(self.as_sum(), "<=", bound))
 
     def __ge__(self, other):
-        lhs = _finite(other, f"bound of {self.as_sum()} >= bound") if _scalar(other) else _require(other)
-        return MetricConstraint(lhs - self, _comparison(self, ">=", other))
+        bound = _finite(other, f"bound of {self.as_sum()} >= bound") if _scalar(other) else _require(other)
+        return MetricConstraint(bound - self, stated=(self.as_sum(), ">=", bound))
 
     def __lt__(self, other):
         raise TypeError("Use <= or >= to state a metric constraint.")
@@ -106,15 +105,6 @@ class Metric:
     def is_smooth(self) -> bool:
         """Whether every piece has a gradient continuous in the rates (``max_of`` has not)."""
         return all(atom.smooth for _, atom in self.as_sum().terms)
-
-
-def _comparison(lhs, op: str, rhs) -> str:
-    """The constraint as written, ``1 - g_mean(tpr, tnr) <= 0.3``; empty when a side expands over
-    a group column, whose expanded parts then read from their own bound sides."""
-    right = f"{float(rhs):g}" if _scalar(rhs) else _require(rhs)
-    if lhs.as_sum().expand_keys or (not _scalar(rhs) and right.expand_keys):
-        return ""
-    return f"{lhs.as_sum()} {op} {right}"
 
 
 def _lift(x) -> MetricSum | None:
@@ -800,14 +790,19 @@ class MetricConstraint:
     label : str, default=""
         How the constraint reads; ``{slice}`` in it stands for ``slice`` in brackets, so a
         constraint over a bare group column reads per value once expanded (``kld[g=a] <= 0.01``).
-        Without a label it reads as ``terms <= -constant``.
+        Without a label it reads as ``stated``, else as ``terms <= -constant``.
     slice : Slice, default=Slice()
         The slice ``{slice}`` names.
+    stated : tuple, default=()
+        The comparison as written, ``(lhs, op, bound)`` with ``lhs`` a MetricSum, ``op`` ``"<="``
+        or ``">="`` and ``bound`` a number or a MetricSum; bound to each group value with the
+        metric, so ``precision("g") >= 0.55`` reads ``precision[g=a] >= 0.55`` once expanded.
     """
 
     metric: MetricSum
     label: str = ""
     slice: Slice = Slice()
+    stated: tuple = ()
 
     @property
     def kind(self) -> str:
@@ -834,12 +829,16 @@ class MetricConstraint:
         label = self.label
         if label and "{slice}" not in label and assignment:
             label = f"{label} [{Slice.make(assignment)}]"
-        return MetricConstraint(self.metric.bind(assignment), label, self.slice.bind(assignment))
+        stated = tuple(side.bind(assignment) if isinstance(side, MetricSum) else side for side in self.stated)
+        return MetricConstraint(self.metric.bind(assignment), label, self.slice.bind(assignment), stated)
 
     def __str__(self) -> str:
         if self.label:
             where = str(self.slice)
             return self.label.replace("{slice}", f"[{where}]" if where else "")
+        if self.stated:
+            lhs, op, bound = self.stated
+            return f"{lhs} {op} {bound:g}" if _scalar(bound) else f"{lhs} {op} {bound}"
         return f"{_sum_text(self.metric.terms, 0.0)} <= {-self.metric.constant:g}"
 
 

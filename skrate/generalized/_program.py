@@ -6,7 +6,7 @@ rates of a model are ``A @ yhat + b`` (the core's compiler) and every atom reads
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -291,7 +291,9 @@ def _expand(spec, groups) -> list:
     group columns it expands over that occurs in the data; a max over a group column expands
     inside the max."""
     if isinstance(spec, MetricConstraint):
-        spec = MetricConstraint(_pool_maxima(spec.metric, groups), spec.label, spec.slice)
+        spec = replace(spec, metric=_pool_maxima(spec.metric, groups),
+                       stated=tuple(_pool_maxima(side, groups) if isinstance(side, MetricSum) else side
+                                    for side in spec.stated))
     else:
         spec = _pool_maxima(spec, groups)
     keys = spec.expand_keys
