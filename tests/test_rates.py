@@ -187,6 +187,13 @@ def test_goal_names_and_other_libraries_rate_names_in_a_spec_say_what_to_write()
         assert rate in skrate.rates._functions.RATE_FUNCTIONS
         with pytest.raises(SpecParseError, match=rf"'{name}' is '{rate}' here; one of"):
             parse_constraint(f"{name}[race=a] <= 0.5")
+    # names are lower case
+    for name, rate in (("TPR", "tpr"), ("F1", "f1"), ("Precision", "precision"), ("Selection_Rate", "ppr")):
+        with pytest.raises(SpecParseError, match=rf"'{name}' is '{rate}' here; one of") as info:
+            parse_constraint(f"ppr >= 0 * {name}[race=a]")
+        assert info.value.pos == len("ppr >= 0 * ")
+    with pytest.raises(SpecParseError, match="'F_Measure' is an F-measure"):
+        parse_constraint("F_Measure >= 0.5")
 
 
 @pytest.mark.parametrize("text, pos, advice", [

@@ -331,14 +331,16 @@ class _Parser:
                     f"{name!r} names a goal, not a rate: pass skrate.rates.{goal}, a list of "
                     f"constraints (strings may sit beside it in constraints=[...]), or write them out, e.g. "
                     f"'ppr[race] <= ppr + 0.05' and 'ppr[race] >= ppr - 0.05' for statistical parity"))
-            if name in _F_MEASURES:
+            if name.lower() in _F_MEASURES:
                 raise SpecParseError(self.text, start, reason=(
                     f"{name!r} is an F-measure: the F1 score is the ratio 'f1' here ('f1[sex=a] >= 0.6'); "
                     "another F-beta is a metric, MetricOptimizer(metric='f2') or "
                     "skrate.generalized.f_measure(beta)"))
             known = f"one of {', '.join(sorted(RATE_FUNCTIONS))}"
-            if name in _RATE_SYNONYMS:
-                known = f"{name!r} is {_RATE_SYNONYMS[name]!r} here; {known}"
+            # names are lower case ('TPR', 'F1' are 'tpr', 'f1')
+            meant = name.lower() if name.lower() in RATE_FUNCTIONS else _RATE_SYNONYMS.get(name.lower())
+            if meant is not None:
+                known = f"{name!r} is {meant!r} here; {known}"
             raise SpecParseError(self.text, start, f"a rate name ({known})")
         if self._peek("("):
             args, kwargs, positions = self._call()
