@@ -18,9 +18,9 @@ from .models import LinearModel, MLPModel, folding_callback, input_scale, scaled
 from .models._fitted import FittedEstimators
 from .generalized._metrics import as_metric, refuse_score, score_loss
 from ._holdout import check_goal_columns, check_held_out_values, holdout_split
-from .problem import (compile_problem, confidence_margins, evaluate_term, in_own_units, least_violation,
-                      ratio_bound_out_of_range, report_rows, simultaneous_margins, tightened, violation_rows,
-                      zero_denominator_reason)
+from .problem import (compile_problem, confidence_margins, evaluate_term, excess_in_own_units, in_own_units,
+                      least_violation, ratio_bound_out_of_range, report_rows, simultaneous_margins, tightened,
+                      violation_rows, zero_denominator_reason)
 from .rates import Expression, Ratio, as_constraints, as_expression
 from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
 from .solvers import GAME_SOLVERS, SURROGATES, solve_rate_game
@@ -247,7 +247,8 @@ class ConstrainedClassifier(RateClassifierBase):
         The margin of each constraint in its own units, as its violation is reported (zeros
         without ``margin``). ``"auto"`` sets a ratio's margin ``m`` on its linear form
         ``c D - N``; it is shown as ``m / D``, ``D`` the denominator of the solution selected
-        at fit time on the data the solution is chosen on.
+        at fit time on the data the solution is chosen on (infinite where ``D`` is 0: the
+        linear form with the margin, ``c D - N + m``, then says whether the bound is met).
     fit_report_ : DataFrame or list of dict
         Per constraint of the solution selected at fit time (``set_params(solution=...)``
         afterwards does not redo it; :meth:`constraint_report` on the training rows reads the
@@ -653,12 +654,17 @@ class ConstrainedClassifier(RateClassifierBase):
 
         def measure(solution, part):
             """``solution``'s violation of each constraint on ``part``, and on the part the
-            solution is chosen on the margins, in own units (None elsewhere)."""
+            solution is chosen on the margins and the violations with them, in own units (None
+            elsewhere)."""
             rows, p = data.take(parts[part]), self.stochastic_model(solution).proba(_safe_indexing(X, parts[part]))
             violation = np.array([r["violation"] for r in violation_rows(self.constraints_, rows, p)])
             if part != chosen_on:
-                return violation, None
-            return violation, self.margins_ if linear is None else in_own_units(self.constraints_, linear, rows, p)
+                return violation, None, None
+            if linear is None:
+                return violation, self.margins_, violation + self.margins_
+            # over a zero denominator the margin in own units is infinite: the linear form decides
+            return (violation, in_own_units(self.constraints_, linear, rows, p),
+                    excess_in_own_units(self.constraints_, linear, rows, p))
 
         on = {part: measure(self.solution, part) for part in parts}
         mixture = on[chosen_on] if self.solution == "m_stochastic" else measure("m_stochastic", chosen_on)
@@ -675,12 +681,12 @@ class ConstrainedClassifier(RateClassifierBase):
         # that predicts no positives): met in form, undefined in fact. The deployed model is
         # judged too: its parameters act on the raw X, and folding the centring of a column
         # whose offset dwarfs its spread into them can lose the digits the decisions hang on.
-        deployed = np.add(*mixture)
+        deployed = mixture[2]
         self.feasible_ = bool(lp_feasible) and not np.isnan(deployed).any() and bool(np.all(deployed <= 1e-6))
         where = "held-out" if held is not None else "training"
         if not self.feasible_:
             self._warn_shortfall("m_stochastic", deployed, where, problem, linear)
-        chosen = np.add(*on[chosen_on])
+        chosen = on[chosen_on][2]
         # the candidates' linear forms (margins included) are the LP's test of the mixture;
         # tradeoff_curve reads this verdict on the solution predict uses
         self._selected_feasible = self.feasible_ if self.solution == "m_stochastic" else not (

@@ -771,3 +771,28 @@ def test_a_numeric_margin_moves_a_bound_left_of_a_ratio_as_one_right_of_it():
     assert row["rhs"] == pytest.approx(precision_) and row["violation"] == pytest.approx(0.7 - precision_)
     left = ConstrainedClassifier("precision >= 0.7", **params).fit(X, y)
     np.testing.assert_array_equal(pred, left.predict(X))
+
+
+def test_an_auto_margin_on_a_ratio_over_no_denominator_is_judged_on_its_linear_form():
+    from skrate.problem import excess_in_own_units
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    y = (rng.random(300) < 1 / (1 + np.exp(-X[:, 0]))).astype(int)
+    # a baseline wrong on every row: the model wins often and never loses (an infinite ratio, met)
+    spec = ["win_loss_ratio >= 2", "precision >= 0.5"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InfeasibleConstraintsWarning)
+        clf = ConstrainedClassifier(spec, margin="auto", max_iter=100, random_state=0).fit(X, y, baseline=1 - y)
+    assert clf.feasible_ and clf.margins_[0] == np.inf
+    assert (clf.train_constraints_ @ clf.weights_ <= 1e-9).all()  # the LP's test: the linear forms, margins in
+    # the excess over a bound, margin included, is the linear form g + m divided by the denominator
+    data = RateData(y, np.ones(300), GroupTable.from_input(None, None, 300), 1 - y)
+    cons = [parse_constraint(c) for c in spec]
+    right, no_positives = y.astype(float), np.zeros(300)
+    for m in (0.5, 2.0):  # g = 2 losses - wins = -1: met with the margin, then not
+        assert excess_in_own_units(cons, [m, 0.1], data, right)[0] == (-np.inf if m < 1 else np.inf)
+    # precision 0 / 0 stays undefined, with or without a margin; a linear constraint adds its margin
+    assert np.isnan(excess_in_own_units(cons, [0.1, 0.1], data, no_positives)[1])
+    assert excess_in_own_units([parse_constraint("ppr <= 0.2")], [0.1], data, right)[0] == pytest.approx(
+        np.mean(y) - 0.1)

@@ -12,7 +12,7 @@ from ..rates import Constraint, Ratio
 from ..rates._expression import NEEDS_LABELS, RATE_KINDS
 from ..rates._slice import LABEL
 from ._compile import RateData, rate_coefficients, slice_weights
-from ._evaluate import evaluate_term
+from ._evaluate import constraint_rows, evaluate_term, ratio_value, violation_rows
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
@@ -271,6 +271,12 @@ def _largest_error_quantile(gram: np.ndarray, confidence: float, rng: np.random.
     return float(np.clip(np.quantile(largest, confidence), lower, upper))
 
 
+def _ratio_denominators(constraints: list[Constraint], data: RateData, decisions: np.ndarray) -> np.ndarray:
+    """The denominator of each constraint's ratio side at ``decisions``; NaN for a linear one."""
+    ratios = [next((t for t in (c.lhs, c.rhs) if isinstance(t, Ratio)), None) for c in constraints]
+    return np.array([np.nan if r is None else evaluate_term(r.denominator, data, decisions) for r in ratios])
+
+
 def in_own_units(constraints: list[Constraint], margins: ArrayLike, data: RateData,
                  decisions: np.ndarray) -> np.ndarray:
     """Margins on the linear forms ``g`` (as :func:`confidence_margins` gives them) in each
@@ -278,7 +284,8 @@ def in_own_units(constraints: list[Constraint], margins: ArrayLike, data: RateDa
 
     A linear constraint's ``g`` is its violation, so its margin is unchanged. A ratio's ``g`` is
     ``c D - N`` (or ``N - c D``), its violation ``c - N / D``: a margin ``m`` on ``g`` is
-    ``m / D`` in the ratio's units, with ``D`` the denominator at ``decisions`` (NaN when 0).
+    ``m / D`` in the ratio's units, with ``D`` the denominator at ``decisions``; infinite when
+    ``D`` is 0 (see :func:`excess_in_own_units` for the violation with it).
 
     Parameters
     ----------
@@ -296,12 +303,50 @@ def in_own_units(constraints: list[Constraint], margins: ArrayLike, data: RateDa
     ndarray of shape (n_constraints,)
         The margins in the constraints' own units.
     """
-    out = np.asarray(margins, dtype=float).copy()
-    for j, con in enumerate(constraints):
-        ratio = con.lhs if isinstance(con.lhs, Ratio) else con.rhs if isinstance(con.rhs, Ratio) else None
-        if ratio is not None and out[j] != 0:
-            den = evaluate_term(ratio.denominator, data, decisions)
-            out[j] = out[j] / den if den > 0 else np.nan
+    return _divided(np.asarray(margins, dtype=float), _ratio_denominators(constraints, data, decisions))
+
+
+def _divided(margins: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """``margins / den`` where ``den`` is a ratio's denominator (see :func:`ratio_value`), the
+    margin itself for a linear constraint (``den`` NaN) and 0 where it is 0."""
+    return np.where(np.isnan(den) | (margins == 0), margins, ratio_value(margins, den))
+
+
+def excess_in_own_units(constraints: list[Constraint], margins: ArrayLike, data: RateData,
+                        decisions: np.ndarray) -> np.ndarray:
+    """Each constraint's violation with its margin on the linear form, ``g + m``, in its own
+    units (``> 0``: broken with the margin).
+
+    A linear constraint's is its violation plus ``m``. A ratio's is ``(g + m) / D``: its
+    violation plus :func:`in_own_units`' margin where ``D > 0``, and over ``D = 0``, where those
+    two are infinite, infinite with the sign of ``g + m``; but NaN where the ratio is ``0 / 0`` (a
+    precision with no positive prediction), undefined with or without a margin.
+
+    Parameters
+    ----------
+    constraints : list of Constraint
+        Expanded constraints, aligned with ``margins``.
+    margins : array-like of shape (n_constraints,)
+        Margins on the constraints' linear forms.
+    data : RateData
+        What the rates are measured on.
+    decisions : ndarray of shape (n_samples,)
+        0/1 decisions, or probabilities of predicting 1.
+
+    Returns
+    -------
+    ndarray of shape (n_constraints,)
+        The violations with the margins, in the constraints' own units.
+    """
+    margins = np.asarray(margins, dtype=float)
+    den = _ratio_denominators(constraints, data, decisions)
+    own = np.array([row["violation"] for row in violation_rows(constraints, data, decisions)], dtype=float)
+    with np.errstate(invalid="ignore"):  # inf - inf over a zero denominator, replaced below
+        out = own + _divided(margins, den)
+    infinite = (den <= 0) & ~np.isnan(own)
+    if infinite.any():  # both parts infinite: the linear form decides
+        linear = np.array([row["violation"] for row in constraint_rows(constraints, data, decisions)], dtype=float)
+        out = np.where(infinite, ratio_value(linear + margins, den), out)
     return out
 
 
