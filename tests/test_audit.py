@@ -197,7 +197,9 @@ def test_ratio_violation_is_in_the_ratio_units():
 def test_undefined_ratio_constraint_has_nan_violation():
     X, y, _ = _data(300)
     never = np.column_stack([np.zeros(len(y)), np.zeros(len(y))])  # Fixed predicts 0 everywhere
-    with pytest.warns(UserWarning, match=r"1 constraint\(s\) are undefined on these rows, reported as NaN"):
+    with pytest.warns(UserWarning, match=r"1 constraint\(s\) are undefined on these rows, reported as NaN: the "
+                                         r"model predicts no positives \(the ratio's denominator ppr is 0\): "
+                                         r"\['precision >= 0.8'\]"):
         report = audit(Fixed().fit(never, y), never, y, constraints="precision >= 0.8", n_bootstrap=20,
                        random_state=0)
     row = report[report.attribute == "constraint"]

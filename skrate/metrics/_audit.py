@@ -11,7 +11,7 @@ from sklearn.utils._param_validation import Interval, StrOptions, validate_param
 from sklearn.utils.validation import _num_samples
 
 from ..problem import GroupTable, RateData, constraint_violation, expand_constraints
-from ..problem._evaluate import absent_values
+from ..problem._evaluate import absent_values, evaluate_term, zero_denominator_reason
 from ..problem._groups import check_row_order
 from ..rates import Expression, Ratio, Slice, as_constraints
 from ..rates._expression import Rate
@@ -304,23 +304,31 @@ def audit(
         low, high = interval(violation_s.reshape(len(measured), samples.shape[1]))
         at = {str(con): m for m, con in enumerate(measured)}
         undefined: list[str] = []
+        over_no_positives: dict[str, list[str]] = {}  # why, by the model: a ratio's 0 / 0
         for con in cons:
             if str(con) in absent:
                 records.append({"attribute": CONSTRAINT, "group": str(con), "metric": CONSTRAINT, "count": data.n})
                 continue
             m = at[str(con)]
             if np.isnan(lhs[m]) or np.isnan(rhs[m]):
-                undefined.append(str(con))
+                ratio = next((t for t in (con.lhs, con.rhs) if isinstance(t, Ratio)), None)
+                if ratio is not None and evaluate_term(ratio.denominator, data, p) == 0:
+                    over_no_positives.setdefault(zero_denominator_reason(ratio.denominator), []).append(str(con))
+                else:
+                    undefined.append(str(con))
             records.append({
                 "attribute": CONSTRAINT, "group": str(con), "metric": CONSTRAINT, "count": data.n,
                 "value": lhs[m], "bound": rhs[m], "violation": constraint_violation(con, lhs[m], rhs[m]),
                 "violation_low": low[m], "violation_high": high[m],
             })
             note_undefined(str(con), records[-1]["violation"], violation_s[m])
-        if undefined:  # a slice with rows but none its rate divides by: no violation to report
-            warn(f"audit: {len(undefined)} constraint(s) are undefined on these rows, reported as NaN: "
-                 "a slice holds no rows that a rate of theirs divides by (no positives for tpr), or "
-                 f"only rows of weight 0: {listed(undefined)}.", UserWarning)
+        # a slice with rows but none its rate divides by, or a ratio 0 / 0: no violation to report
+        why = ([f"a slice holds no rows that a rate of theirs divides by (no positives for tpr), or only rows "
+                f"of weight 0: {listed(undefined)}"] if undefined else []) + [
+            f"{reason}: {listed(names)}" for reason, names in over_no_positives.items()]
+        if why:
+            warn(f"audit: {len(undefined) + sum(map(len, over_no_positives.values()))} constraint(s) are undefined "
+                 f"on these rows, reported as NaN: {'; '.join(why)}.", UserWarning)
     if fragile:
         worst = sorted(fragile, key=fragile.get, reverse=True)
         shown = listed([f"{name} ({fragile[name]:.0%})" for name in worst])
