@@ -27,17 +27,17 @@ from .generalized._program import (
     as_metric_constraints,
     compile_program,
     group_cells,
+    out_of_range_bounds,
     program_group_columns,
     program_reads_baseline,
     program_values,
-    stated_ratio_bounds,
 )
 from .generalized._ratio import RatioProgram, solve_ratio_game
 from .generalized._three_player import CONFIGURATIONS, solve_three_player
 from .models import (Design, LinearModel, MLPModel, ProbabilityScoreModel, folding_callback, input_scale, log_odds,
                      scaled_input, score_threshold, with_score)
 from .models._oracle import fit_weighted, sample_weight_key, seeded
-from .problem import least_largest, ratio_bound_out_of_range, zero_denominator_reason
+from .problem import least_largest, zero_denominator_reason
 from .rates import Expression, Ratio
 from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
 from .solvers import SURROGATES
@@ -860,7 +860,7 @@ class MetricOptimizer(RateClassifierBase):
         """What to do about an infeasible solution: an impossible problem (a named ratio bounded
         beyond its range; linear constraints no choice of each row's decision meets together)
         is told apart from a model or a training run that fell short."""
-        beyond = [reason for c in stated_ratio_bounds(constraints) if (reason := ratio_bound_out_of_range(c))]
+        beyond = out_of_range_bounds(constraints)
         if beyond:
             return f" No classifier at all can meet {beyond[0]}. Loosen or drop that constraint."
         kept, cells, offsets = program.linear_constraints()

@@ -559,6 +559,10 @@ def test_infeasibility_warning_tells_an_impossible_problem_from_a_short_fit():
     with pytest.warns(InfeasibleConstraintsWarning, match=r"No classifier at all can meet 'precision >= 1.5': "
                                                           r"precision lies in \[0, 1\]\. Loosen or drop"):
         MetricOptimizer("g_mean", constraints="precision >= 1.5", random_state=0).fit(X, y)
+    # a metric bound is named as written, with the ratio bound it states
+    with pytest.warns(InfeasibleConstraintsWarning, match=r"meet '1 - f_measure <= -0\.1' \('f1 >= 1\.1': f1 lies "
+                                                          r"in \[0, 1\]\)\. Loosen"):
+        MetricOptimizer("g_mean", constraints=f_measure() <= -0.1, max_iter=20, random_state=0).fit(X, y)
     # met by predicting exactly the positives, which no threshold on these noisy labels does
     with pytest.warns(InfeasibleConstraintsWarning, match="train longer") as record:
         MetricOptimizer("g_mean", constraints=["tpr >= 0.9", "fpr <= 0"], random_state=0).fit(X, y)

@@ -16,6 +16,7 @@ from ..exceptions import UndefinedRateError
 from ..problem import (CellMatrix, RateData, compile_factored, expand_constraints, ratio_value, report_rows, reported_rates,
                        violation_rows)
 from ..problem._evaluate import absent_values, zero_within_rounding
+from ..problem._feasibility import ratio_bound_out_of_range
 from ..rates import Constraint, Ratio
 from ..rates._expression import NEEDS_BASELINE
 from ..rates._slice import BASELINE, group_columns
@@ -525,18 +526,18 @@ def _unique(labels: list[str]) -> list[str]:
     return out
 
 
-def ratio_constraints(constraints) -> list:
-    """The rate constraints with a ratio side (``precision >= 0.8``)."""
-    return [c for c in as_metric_constraints(constraints)
-            if isinstance(c, Constraint) and any(isinstance(t, Ratio) for t in (c.lhs, c.rhs))]
-
-
-def stated_ratio_bounds(constraints) -> list:
-    """The rate constraints with a ratio side, and the bounds on ratios over one denominator
-    among the metric constraints as the rate constraints they state (``precision() >= 0.8`` as
-    ``precision >= 0.8``)."""
-    stated = [rate_constraint(c) if isinstance(c, MetricConstraint) else c for c in as_metric_constraints(constraints)]
-    return ratio_constraints([c for c in stated if c is not None])
+def out_of_range_bounds(constraints) -> list[str]:
+    """Why no classifier meets each bound on a named ratio beyond the ratio's range (see
+    :func:`~skrate.problem.ratio_bound_out_of_range`): a rate constraint's, or a metric one's
+    over one denominator as the rate constraint it states, named as written (``'1 - f_measure <=
+    -0.1' ('f1 >= 1.1': f1 lies in [0, 1])``)."""
+    out = []
+    for c in as_metric_constraints(constraints):
+        stated = rate_constraint(c) if isinstance(c, MetricConstraint) else c
+        reason = None if stated is None else ratio_bound_out_of_range(stated)
+        if reason is not None:
+            out.append(reason if stated is c or str(c) == str(stated) else f"'{c}' ({reason})")
+    return out
 
 
 def program_values(objective, constraints, data: RateData, p: np.ndarray, expand_over=None,
