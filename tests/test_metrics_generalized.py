@@ -179,6 +179,15 @@ def test_non_finite_bounds_are_refused_where_the_constraint_is_built(build, what
         build()
 
 
+def test_bounds_beyond_a_float_are_refused_and_so_is_an_objective_that_overflows():
+    for build in (lambda: g_mean() <= 10**400, lambda: kld_fairness("g", 10**400),
+                  lambda: predictive_parity("g", -10**400)):
+        with pytest.raises(ValueError, match="must be a finite number, got an integer beyond a float's range"):
+            build()
+    with pytest.raises(ValueError, match=r"Invalid metric '1e300\*1e300'.*overflows a float"):
+        as_objective("1e300*1e300")
+
+
 def test_max_of_over_a_group_column_expands_inside_the_max():
     y, g, yhat, data = _data()
     for pooled, listed in ((max_of("error_rate[g]"), max_of("error_rate[g=a]", "error_rate[g=b]")),
@@ -968,3 +977,16 @@ def test_reported_ratio_constraints_read_as_the_core_reports_them_repeated_or_ov
         # the metric forms state the same bounds as the second and first core constraint
         np.testing.assert_allclose(values, expected + expected[1::-1], rtol=1e-12)
     assert values[1] == values[3] == -np.inf  # met, as its linear form says
+
+
+def test_parity_metric_constraints_need_what_they_compare():
+    for build in (lambda: predictive_parity(None, 0.05), lambda: kld_fairness([], 0.1)):
+        with pytest.raises(ValueError, match="A parity goal needs the group column"):
+            build()
+    for protected in ("sex=F", None, [("sex", "F")], {}):
+        with pytest.raises(TypeError, match=r"The protected slice of f_measure_parity is a dict of group column "
+                                            r"filters, such as \{'sex': 'Female'\}, got"):
+            f_measure_parity(protected, {"sex": "M"}, 0.1)
+    with pytest.raises(ValueError, match=r"compares two slices, but both are \[sex=F\]"):
+        f_measure_parity({"sex": "F"}, {"sex": "F"}, 0.1)
+    assert str(kld_fairness(["g", "h"], 0.1).bind({"g": "a", "h": "b"})) == "kld[g=a, h=b] <= 0.1"

@@ -2,6 +2,7 @@
 
 import pickle
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -335,6 +336,32 @@ def test_non_finite_constants_are_refused_where_they_enter(bad):
     with pytest.raises(SpecParseError, match="1e999 overflows a float") as info:
         parse_constraint("tpr >= 1e999")
     assert info.value.pos == 7  # the number itself, not the comparison
+
+
+@pytest.mark.parametrize("text, pos", [
+    ("tpr[race] * 1e300 * 1e300 <= 0.5", 18), ("tpr + 1e308 + 1e308 >= 0", 12), ("1e308*tpr + 1e308*tpr >= 0", 10),
+    ("tpr >= 1e300 * 1e300", 13), ("ppr <= 1e300*1e300 - 1e300*1e300", 12),
+])
+def test_arithmetic_past_a_float_is_refused_where_it_overflows(text, pos):
+    # an infinite coefficient must not read as a zero one (the rate dropped), nor crash unexplained
+    with pytest.raises(SpecParseError, match="overflows a float") as info:
+        parse_constraint(text)
+    assert info.value.pos == pos
+    with pytest.raises(SpecParseError, match="overflows a float"):
+        parse_expression("1e300 * 1e300")
+    with pytest.raises(ValueError, match="overflows a float"):
+        tpr() * 1e300 * 1e300
+    with pytest.raises(ValueError, match="finite constants, got an integer beyond a float's range"):
+        tpr() >= 10**400
+
+
+def test_large_numbers_print_in_short_form_and_python_syntax_warnings_stay_quiet():
+    con = parse_constraint("tpr >= 1e30 * ppr - 2")
+    assert str(con) == "tpr >= 1e+30 * ppr - 2" and parse_constraint(str(con)) == con
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # 'invalid decimal literal' from Python's parser
+        with pytest.raises(SpecParseError, match="a literal value"):
+            parse_constraint("tpr(sex=1and 2) >= 0.5")
 
 
 @pytest.mark.parametrize("text, pos, message", [

@@ -14,7 +14,7 @@ from __future__ import annotations
 import difflib
 import math
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from numbers import Real
 from typing import Any
@@ -26,6 +26,7 @@ from ..exceptions import UndefinedRateError
 from ..rates import Expression, Rate, Ratio, Slice, as_expression
 from ..rates import _functions as R
 from ..rates._functions import RATE_FUNCTIONS, display_ratio, named_ratio, rates_on
+from ..rates._goals import parity_columns
 
 _EPS = 1e-6
 CLASSES = ("linear", "convex", "concave", "ratio", "nonconvex")
@@ -43,9 +44,13 @@ def _finite(x, what: str) -> float:
     """``x`` as a float; a NaN or infinite bound would make every comparison with it false."""
     if not _scalar(x):
         raise TypeError(f"The {what} must be a number, got {x!r}.")
-    if not math.isfinite(float(x)):
-        raise ValueError(f"The {what} must be a finite number, got {x!r}.")
-    return float(x)
+    try:
+        value = float(x)
+    except OverflowError:  # an int beyond float's range
+        value, x = math.inf, "an integer beyond a float's range"
+    if not math.isfinite(value):
+        raise ValueError(f"The {what} must be a finite number, got {x if isinstance(x, str) else repr(x)}.")
+    return value
 
 
 class Metric:
@@ -1173,6 +1178,7 @@ def kld_fairness(group: str, epsilon: float) -> MetricConstraint:
     if epsilon < 0:
         raise ValueError(f"The epsilon of kld_fairness must be >= 0, got {epsilon:g}: a KL-divergence is never "
                          "negative, so no classifier could meet the constraint.")
+    group = parity_columns(group)
     return MetricConstraint(kld(group) - epsilon, f"kld{{slice}} <= {epsilon:g}", Slice.make({}, group))
 
 
@@ -1223,6 +1229,7 @@ def predictive_parity(group: str, epsilon: float) -> list[MetricConstraint]:
         ``"auto"`` picks).
     """
     epsilon = _finite(epsilon, "epsilon of predictive_parity")
+    group = parity_columns(group)
     gap = precision(group) - precision()
     where = Slice.make({}, group)
     return [MetricConstraint(gap - epsilon, f"precision{{slice}} - precision <= {epsilon:g}", where),
@@ -1247,11 +1254,18 @@ def f_measure_parity(protected: dict, other: dict, epsilon: float, beta: float =
         A ratio-class constraint, for ``solver="ratio"`` (which ``"auto"`` picks).
     """
     epsilon = _finite(epsilon, "epsilon of f_measure_parity")
+    for name, value in (("protected", protected), ("other", other)):
+        if not isinstance(value, Mapping) or not value:
+            raise TypeError(f"The {name} slice of f_measure_parity is a dict of group column filters, such as "
+                            f"{{'sex': 'Female'}}, got {value!r}.")
     # F_other - F_prot - eps = (1 - F_prot) - (1 - F_other) - eps
     # where=: a filter on a column named like a parameter of f_measure ("group", "beta")
     # each slice read once (a generator of values would be empty on a second reading) and
     # written as every slice is: f_measure[g=a|b]
     protected, other = Slice.make(protected), Slice.make(other)
+    if protected == other:
+        raise ValueError(f"f_measure_parity compares two slices, but both are [{protected}]: every classifier "
+                         "would meet it. Pass the protected slice and the one it is compared with.")
     gap = f_measure(beta, where=dict(protected.filters)) - f_measure(beta, where=dict(other.filters))
     label = f"f_measure[{protected}] >= f_measure[{other}] {'-' if epsilon >= 0 else '+'} {abs(epsilon):g}"
     return MetricConstraint(gap - epsilon, label)

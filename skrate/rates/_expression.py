@@ -42,9 +42,13 @@ NEEDS_LABELS = frozenset({"tpr", "fnr", "fpr", "tnr", "accuracy", "error_rate", 
 def _is_scalar(x) -> bool:
     if not isinstance(x, Real) or isinstance(x, bool):
         return False
+    try:
+        shown = x = float(x)
+    except OverflowError:  # an int beyond float's range
+        x, shown = math.inf, "an integer beyond a float's range"
     if not math.isfinite(x):
         # refused where the constant enters: a NaN bound would otherwise surface deep in a solver
-        raise ValueError(f"Rate expressions take finite constants, got {x}; check the value the constant "
+        raise ValueError(f"Rate expressions take finite constants, got {shown}; check the value the constant "
                          "was computed from.")
     return True
 
@@ -57,13 +61,23 @@ def _divisor(term, other) -> float:
 
 
 def _sum(values: list[float]) -> float:
-    """Exact sum, with a cancellation to rounding noise (``0.1 + 0.2 - 0.3``) read as 0."""
-    total = math.fsum(values)
+    """Exact sum, with a cancellation to rounding noise (``0.1 + 0.2 - 0.3``) read as 0; a sum or
+    a term beyond float's range is refused (an infinite coefficient would read as noise)."""
+    try:
+        total = math.fsum(values)
+    except (OverflowError, ValueError):  # past float's range mid-sum, or inf - inf
+        total = math.inf
+    if not math.isfinite(total):
+        raise ValueError(f"A coefficient or constant of the rate expression overflows a float (the sum of "
+                         f"{', '.join(f'{v:g}' for v in values)}); scale the expression down.")
     return 0.0 if abs(total) <= 1e-12 * max(map(abs, values), default=0.0) else total
 
 
 def _num(x: float) -> str:
-    return repr(float(x)) if float(x) != int(x) else str(int(x))
+    """``x`` as written back into a spec: a whole number as an integer (``2``, not ``2.0``) while it
+    has no more digits than a float holds, else in its shortest exact form (``1e+30``)."""
+    x = float(x)
+    return str(int(x)) if x == int(x) and abs(x) < 1e16 else repr(x)
 
 
 @dataclass(frozen=True)

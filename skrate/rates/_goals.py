@@ -51,13 +51,20 @@ def _check_slack(slack: float, multiplicative: bool) -> None:
         raise ValueError(f"slack must be >= 0{' and < 1 when multiplicative' if multiplicative else ''}, got {slack}.")
 
 
-def _parity(kinds: tuple[str, ...], group: Group, slack: float, multiplicative: bool, two_sided: bool):
-    _check_slack(slack, multiplicative)
-    columns = as_columns(group)  # read once: each constraint names the columns again
+def parity_columns(group: Group) -> tuple[str, ...]:
+    """The group columns a parity goal compares, read once (each constraint names them again);
+    none is refused: without a column, ``r[group]`` is the overall rate and every constraint would
+    hold trivially."""
+    columns = as_columns(group)
     if columns in ((), ("",)):
-        # without a column, r[group] is the overall rate: every constraint would hold trivially
         raise ValueError(f"A parity goal needs the group column(s) to compare, got group={group!r}; "
                          "pass a column name such as group='race', or a list of names.")
+    return columns
+
+
+def _parity(kinds: tuple[str, ...], group: Group, slack: float, multiplicative: bool, two_sided: bool):
+    _check_slack(slack, multiplicative)
+    columns = parity_columns(group)
     out = []
     for kind in kinds:
         out.append(_lower(kind, columns, slack, multiplicative))

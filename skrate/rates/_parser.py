@@ -20,6 +20,7 @@ levels deep.
 from __future__ import annotations
 
 import ast
+import warnings
 from typing import Any, NoReturn
 
 import numpy as np
@@ -251,9 +252,12 @@ class _Parser:
     def _build(self, make, pos: int):
         """``make()``, its errors pointing at ``pos``: the start of the offending token."""
         try:
-            return make()
+            out = make()
         except (TypeError, ValueError, ZeroDivisionError) as exc:
             self._fail(pos, str(exc))
+        if isinstance(out, float) and not np.isfinite(out):  # arithmetic on numbers alone
+            self._fail(pos, "the number overflows a float here; write a finite number.")
+        return out
 
     def expr(self):
         out = self.term()
@@ -399,7 +403,9 @@ class _Parser:
             return min(open_pos - 1 + int(starts[line]) + (col or 0), close)
 
         try:
-            call = ast.parse(source, mode="eval").body
+            with warnings.catch_warnings():  # Python's own syntax warnings: the spec's error says more
+                warnings.simplefilter("ignore", SyntaxWarning)
+                call = ast.parse(source, mode="eval").body
         except SyntaxError as exc:  # its offset counts from 1
             msg = exc.msg.rstrip(".?") + ("?" if exc.msg.endswith("?") else ".")
             self._fail(at(exc.lineno, (exc.offset or 1) - 1, in_bytes=False),
