@@ -181,8 +181,9 @@ class ConstrainedClassifier(RateClassifierBase):
         ``values`` their objective and constraint values the multipliers were updated with, on
         the batch (surrogate rates for ``"lagrangian"``; a certificate's update nothing).
         With a held-out set (``validation_fraction``, ``validation_mask``) the constraint values are
-        those on the held-out rows and the objective is the training rows'. Returning False stops
-        training.
+        those on the held-out rows and the objective is the training rows'. Training stops when
+        it returns the object ``False``; any other value, ``None``, ``0`` and ``numpy.False_``
+        included, continues.
     estimator : classifier or None, default=None
         For the oracle solvers: a scikit-learn classifier whose ``fit`` accepts
         ``sample_weight`` (e.g. ``HistGradientBoostingClassifier()``), or a ``Pipeline`` whose

@@ -419,6 +419,8 @@ def test_callback_can_stop_training():
     seen = []
     clf = ConstrainedClassifier(callback=lambda t, theta, values: seen.append(t) or t < 9).fit(X, y)
     assert clf.n_iter_ == 10 and seen == list(range(10))
+    # only the object False stops: a falsy numpy value (a comparison's result) does not
+    assert ConstrainedClassifier(max_iter=20, callback=lambda t, theta, values: np.False_).fit(X, y).n_iter_ == 20
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         ConstrainedClassifier(max_iter=50, verbose=1).fit(X, y)
