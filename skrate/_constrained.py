@@ -740,6 +740,8 @@ class ConstrainedClassifier(RateClassifierBase):
                       else self.constraints_)
             beyond = [reason for c in stated if (reason := ratio_bound_out_of_range(c))]
             pinned = _pinned_by_margins(self.constraints_, self.margins_)
+            # among finite margins: over a zero denominator a ratio's is infinite in its own units
+            widest = int(np.argmax(np.where(np.isfinite(self.margins_), self.margins_, -np.inf)))
             if pinned:
                 lower, upper = (self.constraints_[i] for i in pinned)
                 advice = (f" '{lower}' and '{upper}' state an equality, and the margins on both of them "
@@ -755,8 +757,8 @@ class ConstrainedClassifier(RateClassifierBase):
                           f"possible largest violation is {least:.4g}, on '{self.constraints_[hardest]}'), though "
                           f"one can without: the margins of margin='auto' at margin_confidence="
                           f"{self.margin_confidence} ask more than {problem.basis.shape[1]} rows can promise. The "
-                          f"widest, {self.margins_.max():.4g}, is on "
-                          f"'{self.constraints_[int(np.argmax(self.margins_))]}': a margin grows as one over the "
+                          f"widest, {self.margins_[widest]:.4g}, is on "
+                          f"'{self.constraints_[widest]}': a margin grows as one over the "
                           "square root of the rows of its slices. Lower margin_confidence, merge "
                           "small groups, or train on more rows (or hold fewer out).")
             elif least > 1e-9:

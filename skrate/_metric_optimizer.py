@@ -814,8 +814,7 @@ class MetricOptimizer(RateClassifierBase):
         self.solver_ = solver
         self._keep_trajectory(traj, seed)
         self._set_solutions(program, traj)
-        self._check_feasible(program, traj, constraints, data_fit, game_model, X_fit,
-                             cross_fit or self._cross_fits_estimator())
+        self._check_feasible(program, traj, constraints, cross_fit or self._cross_fits_estimator())
         self.candidates_ = to_model(traj.params)
         if isinstance(metric, PRAUC):  # [w, one bias per level, b]: w on the first columns
             self._stacked_params = traj.params if unscale is None else unscale(traj.params, transform)
@@ -841,13 +840,12 @@ class MetricOptimizer(RateClassifierBase):
         else:
             self.solutions_["m_stochastic"] = best_mixture(program, rates, list(self.solutions_.values()))
 
-    def _check_feasible(self, program, traj, constraints, data, model, X, cross_fitted: bool) -> None:
+    def _check_feasible(self, program, traj, constraints, cross_fitted: bool) -> None:
         """Record, for every solution, whether it meets every constraint on the training rows
         (``feasible_`` reads the selected one), and warn when the selected one does not: with the
         largest violation, a ratio's in its own units, as :meth:`metric_values` reports it, or
         with a ratio left undefined by a zero denominator."""
-        self._infeasibility = {name: self._violation(program, traj, constraints, data, model, X, weights)
-                               for name, weights in self.solutions_.items()}
+        self._infeasibility = {name: self._violation(program, traj, weights) for name, weights in self.solutions_.items()}
         problem = self._infeasibility[self.solution]
         if problem is None:
             return
@@ -875,7 +873,8 @@ class MetricOptimizer(RateClassifierBase):
         return (" Loosen the constraints, train longer (max_iter) or with a larger model"
                 + (f", or choose the {other[0]} solution, which meets them." if other else "."))
 
-    def _violation(self, program, traj, constraints, data, model, X, weights) -> str | None:
+    @staticmethod
+    def _violation(program, traj, weights) -> str | None:
         """None when the mixture ``weights`` meets every constraint, else what it misses."""
         r = program.mixed_rates(traj.rates, weights)
         # a ratio bound multiplied out by its denominator reads as stated
@@ -921,12 +920,13 @@ class MetricOptimizer(RateClassifierBase):
             labels are those of ``constraints_``: a constraint over a bare group column stands
             for the values seen in ``fit``. One that these rows leave undefined (a value none of
             them holds, an empty slice) is NaN, with a warning, which also names the group
-            values of these rows that no fitted constraint covers. A rate constraint with a
-            ratio side reads in the ratio's units (``0.8 - precision`` for ``precision >= 0.8``;
-            NaN when the ratio is undefined), as ``ConstrainedClassifier.constraint_report``
-            does, and a metric constraint holding a ratio with a zero denominator
-            (``predictive_parity`` for a group without positive predictions) is NaN;
-            ``train_constraints_`` keep the linear form the solvers work with.
+            values of these rows that no fitted constraint covers. A bound on a ratio, a rate
+            constraint's or a metric one's (``precision() >= 0.8``), reads in the ratio's units
+            (``0.8 - precision``) as ``ConstrainedClassifier.constraint_report`` gives it: over
+            a zero denominator infinite (wins over no losses meet a win-loss floor), NaN at
+            ``0 / 0``. A metric holding a ratio with a zero denominator (``predictive_parity``
+            for a group without positive predictions) is NaN; ``train_constraints_`` keep the
+            linear form the solvers work with.
 
         Raises
         ------

@@ -12,7 +12,7 @@ from skrate.problem import GroupTable, RateData, confidence_margins, simultaneou
 from skrate.rates import parse_constraint
 from scipy.stats import norm
 from sklearn.datasets import make_classification
-from skrate.problem import tightened, violation_rows
+from skrate.problem import constraint_rows, tightened, violation_rows
 from skrate.rates import Constraint, parse_expression, precision
 
 
@@ -785,13 +785,18 @@ def test_an_auto_margin_on_a_ratio_over_no_denominator_is_judged_on_its_linear_f
         warnings.simplefilter("error", InfeasibleConstraintsWarning)
         clf = ConstrainedClassifier(spec, margin="auto", max_iter=100, random_state=0).fit(X, y, baseline=1 - y)
     assert clf.feasible_ and clf.margins_[0] == np.inf
+    # margins no rows can promise: the advice names the widest finite one, not the met ratio's
+    with pytest.warns(InfeasibleConstraintsWarning, match=r"The widest, [0-9.]+, is on 'ppr (<|>)= 0\.[23]"):
+        ConstrainedClassifier(["win_loss_ratio >= 2", "ppr <= 0.3", "ppr >= 0.28"], margin="auto", max_iter=100,
+                              random_state=0).fit(X, y, baseline=1 - y)
     assert (clf.train_constraints_ @ clf.weights_ <= 1e-9).all()  # the LP's test: the linear forms, margins in
     # the excess over a bound, margin included, is the linear form g + m divided by the denominator
     data = RateData(y, np.ones(300), GroupTable.from_input(None, None, 300), 1 - y)
     cons = [parse_constraint(c) for c in spec]
     right, no_positives = y.astype(float), np.zeros(300)
-    for m in (0.5, 2.0):  # g = 2 losses - wins = -1: met with the margin, then not
-        assert excess_in_own_units(cons, [m, 0.1], data, right)[0] == (-np.inf if m < 1 else np.inf)
+    g = constraint_rows(cons, data, right)[0]["violation"]  # 2 losses - wins = -wins
+    for m, excess in ((-0.5 * g, -np.inf), (-g, 0.0), (-2 * g, np.inf)):  # met with the margin, just, then not
+        assert excess_in_own_units(cons, [m, 0.1], data, right)[0] == excess
     # precision 0 / 0 stays undefined, with or without a margin; a linear constraint adds its margin
     assert np.isnan(excess_in_own_units(cons, [0.1, 0.1], data, no_positives)[1])
     assert excess_in_own_units([parse_constraint("ppr <= 0.2")], [0.1], data, right)[0] == pytest.approx(

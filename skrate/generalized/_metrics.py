@@ -40,14 +40,21 @@ def _scalar(x) -> bool:
     return isinstance(x, Real) and not isinstance(x, bool)
 
 
+def _bounded(metric: MetricSum) -> MetricSum:
+    """``metric``, refused when arithmetic took a coefficient or its constant past a float."""
+    if not all(math.isfinite(c) for c in (metric.constant, *(c for c, _ in metric.terms))):
+        raise ValueError("A coefficient or constant of the metric overflows a float; scale the metric down.")
+    return metric
+
+
 def _finite(x, what: str) -> float:
     """``x`` as a float; a NaN or infinite bound would make every comparison with it false."""
     if not _scalar(x):
         raise TypeError(f"The {what} must be a number, got {x!r}.")
     try:
         value = float(x)
-    except OverflowError:  # an int beyond float's range
-        value, x = math.inf, "an integer beyond a float's range"
+    except OverflowError:  # an int (or a Fraction) beyond float's range
+        value, x = math.inf, "a number beyond a float's range"
     if not math.isfinite(value):
         raise ValueError(f"The {what} must be a finite number, got {x if isinstance(x, str) else repr(x)}.")
     return value
@@ -62,11 +69,11 @@ class Metric:
     def __add__(self, other):
         a = self.as_sum()
         if _scalar(other):
-            return MetricSum(a.terms, a.constant + _finite(other, f"constant added to {self}"))
+            return _bounded(MetricSum(a.terms, a.constant + _finite(other, f"constant added to {self}")))
         b = _lift(other)
         if b is None:
             return NotImplemented
-        return MetricSum(a.terms + b.terms, a.constant + b.constant)
+        return _bounded(MetricSum(a.terms + b.terms, a.constant + b.constant))
 
     __radd__ = __add__
 
@@ -75,7 +82,7 @@ class Metric:
             return NotImplemented
         a = self.as_sum()
         factor = _finite(other, f"factor of {self}")
-        return MetricSum(tuple((c * factor, t) for c, t in a.terms), a.constant * factor)
+        return _bounded(MetricSum(tuple((c * factor, t) for c, t in a.terms), a.constant * factor))
 
     __rmul__ = __mul__
 
@@ -1255,9 +1262,9 @@ def f_measure_parity(protected: dict, other: dict, epsilon: float, beta: float =
     """
     epsilon = _finite(epsilon, "epsilon of f_measure_parity")
     for name, value in (("protected", protected), ("other", other)):
-        if not isinstance(value, Mapping) or not value:
+        if not isinstance(value, Mapping):
             raise TypeError(f"The {name} slice of f_measure_parity is a dict of group column filters, such as "
-                            f"{{'sex': 'Female'}}, got {value!r}.")
+                            f"{{'sex': 'Female'}} ({{}} for every row), got {value!r}.")
     # F_other - F_prot - eps = (1 - F_prot) - (1 - F_other) - eps
     # where=: a filter on a column named like a parameter of f_measure ("group", "beta")
     # each slice read once (a generator of values would be empty on a second reading) and

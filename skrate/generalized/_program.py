@@ -28,6 +28,10 @@ if TYPE_CHECKING:
     from ._metrics import Metric
 
 
+# rates are proportions: values this small are sums of terms that cancel, up to rounding
+_NOISE = 1e-12
+
+
 @dataclass
 class CompiledSum:
     """``constant + sum_a coef_a * atom_a(r[idx_a])`` over the program's rate vector ``r``."""
@@ -90,7 +94,9 @@ class CompiledSum:
                 ok = ok & (r[idx[1]] > 0)
         if self.denominator is None:
             return ok
-        return ok & ~np.isnan(ratio_value(self.value(r), r[self.denominator[1]]))
+        # the solvers' rates are not rounded: a bound's 0 / 0 is within rounding of zero
+        g, d = self.value(r), r[self.denominator[1]]
+        return ok & ~np.isnan(ratio_value(np.where(np.abs(g) <= _NOISE, 0.0, g), np.where(d <= _NOISE, 0.0, d)))
 
     def zero_denominator(self, r: np.ndarray) -> Expression | None:
         """The first denominator that is not positive at the rate vector ``r``, if any: why a ratio

@@ -319,8 +319,9 @@ def excess_in_own_units(constraints: list[Constraint], margins: ArrayLike, data:
 
     A linear constraint's is its violation plus ``m``. A ratio's is ``(g + m) / D``: its
     violation plus :func:`in_own_units`' margin where ``D > 0``, and over ``D = 0``, where those
-    two are infinite, infinite with the sign of ``g + m``; but NaN where the ratio is ``0 / 0`` (a
-    precision with no positive prediction), undefined with or without a margin.
+    two are infinite, infinite with the sign of ``g + m`` (0 where ``g + m`` is); but NaN where
+    the ratio is ``0 / 0`` (a precision with no positive prediction), undefined with or without
+    a margin.
 
     Parameters
     ----------
@@ -344,9 +345,10 @@ def excess_in_own_units(constraints: list[Constraint], margins: ArrayLike, data:
     with np.errstate(invalid="ignore"):  # inf - inf over a zero denominator, replaced below
         out = own + _divided(margins, den)
     infinite = (den <= 0) & ~np.isnan(own)
-    if infinite.any():  # both parts infinite: the linear form decides
+    if infinite.any():  # both parts infinite: the linear form decides, met with equality at 0
         linear = np.array([row["violation"] for row in constraint_rows(constraints, data, decisions)], dtype=float)
-        out = np.where(infinite, ratio_value(linear + margins, den), out)
+        at = linear + margins
+        out = np.where(infinite, np.where(at == 0, 0.0, ratio_value(at, den)), out)
     return out
 
 

@@ -44,8 +44,8 @@ def _is_scalar(x) -> bool:
         return False
     try:
         shown = x = float(x)
-    except OverflowError:  # an int beyond float's range
-        x, shown = math.inf, "an integer beyond a float's range"
+    except OverflowError:  # an int (or a Fraction) beyond float's range
+        x, shown = math.inf, "a number beyond a float's range"
     if not math.isfinite(x):
         # refused where the constant enters: a NaN bound would otherwise surface deep in a solver
         raise ValueError(f"Rate expressions take finite constants, got {shown}; check the value the constant "
@@ -68,8 +68,8 @@ def _sum(values: list[float]) -> float:
     except (OverflowError, ValueError):  # past float's range mid-sum, or inf - inf
         total = math.inf
     if not math.isfinite(total):
-        raise ValueError(f"A coefficient or constant of the rate expression overflows a float (the sum of "
-                         f"{', '.join(f'{v:g}' for v in values)}); scale the expression down.")
+        raise ValueError("A coefficient or constant of the rate expression overflows a float; scale the "
+                         "expression down.")
     return 0.0 if abs(total) <= 1e-12 * max(map(abs, values), default=0.0) else total
 
 

@@ -329,8 +329,8 @@ class _Parser:
             raise SpecParseError(self.text, self.pos, "a rate name, a number or '('")
         if name not in RATE_FUNCTIONS:
             self.pos = start
-            if name in _GOALS:
-                goal = _goal_call(_GOALS[name])
+            if name.lower() in _GOALS:
+                goal = _goal_call(_GOALS[name.lower()])
                 raise SpecParseError(self.text, start, reason=(
                     f"{name!r} names a goal, not a rate: pass skrate.rates.{goal}, a list of "
                     f"constraints (strings may sit beside it in constraints=[...]), or write them out, e.g. "
@@ -405,6 +405,7 @@ class _Parser:
         try:
             with warnings.catch_warnings():  # Python's own syntax warnings: the spec's error says more
                 warnings.simplefilter("ignore", SyntaxWarning)
+                warnings.simplefilter("ignore", DeprecationWarning)  # invalid escapes before Python 3.12
                 call = ast.parse(source, mode="eval").body
         except SyntaxError as exc:  # its offset counts from 1
             msg = exc.msg.rstrip(".?") + ("?" if exc.msg.endswith("?") else ".")
