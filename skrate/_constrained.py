@@ -673,7 +673,7 @@ class ConstrainedClassifier(RateClassifierBase):
         # an "auto" ratio margin in its own units divides by the solution's denominator: keep it
         # per solution for constraint_report(solution=...)
         self._solution_margins = {self.solution: self.margins_, "m_stochastic": mixture[1]}
-        if linear is not None and any(isinstance(t, Ratio) for c in self.constraints_ for t in (c.lhs, c.rhs)):
+        if linear is not None and any(c.ratio is not None for c in self.constraints_):
             kept = [n for n in self.solutions_ if n != "T_stochastic" or self.solver not in ORACLE_SOLVERS
                     or self.solution == "T_stochastic"]  # the oracle solvers drop T_stochastic's models
             for name in set(kept) - set(self._solution_margins):
@@ -725,9 +725,8 @@ class ConstrainedClassifier(RateClassifierBase):
                      "part)")
         undefined = [c for c, e in zip(self.constraints_, excess) if np.isnan(e)]
         if undefined:
-            ratio = next(t for t in (undefined[0].lhs, undefined[0].rhs) if isinstance(t, Ratio))
             text += (f"; it leaves {[str(c) for c in undefined]} undefined, because "
-                     f"{zero_denominator_reason(ratio.denominator)}, so only the linear form holds")
+                     f"{zero_denominator_reason(undefined[0].ratio.denominator)}, so only the linear form holds")
         if solution != "m_stochastic":
             advice = " Set solution='m_stochastic' to meet them." if self.feasible_ else ""
         else:

@@ -218,6 +218,12 @@ def test_an_f_measure_in_a_spec_names_f1_and_metric_optimizer(name):
     assert "MetricOptimizer(metric='f2')" in str(info.value)
 
 
+def test_a_constraint_names_its_ratio_side():
+    assert parse_constraint("precision[sex=a] >= 0.8").ratio == precision(sex="a")
+    assert parse_constraint("0.5 >= win_loss_ratio").ratio == win_loss_ratio()
+    assert parse_constraint("ppr <= 0.2 + tpr").ratio is None
+
+
 def test_f1_is_a_named_ratio_whose_bound_is_linear():
     con = parse_constraint("f1[sex=a] >= 0.6")
     assert con == (f1(sex="a") >= 0.6) and str(con) == "f1[sex=a] >= 0.6"

@@ -454,7 +454,7 @@ def compile_program(objective: Metric | Expression | Ratio | str,
     for con in as_metric_constraints(constraints):
         if isinstance(con, Constraint):
             for c in expand_constraints([con], groups):
-                guards = tuple(LinearRate(t.denominator) for t in (c.lhs, c.rhs) if isinstance(t, Ratio))
+                guards = () if c.ratio is None else (LinearRate(c.ratio.denominator),)
                 sums.append((LinearRate(c.expression).as_sum(), "constraint", str(c), guards, (), _as_ratio(c)))
         else:
             for bound in _expand(con, groups):

@@ -311,7 +311,7 @@ def audit(
                 continue
             m = at[str(con)]
             if np.isnan(lhs[m]) or np.isnan(rhs[m]):
-                ratio = next((t for t in (con.lhs, con.rhs) if isinstance(t, Ratio)), None)
+                ratio = con.ratio
                 if ratio is not None and evaluate_term(ratio.denominator, data, p) == 0:
                     over_no_positives.setdefault(zero_denominator_reason(ratio.denominator), []).append(str(con))
                 else:

@@ -273,8 +273,8 @@ def _largest_error_quantile(gram: np.ndarray, confidence: float, rng: np.random.
 
 def _ratio_denominators(constraints: list[Constraint], data: RateData, decisions: np.ndarray) -> np.ndarray:
     """The denominator of each constraint's ratio side at ``decisions``; NaN for a linear one."""
-    ratios = [next((t for t in (c.lhs, c.rhs) if isinstance(t, Ratio)), None) for c in constraints]
-    return np.array([np.nan if r is None else evaluate_term(r.denominator, data, decisions) for r in ratios])
+    return np.array([np.nan if c.ratio is None else evaluate_term(c.ratio.denominator, data, decisions)
+                     for c in constraints])
 
 
 def in_own_units(constraints: list[Constraint], margins: ArrayLike, data: RateData,

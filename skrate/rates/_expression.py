@@ -354,6 +354,12 @@ class Constraint:
         return con
 
     @property
+    def ratio(self) -> Ratio | None:
+        """The ratio side (``precision`` in ``precision >= 0.8``), None without one; a ratio
+        compares only with a constant, so a constraint has at most one."""
+        return next((t for t in (self.lhs, self.rhs) if isinstance(t, Ratio)), None)
+
+    @property
     def expression(self) -> Expression:
         lhs, rhs = self.lhs, self.rhs
         if isinstance(lhs, Ratio) or isinstance(rhs, Ratio):
