@@ -15,7 +15,7 @@ from sklearn.linear_model import LogisticRegression
 
 from skrate import ConstrainedClassifier
 from skrate.metrics import audit, plot_audit
-from skrate.metrics._bootstrap import RateParts
+from skrate.metrics._bootstrap import RateParts, bootstrap_values
 from skrate.metrics._audit import metric_term
 from skrate.problem import GroupTable, RateData, evaluate_term
 from skrate.problem._evaluate import violation_rows
@@ -688,6 +688,34 @@ def test_audit_of_several_group_columns_keeps_memory_linear_and_intervals_paired
     again = pd.DataFrame(audit(clf, X, y, groups=g[["sex", "race"]], metrics=("tpr",), n_bootstrap=50,
                                random_state=np.random.RandomState(3)))
     pd.testing.assert_frame_equal(state, again)
+
+
+def test_blocks_on_few_crossed_cells_sum_them_once_a_resample(monkeypatch):
+    # each block took two bincounts over every row a resample: half the audit of 15k rows
+    import skrate.metrics._bootstrap as bootstrap
+
+    y, base, w, p, g = _rich_data(3000)
+    data = RateData(y, w, GroupTable.from_input(g, None, 3000), base)
+    blocks = [RateParts([metric_term(k, Slice.make({col: v})) for k in ("tpr", "ppr") for v in sorted(set(g[col]))],
+                        data, p) for col in ("race", "sex")]
+    blocks.append(RateParts([metric_term("precision", Slice.make({"race": "b", "sex": "F"}))], data, p))
+    shared = bootstrap._shared_cells(blocks)
+    assert shared is not None and shared[1] <= 3 * 2 * 2 * 2
+    rows, bincount = [], np.bincount
+    monkeypatch.setattr(np, "bincount", lambda x, weights=None, minlength=0: (
+        weights is not None and rows.append(len(x))) or bincount(x, weights, minlength))
+    fast = bootstrap_values(blocks, 40, random_state=0)
+    assert rows.count(3000) == 2 * 40  # sums over the rows: two a resample, the rest over the cells
+    monkeypatch.setattr(bootstrap, "_shared_cells", lambda blocks: None)
+    slow = bootstrap_values(blocks, 40, random_state=0)
+    np.testing.assert_allclose(fast, slow, rtol=1e-12, atol=1e-15)
+    # blocks of other decisions, or cells crossing to one per row, keep their own sums
+    other = RateParts([metric_term("tpr", Slice())], data, 1 - p)
+    assert bootstrap._shared_cells([blocks[0], other]) is None
+    g = g.assign(id=np.arange(3000).astype(str))
+    data = RateData(y, w, GroupTable.from_input(g, None, 3000), base)
+    ids = RateParts([metric_term("ppr", Slice.make({"id": str(i)})) for i in range(3000)], data, p)
+    assert bootstrap._shared_cells([blocks[0], ids]) is None
 
 
 def test_every_audited_column_and_the_constraints_share_one_draw_of_each_resample(monkeypatch):
