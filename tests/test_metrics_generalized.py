@@ -999,3 +999,13 @@ def test_parity_metric_constraints_need_what_they_compare():
         f_measure_parity({"sex": "F"}, {"sex": "F"}, 0.1)
     assert str(f_measure_parity({"sex": "F"}, {}, 0.1)) == "f_measure[sex=F] >= f_measure[] - 0.1"  # with everyone
     assert str(kld_fairness(["g", "h"], 0.1).bind({"g": "a", "h": "b"})) == "kld[g=a, h=b] <= 0.1"
+
+
+def test_a_chained_metric_comparison_is_refused_not_cut_to_its_last_part():
+    # 0.5 <= precision() <= 0.9 kept precision <= 0.9 alone, and training dropped the other bound
+    with pytest.raises(TypeError, match=r"chained comparison .* two constraints"):
+        0.5 <= precision() <= 0.9  # noqa: B015 (the chain is what is tested)
+    with pytest.raises(TypeError, match=r"\(1 - g_mean\(tpr, tnr\) >= 0.3\) has no truth value"):
+        0.3 <= g_mean() <= 0.5  # noqa: B015
+    first, second = 0.5 <= precision(), precision() <= 0.9  # as a list, each is kept
+    assert [str(first), str(second)] == ["precision >= 0.5", "precision <= 0.9"]

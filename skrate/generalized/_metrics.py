@@ -23,7 +23,7 @@ import numpy as np
 from scipy.special import rel_entr
 
 from ..exceptions import UndefinedRateError
-from ..rates import Expression, Rate, Ratio, Slice, as_expression
+from ..rates import Constraint, Expression, Rate, Ratio, Slice, as_expression
 from ..rates import _functions as R
 from ..rates._functions import RATE_FUNCTIONS, display_ratio, named_ratio, rates_on
 from ..rates._goals import parity_columns
@@ -823,6 +823,8 @@ class MetricConstraint:
     @property
     def expand_keys(self) -> tuple[str, ...]:
         return self.metric.expand_keys
+
+    __bool__ = Constraint.__bool__  # refuses a chained comparison, which would keep its last part
 
     def bind(self, assignment: dict[str, str]) -> MetricConstraint:
         """The constraint for one value of each expanded group column, labelled with the values.
