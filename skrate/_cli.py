@@ -462,6 +462,7 @@ def _estimator(args, constraints):
     before the data is read."""
     import skrate
     from ._metric_optimizer import _as_loss
+    from .generalized._metrics import as_metric, refuse_score
     from .generalized._pr_auc import PRAUC
     from .rates import Ratio, as_expression
 
@@ -494,6 +495,10 @@ def _estimator(args, constraints):
         raise CLIError(f"invalid --objective: {objective!r} expands over the group column "
                        f"{', '.join(spread)}, which a single objective cannot; name a value (e.g. "
                        f"{spread[0]}=<value>), or constrain every value with --constraint", EXIT_USAGE)
+    try:
+        refuse_score(objective, as_metric(parsed), "skrate fit minimises its --objective")
+    except ValueError as exc:  # names the score's loss
+        raise CLIError(f"invalid --objective: {_cli_text(exc)}", EXIT_USAGE) from None
     return skrate.ConstrainedClassifier(constraints=constraints or None, objective=objective,
                                         max_iter=args.max_iter, random_state=args.random_state)
 

@@ -129,6 +129,9 @@ BAD = [
      "give either --metric or --objective, not both"),
     (["fit", "missing.csv", "--target", TARGET, "--metric", "tpr / fpr", "--out", "m.joblib"], 2,
      "invalid --metric: MetricOptimizer minimises its metric, and 'tpr / fpr' is a score"),
+    (["fit", "missing.csv", "--target", TARGET, "--objective", "accuracy", "--out", "m.joblib"], 2,
+     "invalid --objective: skrate fit minimises its --objective, and 'accuracy' is a score (higher is better): "
+     "minimising it gives the worst classifier. Pass the loss 'error_rate' instead."),
     (["fit", "missing.csv", "--target", TARGET, "--objective", "tpr[race]", "--out", "m.joblib"], 2,
      "invalid --objective: 'tpr[race]' expands over the group column race"),
     (["fit", "missing.csv", "--target", TARGET, "--objective", "", "--out", "m.joblib"], 2,
