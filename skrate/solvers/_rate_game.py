@@ -205,10 +205,14 @@ def solve_rate_game(
     reg = alpha * model.penalty_mask()
     mix, basis, b = problem.mix, problem.basis, problem.b
     mixT = mix.T.tocsr()
+    full = batch_size is None or batch_size >= n
     if held_out is not None:
         held_problem, X_held = held_out
         X_held = Design(X_held).X
-    full = batch_size is None or batch_size >= n
+        # the objective alone is read on the training rows: its rates, taken once
+        objective = mix[0]
+        used = objective.indices
+        objective, objective_basis = objective[:, used], basis[used] if full else sp.csc_matrix(basis[used])
     basis_cols = None if full else sp.csc_matrix(basis)
     basisT = basis.T.tocsr() if full else None  # the full-batch transpose, built once
     if player.needs_surrogate:
@@ -238,7 +242,8 @@ def solve_rate_game(
             values = _surrogate_rates(Ap, An, scores, b, surrogate)
         elif held_out is not None:  # the constraints on the held-out rows, the objective on the batch
             values = held_problem.values((model.scores(X_held, theta) > 0).astype(float))
-            values[0] = scale * (mix[0] @ (Bb @ (scores > 0).astype(float)))[0] + b[0]
+            rows = objective_basis if full else objective_basis[:, idx]
+            values[0] = scale * (objective @ (rows @ (scores > 0).astype(float)))[0] + b[0]
         else:
             values = scale * (mix @ (Bb @ (scores > 0).astype(float))) + b
         weights = player.weights()

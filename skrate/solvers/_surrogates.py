@@ -43,7 +43,7 @@ def surrogate_grad(scores: np.ndarray, coef: np.ndarray, kind: str) -> np.ndarra
     if kind == "hinge":
         slope = np.where(pos, scores > -1.0, scores < 1.0)
     elif kind == "logistic":
-        slope = np.where(pos, expit(scores), expit(-scores)) / _LN2
+        slope = expit(np.where(pos, scores, -scores)) / _LN2  # one expit, of the side each row takes
     elif kind == "sigmoid":
         s = expit(scores)
         slope = s * (1.0 - s)
