@@ -731,6 +731,8 @@ class MetricOptimizer(RateClassifierBase):
         # back onto X
         transform = input_scale(X, data.sample_weight) if self.estimator is None else None
         X = scaled_input(X, transform)
+        if self.estimator is None:  # a mostly-zero X as CSR once, not again by every part that multiplies by it
+            X = Design(X).X
         metric = _as_loss(self.metric)
         constraints = stated = as_metric_constraints(self.constraints)
         X_fit, data_fit, objective = X, data, metric
