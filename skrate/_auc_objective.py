@@ -30,6 +30,7 @@ the weighted objective.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 import scipy.sparse as sp
@@ -74,6 +75,10 @@ def _mean_var(s: np.ndarray, weight: np.ndarray | None) -> tuple[float, float]:
     return m, float(np.average((s - m) ** 2, weights=weight))
 
 
+# read by every minibatch step, and constant between updates
+_DERIVED = ("p", "mean_pos", "mean_neg", "shift")
+
+
 @dataclass
 class ClassStatistics:
     """Running class totals, feature sums and column extremes: all the solvers need besides
@@ -111,6 +116,8 @@ class ClassStatistics:
         self.sum_neg = self.sum_neg + _column_sum(X[~pos], rows_of(weight, ~pos))
         low, high = column_extremes(X)
         self.low, self.high = np.minimum(self.low, low), np.maximum(self.high, high)
+        for name in _DERIVED:  # computed from the totals just changed
+            self.__dict__.pop(name, None)
 
     @property
     def constant(self) -> np.ndarray:
@@ -121,19 +128,19 @@ class ClassStatistics:
         """
         return ~(self.high > self.low)
 
-    @property
+    @cached_property
     def p(self) -> float:
         return self.n_pos / (self.n_pos + self.n_neg)
 
-    @property
+    @cached_property
     def mean_pos(self) -> np.ndarray:
         return self.sum_pos / (self.n_pos or 1.0)
 
-    @property
+    @cached_property
     def mean_neg(self) -> np.ndarray:
         return self.sum_neg / (self.n_neg or 1.0)
 
-    @property
+    @cached_property
     def shift(self) -> np.ndarray:
         """Overall mean, subtracted implicitly from every example."""
         return (self.sum_pos + self.sum_neg) / (self.n_pos + self.n_neg)

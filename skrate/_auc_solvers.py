@@ -28,7 +28,7 @@ from sklearn.utils.sparsefuncs import mean_variance_axis
 from ._auc_objective import (ClassStatistics, gradient_and_loss,
                               minibatch_gradient, quadratic_form, rows_of)
 from .models._input_scale import column_extremes
-from ._prox import elastic_net_penalty, prox_elastic_net, soft_threshold
+from ._prox import elastic_net_penalty, elastic_net_prox, soft_threshold
 from .utils._warnings import warn
 
 _MAX_PEAK = 10.0  # largest deviation from the mean of a preconditioned column, in scales
@@ -446,9 +446,10 @@ def spam_epoch(w: np.ndarray, X, y: np.ndarray, stats: ClassStatistics,
     ``weight`` (mean 1) multiplies each example's gradient. The update is inherently
     sequential, so the loop runs over minibatches (not examples).
     """
+    prox = elastic_net_prox(step, alpha, l1_ratio)
     for idx in _batches(X.shape[0], batch_size, rng):
         g = minibatch_gradient(w, X[idx], y[idx], stats, weight=rows_of(weight, idx))
-        w = prox_elastic_net(w - step * g, step, alpha, l1_ratio)
+        w = prox(w - step * g)
     return w
 
 
@@ -535,6 +536,7 @@ def vrspam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: 
         return SolverResult(w, passes, False, stopped=True)
     value, gap = np.inf, np.nan
     checked = False
+    prox = elastic_net_prox(step, alpha, l1_ratio)
     while passes + 1 <= max_iter:
         mu, value, gap = _relative_gap(w, X, y, stats, alpha, l1_ratio, value, weight)
         checked = True
@@ -558,7 +560,7 @@ def vrspam(X, y: np.ndarray, stats: ClassStatistics, *, alpha: float, l1_ratio: 
         for idx in batches:
             v = minibatch_gradient(w - snapshot, X[idx], y[idx], stats, affine=False,
                                    weight=rows_of(weight, idx)) + mu
-            w = prox_elastic_net(w - step * v, step, alpha, l1_ratio)
+            w = prox(w - step * v)
         passes = float(ends[len(batches) - 1])
         checked = False
         if callback is not None and callback({"coef": w.copy(), "n_iter": passes}) is False:

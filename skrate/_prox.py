@@ -9,9 +9,11 @@ so ``l1_ratio=0`` is the (halved) ridge penalty and ``l1_ratio=1`` the lasso.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 
-__all__ = ["elastic_net_penalty", "prox_elastic_net", "soft_threshold"]
+__all__ = ["elastic_net_penalty", "elastic_net_prox", "prox_elastic_net", "soft_threshold"]
 
 
 def soft_threshold(v: np.ndarray, threshold: float | np.ndarray) -> np.ndarray:
@@ -32,6 +34,10 @@ def soft_threshold(v: np.ndarray, threshold: float | np.ndarray) -> np.ndarray:
     """
     if np.any(np.asarray(threshold) < 0):
         raise ValueError(f"threshold must be non-negative, got {threshold}.")
+    return _shrink(v, threshold)
+
+
+def _shrink(v: np.ndarray, threshold: float | np.ndarray) -> np.ndarray:
     return np.sign(v) * np.maximum(np.abs(v) - threshold, 0.0)
 
 
@@ -84,6 +90,35 @@ def prox_elastic_net(
     Parikh, N. and Boyd, S. Proximal Algorithms. Foundations and Trends in Optimization
     1(3), 2014, Sec. 6.5.3.
     """
-    if l1_ratio > 0:
-        v = soft_threshold(v, step * alpha * l1_ratio)
-    return v / (1.0 + step * alpha * (1.0 - l1_ratio))
+    return elastic_net_prox(step, alpha, l1_ratio)(v)
+
+
+def elastic_net_prox(step: float | np.ndarray, alpha: float,
+                     l1_ratio: float) -> Callable[[np.ndarray], np.ndarray]:
+    """:func:`prox_elastic_net` at a fixed ``step``, ``alpha`` and ``l1_ratio``, as a function
+    of ``v``: its threshold and shrinkage factors (per coordinate for an array ``step``) are
+    computed once, for the stochastic solvers' many minibatch steps.
+
+    Parameters
+    ----------
+    step : float or ndarray
+        Step size (>= 0), as for :func:`prox_elastic_net`.
+    alpha : float
+        Overall penalty strength (>= 0).
+    l1_ratio : float
+        Share of the L1 part, in [0, 1].
+
+    Returns
+    -------
+    callable
+        ``v -> prox_elastic_net(v, step, alpha, l1_ratio)``.
+    """
+    threshold = step * alpha * l1_ratio if l1_ratio > 0 else None
+    if threshold is not None and np.any(np.asarray(threshold) < 0):
+        raise ValueError(f"threshold must be non-negative, got {threshold}.")
+    shrinkage = 1.0 + step * alpha * (1.0 - l1_ratio)
+
+    def prox(v: np.ndarray) -> np.ndarray:
+        return (v if threshold is None else _shrink(v, threshold)) / shrinkage
+
+    return prox

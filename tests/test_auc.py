@@ -102,6 +102,33 @@ def test_quadratic_form_reproduces_the_loss():
                                                                 rel=1e-10)
 
 
+def test_class_statistics_read_once_follow_every_update():
+    # the class means and shift are computed once for the many minibatch steps; an update
+    # (partial_fit's next chunk) must not leave the first chunk's
+    X, y = _data(n=120)
+    stats = ClassStatistics.from_data(X[:40], y[:40])
+    first = (stats.p, stats.mean_pos, stats.mean_neg, stats.shift)
+    stats.update(X[40:], y[40:])
+    whole = ClassStatistics.from_data(X, y)
+    for got, expected, old in zip((stats.p, stats.mean_pos, stats.mean_neg, stats.shift),
+                                  (whole.p, whole.mean_pos, whole.mean_neg, whole.shift), first):
+        np.testing.assert_allclose(got, expected, rtol=1e-12)
+        assert not np.allclose(got, old)
+
+
+def test_elastic_net_prox_at_a_fixed_step_is_the_prox():
+    from skrate._prox import elastic_net_prox
+
+    v = np.random.default_rng(0).normal(size=6)
+    step = np.array([0.1, 0.5, 1.0, 2.0, 0.0, 3.0])
+    for l1_ratio in (0.0, 0.3, 1.0):
+        prox = elastic_net_prox(step, 0.7, l1_ratio)
+        np.testing.assert_array_equal(prox(v), prox_elastic_net(v, step, 0.7, l1_ratio))
+        np.testing.assert_array_equal(prox(2 * v), prox_elastic_net(2 * v, step, 0.7, l1_ratio))
+    with pytest.raises(ValueError, match="threshold must be non-negative"):
+        elastic_net_prox(-0.1, 1.0, 0.5)
+
+
 def test_saddle_reformulation_inner_optimum_gives_the_loss():
     X, y = _data(n=120)
     stats = ClassStatistics.from_data(X, y)
