@@ -116,7 +116,9 @@ def elastic_net_prox(step: float | np.ndarray, alpha: float,
     threshold = step * alpha * l1_ratio if l1_ratio > 0 else None
     if threshold is not None and np.any(np.asarray(threshold) < 0):
         raise ValueError(f"threshold must be non-negative, got {threshold}.")
-    shrinkage = 1.0 + step * alpha * (1.0 - l1_ratio)
+    # no ridge part at l1_ratio=1, even at an infinite step (a coefficient held at 0), where
+    # inf * 0 would be NaN
+    shrinkage = 1.0 + step * alpha * (1.0 - l1_ratio) if l1_ratio < 1 else 1.0
 
     def prox(v: np.ndarray) -> np.ndarray:
         return (v if threshold is None else _shrink(v, threshold)) / shrinkage

@@ -351,7 +351,9 @@ class TrimmedProblem:
         if self.penalty == "none":
             return W
         s = self.coef_scale[:, None]
-        return s * penalty_prox(self.penalty, W / s, t * penalty_weight(self.alpha, s))
+        with np.errstate(over="ignore"):  # inf holds the coefficient at 0, as penalty_weight's
+            weight = t * penalty_weight(self.alpha, s)
+        return s * penalty_prox(self.penalty, W / s, weight)
 
     def objective(self, W, b, w) -> float:
         """``(1/h) sum_i w_i f_i + alpha R(W)``."""
@@ -729,8 +731,11 @@ def smart(
             waited[0] = 0
             idx, w_idx, bounds[0], bounds[1] = kept_set.update(loss_tab, w)
         else:
-            scale = max(kept_sum(w, loss_tab) / h, np.finfo(float).tiny)
-            w_new = P.project(w - (weight_step / scale) * loss_tab)
+            # a step in units of the kept losses; when they are 0 (kept rows fitted exactly) or
+            # it is too long for floats, its limit: the exact step
+            with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+                move = (weight_step / np.float64(kept_sum(w, loss_tab) / h)) * loss_tab
+            w_new = P.project(w - move) if np.isfinite(move).all() else P.keep_smallest(loss_tab)
             idx = np.flatnonzero(w_new != w)
             w_idx = w_new[idx]
         if idx.size:

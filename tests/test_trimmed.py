@@ -1404,3 +1404,35 @@ def test_sparse_input_is_refused_as_documented(Est):
     X = sp.random(50, 3, density=0.5, format="csr", random_state=0)
     with pytest.raises(TypeError, match=r"dense data is required.*toarray"):
         Est().fit(X, np.arange(50) % 2)
+
+
+@pytest.mark.parametrize("kw", [dict(alpha=0.0), dict(), dict(penalty="l1"), dict(penalty="l0")])
+@pytest.mark.parametrize("weight_step", [1.0, 5.0])
+def test_a_finite_weight_step_on_kept_rows_fitted_exactly_is_the_exact_step(kw, weight_step):
+    # kept losses of 0 floored the step's scale at the smallest float: weight_step / tiny
+    # overflowed, inf * 0 put NaN in the weights, and coef_ came out NaN (l0: a LinAlgError)
+    X = np.random.default_rng(0).normal(size=(10, 2))
+    y = np.full(10, 2.5)
+    y[0] += 1e6  # one gross outlier on a constant target
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = TrimmedRegressor(trim_fraction=0.2, weight_step=weight_step, random_state=0, **kw).fit(X, y)
+    exact = TrimmedRegressor(trim_fraction=0.2, weight_step=np.inf, random_state=0, **kw).fit(X, y)
+    np.testing.assert_allclose(model.coef_, exact.coef_, atol=1e-12)
+    assert model.intercept_ == pytest.approx(2.5) == exact.intercept_
+    assert model.sample_weights_[0] == 0
+
+
+def test_an_all_zero_design_under_a_strong_l1_penalty_fits_zero_not_nan():
+    # no curvature: the step 1 / tiny times alpha overflowed, and the prox at an infinite
+    # step with no ridge part took inf * 0
+    X, y = np.zeros((4, 1)), np.array([1.1, 1.2, 0.2, 0.5])
+    for alpha in (1.0, 4.0, 10.0):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            model = TrimmedRegressor(penalty="l1", alpha=alpha, solver="alternating", fit_intercept=False).fit(X, y)
+        np.testing.assert_array_equal(model.coef_, [0.0])
+        np.testing.assert_array_equal(model.predict(X), np.zeros(4))
+    from skrate._prox import prox_elastic_net
+
+    np.testing.assert_array_equal(prox_elastic_net(np.array([3.0, -1.0]), np.inf, 1.0, 1.0), [0.0, 0.0])
