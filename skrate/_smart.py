@@ -731,11 +731,12 @@ def smart(
             waited[0] = 0
             idx, w_idx, bounds[0], bounds[1] = kept_set.update(loss_tab, w)
         else:
-            # a step in units of the kept losses; when they are 0 (kept rows fitted exactly) or
-            # it is too long for floats, its limit: the exact step
+            # a step in units of the kept losses (an infinite move leaves a row out, as a
+            # gross target's infinite loss does); when they are 0 (kept rows fitted exactly),
+            # its limit, the exact step, where inf * 0 is NaN
             with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
                 move = (weight_step / np.float64(kept_sum(w, loss_tab) / h)) * loss_tab
-            w_new = P.project(w - move) if np.isfinite(move).all() else P.keep_smallest(loss_tab)
+            w_new = P.keep_smallest(loss_tab) if np.isnan(move).any() else P.project(w - move)
             idx = np.flatnonzero(w_new != w)
             w_idx = w_new[idx]
         if idx.size:
