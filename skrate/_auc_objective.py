@@ -207,7 +207,11 @@ def pairwise_square_loss(scores: np.ndarray, y: np.ndarray,
     pos = y == 1
     (m_pos, v_pos), (m_neg, v_neg) = (_mean_var(scores[rows], rows_of(weight, rows))
                                       for rows in (pos, ~pos))
-    return 0.5 * float((1.0 - (m_pos - m_neg)) ** 2 + v_pos + v_neg)
+    try:
+        square = (1.0 - (m_pos - m_neg)) ** 2
+    except OverflowError:  # Python floats raise where numpy's are inf: a diverged step's loss
+        square = np.inf
+    return 0.5 * float(square + v_pos + v_neg)
 
 
 def smooth_objective(w: np.ndarray, X, y: np.ndarray, weight: np.ndarray | None = None) -> float:

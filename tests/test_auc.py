@@ -831,6 +831,11 @@ def test_divergence_raises_in_fit_and_partial_fit_without_numpy_warnings():
         coef, t, n_calls = clf.coef_.copy(), clf.t_, clf._n_calls
         with pytest.raises(FloatingPointError, match="SPAM solver diverged"):
             clf.partial_fit(X[50:100], y[50:100])
+    # a loss past a float's range: Python's float square raised a bare OverflowError
+    X_small, y_small = np.random.default_rng(0).normal(size=(68, 3)), np.arange(68) % 2
+    for solver in ("spam", "vrspam"):
+        with pytest.raises(FloatingPointError, match=f"The {solver} solver diverged .* use a smaller eta0"):
+            AUCClassifier(solver=solver, eta0=1e6, batch_size=1, random_state=0).fit(X_small, y_small)
     # the call that raised left the stream as it was
     np.testing.assert_array_equal(clf.coef_, coef)
     assert (clf.t_, clf._n_calls) == (t, n_calls)
