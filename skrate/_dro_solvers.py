@@ -311,10 +311,15 @@ def _sup(v: np.ndarray) -> float:
 
 
 def sample_sizes(n: int, initial_sample_size: int, growth: float):
-    """The sizes ``m_t = min(n, ceil(initial_sample_size * growth**t))``, ``t = 0, 1, ...``."""
-    size = float(min(n, initial_sample_size))
+    """The distinct sizes among ``m_t = min(n, ceil(initial_sample_size * growth**t))``,
+    ``t = 0, 1, ...``: a growth near 1 repeats a size for many ``t``, and each repeat was a
+    stage on the same sample again."""
+    size, last = float(min(n, initial_sample_size)), 0
     while True:
-        yield min(n, math.ceil(size))
+        m = min(n, math.ceil(size))
+        if m > last or m == n:
+            yield m
+            last = m
         size = min(size * growth, float(n))
 
 

@@ -391,6 +391,10 @@ def test_sample_size_schedule_is_geometric_and_caps_at_n():
     assert got == expected
     assert got[-1] == 1000 and got[-2] == 1000 and got[10] < 1000
     assert next(sample_sizes(50, 100, 2.0)) == 50
+    # a growth near 1 repeated each size for thousands of t, a stage on the same sample each
+    # (13,864 stages of 4 sizes in 1.6 s on 5 rows)
+    sizes = sample_sizes(5, 1, 1.0001)
+    assert [next(sizes) for _ in range(7)] == [1, 2, 3, 4, 5, 5, 5]
 
 
 def _binary_problem(n=300, d=5, divergence="chi2", radius=0.2, alpha=1e-2, seed=0):
