@@ -47,6 +47,20 @@ def warn_uncovered(method: str, data: RateData, fitted: dict[str, set], empty: l
         warn(f"{method}: " + "; ".join(notes) + ".", UserWarning)
 
 
+def _takes_nan(estimator) -> bool:
+    """Whether ``estimator`` fits on X with missing values. A Pipeline's own tag says False
+    even after an imputer: it does when every step up to its first imputer (of
+    ``sklearn.impute``), or every step, takes them; a scaler passes NaN on to the next step."""
+    steps = [step for _, step in getattr(estimator, "steps", None) or [(None, estimator)]
+             if step not in (None, "passthrough")]
+    for step in steps:
+        if not get_tags(step).input_tags.allow_nan:
+            return False
+        if type(step).__module__.startswith("sklearn.impute"):
+            return True
+    return True
+
+
 class RateClassifierBase(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
     """Base of the classifiers whose solution is a distribution over candidate models.
 
@@ -65,10 +79,7 @@ class RateClassifierBase(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         tags.input_tags.sparse = True  # the built-in models take CSR rows
         estimator = getattr(self, "estimator", None)
         if estimator is not None:  # X reaches the user's estimator as given, which decides on NaN and sparse X
-            # a Pipeline's own tag says False even after an imputer: its first step meets the NaN
-            steps = getattr(estimator, "steps", None)
-            first = steps[0][1] if steps and steps[0][1] not in (None, "passthrough") else estimator
-            tags.input_tags.allow_nan = get_tags(first).input_tags.allow_nan
+            tags.input_tags.allow_nan = _takes_nan(estimator)
             tags.input_tags.sparse = get_tags(estimator).input_tags.sparse
         return tags
 

@@ -16,7 +16,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.metrics import f1_score
 from sklearn.svm import LinearSVC
 
-from skrate import MetricOptimizer
+from skrate import ConstrainedClassifier, MetricOptimizer
 from skrate.exceptions import InfeasibleConstraintsWarning
 from skrate.generalized import (
     RateFunction,
@@ -1411,6 +1411,18 @@ def test_an_estimator_that_imputes_takes_missing_values():
                           random_state=0).fit(X, y)
     assert np.isfinite(est.predict_proba(X)).all()
     assert est.__sklearn_tags__().input_tags.allow_nan  # the imputer meets them, whatever Pipeline's tag says
+    # a scaler passes NaN on: the tag said True after StandardScaler, and estimator checks fed NaN
+    # to a LogisticRegression
+    from sklearn.ensemble import HistGradientBoostingClassifier
+    from sklearn.preprocessing import StandardScaler
+
+    for steps, takes in [((StandardScaler(), LogisticRegression()), False),
+                         ((StandardScaler(), SimpleImputer(), LogisticRegression()), True),
+                         ((StandardScaler(), HistGradientBoostingClassifier()), True),
+                         ((LogisticRegression(),), False)]:
+        for cls in (MetricOptimizer, ConstrainedClassifier):
+            tags = cls(estimator=make_pipeline(*steps)).__sklearn_tags__()
+            assert tags.input_tags.allow_nan is takes, (cls, steps)
     with pytest.raises(ValueError, match="NaN"):  # an estimator that does not take them says so
         MetricOptimizer(metric="f1", estimator=LogisticRegression()).fit(X, y)
     X[0, 0] = np.inf
