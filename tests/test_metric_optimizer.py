@@ -1477,6 +1477,21 @@ def test_mixture_selection_finds_the_feasible_mixture_away_from_the_best_single_
     assert max(v for k, v in values.items() if k != "objective") <= 1e-9
 
 
+def test_the_mixture_is_sought_again_from_the_centre_when_the_best_vertex_stalls():
+    # unconstrained KLD: SLSQP from the best single candidate (an extreme ppr) made no step, the
+    # start was "feasible", and m_stochastic stayed the game's uniform mixture of all 27
+    from sklearn.datasets import make_blobs
+
+    X, y = make_blobs(n_samples=300, random_state=0)
+    X, y = X[y != 2], y[y != 2]
+    clf = MetricOptimizer(metric="kld", max_iter=50, random_state=0).fit(X, y)
+    weights = clf.solutions_["m_stochastic"]
+    assert np.count_nonzero(weights) <= 2  # K + 1 for the K = 1 rate the objective reads
+    values = {name: clf.set_params(solution=name).metric_values(X, y)["objective"]
+              for name in ("m_stochastic", "T_stochastic")}
+    assert values["m_stochastic"] < 1e-12 < values["T_stochastic"]
+
+
 @pytest.mark.parametrize("params", [
     {"metric": "f1"},
     {"metric": "g_mean"},

@@ -81,13 +81,15 @@ def best_mixture(program: MetricProgram, R: np.ndarray, starts: list[np.ndarray]
     best = min(starts, key=lambda p: _merit(program, R, p, tol))
     # start at the best single candidate (least violation, then objective): near the optimum
     # when one model nearly solves the problem (a ratio's optimum is a vertex), fewer steps; if
-    # that ends infeasible (SLSQP may need to cross higher violations along the first edge),
-    # again from the centre of the candidates, where the mixtures the game played lie
+    # that ends infeasible (SLSQP may need to cross higher violations along the first edge) or
+    # finds nothing better than the starts, again from the centre of the candidates, where the
+    # mixtures the game played lie
     obj, viol = program.values(Ru)
     viol = np.maximum(program.flag_undefined(Ru, viol).max(axis=0), 0.0) if viol.size else np.zeros(k)
     single = np.zeros(k)
     single[np.lexsort((obj, viol))[0]] = 1.0
     for p0 in (single, np.full(k, 1.0 / k)):
+        found = False
         r0 = Ru @ p0
         x0 = np.r_[p0, [atom.value(r0[idx]) for _, atom, idx in kinked]]
         res = minimize(fun, x0, jac=True, method="SLSQP", bounds=[(0.0, 1.0)] * k + [(None, None)] * n_t,
@@ -99,8 +101,10 @@ def best_mixture(program: MetricProgram, R: np.ndarray, starts: list[np.ndarray]
             small = np.count_nonzero(p) <= _model_rows(program).sum() + 1
             cand = p if small else _caratheodory(program, R, p)
             if _merit(program, R, cand, tol) <= _merit(program, R, best, tol):
-                best = cand
-        if _merit(program, R, best, tol)[0] == 0.0 or k == 1:
+                best, found = cand, True
+        # SLSQP may also stall at the vertex (a kld objective: no step from an extreme ppr),
+        # leaving the starts, the game's uniform mixture of every candidate, as the best
+        if found and _merit(program, R, best, tol)[0] == 0.0 or k == 1:
             break
     return best
 
