@@ -309,8 +309,8 @@ class _BaseTrimmed(BaseEstimator):
         if self.n_inliers is not None:
             if self.n_inliers > n_samples:
                 raise ValueError(
-                    f"n_inliers={self.n_inliers} exceeds the {n_samples} training "
-                    "samples; pass at most n_samples, or use trim_fraction."
+                    f"n_inliers={self.n_inliers} exceeds the number of training samples, "
+                    f"n_samples = {n_samples}; pass at most n_samples, or use trim_fraction."
                 )
             return int(self.n_inliers)
         # a product within a relative 1e-9 below an integer is that integer: in floating

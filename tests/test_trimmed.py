@@ -1436,3 +1436,12 @@ def test_an_all_zero_design_under_a_strong_l1_penalty_fits_zero_not_nan():
     from skrate._prox import prox_elastic_net
 
     np.testing.assert_array_equal(prox_elastic_net(np.array([3.0, -1.0]), np.inf, 1.0, 1.0), [0.0, 0.0])
+
+
+def test_n_inliers_beyond_the_samples_is_refused_in_scikit_learns_words():
+    # "exceeds the 1 training samples" met none of the phrases check_fit2d_1sample accepts
+    from sklearn.utils.estimator_checks import check_fit2d_1sample
+
+    check_fit2d_1sample("TrimmedRegressor", TrimmedRegressor(n_inliers=10))
+    with pytest.raises(ValueError, match=r"n_inliers=10 exceeds the number of training samples, n_samples = 4"):
+        TrimmedRegressor(n_inliers=10).fit(np.zeros((4, 1)), np.arange(4.0))
