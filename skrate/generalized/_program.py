@@ -506,12 +506,11 @@ def compile_program(objective: Metric | Expression | Ratio | str,
 def _as_ratio(constraint: Constraint) -> MetricSum | None:
     """A core constraint with a ratio side as ``metric <= 0`` in the ratio's units (``precision >=
     0.8`` as ``0.8 - precision``), None without one: ratios compare only with constants."""
-    ratio, bound, sign = ((constraint.lhs, constraint.rhs, 1.0) if isinstance(constraint.lhs, Ratio)
-                          else (constraint.rhs, constraint.lhs, -1.0))
-    if not isinstance(ratio, Ratio):
+    oriented = constraint.ratio_bound
+    if oriented is None:
         return None
-    if constraint.op == ">=":
-        sign = -sign
+    ratio, op, bound = oriented
+    sign = 1.0 if op == "<=" else -1.0
     return MetricSum(((sign, RatioAtom(ratio.numerator, ratio.denominator)),), -sign * bound.constant)
 
 

@@ -6,7 +6,7 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.optimize import linprog
 
-from ..rates import Constraint, Ratio
+from ..rates import Constraint
 from ..rates._functions import named_ratio
 from ._cells import CellMatrix
 from ._compile import RateProblem
@@ -98,9 +98,11 @@ def ratio_bound_out_of_range(constraint: Constraint) -> str | None:
         The constraint and the ratio's range, in words, when the bound lies outside the range
         on the side that cannot be met; else None.
     """
-    ratio, bound, op = ((constraint.lhs, constraint.rhs, constraint.op) if isinstance(constraint.lhs, Ratio)
-                        else (constraint.rhs, constraint.lhs, {"<=": ">=", ">=": "<="}[constraint.op]))
-    named = named_ratio(ratio) if isinstance(ratio, Ratio) and not bound.terms else None
+    oriented = constraint.ratio_bound
+    if oriented is None:
+        return None
+    ratio, op, bound = oriented
+    named = None if bound.terms else named_ratio(ratio)
     if named is None:
         return None
     name, _, scale, cd = named

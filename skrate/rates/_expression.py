@@ -304,6 +304,7 @@ class Ratio(_Algebra):
 
 
 Term = Union[Expression, Ratio]
+_FLIPPED = {"<=": ">=", ">=": "<="}  # the comparison read from its other side
 
 
 def _lift(x) -> Term:
@@ -348,7 +349,7 @@ class Constraint:
         lhs, rhs = _lift(lhs), _lift(rhs)
         if isinstance(lhs, Expression) and not lhs.terms and (isinstance(rhs, Ratio) or rhs.terms):
             # '0.5 <= tpr' is 'tpr >= 0.5', as Python reads it: one constraint, written one way
-            lhs, op, rhs = rhs, {"<=": ">=", ">=": "<="}[op], lhs
+            lhs, op, rhs = rhs, _FLIPPED[op], lhs
         con = cls(lhs, op, rhs)
         con.expression  # validate ratio placement now, not at fit time
         return con
@@ -360,19 +361,26 @@ class Constraint:
         return next((t for t in (self.lhs, self.rhs) if isinstance(t, Ratio)), None)
 
     @property
+    def ratio_bound(self) -> tuple[Ratio, str, Term] | None:
+        """``(ratio, op, other)``: the constraint read with its ratio side on the left
+        (``0.8 <= precision`` is ``(precision, ">=", 0.8)``), None without a ratio side."""
+        ratio = self.ratio
+        if ratio is None:
+            return None
+        return (ratio, self.op, self.rhs) if ratio is self.lhs else (ratio, _FLIPPED[self.op], self.lhs)
+
+    @property
     def expression(self) -> Expression:
         lhs, rhs = self.lhs, self.rhs
-        if isinstance(lhs, Ratio) or isinstance(rhs, Ratio):
+        if self.ratio is not None:
             if isinstance(lhs, Ratio) and isinstance(rhs, Ratio):
                 raise TypeError(f"Cannot compare two ratios ({lhs} and {rhs}); compare a ratio with a constant.")
-            ratio, other, ratio_left = (lhs, rhs, True) if isinstance(lhs, Ratio) else (rhs, lhs, False)
+            ratio, op, other = self.ratio_bound
             if other.terms:
                 raise TypeError(f"A ratio ({ratio}) can only be compared with a constant, not with {other}.")
-            bound = other.constant
             # ratio <= c  <=>  N - c D <= 0 ;  ratio >= c  <=>  c D - N <= 0
-            upper = (self.op == "<=") == ratio_left
-            diff = ratio.numerator - ratio.denominator * bound
-            return diff if upper else -diff
+            diff = ratio.numerator - ratio.denominator * other.constant
+            return diff if op == "<=" else -diff
         return lhs - rhs if self.op == "<=" else rhs - lhs
 
     @property
