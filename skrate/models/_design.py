@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -37,4 +39,9 @@ class Design:
             self.X = sp.csr_matrix(X)
         else:
             self.X = np.asarray(X)
-        self.T = sp.csr_matrix(self.X.T) if sp.issparse(self.X) else self.X.T
+
+    @cached_property
+    def T(self) -> np.ndarray | sp.csr_matrix:
+        """``X``'s transpose, row-major for a sparse ``X``: built on first use, as the callers
+        that only multiply by ``X`` (or train on minibatches) never read it."""
+        return sp.csr_matrix(self.X.T) if sp.issparse(self.X) else self.X.T
