@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .utils._sorting import stable_argsort
+
 
 def _shift(
     v: np.ndarray, h: float, cap: np.ndarray | float = np.inf, upper: np.ndarray | None = None
@@ -59,7 +61,7 @@ def _raise_far_below(v, h, floored, upper=None):
         if caps is None:
             k = u.size - int(np.ceil(m))
             return np.partition(u, k)[k]
-        order = np.argsort(-u, kind="stable")
+        order = stable_argsort(-u)
         k = min(int(np.searchsorted(np.cumsum(caps[order]), m)), u.size - 1)
         return u[order[k]]
 

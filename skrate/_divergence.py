@@ -33,6 +33,8 @@ import numpy as np
 from scipy.special import logsumexp, rel_entr
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
+from .utils._sorting import stable_argsort
+
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike
 
@@ -97,7 +99,7 @@ def _chi2(
         found = _chi2_guess(losses, q, radius, eta_hint)
         if found is not None:
             return found
-    order = np.argsort(-losses, kind="stable")
+    order = stable_argsort(-losses)
     z = losses[order]
     qs = q[order]
     # Candidate active sets: the top groups of equal losses (ends of tie groups).
@@ -342,7 +344,7 @@ def _smoothing(
     # of q l and q in decreasing order), so the root lies past the last loss where it is
     # below mu and has a closed form.
     z = losses - top
-    order = np.argsort(-z, kind="stable")
+    order = stable_argsort(-z)
     z_sorted, q_sorted = z[order], q[order]
     Q, S = np.cumsum(q_sorted), np.cumsum(q_sorted * z_sorted)
     k = int(np.searchsorted(S - Q * z_sorted, mu, side="left")) - 1

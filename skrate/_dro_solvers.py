@@ -48,6 +48,7 @@ from ._divergence import (
 )
 from ._dro_losses import convex_loss, score_hessian
 from .utils._conic import CLARABEL_TOLERANCES
+from .utils._sorting import stable_argsort
 from .utils._warnings import ignoring
 
 if TYPE_CHECKING:
@@ -756,7 +757,7 @@ def max_loss(
         theta, n_iter = warm.theta, warm.n_iter
     losses, _ = data.losses(theta)
     n = losses.size
-    working = np.argsort(-losses, kind="stable")[: min(n, _first_working_size(data))]
+    working = stable_argsort(-losses)[: min(n, _first_working_size(data))]
     last = None  # the last finished solve: only the one returned gets the multiplier test
     while n_iter < max_iter:
         solved, weights, used = _solve_working_set(data, working, max_iter - n_iter)
@@ -776,7 +777,7 @@ def max_loss(
         if excess.size == 0 or n_iter >= max_iter:
             break
         # Doubling the set at most keeps each solve small and the rounds few.
-        excess = excess[np.argsort(-losses[excess], kind="stable")[: working.size]]
+        excess = excess[stable_argsort(-losses[excess])[: working.size]]
         if max_set is not None and working.size + excess.size > max_set:
             break
         working = np.concatenate([working, excess])

@@ -15,6 +15,7 @@ coefficients in the original units, so the minimiser is that of the problem in
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -24,8 +25,9 @@ from sklearn.utils.extmath import row_norms
 
 from skrate._capped_simplex import project_capped_simplex
 from skrate._kept_set import KeptSet, keep_first
-from skrate._prox import elastic_net_penalty, prox_elastic_net
+from skrate._prox import elastic_net_penalty, elastic_net_prox
 from skrate.utils._binary import power_of_two_above
+from skrate.utils._sorting import stable_argsort
 
 # Bound on the second derivative of each loss in the score: the Lipschitz constant of
 # grad f_i is CURVATURE[loss] * ||(x_i, 1)||^2.
@@ -117,13 +119,13 @@ def penalty_value(penalty: str, W: np.ndarray) -> float:
     return 0.0
 
 
-def penalty_prox(penalty: str, W: np.ndarray, t: float | np.ndarray) -> np.ndarray:
-    """Prox of ``t * R`` at ``W``; an array ``t`` weights each coordinate."""
+def penalty_prox(penalty: str, t: float | np.ndarray) -> Callable[[np.ndarray], np.ndarray]:
+    """Prox of ``t * R``, as a function of ``W``; an array ``t`` weights each coordinate."""
     if penalty in _L1_RATIO:
-        return prox_elastic_net(W, t, 1.0, _L1_RATIO[penalty])
+        return elastic_net_prox(t, 1.0, _L1_RATIO[penalty])
     if penalty == "l0":
-        return hard_threshold(W, t)
-    return W
+        return lambda W: hard_threshold(W, t)
+    return lambda W: W
 
 
 def penalty_weight(alpha: float, scale: np.ndarray) -> np.ndarray:
@@ -348,12 +350,18 @@ class TrimmedProblem:
         ``R`` being separable, the substitution ``W = s V`` turns it into the prox of
         ``R`` with a step weighted per coordinate.
         """
+        return self.prox_at(t)(W)
+
+    def prox_at(self, t: float) -> Callable[[np.ndarray], np.ndarray]:
+        """:meth:`prox` at step ``t``, as a function of ``W``: its weights are computed once,
+        for an epoch's many minibatch steps at one step size."""
         if self.penalty == "none":
-            return W
+            return lambda W: W
         s = self.coef_scale[:, None]
         with np.errstate(over="ignore"):  # inf holds the coefficient at 0, as penalty_weight's
             weight = t * penalty_weight(self.alpha, s)
-        return s * penalty_prox(self.penalty, W / s, weight)
+        prox = penalty_prox(self.penalty, weight)
+        return lambda W: s * prox(W / s)
 
     def objective(self, W, b, w) -> float:
         """``(1/h) sum_i w_i f_i + alpha R(W)``."""
@@ -378,7 +386,7 @@ class TrimmedProblem:
         the first rows), each group's floor filled in that order within the group, then
         the mass left over the capacity left."""
         caps = self.caps
-        order = np.argsort(losses, kind="stable")
+        order = stable_argsort(losses)
         c = caps[order]
         w_floor = np.zeros_like(c)
         if self.floors is not None:
@@ -759,6 +767,7 @@ def smart(
         n_steps = n_batches if block == "cyclic" else 2 * n_batches
         pick_w = rng.random(n_steps) < 0.5 if block == "random" else None
         k = 0
+        prox = P.prox_at(eta)
         for step in range(n_steps):
             if block == "random" and pick_w[step]:
                 w, agg_W, agg_b = w_step(w, loss_tab, agg_W, agg_b)
@@ -772,7 +781,7 @@ def smart(
             corr_W = XB.T @ cdiff
             corr_b = cdiff.sum(axis=0) * fi
             scale = n / B.size
-            W = P.prox(W - eta * (scale * corr_W + agg_W), eta)
+            W = prox(W - eta * (scale * corr_W + agg_W))
             b = b - eta * (scale * corr_b + agg_b)
             loss_tab[B] = l_B
             kept_set.touch(B)

@@ -96,6 +96,26 @@ def test_shrink_without_constraints_picks_the_best_candidate():
     np.testing.assert_array_equal(res.weights, [0, 1, 0])
 
 
+@pytest.mark.parametrize("seed", range(5))
+def test_shrink_solves_one_lp_when_a_candidate_is_feasible(seed, monkeypatch):
+    import skrate.solutions._shrink as module
+
+    rng = np.random.default_rng(seed)
+    objective, constraints = rng.uniform(size=30), rng.normal(size=(3, 30))
+    constraints[:, 7] = -0.1  # candidate 7 meets every constraint alone
+    solves = []
+    vertex = module._vertex
+    monkeypatch.setattr(module, "_vertex", lambda *a: solves.append(a) or vertex(*a))
+    res = shrink(objective, constraints)
+    # the least-violation phase is skipped: the best mixture is found by one LP
+    assert len(solves) == 1
+    assert res.feasible and res.least_violation == 0.0 and res.max_violation <= 1e-9
+    # its objective is the LP optimum, found here with cvxpy
+    p = cp.Variable(30, nonneg=True)
+    cp.Problem(cp.Minimize(objective @ p), [cp.sum(p) == 1, constraints @ p <= 0]).solve()
+    assert objective @ res.weights <= objective @ p.value + 1e-7
+
+
 def test_best_iterate_matches_the_rank_rule():
     rng = np.random.default_rng(4)
     obj = rng.uniform(size=50)

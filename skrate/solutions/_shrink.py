@@ -110,10 +110,14 @@ def shrink(objective: np.ndarray, constraints: np.ndarray, tol: float = 1e-9) ->
         return ShrinkResult(weights, True, 0.0, multipliers, 0.0, np.zeros(stated.shape[0]))
     # Phase 1: smallest achievable max violation s (variables p, s; s free via s = s+ only
     # when needed: the violation is clipped at 0 so s >= 0).
-    c1 = np.r_[np.zeros(k), 1.0]
-    A1 = np.hstack([constraints, -np.ones((m, 1))])
-    phase1 = _vertex(c1, A1, np.zeros(m), k)
-    s = float(phase1.x[-1])
+    # A candidate meeting every constraint on its own is a mixture with s = 0: no LP needed.
+    if (constraints <= 0).all(axis=0).any():
+        s = 0.0
+    else:
+        c1 = np.r_[np.zeros(k), 1.0]
+        A1 = np.hstack([constraints, -np.ones((m, 1))])
+        phase1 = _vertex(c1, A1, np.zeros(m), k)
+        s = float(phase1.x[-1])
     feasible = s <= tol
     prices = np.zeros(stated.shape[0])
     if not feasible:
