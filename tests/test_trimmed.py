@@ -17,6 +17,7 @@ from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.validation import check_is_fitted
 
 import skrate._smart
+import skrate._capped_simplex as capped
 import skrate._trimmed
 from skrate import TrimmedClassifier, TrimmedRegressor
 from skrate._capped_simplex import project_capped_simplex
@@ -55,6 +56,37 @@ def test_capped_simplex_projection_matches_cvxpy(seed):
     assert np.all((w >= 0) & (w <= 1))
     assert w.sum() == pytest.approx(h, abs=1e-9)
     np.testing.assert_array_equal(v, v_before)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_capped_simplex_shift_by_newton_matches_the_sorted_breakpoints(seed, monkeypatch):
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 3000))
+    v = rng.normal(scale=[0.01, 1.0, 30.0][seed % 3], size=n)
+    if seed % 4 == 1:
+        v = np.round(v, 1)  # ties among entries and breakpoints
+    upper = rng.integers(1, 4, size=n).astype(float) if seed % 2 else None
+    groups, floors = None, None
+    if seed % 5 < 2:
+        groups = rng.integers(0, 2, size=n)
+        groups[:2] = [0, 1]
+        floors = rng.uniform(0, 1, size=2) * np.bincount(groups, weights=upper, minlength=2)
+    total = n if upper is None else upper.sum()
+    h = float(rng.uniform(0 if floors is None else floors.sum(), total))
+    newton, by_sort = capped._shift, capped._shift_sorted
+    fallbacks = []
+    monkeypatch.setattr(capped, "_shift_sorted", lambda *a: fallbacks.append(a) or by_sort(*a))
+    w = project_capped_simplex(v, h, groups, floors, upper)
+    assert not fallbacks  # Newton found every shift by itself
+    monkeypatch.setattr(capped, "_shift", by_sort)
+    expected = project_capped_simplex(v, h, groups, floors, upper)
+    np.testing.assert_allclose(w, expected, rtol=0, atol=1e-10)
+    assert w.sum() == pytest.approx(h, rel=1e-12, abs=1e-9)
+    # past its steps, Newton hands over to the sorted breakpoints
+    monkeypatch.setattr(capped, "_shift", newton)
+    monkeypatch.setattr(capped, "_shift_sorted", by_sort)
+    monkeypatch.setattr(capped, "_NEWTON_STEPS", 0)
+    np.testing.assert_array_equal(project_capped_simplex(v, h, groups, floors, upper), expected)
 
 
 def test_capped_simplex_projection_edges_and_kkt():
