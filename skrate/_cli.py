@@ -123,7 +123,7 @@ _CLI_WORDS = [
 def _baseline_names() -> tuple[str, ...]:
     """The rate and metric names that need a baseline model's decisions, which the command line
     has no input for: its messages do not offer them."""
-    from .generalized._metrics import METRICS
+    from .generalized._names import METRICS
     from .rates._functions import RATE_FUNCTIONS
 
     rates = [n for n, make in RATE_FUNCTIONS.items() if any(r.needs_baseline for r in make().rates)]
@@ -462,7 +462,7 @@ def _estimator(args, constraints):
     before the data is read."""
     import skrate
     from ._metric_optimizer import _as_loss
-    from .generalized._metrics import as_metric, refuse_score
+    from .generalized._names import as_metric, refuse_score
     from .generalized._pr_auc import PRAUC
     from .rates import Ratio, as_expression
 

@@ -16,7 +16,7 @@ from ._base import RateClassifierBase, warn_uncovered
 from .exceptions import InfeasibleConstraintsWarning, UndefinedRateError
 from .models import LinearModel, MLPModel, folding_callback, input_scale, scaled_input
 from .models._fitted import FittedEstimators
-from .generalized._metrics import as_metric, refuse_score, score_loss
+from .generalized._names import as_metric, refuse_score, score_loss
 from ._holdout import check_goal_columns, check_held_out_values, holdout_split
 from .problem import (compile_problem, confidence_margins, evaluate_term, excess_in_own_units, in_own_units,
                       least_violation, ratio_bound_out_of_range, report_rows, simultaneous_margins, tightened,

@@ -18,7 +18,8 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._base import RateClassifierBase, warn_uncovered
 from .exceptions import InfeasibleConstraintsWarning
-from .generalized._metrics import Metric, _combine_kinds, as_objective, refuse_score
+from .generalized._metric import Metric, _combine_kinds
+from .generalized._names import as_objective, refuse_score
 from .generalized._mixture import best_mixture
 from .generalized._plugin_oracle import PluginOracle, cell_decoders, fit_logistic
 from .generalized._pr_auc import PRAUC, deployed_params, initial_params, stacked_problem

@@ -13,22 +13,8 @@ compare them with ``<=`` / ``>=`` to state constraints:
 'ratio'
 """
 
-from ._metrics import (
-    CLASSES,
-    KLD,
-    FMeasure,
-    GMean,
-    HMean,
-    LinearRate,
-    MaxOf,
-    Metric,
-    MetricConstraint,
-    MetricSum,
-    QMean,
-    RateFunction,
-    RatioAtom,
-    as_metric,
-    as_objective,
+from ._atoms import KLD, FMeasure, GMean, HMean, MaxOf, QMean, RateFunction
+from ._constructors import (
     error,
     f_measure,
     f_measure_parity,
@@ -45,6 +31,8 @@ from ._metrics import (
     rate_function,
     ratio,
 )
+from ._metric import CLASSES, LinearRate, Metric, MetricConstraint, MetricSum, RatioAtom
+from ._names import as_metric, as_objective
 from ._pr_auc import PRAUC, pr_auc
 from ._program import MetricProgram, compile_program
 from ._xi_player import CvxpyXiPlayer, best_response

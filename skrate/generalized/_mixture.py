@@ -17,7 +17,7 @@ import numpy as np
 from scipy.optimize import linprog, minimize
 from scipy.spatial import ConvexHull, QhullError
 
-from ._metrics import MaxOf
+from ._atoms import MaxOf
 from ._program import CompiledSum, MetricProgram
 
 

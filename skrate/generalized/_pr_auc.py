@@ -23,7 +23,8 @@ import scipy.sparse as sp
 
 from ..problem import GroupTable, RateData
 from ..rates import _functions as R
-from ._metrics import Metric, MetricConstraint, RatioAtom, as_metric
+from ._metric import Metric, MetricConstraint, RatioAtom
+from ._names import as_metric
 
 HEAD = "__threshold__"
 

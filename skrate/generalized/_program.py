@@ -20,12 +20,14 @@ from ..problem._feasibility import ratio_bound_out_of_range
 from ..rates import Constraint, Ratio
 from ..rates._expression import NEEDS_BASELINE
 from ..rates._slice import BASELINE, group_columns
-from ._metrics import LinearRate, MaxOf, MetricConstraint, MetricSum, RatioAtom, as_metric
+from ._atoms import MaxOf
+from ._metric import LinearRate, MetricConstraint, MetricSum, RatioAtom
+from ._names import as_metric
 
 if TYPE_CHECKING:
     from ..problem import GroupTable
     from ..rates import Expression
-    from ._metrics import Metric
+    from ._metric import Metric
 
 
 # rates are proportions: values this small are sums of terms that cancel, up to rounding

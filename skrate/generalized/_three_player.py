@@ -32,7 +32,7 @@ from ..solvers import Trajectory
 from ..solvers._rate_game import decision_rates
 from ..utils._warnings import warn
 from ._column_generation import price_out
-from ._metrics import RateFunction
+from ._atoms import RateFunction
 from ._multipliers import MultiplierAscent
 from ._program import MetricProgram
 from ._stopping import EarlyStopping, Snapshots, WindowMean

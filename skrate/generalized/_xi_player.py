@@ -28,7 +28,7 @@ import numpy as np
 from scipy.optimize import linprog, minimize
 
 from ..utils._conic import CLARABEL_TOLERANCES
-from ._metrics import KLD, GMean, HMean, MaxOf, QMean, RateFunction
+from ._atoms import KLD, GMean, HMean, MaxOf, QMean, RateFunction
 
 _LO = 1e-6
 
