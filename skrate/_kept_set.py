@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 if TYPE_CHECKING:
-    from skrate._smart import TrimmedProblem
+    from skrate._trimmed_problem import TrimmedProblem
 
 
 def keep_first(v: np.ndarray, rows: np.ndarray, f: int) -> tuple[np.ndarray, float]:

@@ -16,16 +16,11 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import check_is_fitted
 
 from ._row_order import RowOrderScoreMixin
-from ._smart import (
-    PENALTY_DEGREE,
-    TrimmedProblem,
-    column_scaling,
-    concentration_steps,
-    held_within,
-    penalty_weight,
-    smart,
-    trimmed_location,
-)
+from ._concentration import concentration_steps
+from ._smart import smart
+from ._trimmed_location import trimmed_location
+from ._trimmed_losses import PENALTY_DEGREE, penalty_weight
+from ._trimmed_problem import TrimmedProblem, column_scaling, held_within
 from .problem._groups import check_row_order
 from .utils._validation import (check_label_missing, check_sample_weight_scaled, check_weighted_classes,
                                 unfitted_on_error, validate_numeric, without_weightless)

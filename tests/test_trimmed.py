@@ -22,19 +22,11 @@ import skrate._trimmed
 from skrate import TrimmedClassifier, TrimmedRegressor
 from skrate._capped_simplex import project_capped_simplex
 from skrate._kept_set import KeptSet
-from skrate._smart import (
-    TrimmedProblem,
-    column_scaling,
-    concentration_steps,
-    fit_weighted,
-    hard_threshold,
-    linear_loss,
-    loss_curvature,
-    penalty_value,
-    smart,
-    trimmed_location,
-)
-from skrate._smart import CURVATURE
+from skrate._concentration import concentration_steps, fit_weighted
+from skrate._smart import smart
+from skrate._trimmed_location import trimmed_location
+from skrate._trimmed_losses import CURVATURE, hard_threshold, linear_loss, loss_curvature, penalty_value
+from skrate._trimmed_problem import TrimmedProblem, column_scaling
 
 
 # ------------------------------------------------------------------ projection

@@ -14,7 +14,8 @@ from sklearn.utils.validation import has_fit_parameter
 import skrate._smart
 from skrate import TrimmedClassifier, TrimmedRegressor
 from skrate._capped_simplex import project_capped_simplex
-from skrate._smart import TrimmedProblem, trimmed_location
+from skrate._trimmed_location import trimmed_location
+from skrate._trimmed_problem import TrimmedProblem
 
 
 def _weights(rng, n, whole=False):
