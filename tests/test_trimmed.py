@@ -16,8 +16,8 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils._param_validation import InvalidParameterError
 from sklearn.utils.validation import check_is_fitted
 
-import skrate._smart
 import skrate._capped_simplex as capped
+import skrate._smart
 import skrate._trimmed
 from skrate import TrimmedClassifier, TrimmedRegressor
 from skrate._capped_simplex import project_capped_simplex
