@@ -36,8 +36,11 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _data import command_line, load_adult  # noqa: E402
 
 from skrate import DROClassifier  # noqa: E402
+from skrate._dro_continuation import primal_lbfgs  # noqa: E402
 from skrate._dro_losses import LOSSES  # noqa: E402
-from skrate._dro_solvers import LinearDRO, dual_lbfgs, dynamic_sgd, primal_lbfgs  # noqa: E402
+from skrate._dro_lbfgs import dual_lbfgs  # noqa: E402
+from skrate._dro_problem import LinearDRO  # noqa: E402
+from skrate._dro_sgd import dynamic_sgd  # noqa: E402
 
 RADIUS, ALPHA, TOL, REPEATS, TARGET = 0.1, 1e-3, 1e-4, 5, 1e-3
 FIT_REPEATS = 3  # timed fits of the robustness part

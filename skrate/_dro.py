@@ -17,8 +17,10 @@ from sklearn.utils.sparsefuncs import mean_variance_axis
 from sklearn.utils.validation import check_is_fitted
 
 from ._divergence import DIVERGENCES, _normalised
+from ._dro_continuation import primal_lbfgs
 from ._dro_losses import LOSSES
-from ._dro_solvers import LinearDRO, Result, dynamic_sgd, primal_lbfgs
+from ._dro_problem import LinearDRO, Result
+from ._dro_sgd import dynamic_sgd
 from ._row_order import RowOrderScoreMixin
 from .models._input_scale import column_extremes
 from .problem._groups import check_row_order

@@ -19,22 +19,19 @@ from skrate import (
     DROClassifier,
     DRORegressor,
     TrimmedRegressor,
-    _dro_solvers,
+    _dro_conic,
+    _dro_continuation,
+    _dro_sgd,
     robust_loss,
     worst_case_weights,
 )
 from skrate._divergence import _dual, _into_ball, _smoothed_worst_case, _worst_case
+from skrate._dro_conic import _certify
+from skrate._dro_continuation import primal_lbfgs
+from skrate._dro_lbfgs import dual_lbfgs
 from skrate._dro_losses import LOSSES
-from skrate._dro_solvers import (
-    LinearDRO,
-    Result,
-    _certify,
-    _two_loop,
-    dual_lbfgs,
-    dynamic_sgd,
-    primal_lbfgs,
-    sample_sizes,
-)
+from skrate._dro_problem import LinearDRO, Result
+from skrate._dro_sgd import _two_loop, dynamic_sgd, sample_sizes
 import scipy.sparse as sp
 
 # ---------------------------------------------------------------- exact references (cvxpy)
@@ -492,7 +489,7 @@ def test_sampled_objective_noise_is_the_standard_error_of_the_gradient(
 def test_each_sample_stage_ends_at_its_gradient_noise_or_the_step_cap(
         monkeypatch, divergence, noise_ratio):
     # noise_ratio 0 switches the noise rule off: every stage then runs to the cap.
-    monkeypatch.setattr(_dro_solvers, "_NOISE_RATIO", noise_ratio)
+    monkeypatch.setattr(_dro_sgd, "_NOISE_RATIO", noise_ratio)
     problem = _binary_problem(n=3000, d=8, divergence=divergence, alpha=1e-3)
     events = []
     sampled = LinearDRO.sampled_objective
@@ -517,14 +514,14 @@ def test_each_sample_stage_ends_at_its_gradient_noise_or_the_step_cap(
         # The stage's iterates: its first point and every accepted step.
         iterates = [stage[0]] + [e for e in stage if e[3]]
         steps = len(iterates) - 1
-        assert steps <= _dro_solvers._STAGE_STEPS
+        assert steps <= _dro_sgd._STAGE_STEPS
         # Only the last iterate may be within its noise; a stage ends there, at the cap, or
         # (on these small well-conditioned samples) when its problem is solved to rounding.
         assert all(norm > noise_ratio * noise for _, norm, noise, _ in iterates[:-1])
         norm, noise = iterates[-1][1:3]
         if norm > noise_ratio * noise:
-            assert steps == _dro_solvers._STAGE_STEPS or norm < 1e-8
-            capped += steps == _dro_solvers._STAGE_STEPS
+            assert steps == _dro_sgd._STAGE_STEPS or norm < 1e-8
+            capped += steps == _dro_sgd._STAGE_STEPS
     if noise_ratio == 0.0:
         assert capped >= len(sizes) - 2
     else:
@@ -734,9 +731,9 @@ def test_large_radius_with_sample_weights_is_the_max_loss_over_their_support(sol
 
 def test_max_loss_path_stops_unconverged_at_max_iter():
     problem = _binary_problem(n=200, d=3, radius=1e6)
-    result = _dro_solvers.max_loss(problem, np.zeros(problem.n_params), 3, 1e-4)
+    result = _dro_conic.max_loss(problem, np.zeros(problem.n_params), 3, 1e-4)
     assert not result.converged and result.n_iter == 3
-    full = _dro_solvers.max_loss(problem, np.zeros(problem.n_params), 1000, 1e-4)
+    full = _dro_conic.max_loss(problem, np.zeros(problem.n_params), 1000, 1e-4)
     assert full.converged and full.grad_max <= 1e-4
 
 
@@ -801,7 +798,7 @@ def test_smoothed_path_returns_a_better_max_loss_point_found_on_the_way(monkeypa
     # (relative) above the max-loss optimum, which the path found on the way. That point
     # was kept only when the path failed its test; it is the better one even when its
     # own test fails (as it did before the conic solves were refined).
-    max_loss = _dro_solvers.max_loss
+    max_loss = _dro_conic.max_loss
 
     def failing(*args, **kwargs):
         return replace(max_loss(*args, **kwargs), converged=False)
@@ -809,7 +806,7 @@ def test_smoothed_path_returns_a_better_max_loss_point_found_on_the_way(monkeypa
     rng = np.random.RandomState(42)
     X, y, sw = rng.rand(15, 30), rng.randint(0, 3, size=15), rng.randint(0, 5, size=15)
     optimum = DROClassifier(divergence="kl", radius=1.0).fit(X, y, sample_weight=sw)
-    monkeypatch.setattr(_dro_solvers, "max_loss", failing)
+    monkeypatch.setattr(_dro_continuation, "max_loss", failing)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", ConvergenceWarning)
         clf = DROClassifier(divergence="kl", radius=1.0).fit(X.repeat(sw, axis=0),
@@ -932,13 +929,13 @@ def test_optimum_is_non_decreasing_in_the_radius(solver):
 def test_smoothed_path_tries_the_max_loss_optimum_only_when_few_samples_carry_the_mass(
         monkeypatch):
     calls = []
-    max_loss = _dro_solvers.max_loss
+    max_loss = _dro_conic.max_loss
 
     def recording(problem, theta, max_iter, tol, callback=None, max_set=None):
         calls.append(max_set)
         return max_loss(problem, theta, max_iter, tol, callback, max_set)
 
-    monkeypatch.setattr(_dro_solvers, "max_loss", recording)
+    monkeypatch.setattr(_dro_continuation, "max_loss", recording)
     X, y = _scaled_breast_cancer()
     n = len(y)
     problem = LinearDRO(X, y.astype(float), LOSSES["logistic"], np.full(n, 1 / n), "chi2",
@@ -968,14 +965,14 @@ def test_constant_optimum_certified_by_the_smoothed_path(monkeypatch, solver):
     def no_conic(conic, **options):
         raise AssertionError("no conic solve expected")
 
-    monkeypatch.setattr(_dro_solvers, "_solve_quietly", no_conic)
+    monkeypatch.setattr(_dro_conic, "_solve_quietly", no_conic)
     rng = np.random.default_rng(0)
     X, y = rng.normal(size=(1000, 10)), rng.integers(0, 2, 1000)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         clf = DROClassifier(radius=0.5, solver=solver, random_state=0).fit(X, y)
     np.testing.assert_allclose(clf.coef_, 0.0, atol=1e-7)
-    assert np.log(2) <= clf.objective_ <= np.log(2) * (1 + _dro_solvers._TIE_SLACK)
+    assert np.log(2) <= clf.objective_ <= np.log(2) * (1 + _dro_conic._TIE_SLACK)
 
 
 def test_certificate_is_skipped_above_its_size_limit(monkeypatch):
@@ -990,9 +987,9 @@ def test_certificate_is_skipped_above_its_size_limit(monkeypatch):
     def no_conic(conic, **options):
         raise AssertionError("no conic solve expected")
 
-    assert 200_000 * 21 > _dro_solvers._CERTIFY_MAX_ENTRIES  # the case measured above is skipped
-    monkeypatch.setattr(_dro_solvers, "_solve_quietly", no_conic)
-    monkeypatch.setattr(_dro_solvers, "_CERTIFY_MAX_ENTRIES", 20 * problem.n_params - 1)
+    assert 200_000 * 21 > _dro_conic._CERTIFY_MAX_ENTRIES  # the case measured above is skipped
+    monkeypatch.setattr(_dro_conic, "_solve_quietly", no_conic)
+    monkeypatch.setattr(_dro_conic, "_CERTIFY_MAX_ENTRIES", 20 * problem.n_params - 1)
     assert _certify(problem, stalled, 1e-4) is stalled
 
 
@@ -1005,7 +1002,7 @@ def test_certificate_checks_the_distribution_of_an_inaccurate_solve(monkeypatch)
     stalled = Result(np.zeros(problem.n_params), 5, False, 1.0)
     certified = _certify(problem, stalled, 1e-4)
     assert certified.converged and certified.grad_max <= 1e-4
-    solve = _dro_solvers._solve_quietly
+    solve = _dro_conic._solve_quietly
 
     def inaccurate(conic, **options):
         # The base distribution q: in the ball, but its gradient (plain logistic
@@ -1014,7 +1011,7 @@ def test_certificate_checks_the_distribution_of_an_inaccurate_solve(monkeypatch)
         conic._status = cp.OPTIMAL_INACCURATE
         conic.variables()[0].value = np.full(20, 1 / 20)
 
-    monkeypatch.setattr(_dro_solvers, "_solve_quietly", inaccurate)
+    monkeypatch.setattr(_dro_conic, "_solve_quietly", inaccurate)
     rejected = _certify(problem, stalled, 1e-4)
     _, dZ = problem.losses(stalled.theta)
     at_q = np.abs(problem.weighted_gradient(stalled.theta, problem.q, dZ)).max()
@@ -1089,14 +1086,14 @@ def test_unfinished_working_set_is_the_reason_given(monkeypatch, solver):
     X = rng.normal(size=(300, 5))
     y = X @ rng.normal(size=5) + rng.normal(size=300)
     solves = []
-    solve = _dro_solvers._solve_working_set
+    solve = _dro_conic._solve_working_set
 
     def recording(data, working, max_iter):
         found = solve(data, working, max_iter)
         solves.append((max_iter, found[2]))
         return found
 
-    monkeypatch.setattr(_dro_solvers, "_solve_working_set", recording)
+    monkeypatch.setattr(_dro_conic, "_solve_working_set", recording)
     with warnings.catch_warnings():
         warnings.simplefilter("error", ConvergenceWarning)
         DRORegressor(radius=1000, solver=solver).fit(X, y)
@@ -1346,7 +1343,7 @@ def test_continuation_stops_on_a_nan_objective():
     problem = LinearDRO(rng.normal(size=(30, 2)), T, LOSSES["squared"], np.full(30, 1 / 30),
                         "chi2", 0.5, 1e-3, 1, True)
     theta = np.zeros(problem.n_params)
-    mu = _dro_solvers._first_temperature(problem.objective(theta)[0])
+    mu = _dro_continuation._first_temperature(problem.objective(theta)[0])
     calls = []
 
     def stage(theta, mu, n_iter):  # a stage that cannot move, like L-BFGS on NaN
@@ -1355,7 +1352,7 @@ def test_continuation_stops_on_a_nan_objective():
         return Result(theta, n_iter, False, np.nan)
 
     with np.errstate(all="ignore"):
-        result = _dro_solvers._continuation(problem, theta, mu, 100, 1e-4, stage)
+        result = _dro_continuation._continuation(problem, theta, mu, 100, 1e-4, stage)
     assert len(calls) == 1 and not result.converged
 
 
@@ -1439,7 +1436,7 @@ def test_wide_data_of_some_size_does_not_try_the_max_loss_problem_on_every_row(m
     nnz = n * d // 20
     X = sp.csr_matrix((rng.normal(size=nnz), (rng.integers(0, n, nnz), rng.integers(0, d, nnz))), shape=(n, d))
     y = (X @ rng.normal(size=d) + 0.1 * rng.normal(size=n) > 0).astype(int)
-    monkeypatch.setattr(_dro_solvers, "max_loss", lambda *a, **k: pytest.fail("max-loss problem on every row"))
+    monkeypatch.setattr(_dro_continuation, "max_loss", lambda *a, **k: pytest.fail("max-loss problem on every row"))
     clf = DROClassifier().fit(X, y)
     assert np.isfinite(clf.objective_)
 
