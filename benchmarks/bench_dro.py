@@ -41,6 +41,7 @@ from skrate._dro_losses import LOSSES  # noqa: E402
 from skrate._dro_lbfgs import dual_lbfgs  # noqa: E402
 from skrate._dro_problem import LinearDRO  # noqa: E402
 from skrate._dro_sgd import dynamic_sgd  # noqa: E402
+from skrate.models._design import Design  # noqa: E402
 
 RADIUS, ALPHA, TOL, REPEATS, TARGET = 0.1, 1e-3, 1e-4, 5, 1e-3
 FIT_REPEATS = 3  # timed fits of the robustness part
@@ -135,7 +136,8 @@ def optimisation(data_dir):
             wall, cpu = time.perf_counter(), time.process_time()
             optimum = cvxpy_optimum(X, y, divergence)
             wall, cpu = time.perf_counter() - wall, time.process_time() - cpu
-            problem = LinearDRO(X, y, LOSSES["logistic"], np.full(n, 1 / n), divergence,
+            # X in the layout DROClassifier fits (CSR: the one-hot table is mostly zeros)
+            problem = LinearDRO(Design(X).X, y, LOSSES["logistic"], np.full(n, 1 / n), divergence,
                                 RADIUS, ALPHA, 1, True)
             results = run_solvers(problem, n, optimum)
             # The reference is cvxpy's value unless a solver found a lower one.

@@ -22,6 +22,7 @@ from ._dro_losses import LOSSES
 from ._dro_problem import LinearDRO, Result
 from ._dro_sgd import dynamic_sgd
 from ._row_order import RowOrderScoreMixin
+from .models._design import Design
 from .models._input_scale import column_extremes
 from .problem._groups import check_row_order
 from .utils._binary import power_of_two_above
@@ -188,6 +189,7 @@ class _BaseDRO(BaseEstimator):
         # there overflowed its loss (0 * inf = NaN) or its column's scale.
         n_samples = X.shape[0]
         X, T, sw, rows = without_weightless(X, T, sw)
+        X = Design(X).X  # a one-hot table as CSR: every product then costs its non-zeros
         support = np.arange(n_samples) if rows is None else rows
         q = _normalised(sw)
         low, high = column_extremes(X)

@@ -1383,6 +1383,25 @@ def test_sgd_converges_with_a_penalty_of_huge_curvature(Estimator, radius):
                                    rtol=1e-6)
 
 
+@pytest.mark.parametrize("Estimator", [DROClassifier, DRORegressor])
+@pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
+def test_a_mostly_zero_dense_table_is_fitted_as_csr(Estimator, solver):
+    # a one-hot table (2,000 x 60, 5% non-zero) takes the sparse path: the same fit, bit for bit,
+    # at the cost of its non-zeros
+    rng = np.random.default_rng(3)
+    X = (rng.uniform(size=(2000, 60)) < 0.05) * rng.integers(1, 3, size=(2000, 60)).astype(float)
+    y = X[:, :5].sum(axis=1) + 0.5 * rng.normal(size=2000)
+    if Estimator is DROClassifier:
+        y = (y > np.median(y)).astype(int)
+    before = X.copy()
+    kw = dict(solver=solver, initial_sample_size=64, random_state=0)
+    dense = Estimator(**kw).fit(X, y)
+    sparse = Estimator(**kw).fit(sp.csr_matrix(X), y)
+    np.testing.assert_array_equal(dense.coef_, sparse.coef_)
+    np.testing.assert_array_equal(dense.intercept_, sparse.intercept_)
+    np.testing.assert_array_equal(X, before)
+
+
 @pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
 def test_sparse_input_gives_the_dense_solution(solver):
     import scipy.sparse as sp
