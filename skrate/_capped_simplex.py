@@ -40,8 +40,12 @@ def _shift(
         g = float(np.sum(np.clip(v - np.minimum(t, cap), 0.0, u)))
         if g == h:
             return t
-        lo, hi = (t, hi) if g > h else (lo, t)
-        slope = np.count_nonzero((low < t) & (t < high))
+        # the slope on the side of t the root lies on: an entry whose breakpoint is t
+        # counts on its segment's side only
+        if g > h:
+            lo, slope = t, np.count_nonzero((low <= t) & (t < high))
+        else:
+            hi, slope = t, np.count_nonzero((low < t) & (t <= high))
         if not slope:
             t = 0.5 * (lo + hi)
             continue

@@ -16,6 +16,7 @@ def test_stable_argsort_matches_numpys_stable_sort(seed):
     np.testing.assert_array_equal(stable_argsort(-values), np.argsort(-values, kind="stable"))
 
 
-@pytest.mark.parametrize("values", [np.zeros(0), np.ones(1), np.full(7, np.nan), np.zeros(100), np.arange(50.0)[::-1]])
+@pytest.mark.parametrize("values", [np.zeros(0), np.ones(1), np.full(7, np.nan), np.zeros(100), np.arange(50.0)[::-1],
+                                    np.arange(50.0), np.r_[-0.0, 0.0, -0.0, 1.0, 1.0], np.r_[0.0, 1.0, np.nan, 2.0]])
 def test_stable_argsort_edge_cases(values):
     np.testing.assert_array_equal(stable_argsort(values), np.argsort(values, kind="stable"))

@@ -81,6 +81,31 @@ def test_capped_simplex_shift_by_newton_matches_the_sorted_breakpoints(seed, mon
     np.testing.assert_array_equal(project_capped_simplex(v, h, groups, floors, upper), expected)
 
 
+@pytest.mark.parametrize("seed", range(30))
+def test_capped_simplex_shift_by_newton_on_grid_values(seed):
+    # values on a grid put Newton's iterates on breakpoints, where the slope towards the
+    # root must count the entries whose segment starts or ends there: [0, 0.5] at h = 0.8
+    # projected to [0.3, 0.8] when they were left out
+    np.testing.assert_allclose(project_capped_simplex(np.array([0.0, 0.5]), 0.8), [0.15, 0.65], atol=1e-15)
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(2, 400))
+    if seed % 2:  # a weight step's shape: 0/1 weights minus steps on a quarter grid
+        v = (rng.random(n) < 0.8) - rng.integers(0, 8, size=n) / 4
+    else:
+        v = rng.integers(-6, 6, size=n) / 2
+    upper = rng.integers(1, 3, size=n).astype(float) if seed % 3 == 0 else None
+    total = n if upper is None else upper.sum()
+    h = float(rng.integers(1, 2 * total) / 2) if seed % 5 else float(rng.uniform(0, total))
+    w = project_capped_simplex(v, h, upper=upper)
+    assert w.sum() == pytest.approx(h, rel=1e-12, abs=1e-12)
+    x = cp.Variable(n)
+    bound = 1.0 if upper is None else upper
+    cp.Problem(cp.Minimize(cp.sum_squares(x - v)), [x >= 0, x <= bound, cp.sum(x) == h]).solve(
+        solver="CLARABEL", tol_gap_abs=1e-12, tol_gap_rel=1e-12, tol_feas=1e-12
+    )
+    np.testing.assert_allclose(w, x.value, atol=1e-6)
+
+
 def test_capped_simplex_projection_edges_and_kkt():
     rng = np.random.default_rng(0)
     v = rng.normal(size=50)
