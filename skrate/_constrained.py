@@ -18,9 +18,9 @@ from .models import LinearModel, MLPModel, folding_callback, input_scale, scaled
 from .models._fitted import FittedEstimators
 from .generalized._names import as_metric, refuse_score, score_loss
 from ._holdout import check_goal_columns, check_held_out_values, holdout_split
-from .problem import (compile_problem, confidence_margins, evaluate_term, excess_in_own_units, in_own_units,
-                      least_violation, ratio_bound_out_of_range, report_rows, simultaneous_margins, tightened,
-                      violation_rows, zero_denominator_reason)
+from .problem import (compile_problem, confidence_margins, evaluate_term, least_violation, ratio_bound_out_of_range,
+                      report_rows, simultaneous_margins, tightened, violation_rows, zero_denominator_reason)
+from .problem._margins import own_units
 from .rates import Expression, Ratio, as_constraints, as_expression
 from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
 from .solvers import GAME_SOLVERS, SURROGATES, solve_rate_game
@@ -658,14 +658,13 @@ class ConstrainedClassifier(RateClassifierBase):
             solution is chosen on the margins and the violations with them, in own units (None
             elsewhere)."""
             rows, p = data.take(parts[part]), self.stochastic_model(solution).proba(_safe_indexing(X, parts[part]))
+            if part == chosen_on and linear is not None:
+                # over a zero denominator the margin in own units is infinite: the linear form decides
+                return own_units(self.constraints_, linear, rows, p)
             violation = np.array([r["violation"] for r in violation_rows(self.constraints_, rows, p)])
             if part != chosen_on:
                 return violation, None, None
-            if linear is None:
-                return violation, self.margins_, violation + self.margins_
-            # over a zero denominator the margin in own units is infinite: the linear form decides
-            return (violation, in_own_units(self.constraints_, linear, rows, p),
-                    excess_in_own_units(self.constraints_, linear, rows, p))
+            return violation, self.margins_, violation + self.margins_
 
         on = {part: measure(self.solution, part) for part in parts}
         mixture = on[chosen_on] if self.solution == "m_stochastic" else measure("m_stochastic", chosen_on)

@@ -339,17 +339,26 @@ def excess_in_own_units(constraints: list[Constraint], margins: ArrayLike, data:
     ndarray of shape (n_constraints,)
         The violations with the margins, in the constraints' own units.
     """
+    return own_units(constraints, margins, data, decisions)[2]
+
+
+def own_units(constraints: list[Constraint], margins: ArrayLike, data: RateData,
+              decisions: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The violations, the margins (:func:`in_own_units`) and the violations with them
+    (:func:`excess_in_own_units`), all in the constraints' own units, from one reading of the
+    rates and denominators: for a report that shows the three."""
     margins = np.asarray(margins, dtype=float)
     den = _ratio_denominators(constraints, data, decisions)
     own = np.array([row["violation"] for row in violation_rows(constraints, data, decisions)], dtype=float)
+    margin = _divided(margins, den)
     with np.errstate(invalid="ignore"):  # inf - inf over a zero denominator, replaced below
-        out = own + _divided(margins, den)
+        out = own + margin
     infinite = (den <= 0) & ~np.isnan(own)
     if infinite.any():  # both parts infinite: the linear form decides, met with equality at 0
         linear = np.array([row["violation"] for row in constraint_rows(constraints, data, decisions)], dtype=float)
         at = linear + margins
         out = np.where(infinite, np.where(at == 0, 0.0, ratio_value(at, den)), out)
-    return out
+    return own, margin, out
 
 
 def tightened(constraint: Constraint, margin: float) -> Constraint:
