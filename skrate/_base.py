@@ -21,6 +21,7 @@ from .utils._validation import (_is_numeric, check_baseline, check_label_missing
 from .utils._warnings import listed, warn
 
 if TYPE_CHECKING:
+    import scipy.sparse as sp
     from numpy.typing import ArrayLike
 
 
@@ -204,7 +205,8 @@ class RateClassifierBase(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         checked = self._features(X)
         return (X if self._raw_X and is_frame(X) else checked), checked
 
-    def predict_proba(self, X: ArrayLike, *, solution: str | None = None) -> np.ndarray:
+    def predict_proba(self, X: ArrayLike | sp.spmatrix | sp.sparray,
+                      *, solution: str | None = None) -> np.ndarray:
         """Class probabilities: column 1 is the probability that the (randomised) classifier says 1.
 
         For a stochastic solution this is ``sum_k p_k 1[f_k(x) > 0]``, so expected rates computed
@@ -225,7 +227,8 @@ class RateClassifierBase(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         p = self.stochastic_model(solution).proba(self._model_input(X)[0])
         return np.column_stack([1.0 - p, p])
 
-    def predict_log_proba(self, X: ArrayLike, *, solution: str | None = None) -> np.ndarray:
+    def predict_log_proba(self, X: ArrayLike | sp.spmatrix | sp.sparray,
+                          *, solution: str | None = None) -> np.ndarray:
         """Logarithm of :meth:`predict_proba`: ``-inf`` where a class has probability 0, as it
         has on every row for a deterministic solution.
 
@@ -244,7 +247,8 @@ class RateClassifierBase(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         with np.errstate(divide="ignore"):
             return np.log(self.predict_proba(X, solution=solution))
 
-    def decision_function(self, X: ArrayLike, *, solution: str | None = None) -> np.ndarray:
+    def decision_function(self, X: ArrayLike | sp.spmatrix | sp.sparray,
+                          *, solution: str | None = None) -> np.ndarray:
         """``predict_proba(X)[:, 1] - 0.5``: ranks as the probabilities do.
 
         The raw scores of the models in the support are ``stochastic_model().scores(X)``.
@@ -265,7 +269,8 @@ class RateClassifierBase(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         """
         return self.predict_proba(X, solution=solution)[:, 1] - 0.5
 
-    def predict(self, X: ArrayLike, *, solution: str | None = None) -> np.ndarray:
+    def predict(self, X: ArrayLike | sp.spmatrix | sp.sparray,
+                *, solution: str | None = None) -> np.ndarray:
         """Labels. For a stochastic solution each row's label is drawn with its probability
         from a uniform number that is a hash of the row, so predictions are reproducible
         across calls and processes while, over many rows, following the mixture. Copies of
@@ -292,7 +297,8 @@ class RateClassifierBase(RowOrderScoreMixin, ClassifierMixin, BaseEstimator):
         labels = self.stochastic_model(solution).predict(X, rows)
         return self.classes_[labels]
 
-    def score(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None, *,
+    def score(self, X: ArrayLike | sp.spmatrix | sp.sparray, y: ArrayLike,
+              sample_weight: ArrayLike | None = None, *,
               solution: str | None = None) -> float:
         """Accuracy of :meth:`predict`, weighted by ``sample_weight``.
 

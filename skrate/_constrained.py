@@ -34,6 +34,7 @@ from .utils._warnings import warn
 
 if TYPE_CHECKING:
     import pandas as pd
+    import scipy.sparse as sp
     from numpy.typing import ArrayLike
 
 
@@ -369,7 +370,7 @@ class ConstrainedClassifier(RateClassifierBase):
 
     # not skipped: the oracle solvers fit the user's estimator, whose parameters must be validated
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X: ArrayLike, y: ArrayLike, *,
+    def fit(self, X: ArrayLike | sp.spmatrix | sp.sparray, y: ArrayLike, *,
             groups: ArrayLike | dict[str, ArrayLike] | pd.DataFrame | None = None,
             sample_weight: ArrayLike | None = None, baseline: ArrayLike | None = None,
             validation_mask: ArrayLike | None = None) -> "ConstrainedClassifier":
@@ -786,7 +787,7 @@ class ConstrainedClassifier(RateClassifierBase):
         }
         return lp
 
-    def constraint_report(self, X: ArrayLike, y: ArrayLike, *,
+    def constraint_report(self, X: ArrayLike | sp.spmatrix | sp.sparray, y: ArrayLike, *,
                           groups: ArrayLike | dict[str, ArrayLike] | pd.DataFrame | None = None,
                           sample_weight: ArrayLike | None = None, baseline: ArrayLike | None = None,
                           solution: str | None = None) -> pd.DataFrame | list[dict]:

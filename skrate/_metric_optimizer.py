@@ -48,6 +48,7 @@ from .utils._warnings import ignoring, warn
 
 if TYPE_CHECKING:
     import pandas as pd
+    import scipy.sparse as sp
     from numpy.typing import ArrayLike
 
 CONVEX_SOLVERS = ("three_player", "oracle", "frank_wolfe", "spade", "nemsis")
@@ -686,7 +687,7 @@ class MetricOptimizer(RateClassifierBase):
 
     # not skipped: the plug-in oracle fits the user's estimator, whose parameters must be validated
     @_fit_context(prefer_skip_nested_validation=False)
-    def fit(self, X: ArrayLike, y: ArrayLike, *,
+    def fit(self, X: ArrayLike | sp.spmatrix | sp.sparray, y: ArrayLike, *,
             groups: ArrayLike | dict[str, ArrayLike] | pd.DataFrame | None = None,
             sample_weight: ArrayLike | None = None, baseline: ArrayLike | None = None) -> "MetricOptimizer":
         """Train on ``X, y`` with the metrics measured on ``groups``.
@@ -896,7 +897,7 @@ class MetricOptimizer(RateClassifierBase):
         self._solution_weights(None)  # fitted, and a known solution (set_params may name any)
         return self._infeasibility[self.solution] is None
 
-    def metric_values(self, X: ArrayLike, y: ArrayLike, *,
+    def metric_values(self, X: ArrayLike | sp.spmatrix | sp.sparray, y: ArrayLike, *,
                       groups: ArrayLike | dict[str, ArrayLike] | pd.DataFrame | None = None,
                       sample_weight: ArrayLike | None = None, baseline: ArrayLike | None = None,
                       solution: str | None = None) -> dict[str, float]:

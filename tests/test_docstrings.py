@@ -112,3 +112,33 @@ def test_docstring_examples_run(module_name):
         runner.run(test)
     result = runner.summarize(verbose=False)
     assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed in {module_name}"
+
+
+def _resolve(name: str):
+    package = max((p for p in PACKAGES if name.startswith(p + ".")), key=len)
+    obj = importlib.import_module(package)
+    for part in name[len(package) + 1:].split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+@pytest.mark.parametrize("name", [n for n in _public_names() if inspect.isfunction(_resolve(n))])
+def test_sparse_hints_agree_with_docstrings(name):
+    """A parameter documented as taking a sparse matrix is annotated so, and only such a one:
+    ``X: ArrayLike`` for ``{array-like, sparse matrix}`` made type checkers flag valid calls."""
+    from numpydoc.docscrape import FunctionDoc
+
+    func = _resolve(name)
+    hints = {k: str(p.annotation) for k, p in inspect.signature(func).parameters.items()
+             if p.annotation is not inspect.Parameter.empty}
+    wrong = [f"{p.name}: documented {p.type!r}, annotated {hints[p.name]!r}"
+             for p in FunctionDoc(func)["Parameters"] if p.name in hints
+             and ("sparse" in p.type) != ("sp.spmatrix" in hints[p.name])]
+    assert not wrong, f"{name}: " + "; ".join(wrong)
+
+
+def test_package_ships_its_type_hints():
+    """PEP 561: without the ``py.typed`` marker, type checkers ignore an installed package's hints."""
+    from importlib.resources import files
+
+    assert files("skrate").joinpath("py.typed").is_file()

@@ -334,7 +334,7 @@ def rate_function(fn: Callable, rates: Iterable[Expression | str] | str, *, conv
 
 
 # -- constraints --------------------------------------------------------------------------------
-def kld_fairness(group: str, epsilon: float) -> MetricConstraint:
+def kld_fairness(group: str | Iterable[str], epsilon: float) -> MetricConstraint:
     """``KL(p, ppr_g) <= epsilon`` for every value ``g`` of the group column (``kld[g=a] <= eps``).
 
     ``p`` is the overall positive proportion, so the constraint keeps every group's positive
@@ -343,8 +343,9 @@ def kld_fairness(group: str, epsilon: float) -> MetricConstraint:
 
     Parameters
     ----------
-    group : str
-        The group column to expand over.
+    group : str or list of str
+        Group column(s) to expand over at fit time: one constraint per value (per combination
+        of values when several columns are given).
     epsilon : float
         Bound on each group's KL-divergence.
 
@@ -391,13 +392,14 @@ def g_mean_at_least(value: float, group: str | Iterable[str] | None = None, *,
                             tpr.rates[0].slice)
 
 
-def predictive_parity(group: str, epsilon: float) -> list[MetricConstraint]:
+def predictive_parity(group: str | Iterable[str], epsilon: float) -> list[MetricConstraint]:
     """``|precision_g - precision| <= epsilon`` for every value of the group column (ratios).
 
     Parameters
     ----------
-    group : str
-        The group column to expand over.
+    group : str or list of str
+        Group column(s) to expand over at fit time: one constraint per value (per combination
+        of values when several columns are given).
     epsilon : float
         Allowed gap between a group's precision and the overall one.
 

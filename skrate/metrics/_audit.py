@@ -22,6 +22,7 @@ from ._decisions import DECISIONS, decisions_of, is_stochastic, positive_labels
 
 if TYPE_CHECKING:
     import pandas as pd
+    import scipy.sparse as sp
     from numpy.typing import ArrayLike
     from sklearn.base import BaseEstimator
 
@@ -79,7 +80,7 @@ def _cells(table: GroupTable, group_columns: list[str]) -> list[tuple[str, str, 
 )
 def audit(
     estimator: BaseEstimator,
-    X: ArrayLike,
+    X: ArrayLike | sp.spmatrix | sp.sparray,
     y: ArrayLike,
     *,
     groups: ArrayLike | dict[str, ArrayLike] | pd.DataFrame | None = None,
@@ -105,7 +106,7 @@ def audit(
     ----------
     estimator : fitted classifier
         Binary classifier with ``classes_``; ``classes_[1]`` is the positive class.
-    X : array-like of shape (n_samples, n_features)
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
         Features the estimator predicts on. When a DataFrame, constraints may name its columns.
     y : array-like of shape (n_samples,)
         True labels.

@@ -10,6 +10,7 @@ from sklearn.exceptions import NotFittedError
 from ..utils._validation import check_label_missing
 
 if TYPE_CHECKING:
+    import scipy.sparse as sp
     from numpy.typing import ArrayLike
     from sklearn.base import BaseEstimator
 
@@ -85,14 +86,15 @@ def check_probabilities(estimator) -> None:
                          "does not have; use decisions='predict'.")
 
 
-def decisions_of(estimator: BaseEstimator, X: ArrayLike, decisions: str = "auto") -> np.ndarray:
+def decisions_of(estimator: BaseEstimator, X: ArrayLike | sp.spmatrix | sp.sparray,
+                 decisions: str = "auto") -> np.ndarray:
     """The estimator's decisions on ``X``: 0/1 labels, or probabilities of predicting 1.
 
     Parameters
     ----------
     estimator : fitted binary classifier
         With ``classes_``; ``classes_[1]`` is the positive class.
-    X : array-like of shape (n_samples, n_features)
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
         Rows to decide on, as the estimator's ``predict`` takes them.
     decisions : {"auto", "predict", "expected"}, default="auto"
         ``"predict"`` uses the labels of ``predict``; ``"expected"`` uses

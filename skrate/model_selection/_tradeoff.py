@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 import warnings
 from numbers import Real
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Iterable, Sequence
 
 import numpy as np
 from joblib import Parallel, delayed
@@ -31,8 +31,12 @@ from ._progress import Progress
 
 if TYPE_CHECKING:
     import pandas as pd
+    import scipy.sparse as sp
     from numpy.typing import ArrayLike
     from sklearn.base import BaseEstimator
+
+    from ..generalized import MetricConstraint
+    from ..rates import Constraint
 
 
 def _is_template(item) -> bool:
@@ -177,12 +181,12 @@ def _fit_one(estimator, param, slack, spec, strict, train, test, decisions):
 
 def tradeoff_curve(
     estimator: BaseEstimator,
-    X: ArrayLike,
+    X: ArrayLike | sp.spmatrix | sp.sparray,
     y: ArrayLike,
     *,
     groups: ArrayLike | dict[str, ArrayLike] | pd.DataFrame | None = None,
-    constraints: Callable[[float], object] | str | Sequence[str] | None = None,
-    slacks: Sequence[float] = (0.0, 0.025, 0.05, 0.1, 0.2),
+    constraints: Callable[[float], object] | str | Sequence[str | Constraint | MetricConstraint] | None = None,
+    slacks: Iterable[float] = (0.0, 0.025, 0.05, 0.1, 0.2),
     param: str = "constraints",
     test_size: float | None = 0.3,
     sample_weight: ArrayLike | None = None,
@@ -222,8 +226,8 @@ def tradeoff_curve(
         ``param``: ``ConstrainedClassifier(constraints="tpr[race] >= tpr - {slack}")``. With
         :class:`skrate.MetricOptimizer` the callable may return metric constraints
         (``lambda s: kld_fairness("race", s)``), scored as its ``metric_values`` reads them.
-    slacks : sequence of float, default=(0, 0.025, 0.05, 0.1, 0.2)
-        The grid: a non-empty sequence of finite numbers ``>= 0``.
+    slacks : array-like of float, default=(0, 0.025, 0.05, 0.1, 0.2)
+        The grid: a non-empty sequence (list, tuple, array) of finite numbers ``>= 0``.
     param : str, default="constraints"
         The estimator parameter receiving the constraints (``"classifier__constraints"`` in a
         Pipeline).

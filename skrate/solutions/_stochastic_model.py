@@ -66,7 +66,7 @@ def _column_words(column: np.ndarray) -> np.ndarray:
     return words
 
 
-def row_uniforms(X: ArrayLike, seed: int = 0) -> np.ndarray:
+def row_uniforms(X: ArrayLike | sp.spmatrix | sp.sparray, seed: int = 0) -> np.ndarray:
     """A uniform number in [0, 1) per row, a pure function of the row's values and ``seed``.
 
     The same row gets the same number in every call and every process; distinct rows get

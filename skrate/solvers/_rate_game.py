@@ -139,7 +139,7 @@ def solve_rate_game(
         ``X``.
     model : LinearModel or MLPModel
         The score function family.
-    X : array-like of shape (n_samples, n_features)
+    X : {array-like, sparse matrix} of shape (n_samples, n_features)
         The training rows, in the form ``model`` scores them.
     solver : {"proxy_lagrangian", "proxy_lagrangian_ext", "lagrangian"}, default="proxy_lagrangian"
         The multiplier player: swap regret (Algorithm 3), external regret (Algorithm 4) or
