@@ -293,6 +293,25 @@ def test_predictive_parity_holds_on_the_training_data():
     assert np.abs(gaps(est)).max() <= eps + 1e-6, gaps(est)
 
 
+
+def test_feasibility_reads_a_ratio_over_a_tiny_denominator_as_it_is():
+    """Minimising ppr[g=a] under predictive parity drives group a's positive predictions to
+    about 1e-6, below the floor the solvers read its precision's denominator at: the constraint
+    is broken as the predictions have it, so ``feasible_`` must say so and warn."""
+    rng = np.random.default_rng(0)
+    g = rng.integers(0, 2, 120)
+    x = rng.normal(size=120) + 0.4 * g
+    y = (1.5 * x - 0.5 + 0.6 * g + rng.normal(size=120) > 0).astype(int)
+    X, groups = np.column_stack([x, g]), {"g": np.where(g == 1, "b", "a")}
+    with pytest.warns(InfeasibleConstraintsWarning, match=re.escape("precision[g=a] - precision <= 0.05")):
+        est = MetricOptimizer(metric="ppr[g=a]", constraints=predictive_parity("g", 0.05),
+                              random_state=0).fit(X, y, groups=groups)
+    p = est.predict_proba(X)[:, 1]
+    assert 0 < p[g == 0].mean() < 1e-6
+    gap = (p[g == 0] @ y[g == 0]) / p[g == 0].sum() - (p @ y) / p.sum()
+    assert not est.feasible_
+    assert est.metric_values(X, y, groups=groups)["precision[g=a] - precision <= 0.05"] == pytest.approx(gap - 0.05)
+
 def test_metric_values_measure_the_fitted_problem_not_parameters_set_since():
     X, y = _one_d(300, seed=4)
     est = MetricOptimizer(metric="f1", constraints="tpr >= 0.8", max_iter=50, random_state=0).fit(X, y)

@@ -381,6 +381,28 @@ def test_reported_values_are_nan_where_a_ratio_is_undefined_but_the_solvers_keep
     assert np.isfinite(program.values(program.rates(only_a))[1]).all()
 
 
+
+def test_a_ratio_over_a_denominator_below_the_solvers_floor_is_reported_and_judged_as_it_is():
+    """The solvers read ``precision[g=a]`` over ``max(ppr[g=a], 1e-6)``: a mixture predicting one
+    positive of group a, with probability 1e-6, has precision[g=a] = 1, which the floor makes
+    about 1 / n. Reports and the choice among models read the ratio itself."""
+    from skrate.generalized._program import program_values
+
+    y, g, yhat, data = _data()
+    p = np.where(g == "b", yhat, 0.0)
+    p[np.flatnonzero((g == "a") & (y == 1))[0]] = 1e-6
+    spec = predictive_parity("g", 0.05)
+    precision_all, precision_a = (p @ y) / p.sum(), 1.0
+    values = program_values("error", spec, data, p)
+    assert values["precision[g=a] - precision <= 0.05"] == pytest.approx(precision_a - precision_all - 0.05)
+    assert values["precision - precision[g=a] <= 0.05"] == pytest.approx(precision_all - precision_a - 0.05)
+    program = compile_program("error", spec, data)
+    r = program.rates(p)
+    clipped = program.values(r)[1]
+    judged = program.flag_undefined(r, clipped)
+    np.testing.assert_allclose(judged, [c.reported(r) for c in program.constraints])
+    assert clipped[0] < 0 < judged[0]  # met as the solvers read it, broken as it is
+
 # -- xi-player --------------------------------------------------------------------------------
 @pytest.mark.parametrize("atom, fixed", [
     (KLD(tpr(), tnr()), np.array([0.3, np.nan])), (GMean(tpr(), tnr()), np.full(2, np.nan)),

@@ -10,6 +10,7 @@ import numpy as np
 from scipy.special import rel_entr
 
 from ..exceptions import UndefinedRateError
+from ..problem._evaluate import ratio_value
 from ..rates import Expression
 from ._metric import _EPS, Atom, _bind_exprs, _not_linear
 
@@ -54,6 +55,10 @@ class FMeasure(Atom):
     def value(self, r: np.ndarray) -> float | np.ndarray:
         r = np.asarray(r, dtype=float)
         return 1.0 - (1 + self.beta ** 2) * r[0] / np.maximum(self._den(r), _EPS)
+
+    def exact_value(self, r: np.ndarray) -> float | np.ndarray:
+        r = np.asarray(r, dtype=float)
+        return 1.0 - (1 + self.beta ** 2) * ratio_value(r[0], self._den(r))
 
     def gradient(self, r: np.ndarray) -> np.ndarray:
         r = np.asarray(r, dtype=float)

@@ -22,6 +22,7 @@ from numbers import Real
 
 import numpy as np
 
+from ..problem._evaluate import ratio_value
 from ..rates import Constraint, Expression, Ratio, Slice, as_expression
 from ..rates._functions import display_ratio
 
@@ -154,6 +155,13 @@ class Atom(Metric):
         """Value for rates ``r`` of shape (len(exprs),) or (len(exprs), k)."""
         raise NotImplementedError
 
+    def exact_value(self, r: np.ndarray) -> float | np.ndarray:
+        """:meth:`value` without the solvers' floor on a denominator, for reports and for choosing
+        among models: a ratio over a denominator of ``1e-8`` is read as it is, not over ``1e-6``
+        (the floor keeps the solvers' gradients bounded); over a zero one as the core reads it
+        (:func:`~skrate.problem.ratio_value`: infinite, NaN for ``0 / 0``)."""
+        return self.value(r)
+
     def gradient(self, r: np.ndarray) -> np.ndarray:
         raise NotImplementedError
 
@@ -260,6 +268,10 @@ class RatioAtom(Atom):
     def value(self, r: np.ndarray) -> float | np.ndarray:
         r = np.asarray(r, dtype=float)
         return r[0] / np.maximum(r[1], _EPS)
+
+    def exact_value(self, r: np.ndarray) -> float | np.ndarray:
+        r = np.asarray(r, dtype=float)
+        return ratio_value(r[0], r[1])
 
     def gradient(self, r: np.ndarray) -> np.ndarray:
         d = max(float(r[1]), _EPS)

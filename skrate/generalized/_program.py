@@ -56,13 +56,17 @@ class CompiledSum:
             out = out + coef * atom.value(r[idx])
         return out
 
-    def reported_value(self, r: np.ndarray) -> float:
-        """``value`` at one rate vector with each ratio over a zero denominator read as the core
-        reads it (:func:`skrate.problem.ratio_value`: infinite, NaN for ``0 / 0``), not clipped."""
-        out = self.constant
+    def exact_value(self, r: np.ndarray) -> np.ndarray:
+        """``value`` with every atom's :meth:`~Atom.exact_value`: no denominator clipped, a zero
+        one read as the core reads it (:func:`skrate.problem.ratio_value`)."""
+        out = self.constant + 0.0 * r[0]
         for coef, atom, idx in self.atoms:
-            out += coef * (ratio_value(*r[idx]) if isinstance(atom, RatioAtom) else float(atom.value(r[idx])))
-        return float(out)
+            out = out + coef * atom.exact_value(r[idx])
+        return out
+
+    def reported_value(self, r: np.ndarray) -> float:
+        """:meth:`exact_value` at one rate vector."""
+        return float(self.exact_value(r))
 
     def reported(self, r: np.ndarray) -> np.ndarray:
         """``value`` in the units the constraint was stated in, as the core reports it: a ratio
@@ -70,8 +74,8 @@ class CompiledSum:
         ``D`` again (``c - N / D``; over ``D = 0`` infinite, or NaN for ``0 / 0``, see
         :func:`~skrate.problem.ratio_value`), and NaN where :meth:`defined` is False."""
         if self.denominator is not None:
-            return ratio_value(self.value(r), np.asarray(r)[self.denominator[1]])
-        return np.where(self.defined(r), self.value(r), np.nan)
+            return ratio_value(self.exact_value(r), np.asarray(r)[self.denominator[1]])
+        return np.where(self.defined(r), self.exact_value(r), np.nan)
 
     @property
     def is_linear(self) -> bool:
@@ -203,9 +207,13 @@ class MetricProgram:
         return kept, CellMatrix(sp.csr_matrix(W) @ self.A.K, self.A.P), W @ self.b + constant
 
     def flag_undefined(self, r: np.ndarray, cons: np.ndarray) -> np.ndarray:
-        """The constraint values ``cons`` at ``r`` with those whose ratio is undefined there read as
-        violated without bound: choosing among models, one that meets a ratio's linear form by
-        predicting nothing is not feasible.
+        """The constraint values ``cons`` at ``r`` as models are judged by them: a non-linear
+        constraint's exact value (:meth:`CompiledSum.exact_value`: a ratio over a denominator
+        below the solvers' floor of ``1e-6`` read as it is, not as the solvers clip it, lest a
+        mixture meet ``precision[g] <= precision + 0.05`` by predicting almost nothing for
+        ``g``), and those whose ratio is undefined there read as violated without bound:
+        choosing among models, one that meets a ratio's linear form by predicting nothing is
+        not feasible.
 
         Parameters
         ----------
@@ -217,12 +225,15 @@ class MetricProgram:
         Returns
         -------
         ndarray of the shape of ``cons``
-            ``cons`` with ``inf`` where a constraint's ratio is undefined at ``r`` (``0 / 0``
-            for a ratio bound, a zero denominator for a ratio in a metric); ``cons`` itself when there are no constraints.
+            ``cons`` with the exact values of the non-linear constraints, and ``inf`` where a
+            constraint's ratio is undefined at ``r`` (``0 / 0`` for a ratio bound, a zero
+            denominator for a ratio in a metric); ``cons`` itself when there are no constraints.
         """
         if not self.constraints:
             return cons
-        return np.where(np.array([~c.defined(r) for c in self.constraints]), np.inf, cons)
+        with np.errstate(invalid="ignore"):  # an undefined ratio's NaN is replaced below
+            exact = np.array([cons[j] if c.is_linear else c.exact_value(r) for j, c in enumerate(self.constraints)])
+        return np.where(np.array([~c.defined(r) for c in self.constraints]), np.inf, exact)
 
 
 class Expansion:
