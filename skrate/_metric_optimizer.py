@@ -228,7 +228,8 @@ class MetricOptimizer(RateClassifierBase):
         linear in the rates (with the plug-in solvers, the exact optimum over every mixture of
         per-cell thresholds of the probability model: the oracle's answers at the LP's dual
         values join the snapshots until none improves the LP, column generation), otherwise the
-        optimal mixture for the metric (SLSQP over the simplex), reduced by an LP to at most
+        optimal mixture for the metric (SLSQP over the simplex; a local optimum for ratio
+        metrics and constraints, whose program is not convex), reduced by an LP to at most
         K + 1 models with the same K rates;
         ``"T_stochastic"`` the uniform mixture over the snapshots (the game's guarantee); ``"best"``
         the best iterate (Cotter et al. 2019, Eq. 18, on the metric values); ``"last"`` the last.
