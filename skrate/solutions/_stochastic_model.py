@@ -72,7 +72,9 @@ def row_uniforms(X: ArrayLike | sp.spmatrix | sp.sparray, seed: int = 0) -> np.n
     The same row gets the same number in every call and every process; distinct rows get
     (pseudo-)independent numbers. Numbers are hashed by their float64 bytes, whatever their
     dtype (-0.0 as 0.0, every NaN alike); other entries (text, categories) by their text. Loops
-    over columns and blocks of rows, never over single rows, and holds no copy of all of ``X``.
+    over columns and blocks of rows, never over single rows, and holds no copy of all of a dense
+    ``X``; a sparse one is read by columns (a CSC copy of a CSR ``X``), at a cost of
+    ``n_samples * n_features``: every row's hash mixes each column, stored or not.
 
     A row repeated within ``X`` (discrete features) would otherwise draw the same number every
     time, so all its copies would get the same decision. Its ``k``-th repeat takes the ``k``-th
