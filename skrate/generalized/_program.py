@@ -60,8 +60,9 @@ class CompiledSum:
         """``value`` with every atom's :meth:`~Atom.exact_value`: no denominator clipped, a zero
         one read as the core reads it (:func:`skrate.problem.ratio_value`)."""
         out = self.constant + 0.0 * r[0]
-        for coef, atom, idx in self.atoms:
-            out = out + coef * atom.exact_value(r[idx])
+        with np.errstate(invalid="ignore"):  # undefined ratios sum to NaN, as reports read them
+            for coef, atom, idx in self.atoms:
+                out = out + coef * atom.exact_value(r[idx])
         return out
 
     def reported_value(self, r: np.ndarray) -> float:
@@ -231,8 +232,8 @@ class MetricProgram:
         """
         if not self.constraints:
             return cons
-        with np.errstate(invalid="ignore"):  # an undefined ratio's NaN is replaced below
-            exact = np.array([cons[j] if c.is_linear else c.exact_value(r) for j, c in enumerate(self.constraints)])
+        # an undefined ratio's NaN is replaced below
+        exact = np.array([cons[j] if c.is_linear else c.exact_value(r) for j, c in enumerate(self.constraints)])
         return np.where(np.array([~c.defined(r) for c in self.constraints]), np.inf, exact)
 
 
