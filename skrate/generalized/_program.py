@@ -7,6 +7,7 @@ rates of a model are ``A @ yhat + b`` (the core's compiler) and every atom reads
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -81,6 +82,12 @@ class CompiledSum:
     @property
     def is_linear(self) -> bool:
         return self.kind == "linear"
+
+    @cached_property
+    def floors_denominators(self) -> bool:
+        """Whether :meth:`value` reads a ratio atom's denominator at the solvers' floor, so that
+        :meth:`exact_value` can differ from it."""
+        return any(atom.kind == "ratio" for _, atom, _ in self.atoms)
 
     def _denominators(self) -> list:
         """(expression, row) of every denominator: the bound's, then the ratio atoms'."""
@@ -208,11 +215,11 @@ class MetricProgram:
         return kept, CellMatrix(sp.csr_matrix(W) @ self.A.K, self.A.P), W @ self.b + constant
 
     def flag_undefined(self, r: np.ndarray, cons: np.ndarray) -> np.ndarray:
-        """The constraint values ``cons`` at ``r`` as models are judged by them: a non-linear
-        constraint's exact value (:meth:`CompiledSum.exact_value`: a ratio over a denominator
-        below the solvers' floor of ``1e-6`` read as it is, not as the solvers clip it, lest a
-        mixture meet ``precision[g] <= precision + 0.05`` by predicting almost nothing for
-        ``g``), and those whose ratio is undefined there read as violated without bound:
+        """The constraint values ``cons`` at ``r`` as models are judged by them: a constraint
+        with ratio atoms at its exact value (:meth:`CompiledSum.exact_value`: a ratio over a
+        denominator below the solvers' floor of ``1e-6`` read as it is, not as the solvers clip
+        it, lest a mixture meet ``precision[g] <= precision + 0.05`` by predicting almost
+        nothing for ``g``), and those whose ratio is undefined there read as violated without bound:
         choosing among models, one that meets a ratio's linear form by predicting nothing is
         not feasible.
 
@@ -226,14 +233,15 @@ class MetricProgram:
         Returns
         -------
         ndarray of the shape of ``cons``
-            ``cons`` with the exact values of the non-linear constraints, and ``inf`` where a
+            ``cons`` with the exact values of the constraints with ratio atoms, and ``inf`` where a
             constraint's ratio is undefined at ``r`` (``0 / 0`` for a ratio bound, a zero
             denominator for a ratio in a metric); ``cons`` itself when there are no constraints.
         """
         if not self.constraints:
             return cons
         # an undefined ratio's NaN is replaced below
-        exact = np.array([cons[j] if c.is_linear else c.exact_value(r) for j, c in enumerate(self.constraints)])
+        exact = np.array([c.exact_value(r) if c.floors_denominators else cons[j]
+                          for j, c in enumerate(self.constraints)])
         return np.where(np.array([~c.defined(r) for c in self.constraints]), np.inf, exact)
 
 
