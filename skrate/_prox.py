@@ -32,9 +32,13 @@ def soft_threshold(v: np.ndarray, threshold: float | np.ndarray) -> np.ndarray:
     ndarray
         ``sign(v) * max(|v| - threshold, 0)``, a new array.
     """
+    return _shrink(v, _checked(threshold))
+
+
+def _checked(threshold: float | np.ndarray) -> float | np.ndarray:
     if np.any(np.asarray(threshold) < 0):
         raise ValueError(f"threshold must be non-negative, got {threshold}.")
-    return _shrink(v, threshold)
+    return threshold
 
 
 def _shrink(v: np.ndarray, threshold: float | np.ndarray) -> np.ndarray:
@@ -113,9 +117,7 @@ def elastic_net_prox(step: float | np.ndarray, alpha: float,
     callable
         ``v -> prox_elastic_net(v, step, alpha, l1_ratio)``.
     """
-    threshold = step * alpha * l1_ratio if l1_ratio > 0 else None
-    if threshold is not None and np.any(np.asarray(threshold) < 0):
-        raise ValueError(f"threshold must be non-negative, got {threshold}.")
+    threshold = _checked(step * alpha * l1_ratio) if l1_ratio > 0 else None
     # no ridge part at l1_ratio=1, even at an infinite step (a coefficient held at 0), where
     # inf * 0 would be NaN
     shrinkage = 1.0 + step * alpha * (1.0 - l1_ratio) if l1_ratio < 1 else 1.0
