@@ -13,6 +13,7 @@ from dataclasses import replace
 import numpy as np
 from scipy.optimize import minimize
 
+from skrate._centred_columns import largest_eigenvalue, weighted_column_sq
 from skrate._trimmed_losses import CURVATURE, linear_loss, loss_curvature, penalty_weight
 from skrate._trimmed_problem import TrimmedFit, TrimmedProblem
 
@@ -40,7 +41,7 @@ def refit_scaling(
     Parameters
     ----------
     problem : TrimmedProblem
-    X : ndarray of shape (m, n_features)
+    X : ndarray or CentredColumns of shape (m, n_features)
         The rows refitted.
     c : ndarray of shape (m,)
         Their weights.
@@ -56,7 +57,7 @@ def refit_scaling(
     """
     P = problem
     cv = c * curvature
-    diag = cv @ (X * X)
+    diag = weighted_column_sq(X, cv)
     if P.penalty == "l2":
         diag = diag + penalty_weight(P.alpha, P.coef_scale)
     ref = float(cv.sum())
@@ -166,8 +167,7 @@ def fit_weighted(
 
     D, Xu, scale = scaled(W, b)
     Q = replace(P, X=Xu, Y=Ys, coef_scale=scale, groups=None, floors=None)  # for its prox
-    Xt = np.hstack([Xu, np.ones((rows.size, 1))]) if P.fit_intercept else Xu
-    L = CURVATURE[P.loss] * float(np.linalg.eigvalsh(Xt.T @ (cs[:, None] * Xt))[-1])
+    L = CURVATURE[P.loss] * largest_eigenvalue(Xu, cs, P.fit_intercept)
     eta = 1.0 / max(L, np.finfo(float).tiny)
     accelerate = P.penalty == "l1"
     U = D * W

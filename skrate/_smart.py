@@ -10,8 +10,8 @@ over arrays; no scikit-learn estimators here.
 from __future__ import annotations
 
 import numpy as np
-from sklearn.utils.extmath import row_norms
 
+from skrate._centred_columns import row_sq_norms
 from skrate._concentration import fit_weighted
 from skrate._kept_set import KeptSet
 from skrate._trimmed_losses import linear_loss
@@ -180,7 +180,7 @@ def smart(
     # times the latter: a start already stationary (a penalty that zeroes every
     # coefficient) has a gradient of rounding size, which no later point would beat.
     with np.errstate(over="ignore"):  # a gross target's is inf, which the median ignores
-        sample_grad = np.linalg.norm(D, axis=1) * np.sqrt(row_norms(X, squared=True) + fi)
+        sample_grad = np.linalg.norm(D, axis=1) * np.sqrt(row_sq_norms(X) + fi)
     res0, typical = residual(W, agg_W, agg_b), float(np.median(sample_grad))
     ref = max(min(res0, typical), tol * typical) if 0 < typical < np.inf else res0
 

@@ -6,6 +6,7 @@ from numbers import Integral, Real
 from typing import TYPE_CHECKING, NamedTuple
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.special import log_softmax, softmax
 from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin, _fit_context
 from sklearn.exceptions import ConvergenceWarning
@@ -20,7 +21,7 @@ from ._concentration import concentration_steps
 from ._smart import smart
 from ._trimmed_location import trimmed_location
 from ._trimmed_losses import PENALTY_DEGREE, penalty_weight
-from ._trimmed_problem import TrimmedProblem, column_scaling, held_within
+from ._trimmed_problem import TrimmedProblem, column_scaling, preconditioned
 from .problem._groups import check_row_order
 from .utils._validation import (check_label_missing, check_sample_weight_scaled, check_weighted_classes,
                                 unfitted_on_error, validate_numeric, without_weightless)
@@ -278,6 +279,11 @@ class _BaseTrimmed(BaseEstimator):
         self.tol = tol
         self.random_state = random_state
 
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
     def _kept(self, n_samples: int, weights: _RowWeights) -> float:
         """``h``: :meth:`_n_kept` without caps (sample weights), else the kept weight (in the
         units of ``weights.caps``)."""
@@ -357,8 +363,9 @@ class _BaseTrimmed(BaseEstimator):
         free = ~(np.isinf(penalty_weight(alpha, scale)) if penalty != "none" else np.zeros(d, bool))
         if free.all():
             free = slice(None)  # X[:, mask] is in Fortran order: the solvers' sums would round apart
+        Z = preconditioned(X if isinstance(free, slice) else X[:, free], offset[free], scale[free])
         problem = TrimmedProblem(
-            held_within((X[:, free] - offset[free]) / scale[free]), Y, loss, float(h), penalty, alpha,
+            Z, Y, loss, float(h), penalty, alpha,
             bool(self.fit_intercept), coef_scale=scale[free], groups=groups, floors=floors, caps=caps,
         )
         if self.solver == "alternating":
@@ -446,7 +453,7 @@ class _BaseTrimmed(BaseEstimator):
 
     def _scores(self, X):
         check_is_fitted(self)
-        X = validate_numeric(self, X, reset=False, dtype=[np.float64, np.float32])
+        X = validate_numeric(self, X, accept_sparse="csr", reset=False, dtype=[np.float64, np.float32])
         return X @ np.atleast_2d(self.coef_).T + self.intercept_
 
 
@@ -503,14 +510,16 @@ class TrimmedRegressor(RowOrderScoreMixin, RegressorMixin, _BaseTrimmed):
     )
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> "TrimmedRegressor":
+    def fit(self, X: ArrayLike | sp.spmatrix | sp.sparray, y: ArrayLike,
+            sample_weight: ArrayLike | None = None) -> "TrimmedRegressor":
         """Fit the model and the sample weights.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data, dense (the solvers read rows and columns of it; a sparse matrix is
-            refused with a TypeError); NaN or infinite values are rejected.
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data; NaN or infinite values are rejected. A sparse matrix stays
+            sparse (as CSR): the centring of its columns is implicit, and the fit is that
+            of the same data dense.
         y : array-like of shape (n_samples,)
             Targets.
         sample_weight : array-like of shape (n_samples,), default=None
@@ -529,7 +538,7 @@ class TrimmedRegressor(RowOrderScoreMixin, RegressorMixin, _BaseTrimmed):
         """
         with unfitted_on_error(self):
             check_row_order(X, y=y, sample_weight=sample_weight)
-            X, y = validate_numeric(self, X, y, dtype=np.float64, y_numeric=True)
+            X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64, y_numeric=True)
             X, y, weights = _row_weights(X, np.asarray(y, dtype=np.float64), sample_weight)
             h = self._kept(X.shape[0], weights)
             fit = self._solve(X, y, "squared", h, caps=weights.caps)
@@ -539,13 +548,13 @@ class TrimmedRegressor(RowOrderScoreMixin, RegressorMixin, _BaseTrimmed):
         self._warn_if_not_converged(fit)
         return self
 
-    def predict(self, X: ArrayLike) -> np.ndarray:
+    def predict(self, X: ArrayLike | sp.spmatrix | sp.sparray) -> np.ndarray:
         """Predict with the linear model.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples to predict, dense, with the features seen in ``fit``.
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Samples to predict, with the features seen in ``fit``.
 
         Returns
         -------
@@ -609,14 +618,16 @@ class TrimmedClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseTrimmed):
     )
 
     @_fit_context(prefer_skip_nested_validation=True)
-    def fit(self, X: ArrayLike, y: ArrayLike, sample_weight: ArrayLike | None = None) -> "TrimmedClassifier":
+    def fit(self, X: ArrayLike | sp.spmatrix | sp.sparray, y: ArrayLike,
+            sample_weight: ArrayLike | None = None) -> "TrimmedClassifier":
         """Fit the model and the sample weights.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Training data, dense (the solvers read rows and columns of it; a sparse matrix is
-            refused with a TypeError); NaN or infinite values are rejected.
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Training data; NaN or infinite values are rejected. A sparse matrix stays
+            sparse (as CSR): the centring of its columns is implicit, and the fit is that
+            of the same data dense.
         y : array-like of shape (n_samples,)
             Class labels (at least two classes).
         sample_weight : array-like of shape (n_samples,), default=None
@@ -645,7 +656,7 @@ class TrimmedClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseTrimmed):
         with unfitted_on_error(self):
             check_row_order(X, y=y, sample_weight=sample_weight)
             check_label_missing(y)
-            X, y = validate_numeric(self, X, y, dtype=np.float64)
+            X, y = validate_numeric(self, X, y, accept_sparse="csr", dtype=np.float64)
             check_classification_targets(y)
             classes, y_index = np.unique(y, return_inverse=True)
             if classes.size < 2:
@@ -722,13 +733,13 @@ class TrimmedClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseTrimmed):
             return f"n_inliers of at least {n - k}"
         return f"trim_fraction below {k + 1}/{n} (at most {k} trimmed)"
 
-    def decision_function(self, X: ArrayLike) -> np.ndarray:
+    def decision_function(self, X: ArrayLike | sp.spmatrix | sp.sparray) -> np.ndarray:
         """Scores: the log-odds of ``classes_[1]`` (two classes) or one per class.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples to score, dense, with the features seen in ``fit``.
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Samples to score, with the features seen in ``fit``.
 
         Returns
         -------
@@ -738,13 +749,13 @@ class TrimmedClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseTrimmed):
         S = self._scores(X)
         return S[:, 0] if S.shape[1] == 1 else S
 
-    def predict_proba(self, X: ArrayLike) -> np.ndarray:
+    def predict_proba(self, X: ArrayLike | sp.spmatrix | sp.sparray) -> np.ndarray:
         """Class probabilities.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples to predict, dense, with the features seen in ``fit``.
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Samples to predict, with the features seen in ``fit``.
 
         Returns
         -------
@@ -753,13 +764,13 @@ class TrimmedClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseTrimmed):
         """
         return softmax(self._class_scores(X), axis=1)
 
-    def predict_log_proba(self, X: ArrayLike) -> np.ndarray:
+    def predict_log_proba(self, X: ArrayLike | sp.spmatrix | sp.sparray) -> np.ndarray:
         """Logarithm of the class probabilities, computed without underflow.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples to predict, dense, with the features seen in ``fit``.
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Samples to predict, with the features seen in ``fit``.
 
         Returns
         -------
@@ -774,13 +785,13 @@ class TrimmedClassifier(RowOrderScoreMixin, ClassifierMixin, _BaseTrimmed):
         S = self._scores(X)
         return np.column_stack([np.zeros_like(S), S]) if S.shape[1] == 1 else S
 
-    def predict(self, X: ArrayLike) -> np.ndarray:
+    def predict(self, X: ArrayLike | sp.spmatrix | sp.sparray) -> np.ndarray:
         """Most probable class.
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
-            Samples to predict, dense, with the features seen in ``fit``.
+        X : {array-like, sparse matrix} of shape (n_samples, n_features)
+            Samples to predict, with the features seen in ``fit``.
 
         Returns
         -------

@@ -9,7 +9,7 @@ from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder
 
-from skrate import ConstrainedClassifier, MetricOptimizer
+from skrate import ConstrainedClassifier, MetricOptimizer, TrimmedClassifier, TrimmedRegressor
 from skrate.generalized import pr_auc
 from skrate.metrics import audit
 from skrate.models import input_scale, scaled_input
@@ -250,3 +250,114 @@ def test_sparse_x_with_nan_reaches_the_estimator_and_predicts_as_dense(params):
     np.testing.assert_allclose(augmented.toarray(), np.column_stack([np.nan_to_num(X, nan=0.0), z]), rtol=1e-10,
                                atol=1e-12)
     np.testing.assert_array_equal(S.data, data)
+
+
+# ------------------------------------------------------------------ trimmed estimators
+def _trimmed_columns(n=600, seed=0):
+    """Sparse columns of every kind the column scaling tells apart."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 8))
+    X[X < 0.7] = 0.0  # mostly zeros
+    X[:, 1] = -np.abs(X[:, 1])  # negative entries
+    X[:, 2] = np.where(rng.random(n) < 0.85, rng.normal(size=n) + 3.0, 0.0)  # quartiles off 0
+    X[:, 3] = 0.0  # no entries
+    X[:, 4] = 7.0  # constant, an entry in every row
+    X[:, 5] = 1e6 + 1e-3 * rng.normal(size=n)  # an offset far beyond its spread
+    X[:3, 6] = 1e12  # gross values the fences clip
+    X[:, 7] *= 1e4  # large units
+    return X
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_column_scaling_of_sparse_columns_is_that_of_dense(fit_intercept):
+    from skrate._trimmed_problem import column_scaling
+
+    X = _trimmed_columns()
+    dense = column_scaling(X, fit_intercept)
+    for form in (sp.csr_matrix, sp.csc_matrix):
+        sparse = column_scaling(form(X), fit_intercept)
+        np.testing.assert_allclose(sparse[0], dense[0], rtol=1e-12, atol=0)
+        np.testing.assert_allclose(sparse[1], dense[1], rtol=1e-12, atol=0)
+    assert dense[1][3] == dense[1][4] == 1.0  # the constant columns
+
+
+def test_centred_columns_compute_as_the_dense_centred_columns():
+    from skrate._centred_columns import largest_eigenvalue, row_sq_norms, weighted_column_sq, weighted_gram
+    from skrate._trimmed_problem import preconditioned
+
+    rng = np.random.default_rng(1)
+    X = _trimmed_columns(n=300)
+    X[:3, 6] = 0.0  # moderate values: the dense reference is then exact to rounding
+    offset, scale = X.mean(axis=0), X.std(axis=0) + 1.0
+    # the offset column (1e6 over a spread of 1e-3) has an entry in every row: centred in place
+    Z, C = (X - offset) / scale, preconditioned(sp.csr_matrix(X), offset, scale)
+    W, M, c, D = rng.normal(size=(8, 3)), rng.normal(size=(300, 3)), rng.random(300), rng.random(8) + 0.5
+    rows = rng.choice(300, 40, replace=False)
+    np.testing.assert_allclose(C @ W, Z @ W, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(C @ W[:, 0], Z @ W[:, 0], rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(C.T @ M, Z.T @ M, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(C[rows] @ W, Z[rows] @ W, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose((C / D) @ W, (Z / D) @ W, rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(row_sq_norms(C), row_sq_norms(Z), rtol=1e-9)
+    np.testing.assert_allclose(weighted_column_sq(C, c), weighted_column_sq(Z, c), rtol=1e-9)
+    for fit_intercept in (True, False):
+        for weights in (c, None):
+            np.testing.assert_allclose(weighted_gram(C, weights, fit_intercept),
+                                       weighted_gram(Z, weights, fit_intercept), rtol=1e-9, atol=1e-9)
+        assert largest_eigenvalue(C, c, fit_intercept) == pytest.approx(
+            np.linalg.eigvalsh(weighted_gram(Z, c, fit_intercept))[-1], rel=1e-12)
+
+
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_largest_eigenvalue_of_wide_columns_is_a_tight_upper_bound(fit_intercept):
+    from skrate._centred_columns import GRAM_MAX, CentredColumns, largest_eigenvalue
+
+    rng = np.random.default_rng(2)
+    n, d = 80, GRAM_MAX + 500  # too wide for the Gram matrix: Lanczos iterations
+    S = sp.random(n, d, density=0.02, format="csr", random_state=3)
+    offset, scale, c = np.asarray(S.mean(axis=0)).ravel(), rng.random(d) + 0.5, rng.random(n)
+    Z = (S.toarray() - offset) / scale
+    Zt = np.hstack([Z, np.ones((n, 1))]) if fit_intercept else Z
+    exact = np.linalg.eigvalsh((Zt * np.sqrt(c)[:, None]) @ (Zt * np.sqrt(c)[:, None]).T)[-1]  # the small side
+    for form in (CentredColumns(S, offset, scale), Z):
+        lam = largest_eigenvalue(form, c, fit_intercept)
+        assert exact <= lam <= exact * 1.002
+
+
+_TRIMMED = [
+    TrimmedRegressor(trim_fraction=0.1, random_state=0),
+    TrimmedRegressor(trim_fraction=0.1, solver="alternating", random_state=0),
+    TrimmedRegressor(trim_fraction=0.1, penalty="l1", alpha=1e-3, random_state=0),
+    TrimmedRegressor(trim_fraction=0.1, fit_intercept=False, random_state=0),
+    TrimmedClassifier(trim_fraction=0.1, alpha=1e-2, random_state=0),
+    TrimmedClassifier(trim_fraction=0.1, alpha=1e-2, solver="alternating", random_state=0),
+    TrimmedClassifier(trim_fraction=0.1, penalty="l1", alpha=1e-3, weight_step=1.0, random_state=0),
+]
+
+
+@pytest.mark.parametrize("estimator", _TRIMMED, ids=lambda e: f"{type(e).__name__}-{e.get_params()}"[:90])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_trimmed_fit_on_sparse_x_is_the_fit_on_dense_x(estimator, weighted):
+    rng = np.random.default_rng(4)
+    X = _trimmed_columns(n=800)
+    n = X.shape[0]
+    score = X[:, 0] - 2.0 * X[:, 2] + 0.5 * X[:, 1] + 1e-4 * X[:, 7] + 0.1 * rng.normal(size=n)
+    if isinstance(estimator, TrimmedRegressor):
+        y = score.copy()
+        y[:60] += 40.0  # gross targets
+    else:
+        y = np.digitize(score, np.quantile(score, [0.35, 0.7]))  # three classes
+        y[:60] = (y[:60] + 1) % 3  # mislabelled
+    sw = rng.integers(1, 4, n).astype(float) if weighted else None
+    S = sp.csr_matrix(X)
+    before = S.copy()
+    dense = clone(estimator).fit(X, y, sample_weight=sw)
+    sparse = clone(estimator).fit(S, y, sample_weight=sw)
+    np.testing.assert_array_equal(sparse.inlier_mask_, dense.inlier_mask_)
+    assert sparse.objective_ == pytest.approx(dense.objective_, rel=1e-6)
+    np.testing.assert_allclose(sparse.predict(S), sparse.predict(X), rtol=1e-12, atol=1e-9)
+    if isinstance(estimator, TrimmedRegressor):
+        np.testing.assert_allclose(sparse.predict(S), dense.predict(X), rtol=1e-5, atol=1e-4)
+    else:
+        np.testing.assert_allclose(sparse.predict_proba(S), dense.predict_proba(X), atol=1e-4)
+    assert (S != before).nnz == 0 and S.has_canonical_format  # the input is left as it was

@@ -1446,15 +1446,6 @@ def test_wide_regressor_reaches_the_ridge_optimum_on_its_inliers(fit_intercept):
     assert reg.objective_ == pytest.approx(expected, rel=1e-6)
 
 
-@pytest.mark.parametrize("Est", [TrimmedRegressor, TrimmedClassifier])
-def test_sparse_input_is_refused_as_documented(Est):
-    import scipy.sparse as sp
-
-    X = sp.random(50, 3, density=0.5, format="csr", random_state=0)
-    with pytest.raises(TypeError, match=r"dense data is required.*toarray"):
-        Est().fit(X, np.arange(50) % 2)
-
-
 @pytest.mark.parametrize("kw", [dict(alpha=0.0), dict(), dict(penalty="l1"), dict(penalty="l0")])
 @pytest.mark.parametrize("weight_step", [1.0, 5.0])
 def test_a_finite_weight_step_on_kept_rows_fitted_exactly_is_the_exact_step(kw, weight_step):
