@@ -23,7 +23,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from skrate._capped_simplex import project_capped_simplex
-from skrate._centred_columns import GRAM_MAX, CentredColumns, largest_eigenvalue, row_sq_norms
+from skrate._centred_columns import CentredColumns, largest_eigenvalue, row_sq_norms
 from skrate._kept_set import keep_first
 from skrate._trimmed_location import _fill, trimmed_location
 from skrate._trimmed_losses import CURVATURE, linear_loss, penalty_prox, penalty_value, penalty_weight
@@ -382,13 +382,10 @@ class TrimmedProblem:
         kappa = CURVATURE[self.loss]
         X = self.X
         row_sq = row_sq_norms(X) + float(self.fit_intercept)
-        n, d = X.shape
+        n = X.shape[0]
         # with caps a term's weight is at most its cap: row i's curvature scales by it
         scaled = row_sq if self.caps is None else self.caps * row_sq
-        if d + self.fit_intercept <= GRAM_MAX:
-            lam = largest_eigenvalue(X, self.caps, self.fit_intercept)
-        else:  # Frobenius norm: a cheap upper bound
-            lam = float(scaled.sum())
+        lam = largest_eigenvalue(X, self.caps, self.fit_intercept)
         # mean-square (not worst-case) smoothness of the terms: what bounds the
         # variance of the minibatch gradient differences
         l_ms = float(np.sqrt(np.mean(scaled * scaled)))
