@@ -20,33 +20,45 @@ GRAM_MAX = 2000
 
 
 class CentredColumns:
-    """The columns ``(X - offset) / scale`` of a sparse ``X`` (CSR), without forming them.
+    """The columns ``(X - offset) / scale`` of a sparse ``X``, without forming them.
+
+    Held as the scaled columns ``S = X / scale`` (CSR) and their shift ``u = offset / scale``:
+    ``Z = S - 1 u'``. Every product is taken in these units, where a column of entries near
+    ``1e300`` or ``1e-300`` is of order 1, so nothing overflows or underflows that would not in
+    ``Z`` itself.
 
     Parameters
     ----------
-    X : sparse matrix of shape (n_samples, n_features)
-    offset, scale : ndarray of shape (n_features,)
+    S : sparse matrix of shape (n_samples, n_features)
+        The scaled columns.
+    shift : ndarray of shape (n_features,)
     """
 
     ndim = 2
 
-    def __init__(self, X: sp.csr_matrix, offset: np.ndarray, scale: np.ndarray):
-        self.X, self.offset, self.scale = sp.csr_matrix(X), offset, scale
+    def __init__(self, S: sp.csr_matrix, shift: np.ndarray):
+        self.S, self.shift = sp.csr_matrix(S), shift
+
+    @classmethod
+    def of(cls, X, offset: np.ndarray, scale: np.ndarray) -> "CentredColumns":
+        """``(X - offset) / scale`` of a sparse ``X`` (left as it is)."""
+        S = sp.csr_matrix(X, copy=True)
+        S.data = S.data / scale[S.indices]  # divided, as the dense columns are, not times 1 / scale
+        return cls(S, offset / scale)
 
     @property
     def shape(self) -> tuple[int, int]:
-        return self.X.shape
+        return self.S.shape
 
     def __getitem__(self, rows) -> "CentredColumns":
-        return CentredColumns(self.X[rows], self.offset, self.scale)
+        return CentredColumns(self.S[rows], self.shift)
 
     def __truediv__(self, D: np.ndarray) -> "CentredColumns":
         """The columns divided once more, by ``D`` (n_features,)."""
-        return CentredColumns(self.X, self.offset, self.scale * D)
+        return CentredColumns.of(self.S, self.shift, D)
 
     def __matmul__(self, W: np.ndarray) -> np.ndarray:
-        V = W / (self.scale if W.ndim == 1 else self.scale[:, None])
-        return np.asarray(self.X @ V) - self.offset @ V
+        return np.asarray(self.S @ W) - self.shift @ W
 
     @property
     def T(self) -> "_Transposed":
@@ -61,16 +73,15 @@ class _Transposed:
 
     def __matmul__(self, M: np.ndarray) -> np.ndarray:
         Z = self.Z
-        G = np.asarray(Z.X.T @ M) - np.multiply.outer(Z.offset, M.sum(axis=0))
-        return G / (Z.scale if G.ndim == 1 else Z.scale[:, None])
+        return np.asarray(Z.S.T @ M) - np.multiply.outer(Z.shift, M.sum(axis=0))
 
 
 def row_sq_norms(Z) -> np.ndarray:
     """``||z_i||^2`` of each row of ``Z`` (an array or :class:`CentredColumns`)."""
     if not isinstance(Z, CentredColumns):
         return row_norms(Z, squared=True)
-    u = Z.offset / Z.scale
-    sq = row_norms(Z.X @ sp.diags(1.0 / Z.scale), squared=True) - 2.0 * (Z.X @ (u / Z.scale)) + u @ u
+    S, u = Z.S, Z.shift
+    sq = row_norms(S, squared=True) - 2.0 * (S @ u) + u @ u
     return np.maximum(sq, 0.0)  # the expansion rounds a row at the offset to about -eps
 
 
@@ -78,9 +89,9 @@ def weighted_column_sq(Z, c: np.ndarray) -> np.ndarray:
     """``c @ (Z * Z)``: the weighted sum of squares of each column."""
     if not isinstance(Z, CentredColumns):
         return c @ (Z * Z)
-    X, o = Z.X, Z.offset
-    sq = (X.multiply(X).T @ c) - 2.0 * o * (X.T @ c) + o * o * c.sum()
-    return np.maximum(sq, 0.0) / (Z.scale * Z.scale)
+    S, u = Z.S, Z.shift
+    sq = (S.multiply(S).T @ c) - 2.0 * u * (S.T @ c) + u * u * c.sum()
+    return np.maximum(sq, 0.0)
 
 
 def weighted_gram(Z, c: np.ndarray | None, fit_intercept: bool) -> np.ndarray:
@@ -91,15 +102,14 @@ def weighted_gram(Z, c: np.ndarray | None, fit_intercept: bool) -> np.ndarray:
         Zt = np.hstack([Z, np.ones((n, 1))]) if fit_intercept else Z
         return Zt.T @ Zt if c is None else Zt.T @ (c[:, None] * Zt)
     c = np.ones(n) if c is None else c
-    X, o, s = Z.X, Z.offset, Z.scale
-    Xc = np.asarray(X.T @ c)  # sum_i c_i x_i
+    S, u = Z.S, Z.shift
+    Sc = np.asarray(S.T @ c)  # sum_i c_i s_i
     total = float(c.sum())
-    # (X - 1 o')' C (X - 1 o') = X'CX - Xc o' - o Xc' + total o o'
-    G = (X.T @ sp.diags(c) @ X).toarray() - np.outer(Xc, o) - np.outer(o, Xc) + total * np.outer(o, o)
-    G /= np.outer(s, s)
+    # (S - 1 u')' C (S - 1 u') = S'CS - Sc u' - u Sc' + total u u'
+    G = (S.T @ sp.diags(c) @ S).toarray() - np.outer(Sc, u) - np.outer(u, Sc) + total * np.outer(u, u)
     if not fit_intercept:
         return G
-    side = (Xc - total * o) / s
+    side = Sc - total * u
     return np.block([[G, side[:, None]], [side[None, :], np.array([[total]])]])
 
 
@@ -124,8 +134,10 @@ def largest_eigenvalue(Z, c: np.ndarray | None, fit_intercept: bool) -> float:
         g = Z.T @ u
         return np.append(g, u.sum()) if fit_intercept else g
 
-    op = LinearOperator((d, d), matvec=product, dtype=np.float64)
     # a start of fixed seed: the fit must not depend on ARPACK's random one, and a structured
     # start (all ones) can be orthogonal to the top eigenvector, which Lanczos then misses
     v0 = np.random.default_rng(0).standard_normal(d)
+    if not np.any(product(v0)):  # the zero matrix (no entries, no intercept): ARPACK refuses it
+        return 0.0
+    op = LinearOperator((d, d), matvec=product, dtype=np.float64)
     return float(eigsh(op, k=1, which="LA", tol=1e-6, v0=v0, return_eigenvectors=False)[0]) * (1.0 + 1e-3)

@@ -1,10 +1,13 @@
 """Sparse X: the rate estimators train and predict on it as on the same rows dense."""
 
+import warnings
+
 import numpy as np
 import pandas as pd
 import pytest
 import scipy.sparse as sp
 from sklearn.base import clone
+from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.pipeline import make_pipeline
 from sklearn.preprocessing import OneHotEncoder
@@ -319,7 +322,7 @@ def test_largest_eigenvalue_of_wide_columns_is_a_tight_upper_bound(fit_intercept
     Z = (S.toarray() - offset) / scale
     Zt = np.hstack([Z, np.ones((n, 1))]) if fit_intercept else Z
     exact = np.linalg.eigvalsh((Zt * np.sqrt(c)[:, None]) @ (Zt * np.sqrt(c)[:, None]).T)[-1]  # the small side
-    for form in (CentredColumns(S, offset, scale), Z):
+    for form in (CentredColumns.of(S, offset, scale), Z):
         lam = largest_eigenvalue(form, c, fit_intercept)
         assert exact <= lam <= exact * 1.002
 
@@ -361,3 +364,62 @@ def test_trimmed_fit_on_sparse_x_is_the_fit_on_dense_x(estimator, weighted):
     else:
         np.testing.assert_allclose(sparse.predict_proba(S), dense.predict_proba(X), atol=1e-4)
     assert (S != before).nnz == 0 and S.has_canonical_format  # the input is left as it was
+
+
+@pytest.mark.parametrize("magnitude", [1e300, 1e-300])
+@pytest.mark.parametrize("kw", [dict(), dict(penalty="none"), dict(penalty="l1", alpha=1e-3, solver="alternating")])
+def test_trimmed_fit_on_sparse_columns_of_any_magnitude_is_the_dense_fit(magnitude, kw):
+    # the Gram matrix of a sparse column near 1e300 (or its scale's square near 1e-300) left the
+    # float range before it was scaled: NaN, and eigvalsh failed
+    rng = np.random.default_rng(5)
+    X = _trimmed_columns(n=200)[:, [0, 1, 2, 7]]
+    y = X[:, 0] - 2.0 * X[:, 2] + 0.1 * rng.normal(size=200)
+    y[:10] += 30.0
+    X[:, 1] *= magnitude
+    dense = TrimmedRegressor(random_state=0, **kw).fit(X, y)
+    sparse = TrimmedRegressor(random_state=0, **kw).fit(sp.csr_matrix(X), y)
+    np.testing.assert_array_equal(sparse.inlier_mask_, dense.inlier_mask_)
+    np.testing.assert_allclose(sparse.coef_ * [1, magnitude, 1, 1], dense.coef_ * [1, magnitude, 1, 1], rtol=1e-6,
+                               atol=1e-8)
+
+
+def test_trimmed_fit_on_a_nearly_full_sparse_column_with_a_large_offset_converges_as_dense():
+    # a column of mean 1e7 over a spread of 1e-3 with a few zeros: left to the implicit centring
+    # its products cancelled 10 digits, and SMART ran to max_iter where the dense fit converged
+    rng = np.random.default_rng(0)
+    n = 400
+    X = np.c_[1e7 + 1e-3 * rng.normal(size=n), rng.normal(size=n) * (rng.random(n) < 0.5), rng.normal(size=n)]
+    X[:4, 0] = 0.0
+    y = ((X[:, 0] - 1e7) / 1e-3 + X[:, 1] + X[:, 2] + 0.5 * rng.normal(size=n) > 0).astype(int)
+    y[10:30] ^= 1
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ConvergenceWarning)
+        dense = TrimmedClassifier(random_state=0).fit(X, y)
+        sparse = TrimmedClassifier(random_state=0).fit(sp.csr_matrix(X), y)
+    np.testing.assert_array_equal(sparse.inlier_mask_, dense.inlier_mask_)
+    assert sparse.objective_ == pytest.approx(dense.objective_, rel=1e-6)
+
+
+@pytest.mark.parametrize("Est", [TrimmedRegressor, TrimmedClassifier])
+def test_trimmed_fit_on_wide_all_zero_sparse_x_without_intercept(Est):
+    # the zero Gram matrix: ARPACK refuses a start in its null space ("starting vector is zero")
+    from skrate._centred_columns import GRAM_MAX
+
+    y = np.arange(60) % 2
+    model = Est(fit_intercept=False, random_state=0).fit(sp.csr_matrix((60, GRAM_MAX + 100)), y)
+    assert not model.coef_.any()
+
+
+@pytest.mark.parametrize("estimator", [TrimmedRegressor(), ConstrainedClassifier(constraints=TPR)])
+def test_duplicate_entries_adding_up_to_infinity_are_refused(estimator):
+    X = _data(n=200)[0]
+    X[0, 0] = 1.0
+    y = (X[:, 0] > 0.5).astype(int)
+    S = sp.csr_matrix(X)
+    # the first entry stored twice, each finite, their sum not: the finiteness check of scikit-learn
+    # reads the entries apart (a COO matrix is summed before it, into its own error)
+    S = sp.csr_matrix((np.r_[1.5e308, 1.5e308, S.data[1:]], np.r_[0, 0, S.indices[1:]], np.r_[0, S.indptr[1:] + 1]),
+                      shape=S.shape)
+    fit_params = {"groups": {"g": np.arange(200) % 2}} if isinstance(estimator, ConstrainedClassifier) else {}
+    with pytest.raises(ValueError, match="duplicate entries .* add up past the largest float"):
+        clone(estimator).fit(S, y, **fit_params)

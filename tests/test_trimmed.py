@@ -1043,6 +1043,24 @@ def test_column_scaling_ignores_gross_values_and_constant_columns():
     assert np.all(column_scaling(X, False)[0] == 0)
 
 
+@pytest.mark.parametrize("magnitude", [1e-300, 1e300])
+def test_a_mostly_zero_column_of_any_magnitude_is_scaled_and_fitted(magnitude):
+    # quartiles of 0 set the units of a mostly-zero column: its entries of 1e-300 squared to a
+    # scale of 0, and an unpenalised fit returned a coefficient of -inf
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 3))
+    X[rng.random(300) < 0.8, 1] = 0.0
+    y = X @ [1.0, -2.0, 0.5] + 0.1 * rng.normal(size=300)
+    y[:15] += 30.0
+    ref = TrimmedRegressor(penalty="none", random_state=0).fit(X, y)
+    X[:, 1] *= magnitude
+    _, scale = column_scaling(X, True)
+    assert 0 < scale[1] < np.inf
+    fit = TrimmedRegressor(penalty="none", random_state=0).fit(X, y)
+    np.testing.assert_array_equal(fit.inlier_mask_, ref.inlier_mask_)
+    np.testing.assert_allclose(fit.coef_ * [1.0, magnitude, 1.0], ref.coef_, rtol=1e-6)
+
+
 def test_gross_leverage_rows_end_at_a_local_solution():
     # 5% of the rows at 1e6 in every feature (a sentinel code). The global minimum
     # trims them all, but a local method started near the all-data fit can stop

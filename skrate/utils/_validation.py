@@ -63,8 +63,15 @@ def _canonical(X):
     not: scipy sorts and sums them in place on the first ``abs`` or product, which would rewrite
     the caller's matrix, and duplicates would count apart in per-entry statistics."""
     if sp.issparse(X) and not X.has_canonical_format:
+        had_inf = np.isinf(X.data).any()
         X = X.copy()
-        X.sum_duplicates()
+        with np.errstate(over="ignore"):
+            X.sum_duplicates()
+        if not had_inf and np.isinf(X.data).any():  # the finiteness check saw the entries apart
+            raise ValueError(
+                "X has duplicate entries (stored more than once at one position) that add up past the "
+                "largest float, so its dense form holds infinity. Rescale those entries, or sum "
+                "them yourself (X.sum_duplicates()) to see which.")
     return X
 
 
