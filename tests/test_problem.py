@@ -651,6 +651,33 @@ def test_cell_matrix_is_the_product_of_the_rate_factors():
     np.testing.assert_allclose((-cells[1:3]).toarray(), -A[1:3], rtol=1e-12, atol=1e-18)
 
 
+@pytest.mark.parametrize("dense_p", [True, False])
+@pytest.mark.parametrize("zero_weight_rows", [0, 10])
+def test_cell_vectors_multiply_as_the_formed_product(monkeypatch, dense_p, zero_weight_rows):
+    # the full-batch games' products with A and A.T, on a dense P (small data) and by cells
+    import scipy.sparse as sp
+
+    from skrate.problem import CellMatrix, CellVectors, compile_factored
+
+    rng = np.random.default_rng(8)
+    n = 2000
+    groups = {"race": rng.choice(["a", "b", "c"], n), "sex": rng.choice(["F", "M"], n)}
+    w = rng.uniform(0.5, 2.0, n)
+    w[:zero_weight_rows] = 0.0  # rows in no cell
+    data = RateData(rng.integers(0, 2, n), w, GroupTable.from_input(groups, None, n))
+    specs = ["ppr[race] <= ppr + 0.05", "tpr[sex=F] >= 0.9 * tpr", "error <= 0.3"]
+    exprs = [c.expression for c in expand_constraints([c for s in specs for c in as_constraints(s)], data.groups)]
+    mix, basis, _ = compile_factored(exprs, data)
+    A = sp.csr_matrix(mix @ basis).toarray()
+    monkeypatch.setattr(CellVectors, "DENSE_P_MAX", 1 << 30 if dense_p else 0)
+    vectors = CellVectors(CellMatrix.from_factors(mix, basis))
+    assert (vectors.P is not None) == dense_p and vectors.every_row == (zero_weight_rows == 0)
+    x, v = (rng.random(n) > 0.5).astype(float), rng.normal(size=A.shape[0])
+    np.testing.assert_allclose(vectors.matvec(x), A @ x, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(vectors.rmatvec(v), A.T @ v, rtol=1e-12, atol=1e-18)
+    assert np.all(vectors.rmatvec(v)[:zero_weight_rows] == 0.0)
+
+
 def test_games_over_rates_never_form_the_product_of_the_rate_factors(monkeypatch):
     # a parity constraint's row of A = mix @ basis holds n entries: MetricOptimizer's programs and
     # the Lagrangian's surrogates held one such row per group (1 GB at 300k rows and 50 groups)

@@ -175,3 +175,77 @@ class _Transposed:
 
     def __matmul__(self, w):
         return self._PT @ (self._KT @ w)
+
+
+class CellVectors:
+    """Products of a :class:`CellMatrix` ``A`` with single vectors, at NumPy speed.
+
+    A full-batch game multiplies by ``A`` and ``A.T`` once each per iteration. Through sparse
+    factors those are four sparse products whose dispatch, on a few thousand rows, costs more
+    than their arithmetic. Here ``K``, a few constraints by a few cells, is dense, and so is
+    ``P`` while it is small (a cache-resident matrix-vector product); a larger ``P`` is each
+    row's cell and scale, a ``bincount`` and a gather.
+
+    Parameters
+    ----------
+    A : CellMatrix
+        The rate matrix ``K @ P``.
+    """
+
+    #: Largest ``K`` (entries) made dense; beyond, it stays sparse.
+    DENSE_K_MAX = 1 << 20
+    #: Largest ``P`` (cells times rows) made dense.
+    DENSE_P_MAX = 1 << 17
+
+    def __init__(self, A: CellMatrix):
+        P = sp.csc_matrix(A.P)
+        P.sum_duplicates()
+        K = A.K
+        self.K = K.toarray() if K.shape[0] * K.shape[1] <= self.DENSE_K_MAX else sp.csr_matrix(K)
+        self.KT = self.K.T if isinstance(self.K, np.ndarray) else self.K.T.tocsr()
+        self.n = P.shape[1]
+        self.P = P.toarray() if P.shape[0] * P.shape[1] <= self.DENSE_P_MAX else None
+        self.rows = np.flatnonzero(np.diff(P.indptr))  # rows in a cell, in the order of P's entries
+        self.cell, self.scale = P.indices, P.data
+        self.every_row = self.rows.size == self.n
+
+    def matvec(self, x: np.ndarray) -> np.ndarray:
+        """``A @ x``.
+
+        Parameters
+        ----------
+        x : ndarray of shape (n_samples,)
+            A value per row of the data (its decisions).
+
+        Returns
+        -------
+        ndarray of shape (n_rows,)
+            The rates' combinations that the rows of ``A`` hold.
+        """
+        if self.P is not None:
+            return self.K @ (self.P @ x)
+        per_cell = np.bincount(self.cell, self.scale * (x if self.every_row else x[self.rows]),
+                               minlength=self.K.shape[1])
+        return self.K @ per_cell
+
+    def rmatvec(self, w: np.ndarray) -> np.ndarray:
+        """``A.T @ w``.
+
+        Parameters
+        ----------
+        w : ndarray of shape (n_rows,)
+            A weight per row of ``A`` (the multipliers).
+
+        Returns
+        -------
+        ndarray of shape (n_samples,)
+            Each data row's coefficient in ``w @ A``; 0 for a row in no cell.
+        """
+        if self.P is not None:
+            return (self.KT @ w) @ self.P
+        out = (self.KT @ w)[self.cell] * self.scale
+        if self.every_row:
+            return out
+        full = np.zeros(self.n)
+        full[self.rows] = out
+        return full

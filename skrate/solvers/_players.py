@@ -55,13 +55,18 @@ def stationary_distribution(M: np.ndarray) -> np.ndarray:
 
 # Power steps from the last distribution before a full solve; a step is O(k^2), the solve O(k^3).
 _POWER_STEPS = 30
+# Up to this many weights the solve itself is cheaper than the power steps' Python overhead.
+_SOLVE_MAX = 32
 
 
 def _warm_stationary(M: np.ndarray, start: np.ndarray) -> np.ndarray:
     """The stationary distribution of ``M``, by power steps from ``start`` (the last one: one
     multiplicative update moves it little) while they converge to rounding, else by
     :func:`stationary_distribution`. With hundreds of constraints the dense solve of every
-    iteration was most of a fit's time."""
+    iteration was most of a fit's time; with a few, a solve (a few microseconds) beats the
+    tens of power steps an oscillating game needs."""
+    if M.shape[0] <= _SOLVE_MAX:
+        return stationary_distribution(M)
     lam = start
     for _ in range(_POWER_STEPS):
         nxt = M @ lam

@@ -7,8 +7,9 @@ they differ only in the lambda-player. Per iteration, on a batch B:
 * scores ``f = model(X_B)``; the lambda-player sees the true 0-1 constraint values
   ``A_B @ 1[f > 0] + b`` (or their surrogates, for the Lagrangian);
 * the theta-player takes an Adam step on the surrogate of ``sum_k lam_k rate_k``, whose
-  gradient with respect to the scores is ``(A_B.T @ lam) * surrogate'(f)``: two sparse
-  products and one backward pass, however many constraints there are. For the Lagrangian
+  gradient with respect to the scores is ``(A_B.T @ lam) * surrogate'(f)``: two products
+  through the rows' cells (:class:`~skrate.problem.CellVectors` on the full batch) and one
+  backward pass, however many constraints there are. For the Lagrangian
   it is ``sum_k lam_k surrogate(rate_k)`` instead, each row bounded on its own, the function
   its multipliers ascend: ``(A_B+.T @ lam) * upper'(f) + (A_B-.T @ lam) * lower'(f)``.
 """
@@ -23,7 +24,7 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils.validation import _num_samples
 
 from ..models import Design
-from ..problem import CellMatrix, RateProblem
+from ..problem import CellMatrix, CellVectors, RateProblem
 from ._adam import Adam
 from ._players import PLAYERS
 from ._surrogates import surrogate_bounds, surrogate_grad
@@ -214,20 +215,21 @@ def solve_rate_game(
         used = objective.indices
         objective, objective_basis = objective[:, used], basis[used] if full else sp.csc_matrix(basis[used])
     basis_cols = None if full else sp.csc_matrix(basis)
-    basisT = basis.T.tocsr() if full else None  # the full-batch transpose, built once
+    cells = problem.cells if full or player.needs_surrogate else None
+    A_full = CellVectors(cells) if full else None  # the full batch's products, set up once
     if player.needs_surrogate:
         if held_out is not None:
             raise ValueError("solver='lagrangian' updates its multipliers on surrogate rates of the training "
                              "sample, so it cannot use held_out; use a proxy-Lagrangian solver with a held-out sample.")
-        A = problem.cells  # a parity constraint's row of A reads every row: never formed
-        A_pos, A_neg = A.maximum(0), A.minimum(0)
+        # a parity constraint's row of A reads every row: never formed
+        A_pos, A_neg = cells.maximum(0), cells.minimum(0)
 
     every = max(1, -(-max_iter // max(1, n_candidates)))  # rounded up: at most n_candidates of them
     snaps, lams = [], []
     order, at = rng.permutation(n), 0
     for t in range(max_iter):
         if full:
-            Xb, XTb, Bb, BbT, scale = X, design.T, basis, basisT, 1.0
+            Xb, XTb, scale = X, design.T, 1.0
         else:
             if at + batch_size > n:
                 order, at = rng.permutation(n), 0
@@ -244,13 +246,16 @@ def solve_rate_game(
             values = held_problem.values((model.scores(X_held, theta) > 0).astype(float))
             rows = objective_basis if full else objective_basis[:, idx]
             values[0] = scale * (objective @ (rows @ (scores > 0).astype(float)))[0] + b[0]
+        elif full:
+            values = A_full.matvec((scores > 0).astype(float)) + b
         else:
             values = scale * (mix @ (Bb @ (scores > 0).astype(float))) + b
         weights = player.weights()
         if player.needs_surrogate:  # the Lagrangian: both players on the rows' own surrogates
             dscores = _surrogate_rates_grad(Ap, An, scores, weights, surrogate)
         else:  # the proxy-Lagrangian: the model on the surrogate of the weighted sum
-            dscores = surrogate_grad(scores, scale * (BbT @ (mixT @ weights)), surrogate)
+            coef = A_full.rmatvec(weights) if full else scale * (BbT @ (mixT @ weights))
+            dscores = surrogate_grad(scores, coef, surrogate)
         grad = model.backward(Xb, theta, dscores, XTb, cache=cache) + reg * theta
         cache = None  # not held through the next forward pass
         if t % every == 0 or t == max_iter - 1:
