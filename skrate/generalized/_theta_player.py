@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..models import Design
-from ..problem import CellMatrix
+from ..problem import CellMatrix, CellVectors
 from ..solvers import surrogate_bounds, surrogate_grad
 from ..solvers._adam import Adam
 
@@ -30,10 +30,10 @@ class SurrogateTheta:
         self.n = self.X.shape[0]
         self.surrogate, self.rng = surrogate, rng
         self.theta = model.init_params(rng) if init_params is None else np.array(init_params, dtype=float)
-        self.AT = A.T  # through the factors: every step multiplies by it
         self.adam = Adam(self.theta.shape[0], learning_rate)
         self.reg = alpha * model.penalty_mask()
         self.full = batch_size is None or batch_size >= self.n
+        self.vectors = CellVectors(A) if self.full else None  # the full batch's products
         self.batch_size = batch_size
         self.order, self.at = rng.permutation(self.n), 0
         self._pos_neg = None
@@ -42,7 +42,7 @@ class SurrogateTheta:
     def batch(self) -> np.ndarray:
         """Draw the next batch; return the batch estimate of the rates ``A @ 1[f > 0]`` (without b)."""
         if self.full:
-            self.Xb, self.XTb, self.Ab, self.ATb, self.scale, self.idx = self.X, self.XT, self.A, self.AT, 1.0, None
+            self.Xb, self.XTb, self.scale, self.idx = self.X, self.XT, 1.0, None
         else:
             if self.at + self.batch_size > self.n:
                 self.order, self.at = self.rng.permutation(self.n), 0
@@ -53,7 +53,8 @@ class SurrogateTheta:
             self.scale = self.n / self.batch_size
         self._cache = None  # the previous batch's activations are not held through this forward pass
         self.scores, self._cache = self.model.forward(self.Xb, self.theta)
-        return self.scale * (self.Ab @ (self.scores > 0).astype(float))
+        decisions = (self.scores > 0).astype(float)
+        return self.vectors.matvec(decisions) if self.full else self.scale * (self.Ab @ decisions)
 
     def surrogate_rates(self, direction: np.ndarray) -> np.ndarray:
         """Surrogate estimate of the rates on the current batch (without b): an upper bound of the
@@ -71,11 +72,15 @@ class SurrogateTheta:
         lower = -((-neg) @ up + (-pos) @ low)
         return np.where(direction >= 0, upper, lower)
 
+    def costs(self, row_weights: np.ndarray) -> np.ndarray:
+        """Each training row's coefficient in ``row_weights . (A @ yhat)``: ``A.T @ row_weights``."""
+        return self.vectors.rmatvec(row_weights) if self.full else self.A.T @ row_weights
+
     def step(self, row_weights: np.ndarray) -> None:
         if self.oracle is not None:
-            self.theta = self.oracle.best_response(self.AT @ row_weights)
+            self.theta = self.oracle.best_response(self.costs(row_weights))
             return
-        coef = self.scale * (self.ATb @ row_weights)
+        coef = self.vectors.rmatvec(row_weights) if self.full else self.scale * (self.ATb @ row_weights)
         cache, self._cache = self._cache, None  # the activations of batch(), at this theta
         grad = self.model.backward(self.Xb, self.theta, surrogate_grad(self.scores, coef, self.surrogate), self.XTb,
                                    cache=cache)

@@ -157,7 +157,7 @@ def solve_three_player(
                             batch_size=batch_size, rng=rng, init_params=init_params,
                             oracle=oracle if theta_kind == "oracle" else None)
     if theta_kind == "oracle":
-        cost = player.AT @ _linear_weights(A.shape[0], linear, mu)
+        cost = player.costs(_linear_weights(A.shape[0], linear, mu))
         # a zero cost (a non-linear objective before any play) has no preferred answer: start from
         # the plug-in model's own threshold, not from the first cut (a model that predicts nothing,
         # which meets ratio constraints in their linear form and stalls Frank-Wolfe's average there)
@@ -248,7 +248,7 @@ def _priced_out(traj: MetricTrajectory, program: MetricProgram, model, player, o
         return one.objective[0], one.constraints[:, 0], one
 
     def respond(mu, weight):
-        return oracle.best_response(player.AT @ _linear_weights(k_rates, linear, mu, weight))
+        return oracle.best_response(player.costs(_linear_weights(k_rates, linear, mu, weight)))
 
     priced = price_out(values, respond, traj.objective, traj.constraints, _MAX_PRICED)
     added = [one for _, _, one in priced.scored]
