@@ -706,11 +706,14 @@ def test_radius_so_large_that_all_mass_is_on_one_point(Estimator, divergence, ra
         assert est.objective_ < np.log(2) - 1e-3  # better than w = 0
     p = est.sample_weights_
     assert np.all(np.isfinite(p)) and np.all(np.isfinite(est.coef_))
-    assert p.max() == pytest.approx(1.0) or np.count_nonzero(p) <= 3
+    # a minimax optimum over 3 parameters (2 coefficients, the intercept) ties at most 4 losses
+    # generically; the worst case may spread over all of them
+    assert p.max() == pytest.approx(1.0) or np.count_nonzero(p) <= X.shape[1] + 2
     # The objective is the largest loss plus the penalty.
     z = est.decision_function(X) if Estimator is DROClassifier else est.predict(X)
     losses = np.logaddexp(0, z) - y * z if loss == "logistic" else (z - y) ** 2 / 2
     assert est.objective_ == pytest.approx(losses.max() + alpha / 2 * np.sum(est.coef_**2))
+    assert losses[p > 0].min() == pytest.approx(losses.max(), rel=1e-6)  # mass on the largest only
 
 
 @pytest.mark.parametrize("solver", ["lbfgs", "sgd"])

@@ -294,10 +294,11 @@ def test_predictive_parity_holds_on_the_training_data():
 
 
 
-def test_feasibility_reads_a_ratio_over_a_tiny_denominator_as_it_is():
-    """Minimising ppr[g=a] under predictive parity drives group a's positive predictions to
-    about 1e-6, below the floor the solvers read its precision's denominator at: the constraint
-    is broken as the predictions have it, so ``feasible_`` must say so and warn."""
+def test_feasibility_reads_a_ratio_as_the_predictions_have_it():
+    """Minimising ppr[g=a] under predictive parity drives group a's positive predictions towards
+    0, where the solvers read precision[g=a] over a floored denominator (the floor itself is
+    tested in test_metrics_generalized): ``feasible_``, the warning and ``metric_values`` read the
+    selected model's ratios as its predictions have them."""
     rng = np.random.default_rng(0)
     g = rng.integers(0, 2, 120)
     x = rng.normal(size=120) + 0.4 * g
@@ -307,9 +308,9 @@ def test_feasibility_reads_a_ratio_over_a_tiny_denominator_as_it_is():
         est = MetricOptimizer(metric="ppr[g=a]", constraints=predictive_parity("g", 0.05),
                               random_state=0).fit(X, y, groups=groups)
     p = est.predict_proba(X)[:, 1]
-    assert 0 < p[g == 0].mean() < 1e-6
+    assert 0 < p[g == 0].mean() < 0.05
     gap = (p[g == 0] @ y[g == 0]) / p[g == 0].sum() - (p @ y) / p.sum()
-    assert not est.feasible_
+    assert gap > 0.05 + 1e-3 and not est.feasible_
     assert est.metric_values(X, y, groups=groups)["precision[g=a] - precision <= 0.05"] == pytest.approx(gap - 0.05)
 
 def test_metric_values_measure_the_fitted_problem_not_parameters_set_since():
