@@ -520,6 +520,29 @@ def test_plugin_oracle_is_the_brute_force_best_threshold_per_cell():
     assert cell_decoders(np.column_stack([rng.normal(size=n)]), cells) is None
 
 
+def test_group_cells_are_the_intersections_of_the_columns():
+    """Rows share a cell exactly when they share every named column's value, whatever the
+    columns' types (text, numbers, a pandas categorical)."""
+    pd = pytest.importorskip("pandas")
+    from skrate.generalized._program import group_cells
+
+    rng = np.random.default_rng(0)
+    n = 300
+    frame = pd.DataFrame({"text": rng.choice(["b", "a", "c"], n), "number": rng.choice([10, 2, 7], n),
+                          "kind": pd.Categorical(rng.choice(["lo", "hi"], n), categories=["lo", "hi"])})
+    data = RateData(np.zeros(n, int), np.ones(n), GroupTable.from_input(frame, None, n))
+    for columns in (["text"], ["text", "number"], ["kind", "number", "text"]):
+        cells = group_cells(columns, data)
+        same_cell = cells[:, None] == cells[None, :]
+        same_values = np.ones((n, n), dtype=bool)
+        for c in columns:
+            values = frame[c].astype(str).to_numpy()
+            same_values &= values[:, None] == values[None, :]
+        np.testing.assert_array_equal(same_cell, same_values)
+        assert set(cells) == set(range(len(set(cells))))  # numbered 0 .. n_cells - 1
+    assert np.all(group_cells([], data) == 0)
+
+
 def test_cell_decoders_bound_the_cells_by_the_columns(monkeypatch):
     rng = np.random.default_rng(0)
     cells = rng.integers(3, size=200)

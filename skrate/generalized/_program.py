@@ -280,8 +280,13 @@ def group_cells(program_groups: list[str], data: RateData) -> np.ndarray:
     """Integer cell of every row: the intersection of the named group columns' values."""
     if not program_groups:
         return np.zeros(data.n, dtype=int)
-    cols = np.column_stack([data.groups.column(k) for k in program_groups])
-    return np.unique(cols, axis=0, return_inverse=True)[1].ravel()
+    # through the columns' integer codes (cached per table): sorting the rows' strings is slow
+    coded = [data.groups.codes(k) for k in program_groups]
+    sizes = tuple(len(values) for values, _ in coded)
+    codes = tuple(c for _, c in coded)
+    if np.prod(sizes, dtype=float) < 2.0**62:
+        return np.unique(np.ravel_multi_index(codes, sizes), return_inverse=True)[1].ravel()
+    return np.unique(np.column_stack(codes), axis=0, return_inverse=True)[1].ravel()
 
 
 def program_group_columns(program: MetricProgram) -> list[str]:

@@ -107,6 +107,9 @@ def _mixed_names(col: np.ndarray, name: str) -> np.ndarray:
         import pandas as pd
     except ImportError:
         return col.astype(str)
+    if pd.api.types.infer_dtype(col, skipna=False) == "string":  # text alone, the usual case
+        codes, uniques = pd.factorize(col)
+        return np.asarray(uniques, dtype=str)[codes]
     keys = col
     flags = pd.Series(col, copy=False).map(type).isin([bool, np.bool_]).to_numpy()
     if flags.any():  # else True and 1 would be one group, named by whichever came first
