@@ -35,16 +35,15 @@ from typing import Callable  # noqa: E402
 
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
-import sklearn  # noqa: E402
 from sklearn.linear_model import LogisticRegression  # noqa: E402
 
-import fairlearn  # noqa: E402
 from fairlearn.reductions import (  # noqa: E402
     DemographicParity, EqualizedOdds, ExponentiatedGradient, TruePositiveRateParity,
 )
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _data import command_line, load_task_data  # noqa: E402
+from _environment import versions  # noqa: E402
 
 import skrate  # noqa: E402
 from skrate import ConstrainedClassifier  # noqa: E402
@@ -292,8 +291,7 @@ def run_header(command: str, commit: bool = False) -> list[str]:
         f"Command: `{command}`  ",
         f"Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC  ",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores shared with other jobs (load average at start "
-        f"{os.getloadavg()[0]:.2f}), BLAS 1 thread; Python {platform.python_version()}, numpy {np.__version__}, "
-        f"scikit-learn {sklearn.__version__}, fairlearn {fairlearn.__version__}, skrate {skrate.__version__}{at}  ",
+        f"{os.getloadavg()[0]:.2f}), BLAS 1 thread; {versions()}, skrate {skrate.__version__}{at}  ",
     ]
 
 

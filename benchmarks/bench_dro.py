@@ -34,6 +34,7 @@ from sklearn.linear_model import LogisticRegression  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _data import command_line, load_adult  # noqa: E402
+from _environment import versions  # noqa: E402
 
 from skrate import DROClassifier  # noqa: E402
 from skrate._dro_continuation import primal_lbfgs  # noqa: E402
@@ -200,6 +201,6 @@ def robustness(data_dir):
 if __name__ == "__main__":
     data_dir = command_line(__doc__).parse_args().data_dir
     print(f"Run {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())}: "
-          f"python benchmarks/bench_dro.py {data_dir}\n")
+          f"python benchmarks/bench_dro.py {data_dir}\n\n{versions()}, BLAS 1 thread.\n")
     optimisation(data_dir)
     robustness(data_dir)

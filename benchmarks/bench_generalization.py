@@ -39,6 +39,7 @@ from sklearn.linear_model import LogisticRegression  # noqa: E402
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _data import command_line, load_adult, load_compas  # noqa: E402
+from _environment import versions  # noqa: E402
 from bench_constrained import LR_PARAMS, TASKS, expected_error, table  # noqa: E402
 
 from skrate import ConstrainedClassifier  # noqa: E402
@@ -127,7 +128,7 @@ def main(argv=None) -> None:
 
     print("# Constraints on new data: held-out updates and margins\n")
     print(f"Command: `python benchmarks/bench_generalization.py {args.data_dir}{' --quick' if args.quick else ''}`  ")
-    print(f"Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; 2 shared cores, BLAS 1 thread.  ")
+    print(f"Date: {datetime.datetime.now(datetime.timezone.utc):%Y-%m-%d %H:%M} UTC; 2 shared cores, BLAS 1 thread; {versions()}.  ")
     print(f"COMPAS tasks over split seeds {seeds[0]}..{seeds[-1]} (means, and the worst split); Adult on its fixed split.\n")
     for task in TASKS:
         sub = agg[agg.task == task.name]

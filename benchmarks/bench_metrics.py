@@ -52,6 +52,7 @@ from sklearn.model_selection import TunedThresholdClassifierCV
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _data import command_line, load_adult, load_compas
+from _environment import versions
 from _verdict import verdict
 
 from skrate import MetricOptimizer
@@ -463,7 +464,7 @@ def main():
     rows += pd.DataFrame(compas).groupby(["data", "task", "method"], sort=False).mean(numeric_only=True).reset_index().to_dict("records")
     df = pd.DataFrame(rows)
     print(f"# MetricOptimizer benchmark\n\n`python benchmarks/bench_metrics.py DATA_DIR{' --quick' if args.quick else ''}`, "
-          f"{datetime.date.today()}, {platform.machine()}, Python {platform.python_version()}, BLAS 1 thread, "
+          f"{datetime.date.today()}, {platform.machine()}, {versions()}, BLAS 1 thread, "
           f"median of {reps} fits. COMPAS: mean over split seeds {'0' if args.quick else '0, 1, 2'}. Error ratio: "
           "error / LogisticRegression@0.5 error on the same rows; gap: F1(other) - F1(protected). Stochastic models "
           "in expectation; `*_predict` columns use the reproducible `predict`.\n")

@@ -43,6 +43,7 @@ from sklearn.linear_model import LogisticRegression
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _data import command_line, load_adult, load_compas
+from _environment import versions
 from bench_metrics import _four_decimals, markdown, timed
 
 from skrate import MetricOptimizer
@@ -160,8 +161,8 @@ def main():
     best = df[df.method.str.startswith("exact")].set_index(["data", "task"]).train_error
     df["train_error_above_optimum"] = df.train_error - [best[(d, t)] for d, t in zip(df.data, df.task)]
     print(f"# Post-processing benchmark\n\n`python benchmarks/bench_postprocessing.py DATA_DIR"
-          f"{' --quick' if args.quick else ''}`, {datetime.date.today()}, {platform.machine()}, Python "
-          f"{platform.python_version()}, BLAS 1 thread, median of {reps} fits. COMPAS: mean over split seeds "
+          f"{' --quick' if args.quick else ''}`, {datetime.date.today()}, {platform.machine()}, "
+          f"{versions()}, BLAS 1 thread, median of {reps} fits. COMPAS: mean over split seeds "
           f"{', '.join(map(str, seeds))}. Errors and violations in expectation over the randomisation; violation: "
           "the largest gap between a group's rate and the overall rate.\n")
     cols = ["method", "train_error", "train_error_above_optimum", "train_violation", "test_error", "test_violation",
