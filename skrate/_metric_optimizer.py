@@ -143,7 +143,26 @@ class _EncodedScoreModel(ProbabilityScoreModel):
     def augment(self, X, z: np.ndarray | None = None):
         if z is None:
             z = log_odds(self.estimator, X, self.positive)
-        return super().augment(self.encoder.transform(X), z)
+        encoded = self.encoder.transform(X)
+        self._warn_unseen(X, encoded)
+        return super().augment(encoded, z)
+
+    def _warn_unseen(self, X, encoded: np.ndarray) -> None:
+        """Warn of values of an encoded column that the training rows never held: they are encoded
+        as none of its categories, so the thresholds the oracle fitted per group do not apply to
+        them (an intercept alone decides), and no constraint on that column spoke of them."""
+        _, encoder, columns = self.encoder.transformers_[0]
+        start = 0
+        for column, known in zip(columns, encoder.categories_):
+            unseen = encoded[:, start:start + len(known)].sum(axis=1) == 0
+            start += len(known)
+            if unseen.any():
+                values = sorted({str(v) for v in np.asarray(X[column])[unseen]})
+                shown = ", ".join(map(repr, values[:5])) + (", ..." if len(values) > 5 else "")
+                warn(f"X's column {column!r} holds {len(values)} value(s) the training rows never held ({shown}) "
+                     f"in {int(unseen.sum())} row(s): the model reads them as none of its categories "
+                     f"({', '.join(map(repr, map(str, known[:5])))}{', ...' if len(known) > 5 else ''}), so no "
+                     "group's fitted threshold, and no constraint on that column, applies to them.")
 
 
 class MetricOptimizer(RateClassifierBase):

@@ -1283,6 +1283,27 @@ def test_plugin_estimator_takes_category_and_text_columns(kind, dtype):
                         random_state=0).fit(frame, y).candidates_, clf.candidates_)
 
 
+def test_plugin_estimator_warns_of_a_category_unseen_in_fit():
+    """A group value no training row held is one-hot encoded as none of the categories: no
+    group's threshold applies to it, which predict says instead of answering silently."""
+    pd = pytest.importorskip("pandas")
+    import warnings
+
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    frame, y = _mixed_frame(pd, "category")
+    est = HistGradientBoostingClassifier(max_iter=20, categorical_features="from_dtype", random_state=0)
+    clf = MetricOptimizer("error", constraints=kld_fairness("grp", 0.01), estimator=est, cv=None,
+                          random_state=0).fit(frame, y)
+    new = frame.head(5).assign(grp=pd.Categorical(["a", "c", "c", "b", "c"], categories=["a", "b", "c"]))
+    with pytest.warns(UserWarning, match=r"X's column 'grp' holds 1 value\(s\) the training rows never held \('c'\) "
+                                         r"in 3 row\(s\).*none of its categories \('a', 'b'\)"):
+        clf.predict_proba(new)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        clf.predict_proba(frame)
+
+
 def test_pr_auc_integer_weights_are_repeated_rows():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 3))

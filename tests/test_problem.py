@@ -304,6 +304,21 @@ def test_labels_weights_and_baselines_in_another_row_order_than_X_are_refused():
         cc.fit(X.set_axis(mixed), y.set_axis(mixed[::-1]))
 
 
+def test_a_label_filter_warns_when_x_has_a_column_of_that_name():
+    """``[label=1]`` selects by y; a column of X named ``label`` is not read by it, and a user
+    who meant that column is told how to reach it."""
+    import warnings
+
+    X = pd.DataFrame({"label": [0, 1, 1, 0]})
+    y = np.array([1, 1, 0, 0])
+    with pytest.warns(UserWarning, match=r"\[label=1\] selects rows by the true label y; X's column 'label' is not read"):
+        A, _ = compile_expressions([parse_expression("ppr[label=1]")], RateData(y, np.ones(4), GroupTable.from_input(None, X, 4)))
+    np.testing.assert_allclose(A.toarray().ravel(), [0.5, 0.5, 0.0, 0.0])  # y's rows, not X's column
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        compile_expressions([parse_expression("ppr[label=1]")], RateData(y, np.ones(4), GroupTable.from_input(None, None, 4)))
+
+
 def test_a_group_column_named_label_is_refused_but_a_feature_of_that_name_is_not():
     # a filter on it would select by the true label instead
     with pytest.raises(ValueError, match="'label' is reserved.*Rename the group column"):

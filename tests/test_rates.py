@@ -218,6 +218,16 @@ def test_an_f_measure_in_a_spec_names_f1_and_metric_optimizer(name):
     assert "MetricOptimizer(metric='f2')" in str(info.value)
 
 
+@pytest.mark.parametrize("text, fix", [("g_mean >= 0.7", "constraints=[g_mean_at_least(0.7)]"),
+                                       ("KLD[sex=a] <= 0.01", "constraints=[kld_fairness('sex', 0.01)]"),
+                                       ("h_mean <= 0.3", "constraints=[h_mean() <= 0.3]"),
+                                       ("pr_auc >= 0.5", "an objective only: MetricOptimizer(metric='pr_auc')")])
+def test_a_metric_in_a_spec_says_how_to_bound_it(text, fix):
+    with pytest.raises(SpecParseError, match="is a non-linear metric, not a rate") as info:
+        parse_constraint(text)
+    assert info.value.pos == 0 and fix in str(info.value)
+
+
 def test_a_constraint_names_its_ratio_side():
     assert parse_constraint("precision[sex=a] >= 0.8").ratio == precision(sex="a")
     assert parse_constraint("0.5 >= win_loss_ratio").ratio == win_loss_ratio()

@@ -20,7 +20,7 @@ from ..rates import Constraint, Expression
 from ..rates._expression import NEEDS_LABELS, RATE_KINDS, Rate
 from ..rates._slice import BASELINE, LABEL
 from ..utils._validation import positive_rows
-from ..utils._warnings import listed
+from ..utils._warnings import listed, warn
 from ._cells import CellMatrix
 from ._groups import GroupTable
 
@@ -135,6 +135,10 @@ def slice_mask(rate: Rate, data: RateData) -> np.ndarray:
     """Rows of ``data`` a basic rate is measured on (its slice, and the label its kind needs)."""
     mask = np.ones(data.n, dtype=bool)
     for key, values in rate.slice.filters:
+        if key in (LABEL, BASELINE) and key in data.groups.raw:  # only X's columns: groups= refuses the name
+            what = "the true label y" if key == LABEL else "the baseline model's decision"
+            warn(f"The slice [{key}={','.join(values)}] selects rows by {what}; X's column {key!r} is not read "
+                 f"by it. To filter on that column, rename it in X, e.g. X.rename(columns={{{key!r}: 'my_{key}'}}).")
         if key == LABEL:
             mask &= np.isin(data.y.astype(int).astype(str), values)
         elif key == BASELINE:

@@ -86,6 +86,10 @@ _RATE_SYNONYMS = {"selection_rate": "ppr", "positive_prediction_rate": "ppr", "t
 
 # F-measures are not rates but ratios of them: a bound on one is linear, an objective needs MetricOptimizer
 _F_MEASURES = {"f_score", "fscore", "f_measure", "f1_score", "fbeta", "f_beta"}
+# non-linear metrics of skrate.generalized: a bound on one is an object built there, not a spec
+_METRICS = {"g_mean": "g_mean_at_least(0.7)", "gmean": "g_mean_at_least(0.7)", "h_mean": "h_mean() <= 0.3",
+            "hmean": "h_mean() <= 0.3", "q_mean": "q_mean() <= 0.3", "qmean": "q_mean() <= 0.3",
+            "kld": "kld_fairness('sex', 0.01)", "pr_auc": None}
 
 
 def _goal_call(goal: str) -> str:
@@ -340,6 +344,12 @@ class _Parser:
                     f"{name!r} is an F-measure: the F1 score is the ratio 'f1' here ('f1[sex=a] >= 0.6'); "
                     "another F-beta is a metric, MetricOptimizer(metric='f2') or "
                     "skrate.generalized.f_measure(beta)"))
+            if name.lower() in _METRICS:
+                bound = _METRICS[name.lower()]
+                how = ("it is an objective only: MetricOptimizer(metric='pr_auc')" if bound is None else
+                       f"MetricOptimizer takes it as metric={name.lower()!r}, and a bound on it as an object of "
+                       f"skrate.generalized, e.g. constraints=[{bound}] (strings may sit beside it)")
+                raise SpecParseError(self.text, start, reason=f"{name!r} is a non-linear metric, not a rate: {how}")
             known = f"one of {', '.join(sorted(RATE_FUNCTIONS))}"
             # names are lower case ('TPR', 'F1' are 'tpr', 'f1')
             meant = name.lower() if name.lower() in RATE_FUNCTIONS else _RATE_SYNONYMS.get(name.lower())
