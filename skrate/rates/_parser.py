@@ -87,8 +87,7 @@ _RATE_SYNONYMS = {"selection_rate": "ppr", "positive_prediction_rate": "ppr", "t
 # F-measures are not rates but ratios of them: a bound on one is linear, an objective needs MetricOptimizer
 _F_MEASURES = {"f_score", "fscore", "f_measure", "f1_score", "fbeta", "f_beta"}
 # non-linear metrics of skrate.generalized: a bound on one is an object built there, not a spec
-_METRICS = {"g_mean": "g_mean_at_least(0.7)", "gmean": "g_mean_at_least(0.7)", "h_mean": "h_mean() <= 0.3",
-            "hmean": "h_mean() <= 0.3", "q_mean": "q_mean() <= 0.3", "qmean": "q_mean() <= 0.3",
+_METRICS = {"g_mean": "g_mean_at_least(0.7)", "h_mean": "h_mean() <= 0.3", "q_mean": "q_mean() <= 0.3",
             "kld": "kld_fairness('sex', 0.01)", "pr_auc": None}
 
 
