@@ -44,7 +44,7 @@ from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
 from .solvers import SURROGATES
 from .utils._frames import frame_dtypes, frame_floats, is_frame
 from .utils._validation import _is_numeric, unfitted_on_error
-from .utils._warnings import ignoring, warn
+from .utils._warnings import ignoring, listed, warn
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -158,11 +158,10 @@ class _EncodedScoreModel(ProbabilityScoreModel):
             start += len(known)
             if unseen.any():
                 values = sorted({str(v) for v in np.asarray(X[column])[unseen]})
-                shown = ", ".join(map(repr, values[:5])) + (", ..." if len(values) > 5 else "")
-                warn(f"X's column {column!r} holds {len(values)} value(s) the training rows never held ({shown}) "
+                warn(f"X's column {column!r} holds value(s) the training rows never held, {listed(values, 5)}, "
                      f"in {int(unseen.sum())} row(s): the model reads them as none of its categories "
-                     f"({', '.join(map(repr, map(str, known[:5])))}{', ...' if len(known) > 5 else ''}), so no "
-                     "group's fitted threshold, and no constraint on that column, applies to them.")
+                     f"{listed(known, 5)}, so no group's fitted threshold, and no constraint on that column, "
+                     "applies to them.")
 
 
 class MetricOptimizer(RateClassifierBase):

@@ -1296,8 +1296,8 @@ def test_plugin_estimator_warns_of_a_category_unseen_in_fit():
     clf = MetricOptimizer("error", constraints=kld_fairness("grp", 0.01), estimator=est, cv=None,
                           random_state=0).fit(frame, y)
     new = frame.head(5).assign(grp=pd.Categorical(["a", "c", "c", "b", "c"], categories=["a", "b", "c"]))
-    with pytest.warns(UserWarning, match=r"X's column 'grp' holds 1 value\(s\) the training rows never held \('c'\) "
-                                         r"in 3 row\(s\).*none of its categories \('a', 'b'\)"):
+    with pytest.warns(UserWarning, match=r"X's column 'grp' holds value\(s\) the training rows never held, \['c'\], "
+                                         r"in 3 row\(s\).*none of its categories \['a', 'b'\]"):
         clf.predict_proba(new)
     with warnings.catch_warnings():
         warnings.simplefilter("error")

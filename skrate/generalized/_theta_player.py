@@ -80,7 +80,7 @@ class SurrogateTheta:
         if self.oracle is not None:
             self.theta = self.oracle.best_response(self.costs(row_weights))
             return
-        coef = self.vectors.rmatvec(row_weights) if self.full else self.scale * (self.ATb @ row_weights)
+        coef = self.costs(row_weights) if self.full else self.scale * (self.ATb @ row_weights)
         cache, self._cache = self._cache, None  # the activations of batch(), at this theta
         grad = self.model.backward(self.Xb, self.theta, surrogate_grad(self.scores, coef, self.surrogate), self.XTb,
                                    cache=cache)
