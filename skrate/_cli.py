@@ -605,17 +605,17 @@ def _warn_unseen(payload: dict, X, data: str) -> None:
     categories, which is right for a rare new value and wrong for a column coded anew (sex as 0/1)."""
     if not payload["categorical"]:
         return
+    from .utils._categories import unseen_rows
+    from .utils._warnings import listed
+
     encoder = payload["model"].named_steps["prepare"].named_transformers_["categorical"]
-    for col, known in zip(payload["categorical"], encoder.categories_):
-        cells = X[col].to_numpy()
-        unseen = ~np.isin(cells, known)
-        if unseen.any():
-            values = sorted(set(cells[unseen].tolist()))
-            shown = ", ".join(map(repr, values[:5])) + (", ..." if len(values) > 5 else "")
-            print(f"warning: {data}: column {col!r} holds {len(values)} value(s) the model never saw in training "
-                  f"({shown}) in {int(unseen.sum())} row(s), the first on {_line(data, int(np.argmax(unseen)))}; "
-                  f"the model reads them as none of its categories ({', '.join(map(repr, known[:5].tolist()))}"
-                  f"{', ...' if len(known) > 5 else ''})", file=sys.stderr)
+    onehot = encoder.transform(X[payload["categorical"]])
+    for index, unseen in unseen_rows(onehot, encoder.categories_):
+        col, known = payload["categorical"][index], encoder.categories_[index]
+        values = sorted({str(v) for v in X[col].to_numpy()[unseen]})
+        print(f"warning: {data}: column {col!r} holds value(s) the model never saw in training, {listed(values, 5)}, "
+              f"in {int(unseen.sum())} row(s), the first on {_line(data, int(np.argmax(unseen)))}; "
+              f"the model reads them as none of its categories {listed(known, 5)}", file=sys.stderr)
 
 
 def cmd_audit(args) -> int:

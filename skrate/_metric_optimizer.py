@@ -42,6 +42,7 @@ from .problem import least_largest, zero_denominator_reason
 from .rates import Expression, Ratio
 from .solutions import SOLUTIONS, StochasticModel, best_iterate, shrink
 from .solvers import SURROGATES
+from .utils._categories import unseen_rows
 from .utils._frames import frame_dtypes, frame_floats, is_frame
 from .utils._validation import _is_numeric, unfitted_on_error
 from .utils._warnings import ignoring, listed, warn
@@ -152,16 +153,13 @@ class _EncodedScoreModel(ProbabilityScoreModel):
         as none of its categories, so the thresholds the oracle fitted per group do not apply to
         them (an intercept alone decides), and no constraint on that column spoke of them."""
         _, encoder, columns = self.encoder.transformers_[0]
-        start = 0
-        for column, known in zip(columns, encoder.categories_):
-            unseen = encoded[:, start:start + len(known)].sum(axis=1) == 0
-            start += len(known)
-            if unseen.any():
-                values = sorted({str(v) for v in np.asarray(X[column])[unseen]})
-                warn(f"X's column {column!r} holds value(s) the training rows never held, {listed(values, 5)}, "
-                     f"in {int(unseen.sum())} row(s): the model reads them as none of its categories "
-                     f"{listed(known, 5)}, so no group's fitted threshold, and no constraint on that column, "
-                     "applies to them.")
+        for index, unseen in unseen_rows(encoded, encoder.categories_):
+            column, known = columns[index], encoder.categories_[index]
+            values = sorted({str(v) for v in np.asarray(X[column])[unseen]})
+            warn(f"X's column {column!r} holds value(s) the training rows never held, {listed(values, 5)}, "
+                 f"in {int(unseen.sum())} row(s): the model reads them as none of its categories "
+                 f"{listed(known, 5)}, so no group's fitted threshold, and no constraint on that column, "
+                 "applies to them.")
 
 
 class MetricOptimizer(RateClassifierBase):

@@ -1304,6 +1304,27 @@ def test_plugin_estimator_warns_of_a_category_unseen_in_fit():
         clf.predict_proba(frame)
 
 
+def test_unseen_rows_are_the_values_outside_each_columns_fitted_categories():
+    # the same masks from a dense and a sparse encoding, columns of different widths, a seen
+    # NaN counted as seen
+    from scipy import sparse
+    from sklearn.preprocessing import OneHotEncoder
+
+    from skrate.utils._categories import unseen_rows
+
+    train = np.array([["a", "x"], ["b", "y"], ["a", np.nan], ["b", "z"]], dtype=object)
+    new = np.array([["c", "x"], ["a", "w"], ["b", np.nan], ["d", "v"]], dtype=object)
+    encoder = OneHotEncoder(handle_unknown="ignore", sparse_output=True).fit(train)
+    onehot = encoder.transform(new)
+    expected = {0: np.array([True, False, False, True]), 1: np.array([False, True, False, True])}
+    for block in (onehot, onehot.toarray(), sparse.csc_matrix(onehot)):
+        got = dict(unseen_rows(block, encoder.categories_))
+        assert got.keys() == expected.keys()
+        for j in expected:
+            np.testing.assert_array_equal(got[j], expected[j])
+    assert dict(unseen_rows(encoder.transform(train), encoder.categories_)) == {}
+
+
 def test_pr_auc_integer_weights_are_repeated_rows():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 3))
