@@ -827,11 +827,16 @@ class ConstrainedClassifier(RateClassifierBase):
         rows, empty = report_rows(self.constraints_, data, p)
         margins = self._solution_margins.get(self.solution if solution is None else solution, self.margins_)
         rows = [{**row, "margin": margin} for row, margin in zip(rows, margins)]
+        objective = f"objective: {self.objective_}"
+        try:  # rows that leave the objective undefined (no negatives for fpr) still report the constraints
+            value = evaluate_term(self.objective_, data, p)
+        except UndefinedRateError as exc:
+            value = np.nan
+            warn(f"constraint_report: the objective is undefined on these rows, reported as NaN. {exc}", UserWarning)
         warn_uncovered("constraint_report", data, self._expanded_values(), empty,
                        "audit(model, X, y, groups=..., constraints=model.constraints) expands over "
                        "these rows' values")
-        rows.append({"constraint": f"objective: {self.objective_}", "lhs": evaluate_term(self.objective_, data, p),
-                     "rhs": np.nan, "violation": np.nan, "margin": np.nan})
+        rows.append({"constraint": objective, "lhs": value, "rhs": np.nan, "violation": np.nan, "margin": np.nan})
         try:
             import pandas as pd
         except ImportError:

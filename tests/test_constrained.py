@@ -453,6 +453,23 @@ def test_constraint_report_reads_a_ratio_in_its_own_units():
     assert row["violation"] == pytest.approx(0.95 - precision)
 
 
+def test_constraint_report_on_rows_that_leave_the_objective_undefined():
+    # positives only: fpr has no rows to divide by, while the ppr constraints are measured
+    X, y, g = _fair_data(n=600)
+    clf = ConstrainedClassifier("ppr[group] >= ppr - 0.05", objective="fpr", max_iter=50,
+                                random_state=0).fit(X, y, groups=g)
+    pos = y == 1
+    with pytest.warns(UserWarning, match=r"the objective is undefined on these rows, reported as NaN\. "
+                                         r"The rate fpr is undefined.*none with label 0"):
+        report = clf.constraint_report(X[pos], y[pos], groups=g[pos])
+    objective = report["constraint"] == "objective: fpr"
+    assert objective.sum() == 1 and report["lhs"][objective].isna().all()
+    p = clf.predict_proba(X[pos])[:, 1]
+    for value in np.unique(g):
+        row = report[report["constraint"].str.startswith(f"ppr[group={value}]")].iloc[0]
+        assert row["lhs"] == pytest.approx(p[g[pos] == value].mean())
+
+
 def test_constraint_report_on_rows_without_a_fitted_group_or_with_a_new_one():
     X, y, g = _fair_data(n=600)
     clf = ConstrainedClassifier("tpr[group] >= 0.9 * tpr", max_iter=50, random_state=0).fit(X, y, groups=g)
@@ -507,6 +524,23 @@ def test_a_baseline_of_class_labels_is_read_as_labels_even_when_they_look_like_d
     labels = y + 1
     clf = ConstrainedClassifier("churn <= 0.05", random_state=0).fit(X, labels, baseline=np.ones(300, int))
     assert clf.predict_proba(X)[:, 1].mean() <= 0.05 + 1e-3  # the baseline said "class 1" (negative) everywhere
+
+
+def test_a_baseline_with_a_missing_decision_is_refused_by_row():
+    # a None among text labels failed in numpy's sort, a pandas NA in bool(NA), naming neither
+    X, y, _ = _fair_data(n=300)
+    labels = np.where(y == 1, "yes", "no")
+    given = [labels.astype(object), y.astype(float), y.astype(object)]
+    for b, missing in zip(given, [None, np.nan, None]):
+        b[7] = missing
+        with pytest.raises(ValueError, match=r"baseline has 1 missing decision\(s\) \(None, NaN or NA\), the first "
+                                             r"in row 7; drop those rows or fill in"):
+            ConstrainedClassifier("churn <= 0.1", max_iter=5).fit(X, labels, baseline=b)
+    pd = pytest.importorskip("pandas")
+    for b in (pd.Series(labels, dtype="string"), pd.Series(y, dtype="Int64")):
+        b[7] = pd.NA
+        with pytest.raises(ValueError, match=r"baseline has 1 missing decision\(s\).*row 7"):
+            ConstrainedClassifier("churn <= 0.1", max_iter=5).fit(X, labels, baseline=b)
 
 
 @pytest.mark.parametrize("make", [lambda: ConstrainedClassifier(max_iter=50),

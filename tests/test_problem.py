@@ -355,10 +355,11 @@ def test_categorical_groups_follow_their_categories():
     # age bands of a categorical came out in text order: 25-45, <25, >45
     bands = ["<25", "25-45", ">45"]
     age = pd.Categorical(["25-45", ">45", "<25", "25-45"] * 5, categories=bands, ordered=True)
-    for given in (pd.DataFrame({"age": age}), {"age": pd.Series(age)}, pd.Series(age, name="age")):
+    for given in (pd.DataFrame({"age": age}), {"age": pd.Series(age)}, pd.Series(age, name="age"), {"age": age}):
         table = GroupTable.from_input(given, None, 20)
         assert table.values("age") == bands
         assert table.take(np.arange(8)).values("age") == bands
+    assert GroupTable.from_input(age, None, 20).values("group") == bands  # a bare Categorical
     from_x = GroupTable.from_input(None, pd.DataFrame({"age": age, "x": np.arange(20.0)}), 20)
     assert from_x.values("age") == bands
     values, codes = from_x.codes("age")

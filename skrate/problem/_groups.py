@@ -93,10 +93,12 @@ _FLAGS = (_Flag(False), _Flag(True))
 
 
 def _categories(column) -> list | None:
-    """The categories of a pandas categorical Series, in their order; None for anything else."""
+    """The categories of a pandas categorical Series or Categorical, in their order; None for
+    anything else."""
     dtype = getattr(column, "dtype", None)
     categories = getattr(dtype, "categories", None)
-    return None if categories is None or not hasattr(column, "cat") else list(categories)
+    is_categorical = hasattr(column, "cat") or hasattr(column, "codes")  # a Series, a bare Categorical
+    return None if categories is None or not is_categorical else list(categories)
 
 
 def _mixed_names(col: np.ndarray, name: str) -> np.ndarray:

@@ -188,6 +188,10 @@ def check_baseline(baseline, classes: np.ndarray, n: int) -> np.ndarray | None:
     b = np.asarray(baseline)
     if b.ndim != 1 or b.shape[0] != n:
         raise ValueError(f"baseline must hold one decision per row of X ({n}), got shape {b.shape}.")
+    missing = np.flatnonzero(missing_entries(b))
+    if missing.size:
+        raise ValueError(f"baseline has {missing.size} missing decision(s) (None, NaN or NA), the first in row "
+                         f"{missing[0]}; drop those rows or fill in the baseline model's decisions.")
     values = set(np.unique(b).tolist())
     if values <= set(classes.tolist()):
         return (b == classes[1]).astype(int)
