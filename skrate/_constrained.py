@@ -815,8 +815,9 @@ class ConstrainedClassifier(RateClassifierBase):
             One row per constraint with ``constraint``, ``lhs``, ``rhs``, ``violation``
             (``lhs - rhs`` for ``<=``, ``rhs - lhs`` for ``>=``, ratios in their own units; ``> 0``
             when broken; without the margin) and the ``margin`` it was trained with,
-            and a last row for the objective. A DataFrame when pandas
-            is installed.
+            and a last row for the objective. A constraint or objective these rows leave
+            undefined (a group value none of them holds, no negatives for ``fpr``) is NaN, with
+            a warning. A DataFrame when pandas is installed.
         """
         X_raw = X
         X = self._features(X)

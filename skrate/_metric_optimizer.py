@@ -17,7 +17,7 @@ from sklearn.utils import _safe_indexing
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 
 from ._base import RateClassifierBase, warn_uncovered
-from .exceptions import InfeasibleConstraintsWarning
+from .exceptions import InfeasibleConstraintsWarning, UndefinedRateError
 from .generalized._metric import Metric, _combine_kinds
 from .generalized._names import as_objective, refuse_score
 from .generalized._mixture import best_mixture
@@ -941,7 +941,8 @@ class MetricOptimizer(RateClassifierBase):
             labels are those of ``constraints_``: a constraint over a bare group column stands
             for the values seen in ``fit``. One that these rows leave undefined (a value none of
             them holds, an empty slice) is NaN, with a warning, which also names the group
-            values of these rows that no fitted constraint covers. A bound on a ratio, a rate
+            values of these rows that no fitted constraint covers; so is an objective they
+            leave undefined (no negatives for ``g_mean``'s ``tnr``). A bound on a ratio, a rate
             constraint's or a metric one's (``precision() >= 0.8``), reads in the ratio's units
             (``0.8 - precision``) as ``ConstrainedClassifier.constraint_report`` gives it: over
             a zero denominator infinite (wins over no losses meet a win-loss floor), NaN at
@@ -967,7 +968,12 @@ class MetricOptimizer(RateClassifierBase):
             objective, constraints = metric, fitted_constraints
             p = self.predict_proba(X_raw, solution=solution)[:, 1]
         undefined: list[str] = []
-        values = program_values(objective, constraints, data, p, self._expansion, undefined)
+        try:
+            values = program_values(objective, constraints, data, p, self._expansion, undefined)
+        except UndefinedRateError as exc:  # the objective's: an unmeasured constraint is in `undefined`
+            warn(f"metric_values: the objective is undefined on these rows, reported as NaN. {exc}", UserWarning)
+            undefined.clear()
+            values = {**program_values("error", constraints, data, p, self._expansion, undefined), "objective": np.nan}
         warn_uncovered("metric_values", data, self._expansion.values(), undefined,
                        "make_violation_scorer(model.constraints) expands over these rows' values")
         return {"objective": values["objective"], **{label: values.get(label, np.nan) for label in self.constraints_}}

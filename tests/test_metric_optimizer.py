@@ -1325,6 +1325,25 @@ def test_unseen_rows_are_the_values_outside_each_columns_fitted_categories():
     assert dict(unseen_rows(encoder.transform(train), encoder.categories_)) == {}
 
 
+def test_metric_values_on_rows_that_leave_the_objective_undefined():
+    # positives only: g_mean's tnr has no rows to divide by; the ppr constraints are measured
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 2))
+    y = (X[:, 0] + rng.normal(size=400) > 0).astype(int)
+    g = rng.choice(["a", "b"], 400)
+    clf = MetricOptimizer("g_mean", constraints="ppr[g] >= ppr - 0.05", max_iter=30, random_state=0)
+    clf.fit(X, y, groups={"g": g})
+    pos = y == 1
+    with pytest.warns(UserWarning, match=r"metric_values: the objective is undefined on these rows, reported as "
+                                         r"NaN\. The objective '1 - g_mean\(tpr, tnr\)' cannot be measured"):
+        values = clf.metric_values(X[pos], y[pos], groups={"g": g[pos]})
+    assert np.isnan(values["objective"])
+    p = clf.predict_proba(X[pos])[:, 1]
+    for value in ("a", "b"):
+        expected = p.mean() - 0.05 - p[g[pos] == value].mean()
+        assert values[f"ppr[g={value}] >= ppr - 0.05"] == pytest.approx(expected)
+
+
 def test_pr_auc_integer_weights_are_repeated_rows():
     rng = np.random.default_rng(0)
     X = rng.normal(size=(400, 3))
