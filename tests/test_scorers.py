@@ -343,6 +343,27 @@ def test_scorers_take_class_labels_from_the_threshold_tuner():
         make_metric_scorer("g_mean")._score_func(np.array(["a", "b"]), np.array(["c", "a"]))
 
 
+def test_the_threshold_tuner_routes_a_baseline_of_class_labels():
+    # it passes the routed baseline as given: labels, as fit takes them, were refused as no 0/1
+    import sklearn
+    from sklearn.model_selection import TunedThresholdClassifierCV
+
+    from skrate.metrics import make_violation_scorer
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 2))
+    y01 = (X[:, 0] + rng.normal(size=400) > 0).astype(int)
+    old01 = (X[:, 1] + rng.normal(size=400) > 0).astype(int)
+    with sklearn.config_context(enable_metadata_routing=True):
+        scorer = make_violation_scorer("churn <= 0.1").set_score_request(baseline=True)
+        tuned = [TunedThresholdClassifierCV(LogisticRegression(), scoring=scorer).fit(X, y, baseline=old)
+                 for y, old in [(y01, old01), (np.where(y01 == 1, "yes", "no"), np.where(old01 == 1, "yes", "no")),
+                                (np.where(y01 == 1, "yes", "no"), old01)]]
+    for other in tuned[1:]:
+        assert other.best_threshold_ == tuned[0].best_threshold_
+        assert other.best_score_ == tuned[0].best_score_
+
+
 def test_expected_decisions_of_a_classifier_without_probabilities_are_refused_by_name():
     from sklearn.svm import LinearSVC
 

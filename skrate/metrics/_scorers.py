@@ -22,30 +22,32 @@ if TYPE_CHECKING:
     from ..rates import Expression, Ratio
 
 
-def _binary(y_true, y_pred) -> tuple[np.ndarray, np.ndarray]:
-    """0/1 labels and decisions (or probabilities of predicting 1). RateScorer passes them so;
-    scikit-learn's threshold tuner (TunedThresholdClassifierCV) calls a scorer's function with
-    class labels instead, of which the greater is the positive class, as ``classes_[1]`` is."""
+def _binary(y_true, y_pred) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """0/1 labels and decisions (or probabilities of predicting 1), and the two labels they were
+    read as. RateScorer passes them as 0/1; scikit-learn's threshold tuner
+    (TunedThresholdClassifierCV) calls a scorer's function with class labels instead, of which the
+    greater is the positive class, as ``classes_[1]`` is."""
     y, p = np.asarray(y_true), np.asarray(y_pred)
     if (y.dtype.kind in "biuf" and p.dtype.kind in "biuf" and np.isin(y, (0, 1)).all()
             and ((p >= 0) & (p <= 1)).all()):
-        return y.astype(int), p.astype(float)
+        return y.astype(int), p.astype(float), np.array([0, 1])
     labels = np.unique(np.concatenate([np.unique(y), np.unique(p)]))
     if labels.size != 2:
         raise ValueError(f"y_true and y_pred hold the labels {labels.tolist()}; a rate scores two classes, "
                          "0/1 or the two class labels (the greater one positive).")
-    return (y == labels[1]).astype(int), (p == labels[1]).astype(float)
+    return (y == labels[1]).astype(int), (p == labels[1]).astype(float), labels
 
 
 def _rate_data(y_true, y_pred, groups, sample_weight, baseline) -> tuple[RateData, np.ndarray]:
     """The rows' RateData and the decisions ``y_pred`` as 0/1 (or probabilities of 1), the rows
     of weight 0 dropped."""
-    y, p = _binary(y_true, y_pred)
+    y, p, classes = _binary(y_true, y_pred)
     n = y.shape[0]
     table = groups if isinstance(groups, GroupTable) else GroupTable.from_input(groups, None, n)
     weights = check_sample_weight(sample_weight, n)  # negative weights refused, as in fit and audit
-    # Decisions here are 0/1; a scorer has already mapped label baselines with the estimator's classes_.
-    data = RateData(y, weights, table, check_baseline(baseline, np.array([0, 1]), n))
+    # a scorer has mapped a baseline of labels with the estimator's classes_ already; the threshold
+    # tuner passes it as routed, in the labels of y_true
+    data = RateData(y, weights, table, check_baseline(baseline, classes, n))
     # as in fit: a group value held only by rows of weight 0 is no slice to expand over
     return data.without_weightless(p)
 
