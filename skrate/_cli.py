@@ -261,8 +261,12 @@ def _read_csv(path: str, text: tuple[str, ...] = ()):
     pd = _pandas()
     p = _input(path)
     try:  # utf-8-sig: a byte-order mark (Excel) must not end up in the first column's name
-        frame = pd.read_csv(p, skipinitialspace=True, encoding="utf-8-sig", dtype=str, keep_default_na=False,
-                            na_values=[""])
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always", pd.errors.ParserWarning)
+            # index_col=False: rows that all end in a delimiter (as some tools write them) would
+            # otherwise make the first column the index and shift every other one left
+            frame = pd.read_csv(p, skipinitialspace=True, encoding="utf-8-sig", dtype=str, keep_default_na=False,
+                                na_values=[""], index_col=False)
     except UnicodeDecodeError as exc:
         raise CLIError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8, e.g. "
                        f"iconv -f latin1 -t utf-8 {path} > utf8.csv") from None
@@ -273,6 +277,9 @@ def _read_csv(path: str, text: tuple[str, ...] = ()):
     if frame.shape[0] == 0:
         raise CLIError(f"{path}: the file has a header but no rows")
     _check_header(path)
+    if any(issubclass(w.category, pd.errors.ParserWarning) for w in caught):
+        _refuse_extra_values(path)
+    frame.columns = [name.strip() for name in frame.columns]  # as options name them: "id " is id
     written = frame.copy()
     for col in frame.columns.difference(list(text)):
         number = pd.to_numeric(frame[col], errors="coerce")
@@ -287,19 +294,25 @@ def _records(path: str):
     source = _input(path)
     text = (open(source, newline="", encoding="utf-8-sig") if isinstance(source, Path)
             else io.TextIOWrapper(source, newline="", encoding="utf-8-sig"))
-    with text as fh:
-        reader = csv.reader(fh, skipinitialspace=True)
-        end = 0
-        for record in reader:
-            if record:
-                yield end + 1, record
-            end = reader.line_num
+    limit = csv.field_size_limit()
+    csv.field_size_limit(2**31 - 1)  # pandas reads cells of any length; the default stops at 128 KiB
+    try:
+        with text as fh:
+            reader = csv.reader(fh, skipinitialspace=True)
+            end = 0
+            for record in reader:
+                if len(record) > 1 or record and record[0].strip():  # pandas skips lines of white space
+                    yield end + 1, record
+                end = reader.line_num
+    finally:
+        csv.field_size_limit(limit)
 
 
 def _check_header(path: str) -> None:
-    """Refuse a header with an empty or a repeated name: pandas would rename them (``Unnamed: 0``,
-    ``x.1``), and the renamed column, a saved index often, would be trained on unnoticed."""
-    header = next((record for _, record in _records(path)), [])
+    """Refuse a header with an empty or a repeated name (spaces around a name do not count): pandas
+    would rename them (``Unnamed: 0``, ``x.1``), and the renamed column, a saved index often,
+    would be trained on unnoticed."""
+    header = [name.strip() for name in next((record for _, record in _records(path)), [])]
     unnamed = [i + 1 for i, name in enumerate(header) if not name.strip()]
     if unnamed:
         raise CLIError(f"{path}: column {unnamed[0]} of the header has no name (a saved index, as "
@@ -310,6 +323,17 @@ def _check_header(path: str) -> None:
     if repeated:
         raise CLIError(f"{path}: the header names column {repeated[0]!r} more than once; give each column its "
                        "own name")
+
+
+def _refuse_extra_values(path: str) -> None:
+    """Refuse a row with more values than the header has names (pandas drops them with a warning)."""
+    records = _records(path)
+    _, header = next(records)
+    line, record = next(((line, r) for line, r in records if len(r) > len(header) and any(r[len(header):])),
+                         (None, None))
+    if line is not None:
+        raise CLIError(f"{path}: line {line} holds {len(record)} values, more than the header's {len(header)} "
+                       "column names; name every column in the header, or drop the extra values")
 
 
 def _need_columns(frame, columns: list[str], path: str, role: str) -> None:
@@ -724,7 +748,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     fit = command("fit", help="train a constrained classifier on a CSV file")
     fit.add_argument("data", help="CSV file (UTF-8) with a header row; - reads standard input")
-    fit.add_argument("--target", required=True, help="the binary label column")
+    fit.add_argument("--target", type=str.strip, required=True, help="the binary label column")
     fit.add_argument("--positive-class", metavar="VALUE",
                      help="the target value that rates count as positive (tpr, ppr, ...) and --proba gives "
                           "the probability of; default: the larger of the two values: 1 of 0/1, yes of no/yes, "
@@ -753,7 +777,7 @@ def build_parser() -> argparse.ArgumentParser:
     aud = command("audit", help="per-group rates and constraint violations of a model on a CSV file")
     aud.add_argument("model", help="a model written by 'skrate fit'")
     aud.add_argument("data", help="CSV file with the model's features and the target; - reads standard input")
-    aud.add_argument("--target", help="the label column (default: the one the model was fitted on)")
+    aud.add_argument("--target", type=str.strip, help="the label column (default: the one the model was fitted on)")
     aud.add_argument("--groups", help="comma-separated group columns (default: the model's)")
     aud.add_argument("--constraint", action="append", default=[],
                      help="a constraint to evaluate (repeatable; default: the model's)")
@@ -771,7 +795,8 @@ def build_parser() -> argparse.ArgumentParser:
     pred.add_argument("--proba", action="store_true",
                       help="also write the probability of predicting the positive class, in the column "
                            "probability_<positive class>")
-    pred.add_argument("--id", metavar="COLUMN", help="copy this column (e.g. a row id) into the predictions")
+    pred.add_argument("--id", type=str.strip, metavar="COLUMN",
+                      help="copy this column (e.g. a row id) into the predictions")
     pred.add_argument("--out", help="CSV file to write (default, or -: standard output)")
     pred.add_argument("-q", "--quiet", action="store_true",
                       help="no 'wrote' line; warnings are still printed")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import time
 from pathlib import Path
 
@@ -29,10 +30,12 @@ def _matplotlib():
 
 def figure_file(figure: str) -> str:
     """The file matplotlib writes for ``figure``: it appends its default format to a name without
-    an extension. Raises ValueError for an empty name, or an extension it cannot write (without
+    an extension. Raises ValueError for an empty name, a folder, or an extension it cannot write (without
     matplotlib, no check: the demo draws no figure)."""
     if not figure.strip():
         raise ValueError("the file name is empty; give one such as tradeoff.png, or pass --no-figure")
+    if Path(figure).is_dir() or figure.endswith(("/", os.sep)):  # else a hidden file ".png" in it
+        raise ValueError(f"a folder, not a file name; name a file in it, e.g. {Path(figure) / 'tradeoff.png'}")
     matplotlib = _matplotlib()
     if matplotlib is None:
         return figure

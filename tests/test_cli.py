@@ -519,7 +519,11 @@ def test_demo_checks_its_figure_path_before_training(tmp_path, monkeypatch, caps
     for figure, message in (("nowhere/x.png", "--figure nowhere/x.png: the folder 'nowhere' does not exist"),
                             ("fig.xyz", "--figure fig.xyz: matplotlib cannot write .xyz files; end the name with "
                                         "one of"),
-                            ("", "--figure : the file name is empty")):  # it wrote ./.png.png
+                            ("", "--figure : the file name is empty"),  # it wrote ./.png.png
+                            ("figs/", "--figure figs/: a folder, not a file name; name a file in it, e.g. "
+                                      f"{os.path.join('figs', 'tradeoff.png')}"),  # it wrote figs/.png.png
+                            ("figs", "--figure figs: a folder, not a file name")):
+        (tmp_path / "figs").mkdir(exist_ok=True)
         code, _, err = _main(["demo", "--figure", figure], tmp_path, monkeypatch, capsys)
         assert code == 2 and message in err and calls == []
     # matplotlib appends .png to a name without an extension: the demo names the file it writes
@@ -672,6 +676,52 @@ def test_a_cell_is_named_by_its_line_in_the_file(syn, tmp_path, monkeypatch, cap
     assert res.returncode == 65 and f"column 'x1' is numeric, but line {line} holds 'abc'" in res.stderr
     res = run("fit", "-", "--target", "y", "-q", "--out", "g.joblib", cwd=tmp_path, input="x1,x1,y\n1,2,0\n3,4,1\n")
     assert res.returncode == 65 and "-: the header names column 'x1' more than once" in res.stderr
+
+
+def test_rows_ending_in_a_delimiter_are_read_column_by_column(syn, tmp_path, monkeypatch, capsys):
+    # rows that all end in ",": pandas made the first column the index and shifted the others left
+    lines = (syn / "syn.csv").read_text().splitlines()
+    (tmp_path / "ok.csv").write_text("\n".join(lines[:21]) + "\n")
+    (tmp_path / "trailing.csv").write_text("\n".join([lines[0]] + [row + "," for row in lines[1:21]]) + "\n")
+    outputs = []
+    for name in ("ok.csv", "trailing.csv"):
+        code, out, _ = _main(["predict", syn / "syn.joblib", name, "--proba", "--id", "id"], tmp_path, monkeypatch,
+                             capsys)
+        assert code == 0
+        outputs.append(out)
+    assert outputs[0] == outputs[1]
+    # a value beyond the header's names is refused, not dropped
+    (tmp_path / "extra.csv").write_text("\n".join([lines[0]] + [row + ",9" for row in lines[1:21]]) + "\n")
+    code, _, err = _main(["predict", syn / "syn.joblib", "extra.csv"], tmp_path, monkeypatch, capsys)
+    assert code == 65 and "extra.csv: line 2 holds 8 values, more than the header's 7 column names" in err
+
+
+def test_spaces_around_a_column_name_do_not_count(syn, tmp_path, monkeypatch, capsys):
+    # "id ," in the header could be named by no option: --exclude strips the names it is given
+    frame = _synthetic()
+    frame.rename(columns={"id": "id ", "y": " y"}).to_csv(tmp_path / "spaced.csv", index=False)
+    code, _, err = _main(["fit", "spaced.csv", "--target", "y ", "--exclude", "id ,label", "--max-iter", 30,
+                          "--out", "spaced.joblib", "-q"], tmp_path, monkeypatch, capsys)
+    assert code == 0, err
+    assert joblib.load(tmp_path / "spaced.joblib")["features"] == joblib.load(syn / "syn.joblib")["features"]
+    code, out, _ = _main(["predict", "spaced.joblib", "spaced.csv", "--id", " id"], tmp_path, monkeypatch, capsys)
+    assert code == 0 and out.splitlines()[0] == "id,prediction" and len(out.splitlines()) == len(frame) + 1
+    (tmp_path / "twice.csv").write_text("a,a ,y\n1,2,0\n3,4,1\n")
+    code, _, err = _main(["fit", "twice.csv", "--target", "y", "--out", "t.joblib"], tmp_path, monkeypatch, capsys)
+    assert code == 65 and "the header names column 'a' more than once" in err
+
+
+def test_lines_of_spaces_and_long_cells_keep_the_line_numbers(tmp_path, monkeypatch, capsys):
+    # csv read a line of spaces as a record, which pandas skips: a header "without a name", and every
+    # later line named one too early; a cell over 128 KiB stopped the csv module with a traceback
+    (tmp_path / "lead.csv").write_text("   \na,y\n" + "".join(f"{i},{i % 2}\n" for i in range(12)))
+    code, _, err = _main(["fit", "lead.csv", "--target", "y", "--max-iter", 5, "-q", "--out", "l.joblib"], tmp_path,
+                         monkeypatch, capsys)
+    assert code == 0, err
+    text = "a,t,y\n1," + "x" * 200_000 + ",1\n" + "".join(f"{i},u,{i % 2}\n" for i in range(2, 12)) + " \t\n5,u,\n"
+    (tmp_path / "long.csv").write_text(text)
+    code, _, err = _main(["fit", "long.csv", "--target", "y", "-q", "--out", "l.joblib"], tmp_path, monkeypatch, capsys)
+    assert code == 65 and "column 'y' has 1 empty value(s), the first on line 14" in err
 
 
 def test_an_output_that_is_an_input_is_refused(syn, monkeypatch, capsys):
