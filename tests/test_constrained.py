@@ -620,6 +620,22 @@ def test_a_column_near_the_largest_float_is_scaled_without_overflow():
     assert np.isfinite(clf.candidates_).all() and np.mean(clf.predict(X) == y) > 0.7
 
 
+def test_a_column_of_subnormal_values_is_refused_by_position():
+    # no float divisor brings it to unit size: the weight on X overflowed, leaving NaN candidates
+    # reported feasible (and a sparse X overflowed elsewhere)
+    import scipy.sparse as sp
+
+    from skrate import MetricOptimizer
+
+    X, y, _ = _units_data()
+    X[:, 1] *= 1e-309 / np.abs(X[:, 1]).max()
+    for est in (ConstrainedClassifier("ppr <= 0.5", max_iter=5), MetricOptimizer("g_mean", max_iter=5)):
+        for given in (X, sp.csr_matrix(X)):
+            with pytest.raises(ValueError, match=r"X's column\(s\) \['1'\] \(by position\) hold no value above "
+                                                 r"2.23e-308 in magnitude"):
+                clone(est).fit(given, y)
+
+
 @pytest.mark.parametrize("model", ["linear", "mlp"])
 def test_an_offset_column_is_centred_for_the_game(model):
     # a year column (2015-2024) differs from row to row by a sliver of its size: played as is,

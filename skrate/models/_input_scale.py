@@ -8,6 +8,8 @@ import numpy as np
 import scipy.sparse as sp
 from sklearn.utils.sparsefuncs import min_max_axis
 
+from ..utils._warnings import listed
+
 # Columns whose largest magnitude lies within [_LOW, _HIGH] are left as they are: one-hot and
 # standardised columns, and most counts. A column in cents or in micro-units is not: a step of a
 # first-order method moves every weight by about the same amount, which for a column of size 1e6
@@ -140,6 +142,11 @@ def input_scale(X: np.ndarray | sp.spmatrix,
     if not X.shape[0]:
         return None
     peak = column_peaks(X)
+    subnormal = np.flatnonzero((peak > 0) & (peak < np.finfo(float).tiny))
+    if subnormal.size:  # its weight on X, the fitted one over a divisor below 2**-1022, is no float
+        raise ValueError(f"X's column(s) {listed(subnormal)} (by position) hold no value above "
+                         f"{np.finfo(float).tiny:.3g} in magnitude, which a coefficient in these units "
+                         "cannot weigh in float64; multiply them by a large constant (1e300) or drop them.")
     _, top = np.frexp(np.where(peak > 0, peak, 1.0))
     share = _row_shares(sample_weight, X.shape[0])
     shift = _offsets(X, peak, share)
