@@ -964,6 +964,14 @@ def test_metric_arithmetic_and_bounds_refuse_what_no_model_meets():
     with pytest.raises(TypeError, match=r"epsilon of kld_fairness must be a number, got None"):
         kld_fairness("group", None)
     assert str(f_measure_parity({"g": "a"}, {"g": "b"}, -0.1)) == "f_measure[g=a] >= f_measure[g=b] + 0.1"
+    # a division by a number is the product by its inverse, as for rates (it was a TypeError)
+    assert (g_mean() + f_measure()) / 4 == 0.25 * (g_mean() + f_measure())
+    with pytest.raises(ValueError, match=r"Division by zero: cannot divide 1 - g_mean\(tpr, tnr\) by 0.0"):
+        g_mean() / 0
+    with pytest.raises(ValueError, match=r"divisor of 1 - g_mean\(tpr, tnr\) must be a finite number"):
+        g_mean() / float("nan")
+    with pytest.raises(TypeError):
+        g_mean() / g_mean()
 
 
 def test_a_bound_on_ratios_over_one_denominator_compiles_linear():

@@ -24,6 +24,7 @@ import numpy as np
 
 from ..problem._evaluate import ratio_value
 from ..rates import Constraint, Expression, Ratio, Slice, as_expression
+from ..rates._expression import _divisor
 from ..rates._functions import display_ratio
 
 _EPS = 1e-6
@@ -79,6 +80,11 @@ class Metric:
         return _bounded(MetricSum(tuple((c * factor, t) for c, t in a.terms), a.constant * factor))
 
     __rmul__ = __mul__
+
+    def __truediv__(self, other):
+        if not _scalar(other):  # a quotient of metrics is no sum of them: ratio metrics are precision() etc.
+            return NotImplemented
+        return self * (1.0 / _divisor(self.as_sum(), _finite(other, f"divisor of {self}")))
 
     def __neg__(self):
         return self * -1.0
