@@ -406,6 +406,9 @@ def test_plots_refuse_frames_of_another_kind_and_join_slacks_in_order():
         plot_audit(report)
     with pytest.raises(ValueError, match="metrics is empty"):
         plot_audit(audit(clf, X, y, groups=g, n_bootstrap=0), metrics=[])
+    table = audit(clf, X, y, groups=g, n_bootstrap=0, constraints=clf.constraints)
+    with pytest.raises(ValueError, match="the report holds no rates of groups, only constraint rows"):
+        plot_audit(table[table["attribute"] == "constraint"])
     # a fit report or an audit drew an empty plot, in silence
     for wrong in (clf.fit_report_, report):
         with pytest.raises(ValueError, match=r"curve lacks the column\(s\) .*tradeoff_curve returns"):
@@ -847,6 +850,10 @@ def test_frequency_weights_give_the_intervals_of_the_repeated_rows():
     assert _width(counted, *con, "violation") / _width(repeated, *con, "violation") == pytest.approx(1.0, abs=0.12)
     with pytest.raises(ValueError, match=r"sample_weight\[2\] = 0\.5 is not an integer"):
         audit(clf, X, y, sample_weight=np.r_[1.0, 2.0, 0.5, np.ones(n - 3)], weight_kind="frequency")
+    # counts beyond what a multinomial draws overflowed int64 with a bare OverflowError
+    with pytest.raises(ValueError, match=r"they total 1\.\d+e\+\d+, more than the 2\*\*62 units a resample can "
+                                         r"draw; pass weight_kind='sampling'"):
+        audit(clf, X, y, sample_weight=np.full(n, 1e17), weight_kind="frequency", n_bootstrap=5)
 
 
 def test_audit_warns_of_values_undefined_in_many_resamples():

@@ -221,6 +221,10 @@ def audit(
         raise ValueError(f"weight_kind='frequency' reads sample_weight as counts of identical rows, but "
                          f"sample_weight[{row}] = {float(weights[row])!r} is not an integer; pass "
                          "weight_kind='sampling' for weights that are not counts.")
+    if weight_kind == "frequency" and weights.sum() >= 2.0**62:  # the resamples draw that many units
+        raise ValueError(f"weight_kind='frequency' reads sample_weight as counts of identical rows, and "
+                         f"they total {weights.sum():.3g}, more than the 2**62 units a resample can draw; "
+                         "pass weight_kind='sampling', whose resamples draw rows.")
     baseline = check_baseline(baseline, np.asarray(estimator.classes_), n)
     table = GroupTable.from_input(groups, X, n)
     clash = sorted(set(table.given) & {ALL, CONSTRAINT})

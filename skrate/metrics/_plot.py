@@ -53,6 +53,9 @@ def plot_audit(report: pd.DataFrame, metrics: str | Sequence[str] | None = None,
     rates = report[report["attribute"] != "constraint"]
     if metrics is None:
         metrics = list(dict.fromkeys(rates["metric"]))
+        if not metrics:
+            raise ValueError("the report holds no rates of groups, only constraint rows: plot an audit "
+                             "with metrics (its default metrics=None measures every rate).")
     else:  # one name alone is one metric, not its letters
         metrics = [metrics] if isinstance(metrics, str) else list(metrics)
     if not metrics:
