@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+from dataclasses import replace
 from numbers import Integral, Real
 from typing import TYPE_CHECKING
 
@@ -35,6 +36,7 @@ from .generalized._program import (
 )
 from .generalized._ratio import RatioProgram, solve_ratio_game
 from .generalized._three_player import CONFIGURATIONS, solve_three_player
+from .generalized._threshold_polish import polish_thresholds
 from .models import (Design, LinearModel, MLPModel, ProbabilityScoreModel, folding_callback, input_scale, log_odds,
                      scaled_input, score_threshold, with_score)
 from .models._oracle import fit_weighted, sample_weight_key, seeded
@@ -368,7 +370,9 @@ class MetricOptimizer(RateClassifierBase):
     candidates_ : ndarray of shape (n_snapshots, n_params)
         Up to ``n_candidates`` snapshots evenly spaced over the iterations, the best iterate and
         the last; then, for a problem linear in the rates under a plug-in solver, the oracle's
-        answers priced in by column generation (outside ``"T_stochastic"`` and ``"last"``).
+        answers priced in by column generation, or, for the linear model of a surrogate game,
+        up to three of the best snapshots with the intercept of least (violation, objective)
+        on the training rows (both outside ``"T_stochastic"`` and ``"last"``).
     solutions_ : dict of str to ndarray
         Weights over ``candidates_`` of every solution (``"m_stochastic"``, ``"T_stochastic"``,
         ``"best"``, ``"last"``).
@@ -827,6 +831,9 @@ class MetricOptimizer(RateClassifierBase):
         else:
             traj = solve_three_player(program, game_model, X_fit, solver=solver, oracle=oracle,
                                       init_params=init_params, **common)
+        # a surrogate's intercept is not the metric's: the best snapshots re-thresholded join them
+        if not uses_oracle and type(game_model) is LinearModel and not isinstance(metric, PRAUC):
+            traj = _with_polished(program, game_model, X_fit, traj)
         self.objective_ = program.objective.metric
         # what metric_values measures: the problem fitted, not parameters set since
         self._fitted_problem = (metric, stated)
@@ -977,6 +984,21 @@ class MetricOptimizer(RateClassifierBase):
         warn_uncovered("metric_values", data, self._expansion.values(), undefined,
                        "make_violation_scorer(model.constraints) expands over these rows' values")
         return {"objective": values["objective"], **{label: values.get(label, np.nan) for label in self.constraints_}}
+
+
+def _with_polished(program, model, X, traj):
+    """``traj`` and, after its snapshots, its best ones at their best thresholds on the metric."""
+    params, rates = polish_thresholds(program, model, X, traj.params, traj.rates)
+    if not params.shape[0]:
+        return traj
+    source = [int(np.flatnonzero((traj.params[:, :-1] == p[:-1]).all(axis=1))[0]) for p in params]
+    obj, cons = program.values(rates)
+    return replace(traj, params=np.vstack([traj.params, params]),
+                   objective=np.concatenate([traj.objective, np.broadcast_to(obj, (params.shape[0],))]),
+                   constraints=np.hstack([traj.constraints, np.asarray(cons, dtype=float).reshape(-1, params.shape[0])]),
+                   multipliers=np.vstack([traj.multipliers, traj.multipliers[source]]),
+                   rates=np.hstack([traj.rates, rates]),
+                   n_played=traj.params.shape[0] if traj.n_played is None else traj.n_played)
 
 
 def _as_loss(spec) -> Metric:

@@ -570,6 +570,54 @@ def test_linear_constraints_in_cell_form_equal_the_program_values():
     np.testing.assert_allclose(cells.K @ (cells.P @ p) + offsets[:, None], cons[kept], rtol=0, atol=1e-12)
 
 
+def test_grouped_sums_are_the_product_with_the_group_indicator():
+    X, y, g = _two_groups(200, seed=5)
+    data = RateData(y, np.random.default_rng(2).random(len(y)), GroupTable.from_input(g, None, len(y)))
+    A = compile_program("f1", ["ppr[group] >= ppr - 0.05", "fpr <= 0.3"], data).A
+    labels = np.random.default_rng(3).integers(0, 7, len(y))
+    np.testing.assert_allclose(A.grouped_sums(labels, 9), A.toarray() @ np.eye(9)[labels], rtol=1e-12, atol=1e-15)
+
+
+@pytest.mark.parametrize("spec", [("f0.5", []), ("f1", ["ppr[group] >= ppr - 0.05"]), ("g_mean", ["tpr >= 0.8"])])
+def test_best_cut_is_the_best_threshold_by_enumeration(spec):
+    # the sweep's cumulative sums against every threshold scored on its own, ties included
+    from skrate.generalized._mixture import _merit
+    from skrate.generalized._threshold_polish import best_cut
+
+    X, y, g = _two_groups(300, seed=4)
+    data = RateData(y, np.random.default_rng(1).integers(1, 4, len(y)).astype(float),
+                    GroupTable.from_input(g, None, len(y)))
+    program = compile_program(spec[0], spec[1], data)
+    scores = np.round(X[:, 0] - 0.3 * X[:, 1], 1)  # rounded: many ties
+    shift = best_cut(program, scores)
+    cuts = np.r_[np.inf, np.unique(scores), -np.inf]
+    merits = [_merit(program, program.rates((scores > t).astype(float))[:, None], np.ones(1))
+              for t in cuts]
+    best = min(merits)
+    got = _merit(program, program.rates((scores + (0.0 if shift is None else shift) > 0).astype(float))[:, None],
+                 np.ones(1))
+    assert got == pytest.approx(best, abs=1e-12)
+    if shift is not None:  # strictly between two distinct scores: no row sits on the cut
+        assert not np.any(scores + shift == 0)
+
+
+def test_the_best_solution_of_a_ratio_game_is_at_its_directions_best_threshold():
+    # a surrogate's intercept is not the metric's: F0.5's snapshots all sat above the threshold
+    # of least 1 - F0.5 of their own direction (0.3327 where it is 0.3177)
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(1000, 3))
+    y = (rng.random(1000) < 1 / (1 + np.exp(-(X[:, 0] + 0.5 * X[:, 1] - 0.7)))).astype(int)
+    from skrate.metrics._scorers import MetricLoss
+
+    for metric in ("f0.5", "f2"):
+        clf = MetricOptimizer(metric, random_state=0).fit(X, y)
+        theta = clf.candidates_[np.argmax(clf.solutions_["best"])]
+        scores = X @ theta[:-1]
+        loss = MetricLoss(metric)
+        at_cuts = min(loss(y, (scores > t).astype(float)) for t in np.unique(scores))
+        assert clf.metric_values(X, y, solution="best")["objective"] <= at_cuts + 1e-12
+
+
 def test_infeasibility_warning_tells_an_impossible_problem_from_a_short_fit():
     X, y = _one_d(300)
     # no choice of each row's decision meets both: the least largest violation is (0.9 - 0.2) / 2
@@ -755,8 +803,9 @@ def test_early_stopping_ends_on_a_plateau_at_the_full_run_value(solver):
     assert v_early <= v_full + 0.01, (v_early, v_full)
     # the patience is honoured: with a longer one, the same game plays at least as long
     assert fit(n_iter_no_change=200).n_iter_ >= early.n_iter_
-    # candidates: evenly spaced over the iterations played, plus the best and the last
-    assert early.candidates_.shape[0] <= early.n_candidates + 2
+    # candidates: evenly spaced over the iterations played, plus the best and the last, and up
+    # to three re-thresholded
+    assert early.candidates_.shape[0] <= early.n_candidates + 2 + 3
 
 
 def test_minibatch_games_do_not_stop_early():
@@ -1202,9 +1251,11 @@ def test_losses_and_rate_expressions_are_minimised_as_written():
 
 def test_infeasibility_warning_reads_a_ratio_constraint_in_its_own_units():
     X, y = _one_d(200)
-    # ten rounds fall short of the floor, which the full game meets
+    # ten rounds fall short of the floor, which the full game meets (an MLP: a linear model's
+    # re-thresholded snapshots meet it after one round on this one feature)
     with pytest.warns(InfeasibleConstraintsWarning, match="largest violation") as record:
-        est = MetricOptimizer("f1", constraints="precision >= 0.9", max_iter=10, random_state=0).fit(X, y)
+        est = MetricOptimizer("f1", constraints="precision >= 0.9", model="mlp", max_iter=10,
+                              random_state=0).fit(X, y)
     violation = est.metric_values(X, y)["precision >= 0.9"]
     message = next(str(w.message) for w in record if w.category is InfeasibleConstraintsWarning)
     assert violation > 0 and f"largest violation is {violation:.4g}, on 'precision >= 0.9'" in message

@@ -37,12 +37,21 @@ def _epigraph(s: CompiledSum) -> tuple[list, list]:
             [a for a, kink in zip(s.atoms, is_kinked) if kink])
 
 
+def merits(program: MetricProgram, rates: np.ndarray, tol: float = 1e-7) -> tuple[np.ndarray, np.ndarray]:
+    """(largest violation beyond ``tol``, objective) of each column of ``rates`` (K, k): models
+    compare by violation, and the feasible ones by objective."""
+    obj, cons = program.values(rates)
+    obj = np.broadcast_to(np.asarray(obj, dtype=float), (rates.shape[1],))
+    if not np.size(cons):
+        return np.zeros(rates.shape[1]), obj
+    cons = program.flag_undefined(rates, np.asarray(cons, dtype=float).reshape(-1, rates.shape[1]))
+    return np.maximum(cons.max(axis=0) - tol, 0.0), obj
+
+
 def _merit(program: MetricProgram, R: np.ndarray, p: np.ndarray, tol: float = 1e-7) -> tuple[float, float]:
-    """(largest violation beyond ``tol``, objective): feasible mixtures compare by objective."""
-    r = R @ p
-    obj, cons = program.values(r)
-    cons = program.flag_undefined(r, cons)
-    return max(0.0, float(np.max(cons)) - tol) if np.size(cons) else 0.0, float(obj)
+    """:func:`merits` of the mixture ``p`` of the columns of ``R``."""
+    violation, objective = merits(program, (R @ p)[:, None], tol)
+    return float(violation[0]), float(objective[0])
 
 
 def best_mixture(program: MetricProgram, R: np.ndarray, starts: list[np.ndarray], tol: float = 1e-7) -> np.ndarray:

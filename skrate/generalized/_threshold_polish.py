@@ -1,0 +1,104 @@
+"""Snapshots re-thresholded on the true metric: a surrogate's intercept is not the metric's.
+
+A theta-player trained on a surrogate (hinge, logistic) turns a linear model's direction well,
+but its intercept answers the surrogate's costs. For a metric whose optimum predicts few
+positives (an F-measure with ``beta < 1``) every snapshot of the game may sit at a threshold of
+its direction well off the metric's best one, and the mixtures of the snapshots cannot reach it
+either. Every threshold of one direction is one cumulative sum: the rows in the order of their
+scores, the rates of predicting the first ``j`` of them positive are the first ``j`` columns of
+the rate matrix summed. The threshold of least (largest violation, objective) among them joins
+the candidates with its exact rates, and the mixture selection reads it as any other.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..models import LinearModel
+from ..solvers._rate_game import decision_rates
+from ._mixture import merits
+from ._program import MetricProgram
+
+#: Largest number of rate values one sweep holds (K rates x cut positions): beyond it, the cuts
+#: are taken every few rows (the rates of the one kept are computed exactly all the same).
+_MAX_ENTRIES = 2**24
+
+
+def best_cut(program: MetricProgram, scores: np.ndarray) -> float | None:
+    """The shift ``c`` that makes ``scores + c > 0`` the decisions of least (violation, objective)
+    among every threshold of ``scores``; None when no threshold differs from ``c = 0``.
+
+    Parameters
+    ----------
+    program : MetricProgram
+        The problem, its rate matrix over the rows of ``scores``.
+    scores : ndarray of shape (n_samples,)
+        A model's scores; it predicts 1 where they are positive.
+
+    Returns
+    -------
+    float or None
+    """
+    n = scores.shape[0]
+    order = np.argsort(-scores)  # the order of tied rows is moot: cuts fall between distinct scores
+    ranked = scores[order]
+    # j rows predicted 1: the cuts between distinct scores, and none or all
+    cuts = np.r_[0, np.flatnonzero(ranked[:-1] > ranked[1:]) + 1, n]
+    K = program.A.shape[0]
+    if K * cuts.size > _MAX_ENTRIES:
+        cuts = cuts[np.unique(np.linspace(0, cuts.size - 1, _MAX_ENTRIES // max(K, 1)).astype(int))]
+    # the rows between consecutive cuts as one block: A's columns summed per block
+    block = np.empty(n, dtype=np.intp)
+    block[order] = np.searchsorted(cuts, np.arange(n), side="right") - 1
+    steps = program.A.grouped_sums(block, cuts.size)
+    rates = np.hstack([np.zeros((K, 1)), np.cumsum(steps[:, :-1], axis=1)]) + program.b[:, None]
+    violation, objective = merits(program, rates)
+    j = int(np.lexsort((objective, violation))[0])
+    current = int(np.count_nonzero(scores > 0))
+    if cuts[j] == current:
+        return None
+    # between the last row predicted 1 and the first predicted 0
+    above = ranked[cuts[j] - 1] if cuts[j] > 0 else ranked[0] + 1.0
+    below = ranked[cuts[j]] if cuts[j] < n else ranked[-1] - 1.0
+    return -(above + below) / 2.0
+
+
+def polish_thresholds(program: MetricProgram, model: LinearModel, X, params: np.ndarray, rates: np.ndarray,
+                      n_polish: int = 3) -> tuple[np.ndarray, np.ndarray]:
+    """The ``n_polish`` best distinct snapshots, each at its best threshold, with their rates.
+
+    Parameters
+    ----------
+    program : MetricProgram
+    model : LinearModel
+        The snapshots' model; its last parameter is the intercept.
+    X : {ndarray, sparse matrix} of shape (n_samples, n_features)
+        The rows of ``program``.
+    params : ndarray of shape (k, n_params)
+        The snapshots.
+    rates : ndarray of shape (K, k)
+        Their rates.
+    n_polish : int, default=3
+        How many snapshots to re-threshold, best (least violation, then objective) first.
+
+    Returns
+    -------
+    params : ndarray of shape (n_new, n_params)
+        The re-thresholded snapshots that differ from every snapshot given (possibly none).
+    rates : ndarray of shape (K, n_new)
+        Their exact rates.
+    """
+    violation, objective = merits(program, rates)
+    _, distinct = np.unique(np.round(params, 12), axis=0, return_index=True)
+    ranked = distinct[np.lexsort((objective[distinct], violation[distinct]))][:n_polish]
+    new = []
+    for i in ranked:
+        shift = best_cut(program, model.scores(X, params[i]))
+        if shift is not None:
+            theta = params[i].copy()
+            theta[-1] += shift
+            new.append(theta)
+    if not new:
+        return np.zeros((0, params.shape[1])), np.zeros((rates.shape[0], 0))
+    new = np.array(new)
+    return new, decision_rates(model, X, new, program.A) + program.b[:, None]
