@@ -591,11 +591,11 @@ def test_best_cut_is_the_best_threshold_by_enumeration(spec):
     scores = np.round(X[:, 0] - 0.3 * X[:, 1], 1)  # rounded: many ties
     shift = best_cut(program, scores)
     cuts = np.r_[np.inf, np.unique(scores), -np.inf]
-    merits = [_merit(program, program.rates((scores > t).astype(float))[:, None], np.ones(1))
+    merits = [_merit(program, program.rates((scores > t).astype(float))[:, None], np.ones(1), 1e-9)
               for t in cuts]
     best = min(merits)
     got = _merit(program, program.rates((scores + (0.0 if shift is None else shift) > 0).astype(float))[:, None],
-                 np.ones(1))
+                 np.ones(1), 1e-9)
     assert got == pytest.approx(best, abs=1e-12)
     if shift is not None:  # strictly between two distinct scores: no row sits on the cut
         assert not np.any(scores + shift == 0)
@@ -616,6 +616,34 @@ def test_the_best_solution_of_a_ratio_game_is_at_its_directions_best_threshold()
         loss = MetricLoss(metric)
         at_cuts = min(loss(y, (scores > t).astype(float)) for t in np.unique(scores))
         assert clf.metric_values(X, y, solution="best")["objective"] <= at_cuts + 1e-12
+
+
+def test_rethresholded_snapshots_keep_integer_weights_as_repeated_rows():
+    # snapshots that tie on the objective up to its last bits ranked differently with weights
+    # and on repeated rows, and a different one was re-thresholded
+    rng = np.random.default_rng(16)
+    X = rng.normal(size=(80, 3))
+    y = (rng.random(80) < 1 / (1 + np.exp(-(X[:, 0] + 0.5 * X[:, 1] - 0.7)))).astype(int)
+    w = np.random.default_rng(16).integers(1, 4, 80)
+    idx = np.repeat(np.arange(80), w)
+    for kw in (dict(metric="error", constraints=["fpr <= 0.3"], solver="three_player"),
+               dict(metric="error", solver="spade")):
+        a = MetricOptimizer(**kw, random_state=0, max_iter=30).fit(X, y, sample_weight=w.astype(float))
+        b = MetricOptimizer(**kw, random_state=0, max_iter=30).fit(X[idx], y[idx])
+        assert a.candidates_.shape == b.candidates_.shape
+        np.testing.assert_allclose(a.predict_proba(X), b.predict_proba(X), atol=1e-9)
+
+
+def test_a_rethresholded_snapshot_meets_a_bound_as_feasible_reads_it():
+    # a cut 5e-8 over the bound counted as met (tolerance 1e-7) and was selected infeasible
+    rng = np.random.default_rng(1)
+    X = rng.normal(size=(1000, 3))
+    y = (rng.random(1000) < 1 / (1 + np.exp(-(X[:, 0] + 0.5 * X[:, 1] - 0.7)))).astype(int)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", InfeasibleConstraintsWarning)
+        clf = MetricOptimizer("f1", constraints=["ppr <= 0.02999995"], solution="best", random_state=0,
+                              max_iter=100).fit(X, y)
+    assert clf.feasible_ and clf.predict(X).mean() <= 0.02999995
 
 
 def test_infeasibility_warning_tells_an_impossible_problem_from_a_short_fit():

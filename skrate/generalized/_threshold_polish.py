@@ -19,9 +19,20 @@ from ..solvers._rate_game import decision_rates
 from ._mixture import merits
 from ._program import MetricProgram
 
-#: Largest number of rate values one sweep holds (K rates x cut positions): beyond it, the cuts
-#: are taken every few rows (the rates of the one kept are computed exactly all the same).
+#: Largest number of values one sweep holds (K rates, or the cells of alike rows, x cut
+#: positions): beyond it, the cuts are taken every few rows (the rates of the one kept are
+#: computed exactly all the same).
 _MAX_ENTRIES = 2**24
+#: A violation at most this is met, as ``feasible_`` reads it.
+_TOL = 1e-9
+
+
+def _ranked(program: MetricProgram, rates: np.ndarray) -> np.ndarray:
+    """The columns of ``rates`` best first by (largest violation, objective), each rounded at 12
+    decimals: models that tie up to rounding keep their order (the first wins), so that a fit
+    with integer weights ranks as the fit on repeated rows does."""
+    violation, objective = merits(program, rates, _TOL)
+    return np.lexsort((np.round(objective, 12), np.round(violation, 12)))
 
 
 def best_cut(program: MetricProgram, scores: np.ndarray) -> float | None:
@@ -44,19 +55,21 @@ def best_cut(program: MetricProgram, scores: np.ndarray) -> float | None:
     ranked = scores[order]
     # j rows predicted 1: the cuts between distinct scores, and none or all
     cuts = np.r_[0, np.flatnonzero(ranked[:-1] > ranked[1:]) + 1, n]
+    width = max(program.A.shape[0], program.A.P.shape[0], 1)  # rates, cells: the sums' rows
+    if width * cuts.size > _MAX_ENTRIES:
+        cuts = cuts[np.unique(np.linspace(0, cuts.size - 1, _MAX_ENTRIES // width).astype(int))]
     K = program.A.shape[0]
-    if K * cuts.size > _MAX_ENTRIES:
-        cuts = cuts[np.unique(np.linspace(0, cuts.size - 1, _MAX_ENTRIES // max(K, 1)).astype(int))]
     # the rows between consecutive cuts as one block: A's columns summed per block
     block = np.empty(n, dtype=np.intp)
     block[order] = np.searchsorted(cuts, np.arange(n), side="right") - 1
     steps = program.A.grouped_sums(block, cuts.size)
     rates = np.hstack([np.zeros((K, 1)), np.cumsum(steps[:, :-1], axis=1)]) + program.b[:, None]
-    violation, objective = merits(program, rates)
-    j = int(np.lexsort((objective, violation))[0])
-    current = int(np.count_nonzero(scores > 0))
-    if cuts[j] == current:
+    current = (scores > 0).astype(float)
+    # the current decisions first: a cut only as good as them up to rounding is no change
+    order_by_merit = _ranked(program, np.hstack([program.rates(current)[:, None], rates]))
+    if order_by_merit[0] == 0:
         return None
+    j = int(order_by_merit[0]) - 1
     # between the last row predicted 1 and the first predicted 0
     above = ranked[cuts[j] - 1] if cuts[j] > 0 else ranked[0] + 1.0
     below = ranked[cuts[j]] if cuts[j] < n else ranked[-1] - 1.0
@@ -88,9 +101,9 @@ def polish_thresholds(program: MetricProgram, model: LinearModel, X, params: np.
     rates : ndarray of shape (K, n_new)
         Their exact rates.
     """
-    violation, objective = merits(program, rates)
     _, distinct = np.unique(np.round(params, 12), axis=0, return_index=True)
-    ranked = distinct[np.lexsort((objective[distinct], violation[distinct]))][:n_polish]
+    distinct = np.sort(distinct)
+    ranked = distinct[_ranked(program, rates[:, distinct])][:n_polish]
     new = []
     for i in ranked:
         shift = best_cut(program, model.scores(X, params[i]))

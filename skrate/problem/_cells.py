@@ -165,7 +165,7 @@ class CellMatrix:
         """
         P = sp.csc_matrix(self.P)
         column = np.repeat(np.arange(P.shape[1]), np.diff(P.indptr))  # every entry's column
-        cells = np.bincount(P.indices * n_labels + labels[column], weights=P.data,
+        cells = np.bincount(P.indices.astype(np.int64) * n_labels + labels[column], weights=P.data,
                             minlength=P.shape[0] * n_labels).reshape(P.shape[0], n_labels)
         return np.asarray(self.K @ cells)
 
