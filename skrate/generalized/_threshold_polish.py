@@ -37,7 +37,7 @@ def _ranked(program: MetricProgram, rates: np.ndarray) -> np.ndarray:
 
 def best_cut(program: MetricProgram, scores: np.ndarray) -> float | None:
     """The shift ``c`` that makes ``scores + c > 0`` the decisions of least (violation, objective)
-    among every threshold of ``scores``; None when no threshold differs from ``c = 0``.
+    among every threshold of ``scores``; None when none is better than ``c = 0`` (up to rounding).
 
     Parameters
     ----------
