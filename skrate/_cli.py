@@ -313,7 +313,7 @@ def _check_header(path: str) -> None:
     would rename them (``Unnamed: 0``, ``x.1``), and the renamed column, a saved index often,
     would be trained on unnoticed."""
     header = [name.strip() for name in next((record for _, record in _records(path)), [])]
-    unnamed = [i + 1 for i, name in enumerate(header) if not name.strip()]
+    unnamed = [i + 1 for i, name in enumerate(header) if not name]
     if unnamed:
         raise CLIError(f"{path}: column {unnamed[0]} of the header has no name (a saved index, as "
                        "DataFrame.to_csv writes by default?); name it in the header, or save the file without "

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-from dataclasses import replace
 from numbers import Integral, Real
 from typing import TYPE_CHECKING
 
@@ -21,7 +20,7 @@ from ._base import RateClassifierBase, warn_uncovered
 from .exceptions import InfeasibleConstraintsWarning, UndefinedRateError
 from .generalized._metric import Metric, _combine_kinds
 from .generalized._names import as_objective, refuse_score
-from .generalized._mixture import best_mixture
+from .generalized._mixture import FEASIBLE_TOL, best_mixture
 from .generalized._plugin_oracle import PluginOracle, cell_decoders, fit_logistic
 from .generalized._pr_auc import PRAUC, deployed_params, initial_params, stacked_problem
 from .generalized._program import (
@@ -35,7 +34,7 @@ from .generalized._program import (
     program_values,
 )
 from .generalized._ratio import RatioProgram, solve_ratio_game
-from .generalized._three_player import CONFIGURATIONS, solve_three_player
+from .generalized._three_player import CONFIGURATIONS, appended, solve_three_player, trajectory
 from .generalized._threshold_polish import polish_thresholds
 from .models import (Design, LinearModel, MLPModel, ProbabilityScoreModel, folding_callback, input_scale, log_odds,
                      scaled_input, score_threshold, with_score)
@@ -908,7 +907,7 @@ class MetricOptimizer(RateClassifierBase):
         # a ratio bound multiplied out by its denominator reads as stated
         violations = {c.label: float(c.reported(r)) for c in program.constraints}
         undefined = {c.label: c.zero_denominator(r) for c in program.constraints if np.isnan(violations[c.label])}
-        if all(v <= 1e-9 for v in violations.values()):  # False at NaN: undefined
+        if all(v <= FEASIBLE_TOL for v in violations.values()):  # False at NaN: undefined
             return None
         if undefined:
             label, denominator = next(iter(undefined.items()))
@@ -988,17 +987,10 @@ class MetricOptimizer(RateClassifierBase):
 
 def _with_polished(program, model, X, traj):
     """``traj`` and, after its snapshots, its best ones at their best thresholds on the metric."""
-    params, rates = polish_thresholds(program, model, X, traj.params, traj.rates)
+    params, source = polish_thresholds(program, model, X, traj.params, traj.rates)
     if not params.shape[0]:
         return traj
-    source = [int(np.flatnonzero((traj.params[:, :-1] == p[:-1]).all(axis=1))[0]) for p in params]
-    obj, cons = program.values(rates)
-    return replace(traj, params=np.vstack([traj.params, params]),
-                   objective=np.concatenate([traj.objective, np.broadcast_to(obj, (params.shape[0],))]),
-                   constraints=np.hstack([traj.constraints, np.asarray(cons, dtype=float).reshape(-1, params.shape[0])]),
-                   multipliers=np.vstack([traj.multipliers, traj.multipliers[source]]),
-                   rates=np.hstack([traj.rates, rates]),
-                   n_played=traj.params.shape[0] if traj.n_played is None else traj.n_played)
+    return appended(traj, [trajectory(program, model, X, params, traj.multipliers[source], traj.n_iter)])
 
 
 def _as_loss(spec) -> Metric:

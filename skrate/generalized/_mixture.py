@@ -37,6 +37,10 @@ def _epigraph(s: CompiledSum) -> tuple[list, list]:
             [a for a, kink in zip(s.atoms, is_kinked) if kink])
 
 
+#: A constraint value at most this is met: how ``feasible_`` reads a solution.
+FEASIBLE_TOL = 1e-9
+
+
 def merits(program: MetricProgram, rates: np.ndarray, tol: float = 1e-7) -> tuple[np.ndarray, np.ndarray]:
     """(largest violation beyond ``tol``, objective) of each column of ``rates`` (K, k): models
     compare by violation, and the feasible ones by objective."""

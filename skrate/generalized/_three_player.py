@@ -259,12 +259,21 @@ def _priced_out(traj: MetricTrajectory, program: MetricProgram, model, player, o
              "round adds one model).", ConvergenceWarning)
     if not added:
         return replace(traj, lp=priced.lp), priced.feasible
-    return MetricTrajectory(np.vstack([traj.params, *(a.params for a in added)]),
-                            np.concatenate([traj.objective, *(a.objective for a in added)]),
-                            np.hstack([traj.constraints, *(a.constraints for a in added)]),
-                            np.vstack([traj.multipliers, priced.multipliers]), traj.n_iter,
-                            np.hstack([traj.rates, *(a.rates for a in added)]),
-                            n_played=traj.params.shape[0], lp=priced.lp), priced.feasible
+    # each answer with the prices it answered
+    added = [replace(one, multipliers=mu[None, :]) for one, mu in zip(added, priced.multipliers)]
+    return appended(traj, added, lp=priced.lp), priced.feasible
+
+
+def appended(traj: MetricTrajectory, added: list[MetricTrajectory], **changes) -> MetricTrajectory:
+    """``traj`` with the candidates of ``added`` after its own, which stay the game's
+    (``n_played``): the added ones are outside ``"T_stochastic"`` and ``"last"``. ``changes``
+    replace other fields (the LP)."""
+    return replace(traj, params=np.vstack([traj.params, *(a.params for a in added)]),
+                   objective=np.concatenate([traj.objective, *(a.objective for a in added)]),
+                   constraints=np.hstack([traj.constraints, *(a.constraints for a in added)]),
+                   multipliers=np.vstack([traj.multipliers, *(a.multipliers for a in added)]),
+                   rates=np.hstack([traj.rates, *(a.rates for a in added)]),
+                   n_played=traj.params.shape[0] if traj.n_played is None else traj.n_played, **changes)
 
 
 def _linear_weights(k: int, linear, mu, objective: float = 1.0) -> np.ndarray:

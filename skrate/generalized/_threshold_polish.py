@@ -15,23 +15,20 @@ from __future__ import annotations
 import numpy as np
 
 from ..models import LinearModel
-from ..solvers._rate_game import decision_rates
-from ._mixture import merits
+from ._mixture import FEASIBLE_TOL, merits
 from ._program import MetricProgram
 
 #: Largest number of values one sweep holds (K rates, or the cells of alike rows, x cut
 #: positions): beyond it, the cuts are taken every few rows (the rates of the one kept are
 #: computed exactly all the same).
 _MAX_ENTRIES = 2**24
-#: A violation at most this is met, as ``feasible_`` reads it.
-_TOL = 1e-9
 
 
 def _ranked(program: MetricProgram, rates: np.ndarray) -> np.ndarray:
     """The columns of ``rates`` best first by (largest violation, objective), each rounded at 12
     decimals: models that tie up to rounding keep their order (the first wins), so that a fit
     with integer weights ranks as the fit on repeated rows does."""
-    violation, objective = merits(program, rates, _TOL)
+    violation, objective = merits(program, rates, FEASIBLE_TOL)
     return np.lexsort((np.round(objective, 12), np.round(violation, 12)))
 
 
@@ -78,7 +75,7 @@ def best_cut(program: MetricProgram, scores: np.ndarray) -> float | None:
 
 def polish_thresholds(program: MetricProgram, model: LinearModel, X, params: np.ndarray, rates: np.ndarray,
                       n_polish: int = 3) -> tuple[np.ndarray, np.ndarray]:
-    """The ``n_polish`` best distinct snapshots, each at its best threshold, with their rates.
+    """The ``n_polish`` best distinct snapshots, each at its best threshold.
 
     Parameters
     ----------
@@ -97,21 +94,20 @@ def polish_thresholds(program: MetricProgram, model: LinearModel, X, params: np.
     Returns
     -------
     params : ndarray of shape (n_new, n_params)
-        The re-thresholded snapshots that differ from every snapshot given (possibly none).
-    rates : ndarray of shape (K, n_new)
-        Their exact rates.
+        The re-thresholded snapshots that are better than the snapshot they came from (possibly
+        none).
+    source : ndarray of int of shape (n_new,)
+        The snapshot each came from.
     """
     _, distinct = np.unique(np.round(params, 12), axis=0, return_index=True)
     distinct = np.sort(distinct)
     ranked = distinct[_ranked(program, rates[:, distinct])][:n_polish]
-    new = []
+    new, source = [], []
     for i in ranked:
         shift = best_cut(program, model.scores(X, params[i]))
         if shift is not None:
             theta = params[i].copy()
             theta[-1] += shift
             new.append(theta)
-    if not new:
-        return np.zeros((0, params.shape[1])), np.zeros((rates.shape[0], 0))
-    new = np.array(new)
-    return new, decision_rates(model, X, new, program.A) + program.b[:, None]
+            source.append(i)
+    return np.reshape(new, (len(new), params.shape[1])), np.array(source, dtype=int)
