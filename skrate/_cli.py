@@ -28,7 +28,8 @@ EXIT_USAGE, EXIT_DATA, EXIT_NOINPUT, EXIT_CANTCREAT = 2, 65, 66, 73
 STDIO = "-"  # a data file of "-" is standard input, as for cat and pandas
 # /3: categorical features are read as written ("01" and "1" are two categories); /2 read them as
 # whole numbers where they were numbers, and is read so still. /2: the model is trained on y as 0/1,
-# "classes" is [negative, positive] and "categorical" lists the one-hot encoded features; /1 files
+# "classes" is [negative, positive] (as the file writes them; earlier /3 files may hold the
+# numbers read) and "categorical" lists the one-hot encoded features; /1 files
 # (trained on the labels themselves) still load
 MODEL_FORMAT, OLD_FORMATS = "skrate-model/3", ("skrate-model/2", "skrate-model/1")
 # a text column is read as numbers with a few stray words above this share of numeric cells
@@ -554,6 +555,8 @@ def cmd_fit(args) -> int:
     _no_empty(frame, [args.target] + features + groups, args.data)
     classes = _classes(frame, args.target, args.data, args.positive_class)
     y = _target(frame, args.target, args.data, classes)
+    # as the file writes them, so that predict writes them back so: a class 02 stays 02, not 2
+    classes = [written[args.target][frame[args.target] == c].iloc[0] for c in classes]
     categorical = _textual(frame, features, declared)
     X = _model_input(frame, written, features, categorical, args.data,
                      "fix or drop those rows, or pass --categorical {col} if the column holds categories")

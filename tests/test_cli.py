@@ -632,6 +632,26 @@ def test_cells_are_read_as_written(syn, tmp_path, monkeypatch, capsys):
     assert code == 0 and joblib.load(tmp_path / "default.joblib")["classes"] == ["false", "true"]
 
 
+def test_the_classes_are_written_back_as_the_file_writes_them(tmp_path, monkeypatch, capsys):
+    # a target of codes 01/02 reads as numbers (2 > 1: 02 is positive) but is written back as 01/02
+    frame = _synthetic().drop(columns="label")
+    frame["y"] = np.where(frame["y"] == 1, "02", "01")
+    frame.to_csv(tmp_path / "codes.csv", index=False)
+    code, _, err = _main(["fit", "codes.csv", "--target", "y", "--exclude", "id", "--max-iter", 10, "--out",
+                          "codes.joblib"], tmp_path, monkeypatch, capsys)
+    assert code == 0 and "with positive class '02'" in err
+    code, out, err = _main(["predict", "codes.joblib", "codes.csv", "--proba"], tmp_path, monkeypatch, capsys)
+    pred = pd.read_csv(io.StringIO(out), dtype=str)
+    assert code == 0 and list(pred.columns) == ["prediction", "probability_02"]
+    assert set(pred["prediction"]) == {"01", "02"}
+    code, out, _ = _main(["audit", "codes.joblib", "codes.csv", "--n-bootstrap", 0], tmp_path, monkeypatch, capsys)
+    assert code == 0 and "Positive class: y = '02'" in out
+    # --positive-class reads the value as a number too: 1 names the class written 01
+    code, _, err = _main(["fit", "codes.csv", "--target", "y", "--exclude", "id", "--max-iter", 10,
+                          "--positive-class", "1", "--out", "one.joblib"], tmp_path, monkeypatch, capsys)
+    assert code == 0 and joblib.load(tmp_path / "one.joblib")["classes"] == ["02", "01"]
+
+
 def test_a_numeric_cell_written_nan_is_refused_by_line(syn, tmp_path, monkeypatch, capsys):
     frame = _synthetic().astype({"x1": object})
     frame.loc[4, "x1"] = "NA"
