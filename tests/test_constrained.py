@@ -751,6 +751,31 @@ def test_a_row_of_weight_zero_is_a_row_dropped(kind):
     assert not any("group=1" in str(c) for c in weighted.constraints_)
 
 
+@pytest.mark.parametrize("kind", ["constrained", "mlp", "metric"])
+def test_a_constant_column_gets_no_weight_of_rounding_size(kind):
+    # a constant column's computed deviation is its mean's rounding (1e-16 of it): it was centred
+    # and its residue scaled to unit size, so its weight came out near 1e13 against an intercept
+    # of the same size, and moving the column by 1e-6 at predict time flipped every decision
+    from skrate import MetricOptimizer
+    from skrate.models import input_scale
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = (X[:, 0] + 0.5 * rng.normal(size=400) > 0).astype(int)
+    Xc = np.c_[X, np.full(400, 3.0)]
+    shift, scale = input_scale(np.c_[Xc, rng.integers(2015, 2025, 400)])
+    assert shift[3] == 0 and scale[3] == 1 and shift[4] != 0  # a column near its offset still is centred
+    make = {"constrained": lambda: ConstrainedClassifier("tpr >= 0.6", max_iter=100, random_state=0),
+            "mlp": lambda: ConstrainedClassifier("tpr >= 0.6", model="mlp", max_iter=100, random_state=0),
+            "metric": lambda: MetricOptimizer("f1", random_state=0)}[kind]
+    clf = make().fit(Xc, y)
+    moved = Xc.copy()
+    moved[:, 3] += 1e-6
+    np.testing.assert_allclose(clf.predict_proba(moved), clf.predict_proba(Xc), atol=1e-3)
+    if kind != "mlp":
+        assert np.abs(clf.candidates_).max() < 1e3
+
+
 def test_column_offsets_take_one_copy_of_x():
     # the moments were taken through three temporaries of X's size, the peak of whole fits
     import tracemalloc

@@ -24,6 +24,10 @@ _LOW, _HIGH = 2.0**-2, 2.0**5
 # every row, like the intercept's, long before the weight that separates them is reached.
 _OFFSET = 4.0
 
+# Values of a column within this share of its largest magnitude of each other differ by rounding
+# alone (a thousand machine epsilons)
+_ROUNDING = 1e3 * np.finfo(float).eps
+
 
 def column_extremes(X: np.ndarray | sp.spmatrix) -> tuple[np.ndarray, np.ndarray]:
     """The smallest and the largest entry of every column of ``X`` (a sparse column's implicit
@@ -48,7 +52,8 @@ def _row_shares(sample_weight: np.ndarray | None, n: int) -> np.ndarray:
 
 def column_offsets(X: np.ndarray | sp.spmatrix, sample_weight: np.ndarray | None = None) -> np.ndarray:
     """The mean of every column of ``X`` whose mean exceeds four standard deviations in
-    magnitude, 0 for the other columns; means and deviations weighted by ``sample_weight``.
+    magnitude, 0 for the other columns (a constant one among them, even when rounding leaves its
+    computed deviation above 0); means and deviations weighted by ``sample_weight``.
 
     Such a column holds few zeros, if any: a zero lies over four standard deviations from the
     mean, so under 1/17 of its entries can be 0. Shifting it in a sparse ``X``
@@ -93,7 +98,11 @@ def _offsets(X: np.ndarray | sp.spmatrix, peak: np.ndarray, share: np.ndarray) -
         # in place: one copy of X, not three (it set the peak memory of whole fits)
         unit -= mean
         sd = np.sqrt(share @ np.square(unit, out=unit))
-    shifted = (sd > 0) & (np.abs(mean) > _OFFSET * sd)
+    # a column constant up to rounding is not centred: its deviation is the mean's rounding
+    # (1e-16 of it), and the residue of the shift would be scaled to unit size, its weight to 1e14
+    low, high = column_extremes(X)
+    varies = high - low > _ROUNDING * peak
+    shifted = varies & (sd > 0) & (np.abs(mean) > _OFFSET * sd)
     shift[shifted] = np.ldexp(mean[shifted], top[shifted])
     return shift
 
@@ -119,7 +128,8 @@ def input_scale(X: np.ndarray | sp.spmatrix,
     needs one: the game plays on ``(X - shift) / scale`` (see :func:`scaled_input`).
 
     A column whose mean exceeds four standard deviations in magnitude is shifted by its mean
-    (in a sparse ``X`` too: such a column is nearly full, see :func:`column_offsets`). A column
+    (in a sparse ``X`` too: such a column is nearly full, see :func:`column_offsets`); a constant
+    column, up to rounding, is not (shifted, it would be its mean's rounding error). A column
     whose largest magnitude (after the shift) is outside ``[2**-2, 2**5]`` (and not 0) is
     divided by the power of two nearest its root mean square; every other column by 1.
     Division by a power of two is exact, so a column rescaled by a power of two alone is fitted
