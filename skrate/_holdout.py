@@ -69,6 +69,7 @@ def holdout_split(data: RateData, constraints: list[Constraint], fraction: float
     names (a rare combination of two columns that are constrained separately, or the
     negatives of a slice only ``tpr`` reads) need not split.
     """
+    fraction = float(fraction)  # train_test_split takes a Python float, not a numpy float32
     columns = constraint_columns(constraints)
     groups, _ = data.groups.cells(columns)
     cells = 2 * groups + data.y  # label x groups

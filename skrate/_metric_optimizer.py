@@ -153,10 +153,10 @@ class _EncodedScoreModel(ProbabilityScoreModel):
         """Warn of values of an encoded column that the training rows never held: they are encoded
         as none of its categories, so the thresholds the oracle fitted per group do not apply to
         them (an intercept alone decides), and no constraint on that column spoke of them."""
-        _, encoder, columns = self.encoder.transformers_[0]
+        _, encoder, positions = self.encoder.transformers_[0]
         for index, unseen in unseen_rows(encoded, encoder.categories_):
-            column, known = columns[index], encoder.categories_[index]
-            values = sorted({str(v) for v in np.asarray(X[column])[unseen]})
+            column, known = list(X.columns)[positions[index]], encoder.categories_[index]
+            values = sorted({str(v) for v in np.asarray(_safe_indexing(X, positions[index], axis=1))[unseen]})
             warn(f"X's column {column!r} holds value(s) the training rows never held, {listed(values, 5)}, "
                  f"in {int(unseen.sum())} row(s): the model reads them as none of its categories "
                  f"{listed(known, 5)}, so no group's fitted threshold, and no constraint on that column, "
@@ -342,7 +342,9 @@ class MetricOptimizer(RateClassifierBase):
         ``cv + 1``). Ignored for the surrogate solvers and ``pr_auc()``, and for a
         ``FrozenEstimator``, fitted on other rows. Rows of zero ``sample_weight`` are dropped
         before the folds are drawn, as if they were not given; splits that number the rows as
-        given (a list of them, ``PredefinedSplit``) are renumbered onto the rows kept.
+        given (a list of them, ``PredefinedSplit``) are renumbered onto the rows kept. The folds
+        split rows, so a row of weight 2 lies in one fold where two copies of it may lie in two:
+        cross-fitted, integer weights and repeated rows give close, not equal, models.
     n_jobs : int or None, default=None
         Folds of the cross-fitted ``estimator`` (``cv``) fitted in parallel, through joblib as
         ``sklearn.model_selection.cross_val_predict`` fits them (None: one at a time; -1: as
@@ -607,10 +609,12 @@ class MetricOptimizer(RateClassifierBase):
 
         fit(est)
         positive = self.classes_[1] if frozen else 1
-        text = [c for c, t in frame_dtypes(X_in) if not _is_numeric(t)] if is_frame(X_in) else []
+        # by position: a ColumnTransformer reads integer column labels (pd.DataFrame(array)) as positions
+        text = [i for i, (_, t) in enumerate(frame_dtypes(X_in)) if not _is_numeric(t)] if is_frame(X_in) else []
         if text:
             encoder = ColumnTransformer([("categories", OneHotEncoder(handle_unknown="ignore", sparse_output=False),
                                           text)], remainder=FunctionTransformer(_as_floats), sparse_threshold=0.0)
+            encoder.set_output(transform="default")  # an array whatever scikit-learn's transform_output says
             self._model = _EncodedScoreModel(est, encoder, encoder.fit_transform(X_in).shape[1], positive)
         else:
             self._model = ProbabilityScoreModel(est, X_in.shape[1], positive)

@@ -252,6 +252,11 @@ def test_validation_fraction_uses_held_out_constraint_values():
     assert list(report.columns) == ["constraint", "margin", "train", "held_out"]
     assert report["held_out"].iloc[0] <= 1e-3  # the LP chose the mixture on the held-out part
     assert clf.feasible_
+    # a numpy float32 passes the parameter check, and splits as the Python float of its value
+    fits = [ConstrainedClassifier("ppr[group=b] >= ppr - 0.05", validation_fraction=f, random_state=0).fit(
+        X, y, groups=g) for f in (np.float32(0.3), float(np.float32(0.3)))]
+    np.testing.assert_array_equal(fits[0].predict_proba(X), fits[1].predict_proba(X))
+    assert fits[0].fit_report_.equals(fits[1].fit_report_)
     # the candidates' recorded constraint values are the held-out ones
     mask = np.zeros(3000, bool)
     mask[::3] = True

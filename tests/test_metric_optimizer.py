@@ -1383,6 +1383,31 @@ def test_plugin_estimator_warns_of_a_category_unseen_in_fit():
         clf.predict_proba(frame)
 
 
+@pytest.mark.parametrize("output", ["default", "pandas", "polars"])
+def test_plugin_estimator_frames_of_integer_labels_under_any_transform_output(output):
+    # the category columns were handed to a ColumnTransformer by label, which reads integers
+    # as positions (columns [1, 0]: the numbers one-hot encoded, the text cast to float), and
+    # its output followed scikit-learn's transform_output (a frame the warning could not slice)
+    pd = pytest.importorskip("pandas")
+    if output == "polars":
+        pytest.importorskip("polars")
+    import sklearn
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    frame, y = _mixed_frame(pd, "category")
+    est = HistGradientBoostingClassifier(max_iter=20, categorical_features="from_dtype", random_state=0)
+    named = frame[["grp", "c1", "c0"]]
+    reference = MetricOptimizer("f1", estimator=est, random_state=0).fit(named, y)
+    numbered = named.set_axis([1, 2, 0], axis=1)
+    new = numbered.head(5).copy()
+    new[1] = pd.Categorical(["a", "c", "c", "b", "c"], categories=["a", "b", "c"])
+    with sklearn.config_context(transform_output=output):
+        clf = MetricOptimizer("f1", estimator=est, random_state=0).fit(numbered, y)
+        np.testing.assert_allclose(clf.predict_proba(numbered), reference.predict_proba(named), atol=1e-12)
+        with pytest.warns(UserWarning, match=r"X's column 1 holds value\(s\) the training rows never held, \['c'\]"):
+            clf.predict_proba(new)
+
+
 def test_unseen_rows_are_the_values_outside_each_columns_fitted_categories():
     # the same masks from a dense and a sparse encoding, columns of different widths, a seen
     # NaN counted as seen
