@@ -469,6 +469,9 @@ def _pipeline(features: list[str], categorical: list[str], estimator):
         ("numeric", StandardScaler(), [c for c in features if c not in categorical]),
         ("categorical", OneHotEncoder(handle_unknown="ignore"), categorical),
     ])
+    # arrays, sparse where the one-hot columns make it so, in a session that asks scikit-learn
+    # for pandas output too (a model file loaded in a notebook)
+    prep.set_output(transform="default")
     return Pipeline([("prepare", prep), ("classifier", estimator)])
 
 

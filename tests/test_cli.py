@@ -91,6 +91,17 @@ def test_predict_writes_one_row_per_input_row(files, fitted):
     np.testing.assert_array_equal(pred["prediction"], payload["model"].predict(frame[payload["features"]]))
 
 
+
+def test_a_model_file_predicts_in_a_session_that_asks_for_pandas_output(files, fitted):
+    # its one-hot columns are sparse, which scikit-learn's pandas output refuses
+    import sklearn
+
+    payload = joblib.load(files / "model.joblib")
+    frame = pd.read_csv(files / "data.csv")[payload["features"]]
+    expected = payload["model"].predict_proba(frame)
+    with sklearn.config_context(transform_output="pandas"):
+        np.testing.assert_array_equal(payload["model"].predict_proba(frame), expected)
+
 BAD = [
     (["fit", "norace.csv", "--target", TARGET, "--groups", "race", "--out", "m.joblib"], 65,
      "norace.csv: no column 'race' (--groups); the file's columns are age"),
