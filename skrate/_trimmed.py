@@ -21,7 +21,7 @@ from ._concentration import concentration_steps
 from ._smart import smart
 from ._trimmed_location import trimmed_location
 from ._trimmed_losses import PENALTY_DEGREE, penalty_weight
-from ._trimmed_problem import TrimmedProblem, column_scaling, preconditioned
+from ._trimmed_problem import TrimmedProblem, column_scaling, held_rows, preconditioned
 from .problem._groups import check_row_order
 from .utils._validation import (check_label_missing, check_sample_weight_scaled, check_weighted_classes,
                                 unfitted_on_error, validate_numeric, without_weightless)
@@ -364,6 +364,16 @@ class _BaseTrimmed(BaseEstimator):
         if free.all():
             free = slice(None)  # X[:, mask] is in Fortran order: the solvers' sums would round apart
         Z = preconditioned(X if isinstance(free, slice) else X[:, free], offset[free], scale[free])
+        # a row with an entry past 2**64 spreads (a sentinel) is set aside from the squared loss's
+        # trimmed fit, when the others hold h: kept from the start, where every coefficient is 0
+        # and its loss is small, it would hold its column's coefficient at 0 and stay kept
+        aside = held_rows(Z) if loss == "squared" and floors is None else np.zeros(Z.shape[0], bool)
+        if not aside.any() or (Z.shape[0] - aside.sum() if caps is None else caps[~aside].sum()) < h:
+            aside[:] = False
+        kept = np.flatnonzero(~aside)
+        if aside.any():
+            Z, Y = Z[kept], Y[kept]
+            caps, groups = (None if a is None else a[kept] for a in (caps, groups))
         problem = TrimmedProblem(
             Z, Y, loss, float(h), penalty, alpha,
             bool(self.fit_intercept), coef_scale=scale[free], groups=groups, floors=floors, caps=caps,
@@ -387,6 +397,10 @@ class _BaseTrimmed(BaseEstimator):
                 tol=self.tol,
                 rng=np.random.default_rng(seed),
             )
+        if aside.any():  # the rows set aside keep no weight
+            weights = np.zeros(aside.shape[0])
+            weights[kept] = fit.weights
+            fit.weights = weights
         if e:
             fit.weights = np.ldexp(fit.weights, e)
         coef = np.zeros((d, fit.coef.shape[1]))

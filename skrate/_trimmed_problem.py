@@ -149,6 +149,16 @@ def held_within(Z: np.ndarray) -> np.ndarray:
     return np.clip(Z, -_FAR, _FAR)
 
 
+def held_rows(Z: np.ndarray | CentredColumns) -> np.ndarray:
+    """The rows of ``Z`` (from :func:`preconditioned`) with an entry held by :func:`held_within`
+    (a sparse ``Z``'s zeros lie within the fences, see :func:`preconditioned`)."""
+    far = _FAR / 2  # the held entries, up to the rounding of the shift and division
+    if isinstance(Z, CentredColumns):
+        S = Z.S.tocoo()
+        return np.bincount(S.row[np.abs(S.data - Z.shift[S.col]) >= far], minlength=Z.shape[0]) > 0
+    return (np.abs(Z) >= far).any(axis=1)
+
+
 def preconditioned(X, offset: np.ndarray, scale: np.ndarray):
     """The columns ``(X - offset) / scale`` as the solvers take them: a dense array held by
     :func:`held_within`, or for a sparse ``X`` a :class:`CentredColumns` whose entries are held
