@@ -219,8 +219,10 @@ class MetricOptimizer(RateClassifierBase):
         ``"frank_wolfe"``, whose multipliers would jump between its rates);
         ``"three_player"`` with ``model="mlp"``, when the problem reads the baseline's
         decisions (churn, wins, losses), which the plug-in oracle cannot follow, or when the
-        groups the metrics name are not one-hot columns of ``X``. The oracle thresholds per
-        group cell when they are (exactly decodable), else every row alike, with a warning: its
+        group cells the metrics name (each combination of their columns' values) are not linear
+        functions of ``X``'s columns, as one group column one-hot in ``X`` is and two are not
+        (their intersections are products). The oracle thresholds per group cell when they are
+        (exactly decodable), else every row alike, with a warning: its
         thresholds cannot then differ by group, where a linear model can lean on ``X``'s other
         columns instead.
         A solver whose guarantees do not cover the metric's class is refused with the list of
