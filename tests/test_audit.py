@@ -407,7 +407,8 @@ def test_plots_refuse_frames_of_another_kind_and_join_slacks_in_order():
     with pytest.raises(ValueError, match="metrics is empty"):
         plot_audit(audit(clf, X, y, groups=g, n_bootstrap=0), metrics=[])
     table = audit(clf, X, y, groups=g, n_bootstrap=0, constraints=clf.constraints)
-    with pytest.raises(ValueError, match="the report holds no rates of groups, only constraint rows"):
+    with pytest.raises(ValueError, match=r"the report holds no rates of groups, only constraint rows: plot an audit that "
+                                         r"measures rates \(audit's default metrics"):
         plot_audit(table[table["attribute"] == "constraint"])
     # a fit report or an audit drew an empty plot, in silence
     for wrong in (clf.fit_report_, report):

@@ -55,7 +55,7 @@ def plot_audit(report: pd.DataFrame, metrics: str | Sequence[str] | None = None,
         metrics = list(dict.fromkeys(rates["metric"]))
         if not metrics:
             raise ValueError("the report holds no rates of groups, only constraint rows: plot an audit "
-                             "with metrics (its default metrics=None measures every rate).")
+                             "that measures rates (audit's default metrics, or metrics=['tpr', ...]).")
     else:  # one name alone is one metric, not its letters
         metrics = [metrics] if isinstance(metrics, str) else list(metrics)
     if not metrics:
