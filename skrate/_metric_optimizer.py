@@ -136,11 +136,12 @@ def _as_floats(X) -> np.ndarray:
 class _EncodedScoreModel(ProbabilityScoreModel):
     """:class:`ProbabilityScoreModel` of a DataFrame with category or text columns: the estimator
     reads the rows as given, the linear part (from which the oracle decodes the group cells) their
-    numeric columns and the others one-hot encoded by ``encoder``."""
+    numeric columns and the others one-hot encoded by ``encoder``, which selects them by position;
+    ``columns`` are the labels of X's columns in fit."""
 
-    def __init__(self, estimator, encoder: ColumnTransformer, n_features: int, positive=1):
+    def __init__(self, estimator, encoder: ColumnTransformer, n_features: int, columns: list, positive=1):
         super().__init__(estimator, n_features, positive)
-        self.encoder = encoder
+        self.encoder, self.columns = encoder, columns
 
     def augment(self, X, z: np.ndarray | None = None):
         if z is None:
@@ -155,7 +156,7 @@ class _EncodedScoreModel(ProbabilityScoreModel):
         them (an intercept alone decides), and no constraint on that column spoke of them."""
         _, encoder, positions = self.encoder.transformers_[0]
         for index, unseen in unseen_rows(encoded, encoder.categories_):
-            column, known = list(X.columns)[positions[index]], encoder.categories_[index]
+            column, known = self.columns[positions[index]], encoder.categories_[index]
             values = sorted({str(v) for v in np.asarray(_safe_indexing(X, positions[index], axis=1))[unseen]})
             warn(f"X's column {column!r} holds value(s) the training rows never held, {listed(values, 5)}, "
                  f"in {int(unseen.sum())} row(s): the model reads them as none of its categories "
@@ -617,7 +618,8 @@ class MetricOptimizer(RateClassifierBase):
             encoder = ColumnTransformer([("categories", OneHotEncoder(handle_unknown="ignore", sparse_output=False),
                                           text)], remainder=FunctionTransformer(_as_floats), sparse_threshold=0.0)
             encoder.set_output(transform="default")  # an array whatever scikit-learn's transform_output says
-            self._model = _EncodedScoreModel(est, encoder, encoder.fit_transform(X_in).shape[1], positive)
+            self._model = _EncodedScoreModel(est, encoder, encoder.fit_transform(X_in).shape[1], list(X_in.columns),
+                                             positive)
         else:
             self._model = ProbabilityScoreModel(est, X_in.shape[1], positive)
         theta = score_threshold(self._model.n_features)

@@ -1408,6 +1408,28 @@ def test_plugin_estimator_frames_of_integer_labels_under_any_transform_output(ou
             clf.predict_proba(new)
 
 
+def test_plugin_estimator_fitted_on_a_frame_names_the_unseen_column_of_an_array():
+    # the warning read the column's name from X itself, which an array does not have
+    pd = pytest.importorskip("pandas")
+    from sklearn.compose import make_column_transformer
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import OneHotEncoder
+
+    frame, y = _mixed_frame(pd, object)
+    est = make_pipeline(make_column_transformer((OneHotEncoder(handle_unknown="ignore"), [2]), remainder="passthrough"),
+                        LogisticRegression())
+    clf = MetricOptimizer("f1", estimator=est, random_state=0).fit(frame, y)
+    rows = frame.head(5).to_numpy(copy=True)
+    rows[1, 2] = "c"
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="X does not have valid feature names")
+        with pytest.warns(UserWarning, match=r"X's column 'grp' holds value\(s\) the training rows never held, \['c'\], "
+                                             r"in 1 row\(s\)"):
+            p = clf.predict_proba(rows)
+    np.testing.assert_allclose(p[[0, 2, 3, 4]], clf.predict_proba(frame.head(5))[[0, 2, 3, 4]])
+
+
 def test_unseen_rows_are_the_values_outside_each_columns_fitted_categories():
     # the same masks from a dense and a sparse encoding, columns of different widths, a seen
     # NaN counted as seen
