@@ -368,7 +368,7 @@ class _BaseTrimmed(BaseEstimator):
         # trimmed fit, when the others hold h: kept from the start, where every coefficient is 0
         # and its loss is small, it would hold its column's coefficient at 0 and stay kept
         aside = held_rows(Z) if loss == "squared" and floors is None else np.zeros(Z.shape[0], bool)
-        if not aside.any() or (Z.shape[0] - aside.sum() if caps is None else caps[~aside].sum()) < h:
+        if (Z.shape[0] - aside.sum() if caps is None else caps[~aside].sum()) < h:  # the others cannot hold h
             aside[:] = False
         kept = np.flatnonzero(~aside)
         if aside.any():
