@@ -26,11 +26,12 @@ if TYPE_CHECKING:
 
 
 def warn_uncovered(method: str, data: RateData, fitted: dict[str, set], empty: list[str],
-                   advice: str) -> None:
-    """Say which fitted constraints a report's rows leave undefined (``empty``, reported as NaN)
-    and which group values of theirs no fitted constraint covers: the fitted constraints were
-    expanded over the values of each column in ``fitted`` seen in fit. ``advice`` says how to
-    expand over these rows' values instead."""
+                   advice: str, zero_over_zero: list[str] = ()) -> None:
+    """Say which fitted constraints a report's rows leave undefined (``empty``, reported as NaN),
+    which the model's decisions leave undefined (``zero_over_zero``: a ratio ``0 / 0``, also
+    NaN) and which group values of these rows no fitted constraint covers: the fitted
+    constraints were expanded over the values of each column in ``fitted`` seen in fit.
+    ``advice`` says how to expand over these rows' values instead."""
     # as the fitted filters select these rows' values: "1.0" is the group "1" unless "1" is here too;
     # values held only by rows of weight 0 are not there, as in fit
     groups = data.groups.weighted(data.sample_weight)
@@ -41,6 +42,10 @@ def warn_uncovered(method: str, data: RateData, fitted: dict[str, set], empty: l
     if empty:
         notes.append(f"{len(empty)} constraint(s) are undefined on these rows, reported as NaN: a slice holds "
                      f"no rows, or none that a rate of theirs divides by (no positives for tpr): {listed(empty)}")
+    if zero_over_zero:
+        notes.append(f"{len(zero_over_zero)} constraint(s) are undefined for the model's decisions on these rows, "
+                     "reported as NaN: a ratio of theirs is 0 / 0 (for precision, the model predicts no positives "
+                     f"in its slice): {listed(zero_over_zero)}")
     if new:
         notes.append("these rows hold group values the model was not constrained on (its constraints "
                      f"were expanded over the values seen in fit): {new}; {advice}")

@@ -816,8 +816,9 @@ class ConstrainedClassifier(RateClassifierBase):
             (``lhs - rhs`` for ``<=``, ``rhs - lhs`` for ``>=``, ratios in their own units; ``> 0``
             when broken; without the margin) and the ``margin`` it was trained with,
             and a last row for the objective. A constraint or objective these rows leave
-            undefined (a group value none of them holds, no negatives for ``fpr``) is NaN, with
-            a warning. A DataFrame when pandas is installed.
+            undefined (a group value none of them holds, no negatives for ``fpr``), or the
+            model's decisions do (a precision over a slice it predicts no positives in,
+            ``0 / 0``), is NaN, with a warning. A DataFrame when pandas is installed.
         """
         X_raw = X
         X = self._features(X)
@@ -836,7 +837,8 @@ class ConstrainedClassifier(RateClassifierBase):
             warn(f"constraint_report: the objective is undefined on these rows, reported as NaN. {exc}", UserWarning)
         warn_uncovered("constraint_report", data, self._expanded_values(), empty,
                        "audit(model, X, y, groups=..., constraints=model.constraints) expands over "
-                       "these rows' values")
+                       "these rows' values",
+                       [row["constraint"] for row in rows if np.isnan(row["violation"]) and row["constraint"] not in empty])
         rows.append({"constraint": objective, "lhs": value, "rhs": np.nan, "violation": np.nan, "margin": np.nan})
         try:
             import pandas as pd

@@ -961,8 +961,8 @@ class MetricOptimizer(RateClassifierBase):
             (``0.8 - precision``) as ``ConstrainedClassifier.constraint_report`` gives it: over
             a zero denominator infinite (wins over no losses meet a win-loss floor), NaN at
             ``0 / 0``. A metric holding a ratio with a zero denominator (``predictive_parity``
-            for a group without positive predictions) is NaN; ``train_constraints_`` keep the
-            linear form the solvers work with.
+            for a group without positive predictions) is NaN; both with a warning.
+            ``train_constraints_`` keep the linear form the solvers work with.
 
         Raises
         ------
@@ -988,9 +988,16 @@ class MetricOptimizer(RateClassifierBase):
             warn(f"metric_values: the objective is undefined on these rows, reported as NaN. {exc}", UserWarning)
             undefined.clear()
             values = {**program_values("error", constraints, data, p, self._expansion, undefined), "objective": np.nan}
+        else:
+            if np.isnan(values["objective"]):
+                warn("metric_values: the objective is undefined for the model's decisions on these rows, reported "
+                     "as NaN: a ratio of it is 0 / 0 (for precision, the model predicts no positives in its slice).",
+                     UserWarning)
+        out = {"objective": values["objective"], **{label: values.get(label, np.nan) for label in self.constraints_}}
         warn_uncovered("metric_values", data, self._expansion.values(), undefined,
-                       "make_violation_scorer(model.constraints) expands over these rows' values")
-        return {"objective": values["objective"], **{label: values.get(label, np.nan) for label in self.constraints_}}
+                       "make_violation_scorer(model.constraints) expands over these rows' values",
+                       [label for label in self.constraints_ if np.isnan(out[label]) and label not in undefined])
+        return out
 
 
 def _with_polished(program, model, X, traj):

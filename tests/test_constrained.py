@@ -194,7 +194,9 @@ def test_a_win_loss_ratio_without_losses_is_met_and_an_empty_precision_undefined
     never = ConstrainedClassifier("precision >= 0.5", max_iter=5, random_state=0).fit(X, y)
     never.candidates_ = np.zeros_like(never.candidates_)
     never.candidates_[:, -1] = -10.0
-    assert np.isnan(never.constraint_report(X, y).iloc[0]["lhs"])
+    with pytest.warns(UserWarning, match=r"constraint_report: 1 constraint\(s\) are undefined for the model's "
+                                         r"decisions .* 0 / 0 .*\['precision >= 0.5'\]"):
+        assert np.isnan(never.constraint_report(X, y).iloc[0]["lhs"])
 
 
 def test_precision_and_churn_constraints():

@@ -488,7 +488,9 @@ def test_a_bound_on_one_ratio_is_taken_multiplied_out():
     # met by predicting nothing in its linear form, yet undefined as stated: not feasible
     with pytest.warns(InfeasibleConstraintsWarning, match="'precision >= 0.9' is undefined.*predicts no positives"):
         est = MetricOptimizer(metric="ppr", constraints=precision() >= 0.9, random_state=0).fit(X, y)
-    assert not est.feasible_ and np.isnan(est.metric_values(X, y)["precision >= 0.9"])
+    assert not est.feasible_
+    with pytest.warns(UserWarning, match="metric_values: 1 constraint.* undefined for the model's decisions"):
+        assert np.isnan(est.metric_values(X, y)["precision >= 0.9"])
     # beyond the ratio's range: no classifier can meet it, as the warning says for the core form
     with pytest.warns(InfeasibleConstraintsWarning, match=r"No classifier at all can meet 'precision >= 1.5': "
                                                           r"precision lies in \[0, 1\]"):
@@ -1289,6 +1291,17 @@ def test_infeasibility_warning_reads_a_ratio_constraint_in_its_own_units():
     assert violation > 0 and f"largest violation is {violation:.4g}, on 'precision >= 0.9'" in message
 
 
+def test_an_objective_the_decisions_leave_0_over_0_is_nan_with_a_warning():
+    rng = np.random.RandomState(0)
+    X, y = rng.randn(200, 2), (rng.rand(200) < 0.3).astype(int)
+    est = MetricOptimizer("precision", max_iter=5, random_state=0).fit(X, y)
+    assert np.isfinite(est.metric_values(X, y)["objective"])
+    est.candidates_ = np.zeros_like(est.candidates_)
+    est.candidates_[:, -1] = -10.0  # every candidate predicts no positives
+    with pytest.warns(UserWarning, match="metric_values: the objective is undefined for the model's decisions.*0 / 0"):
+        assert np.isnan(est.metric_values(X, y)["objective"])
+
+
 def test_a_ratio_constraint_met_by_predicting_no_positives_is_undefined():
     # labels independent of X: the error-optimal mixture meeting the precision floor's linear form
     # predicts nothing, which leaves the precision undefined
@@ -1298,7 +1311,9 @@ def test_a_ratio_constraint_met_by_predicting_no_positives_is_undefined():
                       match=r"'precision >= 0.9' is undefined, because the model predicts no positives \("):
         est = MetricOptimizer("error", constraints="precision >= 0.9", random_state=0).fit(X, y)
     assert not est.feasible_ and est.predict(X).sum() == 0
-    assert np.isnan(est.metric_values(X, y)["precision >= 0.9"])
+    with pytest.warns(UserWarning, match=r"metric_values: 1 constraint\(s\) are undefined for the model's decisions"
+                                         r".*0 / 0.*\['precision >= 0.9'\]"):
+        assert np.isnan(est.metric_values(X, y)["precision >= 0.9"])
     groups = {"g": np.where(np.arange(200) % 2, "a", "b")}
     with pytest.warns(InfeasibleConstraintsWarning, match=r"'precision\[g=a\] >= 0.9' is undefined, because the "
                                                           r"model predicts no positives in the slice g=a"):

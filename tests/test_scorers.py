@@ -7,11 +7,12 @@ import pandas as pd
 import pytest
 from sklearn import config_context
 from sklearn.dummy import DummyClassifier
+from sklearn.exceptions import UndefinedMetricWarning
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV, KFold, cross_validate
 
 from skrate import ConstrainedClassifier
-from skrate.metrics import make_rate_scorer, make_violation_scorer
+from skrate.metrics import make_metric_scorer, make_rate_scorer, make_violation_scorer
 from skrate.model_selection import RankRefit
 from skrate.problem import GroupTable, RateData, constraint_rows
 from skrate.rates import as_constraints, precision
@@ -146,7 +147,17 @@ def test_violation_scorer_reads_ratios_as_ratios():
     assert both == pytest.approx(-max(0.8 - prec, ppr - 0.25))
     # Precision without a positive prediction is undefined, not met.
     never = DummyClassifier(strategy="constant", constant="no").fit(X, y)
-    assert np.isnan(make_violation_scorer(["precision >= 0.5", "ppr <= 0.5"])(never, X, y))
+    with pytest.warns(UndefinedMetricWarning, match="max_violation is undefined for these decisions, scored NaN"):
+        assert np.isnan(make_violation_scorer(["precision >= 0.5", "ppr <= 0.5"])(never, X, y))
+    # as the rate itself, which names the slice where nothing is predicted positive
+    with pytest.warns(UndefinedMetricWarning, match=r"precision\[race=b\] is undefined for these decisions, scored "
+                                                    r"NaN: the model predicts no positives in the slice race=b"):
+        assert np.isnan(make_rate_scorer("precision[race=b]")(never, X, y, groups=g))
+    with pytest.warns(UndefinedMetricWarning, match="1 - precision is undefined for these decisions"):
+        assert np.isnan(make_metric_scorer("precision")(never, X, y))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a defined value says nothing
+        assert make_rate_scorer("precision")(clf, X, y) == pytest.approx(prec)
 
 
 def test_violation_scorer_of_a_metric_constraint_is_nan_where_its_ratio_is_undefined():
@@ -168,10 +179,12 @@ def test_violation_scorer_of_a_metric_constraint_is_nan_where_its_ratio_is_undef
     X, y, g = _data(300)
     parity = make_violation_scorer(predictive_parity("race", 0.05))
     # the solvers' clipped 0 / eps precision read as "holds" before
-    assert np.isnan(parity(Fixed(np.full(300, "no")).fit(X, y), X, y, groups=g))
+    with pytest.warns(UndefinedMetricWarning, match="max_violation is undefined for these decisions"):
+        assert np.isnan(parity(Fixed(np.full(300, "no")).fit(X, y), X, y, groups=g))
     # positives in group a only: group b's precision is undefined
     only_a = np.where((g.race == "a").to_numpy() & (X[:, 0] > 0), "yes", "no")
-    assert np.isnan(parity(Fixed(only_a).fit(X, y), X, y, groups=g))
+    with pytest.warns(UndefinedMetricWarning, match="max_violation is undefined for these decisions"):
+        assert np.isnan(parity(Fixed(only_a).fit(X, y), X, y, groups=g))
     assert np.isfinite(parity(Fixed(np.where(X[:, 0] > 0, "yes", "no")).fit(X, y), X, y, groups=g))
 
 
@@ -316,8 +329,10 @@ def test_ratio_of_rates_that_cancel_to_zero_is_read_as_zero_not_rounding_noise()
     clf = LogisticRegression(max_iter=1000).fit(X, y)
     same = clf.predict(X)
     assert make_rate_scorer("wins")(clf, X, y, baseline=same) == 0.0
-    assert np.isnan(make_rate_scorer("win_loss_ratio")(clf, X, y, baseline=same))
-    assert np.isnan(make_violation_scorer("win_loss_ratio >= 2")(clf, X, y, baseline=same))
+    with pytest.warns(UndefinedMetricWarning, match="the ratio's denominator losses is 0"):
+        assert np.isnan(make_rate_scorer("win_loss_ratio")(clf, X, y, baseline=same))
+    with pytest.warns(UndefinedMetricWarning, match="max_violation is undefined for these decisions"):
+        assert np.isnan(make_violation_scorer("win_loss_ratio >= 2")(clf, X, y, baseline=same))
     worse = same.copy()
     flip = np.flatnonzero(same == y)[:100]
     worse[flip] = 1 - worse[flip]  # the model wins on those rows and loses on none

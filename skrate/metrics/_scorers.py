@@ -10,16 +10,16 @@ from sklearn.metrics._scorer import _BaseScorer
 from sklearn.utils.validation import _num_samples
 
 from ..exceptions import UndefinedRateError
-from ..problem import GroupTable, RateData, evaluate_term
+from ..problem import GroupTable, RateData, evaluate_term, zero_denominator_reason
 from ..problem._groups import check_row_order
-from ..rates import Constraint, as_expression
+from ..rates import Constraint, Ratio, as_expression
 from ..utils._validation import check_baseline, check_sample_weight
 from ..utils._warnings import warn
 from ._decisions import DECISIONS, check_probabilities, is_stochastic, positive_labels
 
 if TYPE_CHECKING:
     from ..generalized import Metric, MetricConstraint
-    from ..rates import Expression, Ratio
+    from ..rates import Expression
 
 
 def _binary(y_true, y_pred) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -60,6 +60,20 @@ def _undefined(metric, exc: UndefinedRateError) -> float:
     return float("nan")
 
 
+def _zero_over_zero(metric, value: float, reason: str) -> float:
+    """``value``, said in a warning when it is NaN: the decisions leave a ratio 0 / 0 (a
+    precision whose slice the classifier predicts no positives in), which a grid search would
+    otherwise rank without a word."""
+    if np.isnan(value):
+        warn(f"{metric.__name__} is undefined for these decisions, scored NaN: {reason}.", UndefinedMetricWarning)
+    return value
+
+
+#: The reason of :func:`_zero_over_zero` for a score whose ratios are not looked at one by one.
+_SOME_RATIO = ("a ratio it holds has a denominator of 0 (for precision, the classifier predicts no "
+               "positives in its slice)")
+
+
 class RateMetric:
     """Value of a rate expression for 0/1 labels and decisions (or two class labels, the greater
     one positive, as scikit-learn's threshold tuner passes them): ``metric(y_true, y_pred, groups=...)``."""
@@ -78,9 +92,11 @@ class RateMetric:
     def __call__(self, y_true, y_pred, *, groups=None, sample_weight=None, baseline=None):
         data, p = _rate_data(y_true, y_pred, groups, sample_weight, baseline)
         try:
-            return evaluate_term(self.term, data, p)
+            value = evaluate_term(self.term, data, p)
         except UndefinedRateError as exc:  # e.g. a fold without positives in the slice, as audit reports it
             return _undefined(self, exc)
+        reason = zero_denominator_reason(self.term.denominator) if isinstance(self.term, Ratio) else _SOME_RATIO
+        return _zero_over_zero(self, value, reason)
 
     def __repr__(self):
         return f"rate {self.term}"
@@ -91,8 +107,8 @@ class MaxViolation:
     decisions (or two class labels, the greater one positive).
 
     Violations are ``lhs - rhs`` in each constraint's own units (ratios as ratios), so ratio
-    and linear constraints compare; NaN when a ratio is undefined on the data. Metric
-    constraints (``kld_fairness``, ``predictive_parity``) read as MetricOptimizer's
+    and linear constraints compare; NaN, with a warning, when a ratio is undefined on the
+    data. Metric constraints (``kld_fairness``, ``predictive_parity``) read as MetricOptimizer's
     ``metric_values`` does: NaN too where a ratio they hold has a zero denominator.
     """
 
@@ -114,7 +130,7 @@ class MaxViolation:
             values = constraint_violations(self.constraints, data, p)
         except UndefinedRateError as exc:  # a rate these rows leave undefined
             return _undefined(self, exc)
-        return float(np.max(values))  # NaN, not an order-dependent max
+        return _zero_over_zero(self, float(np.max(values)), _SOME_RATIO)  # NaN, not an order-dependent max
 
     def __repr__(self):
         return "max violation of " + "; ".join(map(str, self.constraints))
@@ -141,9 +157,10 @@ class MetricLoss:
 
         data, p = _rate_data(y_true, y_pred, groups, sample_weight, baseline)
         try:
-            return program_values(self.metric, [], data, p)["objective"]
+            value = program_values(self.metric, [], data, p)["objective"]
         except UndefinedRateError as exc:
             return _undefined(self, exc)
+        return _zero_over_zero(self, value, _SOME_RATIO)
 
     def __repr__(self):
         return f"metric {self.metric}"
@@ -227,7 +244,8 @@ def make_rate_scorer(spec: str | Expression | Ratio, *, greater_is_better: bool 
         ``baseline`` 0/1 decisions or labels of the estimator's ``classes_`` as in ``fit``. It
         supports metadata routing: ``scorer.set_score_request(groups=True)``. On rows that
         leave the rate undefined (a fold without positives in the slice, or without its group
-        value) it scores NaN with an ``UndefinedMetricWarning`` that says why.
+        value), or decisions that leave a ratio ``0 / 0`` (no positive prediction in a
+        precision's slice), it scores NaN with an ``UndefinedMetricWarning`` that says why.
 
     References
     ----------
@@ -275,7 +293,8 @@ def make_metric_scorer(metric: str | Metric | Expression | Ratio, *, decisions: 
         ``scorer(estimator, X, y, groups=None, sample_weight=None, baseline=None)``; it supports
         ``set_score_request(groups=True)``. NaN with an ``UndefinedMetricWarning`` naming the
         rate when the metric is undefined on an evaluation set (a slice without rows, or without
-        the class its rate conditions on), as scikit-learn's metrics and
+        the class its rate conditions on) or for the decisions (a ratio ``0 / 0``: no positive
+        prediction in a precision's slice), as scikit-learn's metrics and
         :func:`make_violation_scorer` do.
 
     References
@@ -320,10 +339,10 @@ def make_violation_scorer(constraints: Constraint | MetricConstraint | str | lis
     scorer : callable
         ``scorer(estimator, X, y, groups=None, sample_weight=None, baseline=None)``, with
         ``baseline`` 0/1 decisions or labels of the estimator's ``classes_`` as in ``fit``; it
-        supports ``set_score_request(groups=True)``. NaN when a ratio is undefined (no positive
-        prediction in a precision's slice), a metric constraint's ratio too
-        (``predictive_parity``); NaN with an ``UndefinedMetricWarning`` when a rate is (a slice
-        without rows of its class, or without its group value).
+        supports ``set_score_request(groups=True)``. NaN with an ``UndefinedMetricWarning``
+        when a ratio is undefined (no positive prediction in a precision's slice), a metric
+        constraint's ratio too (``predictive_parity``), or a rate is (a slice without rows of its
+        class, or without its group value).
 
     References
     ----------
