@@ -1388,3 +1388,15 @@ def test_exactly_collinear_columns_and_a_tiny_alpha_warn_how_to_fix_it(combine):
         warnings.simplefilter("error")  # no warning without a penalty (nothing to increase) or with a real one
         AUCClassifier(solver="exact", alpha=0.0).fit(collinear, y)
         AUCClassifier(solver="exact", alpha=1e-4).fit(collinear, y)
+
+
+def test_weighted_stream_loss_is_that_of_the_repeated_rows():
+    from skrate._auc_objective import stream_loss
+
+    rng = np.random.default_rng(0)
+    X, y = rng.normal(size=(50, 3)), (rng.random(50) < 0.4).astype(int)
+    k = rng.integers(1, 5, 50)
+    w = np.array([1.0, -2.0, 0.5])
+    Xr, yr = np.repeat(X, k, axis=0), np.repeat(y, k)
+    weighted = stream_loss(w, X, y, ClassStatistics.from_data(X, y, k.astype(float)), k.astype(float))
+    assert weighted == pytest.approx(stream_loss(w, Xr, yr, ClassStatistics.from_data(Xr, yr)))

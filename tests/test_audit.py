@@ -886,3 +886,37 @@ def test_a_warning_lists_at_most_ten_undefined_constraints_and_counts_the_rest()
         audit(clf, X, y, groups={"g": g}, constraints="tpr[g] >= tpr - 0.1", n_bootstrap=0)
     message = next(str(w.message) for w in record if "are undefined" in str(w.message))
     assert "'tpr[g=g09] >= tpr - 0.1'] and 5 more" in message and "g10" not in message
+
+
+def test_a_difference_interval_pairs_the_group_and_overall_rate_of_each_resample():
+    # a group of half the rows moves with the overall rate: their difference varies less than the
+    # group's rate, and its interval is that of a paired bootstrap of the difference by hand
+    rng = np.random.default_rng(0)
+    n = 2000
+    g = rng.choice(["a", "b"], n)
+    X = rng.normal(size=(n, 3))
+    y = (X[:, 0] + rng.normal(size=n) > 0).astype(int)
+    clf = LogisticRegression().fit(X, y)
+    report = audit(clf, X, y, groups={"g": g}, metrics=("ppr",), n_bootstrap=2000, random_state=0)
+    assert _width(report, "g", "a", "ppr", "difference") < 0.85 * _width(report, "g", "a", "ppr")
+    p, draws = clf.predict(X), np.random.default_rng(1).integers(0, n, (2000, n))
+    by_hand = [p[i][g[i] == "a"].mean() - p[i].mean() for i in draws]
+    low, high = np.quantile(by_hand, [0.025, 0.975])
+    assert _width(report, "g", "a", "ppr", "difference") == pytest.approx(high - low, rel=0.1)
+
+
+def test_frequency_weights_that_follow_the_decisions_give_the_repeated_rows_bounds():
+    # counts of 5 where the model says 1, of 1 elsewhere: the counted rows' bounds (not only their
+    # widths) are the repeated rows', around the same value
+    rng = np.random.default_rng(3)
+    n = 400
+    X = rng.normal(size=(n, 2))
+    y = (X[:, 0] + rng.normal(size=n) > 0).astype(int)
+    k = np.where(X[:, 0] > 0, 5, 1)
+    clf = LogisticRegression().fit(X, y)
+    common = dict(metrics=("ppr",), n_bootstrap=2000, decisions="predict", random_state=0)
+    repeated = audit(clf, np.repeat(X, k, axis=0), np.repeat(y, k), **common).iloc[0]
+    counted = audit(clf, X, y, sample_weight=k, weight_kind="frequency", **common).iloc[0]
+    assert counted["value_low"] <= counted["value"] <= counted["value_high"]
+    np.testing.assert_allclose(counted[["value_low", "value_high"]].astype(float),
+                               repeated[["value_low", "value_high"]].astype(float), atol=0.01)

@@ -806,3 +806,42 @@ def test_an_auto_margin_on_a_ratio_over_no_denominator_is_judged_on_its_linear_f
     assert np.isnan(excess_in_own_units(cons, [0.1, 0.1], data, no_positives)[1])
     assert excess_in_own_units([parse_constraint("ppr <= 0.2")], [0.1], data, right)[0] == pytest.approx(
         np.mean(y) - 0.1)
+
+
+def test_a_label_slice_fixes_the_label_of_any_rate_on_it():
+    # accuracy on label=1 rows is the tpr and ppr there its mean decision: the labels are not free,
+    # and the margin is that of tpr >= 0.9 tpr, z / 2 * 0.1 / sqrt(n1); wins on label=1 rows move
+    # only where the baseline is wrong, one 1 / n1 range per such row
+    rng = np.random.default_rng(0)
+    n = 1000
+    y, base = rng.integers(0, 2, n), rng.integers(0, 2, n)
+    data = RateData(y, np.ones(n), GroupTable.from_input({"g": rng.choice(["a", "b"], n)}, None, n), base)
+    specs = ["accuracy[label=1] >= 0.9 * ppr[label=1]", "tpr >= 0.9 * tpr", "wins[label=1] >= 0.1"]
+    margins = confidence_margins([parse_constraint(s) for s in specs], data, 0.95)
+    z, n1, k = norm.ppf(0.95), (y == 1).sum(), ((y == 1) & (base == 0)).sum()
+    np.testing.assert_allclose(margins, [z / 2 * 0.1 / np.sqrt(n1)] * 2 + [z / 2 * np.sqrt(k) / n1])
+
+
+def test_a_simultaneous_margin_keeps_candidates_that_differ_on_few_rows_apart():
+    # two candidates deciding alike but on 20 of 2000 rows: the largest of their two errors has
+    # a quantile above either's alone (their correlation is 0.98, not 1), which only keeping them
+    # apart gives; reference: the 0.95 quantile of the max of the bivariate normal, exactly
+    from scipy.optimize import brentq
+    from scipy.stats import multivariate_normal
+
+    rng = np.random.default_rng(0)
+    n = 2000
+    data = RateData(rng.integers(0, 2, n), np.ones(n), GroupTable.from_input({"g": rng.choice(["a", "b"], n)}, None, n))
+    d1 = rng.integers(0, 2, n)
+    d2 = d1.copy()
+    flip = rng.choice(n, 20, replace=False)
+    d2[flip] = 1 - d2[flip]
+    D = np.column_stack([d1, d2]).astype(float)
+    con = [parse_constraint("ppr >= 0.4")]
+    one = simultaneous_margins(con, data, D[:, :1], 0.95, random_state=0)[0]
+    both = simultaneous_margins(con, data, D, 0.95, random_state=0)[0]
+    influence = (D - D.mean(axis=0)) / n  # of ppr, per row and candidate
+    joint = multivariate_normal(np.zeros(2), influence.T @ influence)
+    exact = brentq(lambda q: joint.cdf([q, q]) - 0.95, 0.0, 1.0)
+    assert one < both
+    assert both == pytest.approx(exact, rel=0.02)

@@ -2041,3 +2041,81 @@ def test_the_lp_column_generation_ends_on_is_the_m_stochastic_solution_not_solve
     lp = shrink(clf.train_objective_, clf.train_constraints_)
     np.testing.assert_allclose(clf.solutions_["m_stochastic"], lp.weights, atol=1e-12)
     assert np.count_nonzero(lp.weights) <= 2  # at most m + 1 models
+
+
+def test_the_ratio_game_reads_its_objective_and_constraints_from_the_ratio_terms():
+    # the ratio game measures each iterate from its ratio terms c_k N_k / D_k, summed per owner: the
+    # objective as the program's, each constraint as stated, in its ratio's units (its plateau stop
+    # and snapshots read them)
+    from skrate.generalized._ratio import RatioProgram, _values
+
+    rng = np.random.default_rng(0)
+    n = 300
+    y, g, w = rng.integers(0, 2, n), rng.choice(["a", "b"], n), rng.uniform(0.5, 2.0, n)
+    data = RateData(y, w, GroupTable.from_input({"g": g}, None, n))
+    p = rng.random(n)
+
+    def prec(rows):
+        return (w * y * p)[rows].sum() / (w * p)[rows].sum()
+
+    def f1(rows):
+        tp, fp, fn = ((w * y * p)[rows].sum(), (w * (1 - y) * p)[rows].sum(), (w * y * (1 - p))[rows].sum())
+        return 2 * tp / (2 * tp + fp + fn)
+
+    a, b, every = g == "a", g == "b", np.ones(n, bool)
+    for metric, constraints, stated in [
+        ("f1", [precision(group="g") >= 0.55], [0.55 - prec(a), 0.55 - prec(b)]),
+        ("precision", [f_measure_parity({"g": "a"}, {"g": "b"}, 0.02)], [f1(b) - 0.02 - f1(a)]),
+    ]:
+        program = compile_program(metric, constraints, data)
+        ratios = RatioProgram(program, data)
+        N, D = ratios.split(ratios.A @ p + ratios.b)
+        obj, phi = _values(ratios, ratios.coef * N / D, program.n_constraints)
+        assert obj == pytest.approx(float(program.values(program.rates(p))[0]))
+        assert obj == pytest.approx(1 - (f1(every) if metric == "f1" else prec(every)))
+        np.testing.assert_allclose(phi, stated)
+
+
+def test_follow_the_leader_answers_the_gradient_at_the_mean_of_the_rates_seen(monkeypatch):
+    # the FTL slack player (nemsis, frank_wolfe) prices each non-linear atom at the gradient of its
+    # metric at the mean of the rates seen so far, this round's included
+    from skrate.generalized import _three_player
+    from skrate.generalized._theta_player import SurrogateTheta
+    from skrate.models import LinearModel
+
+    X, y, g = _two_groups(300, seed=12)
+    data = RateData(y, np.ones(len(y)), GroupTable.from_input(g, None, len(y)))
+    program = compile_program("error", [kld(group="group") <= 0.002], data)
+    seen, asked = [], []
+
+    class Spy:
+        def __init__(self, atom):
+            self.atom = atom
+
+        def __getattr__(self, name):
+            return getattr(self.atom, name)
+
+        def gradient(self, r):
+            asked.append(np.array(r, dtype=float))
+            return self.atom.gradient(r)
+
+    blocks = _three_player._blocks
+
+    def spied_blocks(program):
+        found, linear = blocks(program)
+        for blk in found:
+            blk.atom = Spy(blk.atom)
+        return found, linear
+
+    monkeypatch.setattr(_three_player, "_blocks", spied_blocks)
+    rates = SurrogateTheta.surrogate_rates
+    monkeypatch.setattr(SurrogateTheta, "surrogate_rates", lambda self, d: seen.append(rates(self, d)) or seen[-1])
+    _three_player.solve_three_player(program, LinearModel(X.shape[1]), X, solver="nemsis", max_iter=5,
+                                     rng=np.random.default_rng(0))
+    n_atoms = len(asked) // 5
+    assert n_atoms == 2 and len(asked) == 10  # the KL divergence of each group, every round
+    idx = [b.idx for b in blocks(program)[0]]
+    for t in range(5):
+        mean = np.mean([s + program.b for s in seen[:t + 1]], axis=0)
+        for a in range(n_atoms):
+            np.testing.assert_allclose(asked[t * n_atoms + a], mean[idx[a]])

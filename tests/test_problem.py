@@ -799,3 +799,16 @@ def test_every_estimators_fit_and_score_refuse_labels_in_another_row_order(name)
     if "sample_weight" in inspect.signature(est.fit).parameters:
         with pytest.raises(ValueError, match=r"index of sample_weight holds the labels"):
             getattr(skrate, name)(**params).fit(X, y, sample_weight=(y * 0 + 1.0).sort_index())
+
+
+def test_least_violation_bounds_each_cell_by_its_weight():
+    # ppr[g=a] <= 0.1 and ppr >= 0.9 with halves a and b: the best is ppr[g=a] = 1/3 and
+    # ppr[g=b] = 1, both constraints then off by 7/30; a cell of half the rows adds at most 1/2 to ppr
+    from skrate.problem import least_violation
+
+    rng = np.random.default_rng(0)
+    n = 1000
+    data = RateData(rng.integers(0, 2, n), np.ones(n), GroupTable.from_input({"g": np.repeat(["a", "b"], n // 2)}, None, n))
+    problem = compile_problem(parse_expression("error"), as_constraints(["ppr[g=a] <= 0.1", "ppr >= 0.9"]), data)
+    value, _ = least_violation(problem)
+    assert value == pytest.approx(7 / 30)

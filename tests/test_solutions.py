@@ -418,3 +418,23 @@ def test_shrink_prices_the_least_largest_violation_when_no_mixture_is_feasible()
     np.testing.assert_allclose(lp.violation_prices @ constraints, [0.5 / 7] * 2)
     feasible = shrink(np.array([0.3, 0.1]), constraints - 0.2)
     assert feasible.feasible and feasible.least_violation == 0.0 and not feasible.violation_prices.any()
+
+
+@pytest.mark.parametrize("objective, constraints, best", [
+    ([0.3, 0.2, 0.2], [[0.0, -0.1, -0.2]], 2),  # a tie in both ranks goes to the later candidate
+    ([0.1, 0.2, 0.3], [[-0.01, -0.5, -0.9]], 0),  # feasible alike, whatever their slack: the objective decides
+    # violation ranks take the least rank of their ties (3 for 0.1): an infeasible candidate with the best
+    # objective shares the best score with the feasible 2 and wins on the objective
+    ([0.0, 0.3, 0.2, 0.1, 0.2], [[0.1, 0.0, 0.0, 0.1, 0.1]], 0),
+])
+def test_best_iterate_on_small_tables_by_hand(objective, constraints, best):
+    assert best_iterate(objective, constraints) == best
+
+
+def test_shrink_meets_the_least_violation_plus_tol():
+    # candidate 0 is best and violates by 1, candidate 1 by 0.5 (the least): with tol=0.1 the
+    # mixture may violate by up to 0.6, and the LP spends that on the objective
+    lp = shrink(np.array([0.0, 1.0]), np.array([[1.0, 0.5]]), tol=0.1)
+    assert not lp.feasible and lp.least_violation == pytest.approx(0.5)
+    np.testing.assert_allclose(lp.weights, [0.2, 0.8], atol=1e-7)
+    assert lp.max_violation == pytest.approx(0.6)

@@ -223,3 +223,32 @@ def test_swap_player_warm_power_steps_give_the_stationary_distribution():
             exact = stationary_distribution(M)
             np.testing.assert_allclose(player.weights(), exact, rtol=0, atol=1e-12)
             np.testing.assert_allclose(M @ player.weights(), player.weights(), rtol=0, atol=1e-13)
+
+
+def test_minibatch_rates_estimate_the_full_rates():
+    # with the model held still (learning rate 0), the rates a minibatch measures and the players
+    # see are unbiased estimates of the rates on all rows: their mean over many batches is those
+    from skrate.solvers._rate_game import solve_rate_game
+
+    n = 1000
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(n, 6))
+    problem, model = _rate_problem(n, seed=5), LinearModel(6)
+    theta = model.init_params(rng) + rng.normal(size=model.n_params)
+    seen = []
+    solve_rate_game(problem, model, X, learning_rate=0.0, max_iter=500, batch_size=100, rng=rng, init_params=theta,
+                    callback=lambda t, params, values: seen.append(values.copy()))
+    full = problem.values((model.scores(X, theta) > 0).astype(float))
+    np.testing.assert_allclose(np.mean(seen, axis=0), full, atol=0.01)
+
+
+def test_the_l2_penalty_shrinks_the_weights_it_covers():
+    from sklearn.datasets import make_classification
+
+    from skrate import ConstrainedClassifier
+
+    X, y = make_classification(400, 5, random_state=0)
+    g = np.where(X[:, 0] > 0, "a", "b")
+    norms = [np.linalg.norm(ConstrainedClassifier("ppr[group=a] >= 0.3", alpha=alpha, max_iter=300, random_state=0)
+                            .fit(X, y, groups=g).candidates_[-1, :-1]) for alpha in (0.0, 1.0)]
+    assert norms[1] < 0.5 * norms[0]
