@@ -658,7 +658,11 @@ class ConstrainedClassifier(RateClassifierBase):
             """``solution``'s violation of each constraint on ``part``, and on the part the
             solution is chosen on the margins and the violations with them, in own units (None
             elsewhere)."""
-            rows, p = data.take(parts[part]), self.stochastic_model(solution).proba(_safe_indexing(X, parts[part]))
+            idx = parts[part]
+            if idx.shape[0] == data.n and np.array_equal(idx, np.arange(data.n)):  # no split: no copies
+                rows, p = data, self.stochastic_model(solution).proba(X)
+            else:
+                rows, p = data.take(idx), self.stochastic_model(solution).proba(_safe_indexing(X, idx))
             if part == chosen_on and linear is not None:
                 # over a zero denominator the margin in own units is infinite: the linear form decides
                 return own_units(self.constraints_, linear, rows, p)
