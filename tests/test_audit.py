@@ -121,6 +121,16 @@ def test_stochastic_estimator_is_audited_in_expectation():
     assert report.attrs["decisions"] == "expected"
     tpr_b = report.query("group == 'b' and metric == 'tpr'")["value"].item()
     assert tpr_b == pytest.approx(_direct(y, p, np.ones(len(y)), (g.race == "b").to_numpy(), "tpr"))
+    # so is a pipeline that ends in one: its first step decides nothing
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    pipe = make_pipeline(StandardScaler(), clf).fit(X, y, constrainedclassifier__groups=g)
+    piped = audit(pipe, X, y, groups=g, n_bootstrap=0)
+    assert piped.attrs["decisions"] == "expected"
+    p_pipe = pipe.predict_proba(X)[:, 1]
+    assert piped.query("group == 'b' and metric == 'tpr'")["value"].item() == pytest.approx(
+        _direct(y, p_pipe, np.ones(len(y)), (g.race == "b").to_numpy(), "tpr"))
     labels = audit(clf, X, y, groups=g, decisions="predict", n_bootstrap=0)
     hard = (clf.predict(X) == 1).astype(float)
     assert labels.query("group == 'b' and metric == 'tpr'")["value"].item() == pytest.approx(

@@ -731,6 +731,10 @@ def test_plugin_oracle_ignores_zero_weight_rows():
 
 # -- early stopping ---------------------------------------------------------------------------------
 def test_early_stopping_waits_for_feasibility_then_a_plateau():
+    stop = EarlyStopping(tol=1e-4, n_iter_no_change=5)
+    stop.update(0, (0.3, 0.1), (0.3, 0.1))  # infeasible, with the better objective
+    stop.update(1, (0.0, 0.5), (0.0, 0.5))
+    assert stop.best_iterate == 1  # a feasible iterate beats an infeasible one
     stop = EarlyStopping(tol=1e-3, n_iter_no_change=3)
     infeasible = (0.2, 0.1)
     # infeasible forever: never stops, however flat

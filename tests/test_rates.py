@@ -274,6 +274,9 @@ def test_goal_helpers():
     assert sp == [parse_constraint("ppr[sex] >= 0.8 * ppr"), parse_constraint("ppr >= 0.8 * ppr[sex]")]
     assert minimum_recall(0.7, "race") == [tpr(group="race") >= 0.7]
     assert not_worse_off("sex") == [wins(group="sex") - parse_expression("losses[sex]") >= 0]
+    assert not_worse_off("sex", slack=0.02) == [parse_constraint("wins[sex] - losses[sex] >= -0.02")]
+    with pytest.raises(ValueError, match="slack"):  # a ratio of 0 would bound nothing
+        equal_opportunity("race", 1.0, multiplicative=True)
     assert no_lost_benefits("sex", 0.1)[0] == parse_constraint("ppr[sex] >= baseline_ppr[sex] - 0.1")
     with pytest.raises(ValueError, match="slack"):
         equal_odds("race", slack=-0.1)

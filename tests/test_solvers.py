@@ -252,3 +252,13 @@ def test_the_l2_penalty_shrinks_the_weights_it_covers():
     norms = [np.linalg.norm(ConstrainedClassifier("ppr[group=a] >= 0.3", alpha=alpha, max_iter=300, random_state=0)
                             .fit(X, y, groups=g).candidates_[-1, :-1]) for alpha in (0.0, 1.0)]
     assert norms[1] < 0.5 * norms[0]
+
+
+def test_the_mlp_penalty_covers_its_weights_and_not_its_biases():
+    model = MLPModel(3, (4, 2))
+    mask = model.penalty_mask()
+    layers = model._unpack(np.arange(model.n_params, dtype=float))
+    biases = np.concatenate([b.astype(int).ravel() for _, b in layers])
+    weights = np.concatenate([W.astype(int).ravel() for W, _ in layers])
+    assert np.all(mask[biases] == 0) and np.all(mask[weights] == 1)
+    assert len(biases) + len(weights) == model.n_params
