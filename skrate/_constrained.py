@@ -658,11 +658,9 @@ class ConstrainedClassifier(RateClassifierBase):
             """``solution``'s violation of each constraint on ``part``, and on the part the
             solution is chosen on the margins and the violations with them, in own units (None
             elsewhere)."""
-            idx = parts[part]
-            if idx.shape[0] == data.n and np.array_equal(idx, np.arange(data.n)):  # no split: no copies
-                rows, p = data, self.stochastic_model(solution).proba(X)
-            else:
-                rows, p = data.take(idx), self.stochastic_model(solution).proba(_safe_indexing(X, idx))
+            # without a split the training rows are all the rows, as _play reads them: no copies
+            rows = data if held is None else data.take(parts[part])
+            p = self.stochastic_model(solution).proba(X if held is None else _safe_indexing(X, parts[part]))
             if part == chosen_on and linear is not None:
                 # over a zero denominator the margin in own units is infinite: the linear form decides
                 return own_units(self.constraints_, linear, rows, p)
