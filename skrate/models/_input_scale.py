@@ -37,9 +37,13 @@ def column_extremes(X: np.ndarray | sp.spmatrix) -> tuple[np.ndarray, np.ndarray
 
 def column_peaks(X: np.ndarray | sp.spmatrix) -> np.ndarray:
     """The largest magnitude of every column of ``X`` (dense or sparse)."""
-    if sp.issparse(X):
-        return np.asarray(abs(X).max(axis=0).toarray()).ravel()
-    return np.abs(X).max(axis=0)
+    return _peaks(*column_extremes(X))
+
+
+def _peaks(low: np.ndarray, high: np.ndarray) -> np.ndarray:
+    """The largest magnitudes of columns of extremes ``low`` and ``high`` (+0.0: a column of
+    zeros peaks at 0, not at -0)."""
+    return np.maximum(high, -low) + 0.0
 
 
 def _row_shares(sample_weight: np.ndarray | None, n: int) -> np.ndarray:
@@ -72,11 +76,13 @@ def column_offsets(X: np.ndarray | sp.spmatrix, sample_weight: np.ndarray | None
     """
     if not X.shape[0]:
         return np.zeros(X.shape[1])
-    return _offsets(X, column_peaks(X), _row_shares(sample_weight, X.shape[0]))
+    return _offsets(X, column_extremes(X), _row_shares(sample_weight, X.shape[0]))
 
 
-def _offsets(X: np.ndarray | sp.spmatrix, peak: np.ndarray, share: np.ndarray) -> np.ndarray:
-    """:func:`column_offsets` given the column peaks and each row's share of the weight."""
+def _offsets(X: np.ndarray | sp.spmatrix, extremes: tuple[np.ndarray, np.ndarray], share: np.ndarray) -> np.ndarray:
+    """:func:`column_offsets` given the columns' extremes and each row's share of the weight."""
+    low, high = extremes
+    peak = _peaks(low, high)
     shift = np.zeros(X.shape[1])
     # the moments of X * 2**-top, in (-1, 1) exactly: no overflow for columns near the float limit
     _, top = np.frexp(np.where(peak > 0, peak, 1.0))
@@ -100,7 +106,6 @@ def _offsets(X: np.ndarray | sp.spmatrix, peak: np.ndarray, share: np.ndarray) -
         sd = np.sqrt(share @ np.square(unit, out=unit))
     # a column constant up to rounding is not centred: its deviation is the mean's rounding
     # (1e-16 of it), and the residue of the shift would be scaled to unit size, its weight to 1e14
-    low, high = column_extremes(X)
     varies = high - low > _ROUNDING * peak
     shifted = varies & (sd > 0) & (np.abs(mean) > _OFFSET * sd)
     shift[shifted] = np.ldexp(mean[shifted], top[shifted])
@@ -151,7 +156,8 @@ def input_scale(X: np.ndarray | sp.spmatrix,
     """
     if not X.shape[0]:
         return None
-    peak = column_peaks(X)
+    extremes = column_extremes(X)
+    peak = _peaks(*extremes)
     subnormal = np.flatnonzero((peak > 0) & (peak < np.finfo(float).tiny))
     if subnormal.size:  # its weight on X, the fitted one over a divisor below 2**-1022, is no float
         raise ValueError(f"X's column(s) {listed(subnormal)} (by position) hold no value above "
@@ -159,7 +165,7 @@ def input_scale(X: np.ndarray | sp.spmatrix,
                          "cannot weigh in float64; multiply them by a large constant (1e300) or drop them.")
     _, top = np.frexp(np.where(peak > 0, peak, 1.0))
     share = _row_shares(sample_weight, X.shape[0])
-    shift = _offsets(X, peak, share)
+    shift = _offsets(X, extremes, share)
     shifted = shift != 0
     moved = None  # the shifted columns, shifted once for their peaks and root mean squares
     if shifted.any():
