@@ -9,6 +9,7 @@ import pytest
 from skrate.problem import (GroupTable, RateData, compile_expressions, compile_problem, constraint_rows,
                             constraint_violation)
 from skrate.problem._compile import expand_constraints
+from skrate.problem._groups import _column
 from skrate.rates import as_constraints, equal_odds
 from skrate.rates import parse_constraint, parse_expression
 
@@ -132,6 +133,35 @@ def test_group_column_validation():
         GroupTable.from_input({"g": [1.0, np.nan]}, None, 2).column("g")
     with pytest.raises(ValueError, match="2-D array has no column names"):
         GroupTable.from_input(np.zeros((3, 2)), None, 3)
+
+
+def test_group_codes_name_each_distinct_value_as_its_rows_are_named():
+    """A column of one dtype is coded before its values are named: the names and codes must be
+    those of naming every row (``_column``) and coding the names, dtype by dtype."""
+    rng = np.random.default_rng(3)
+    idx = rng.integers(0, 5, 200)
+    columns = {"int": np.array([7, -2, 10, 2, 0])[idx], "whole": np.array([7.0, -2.0, 10.0, 2.0, 0.0])[idx],
+               "float": np.array([0.5, -2.0, 10.0, 2.25, 0.0])[idx], "bool": np.array([True, False] * 3)[idx],
+               "text": np.array(["b", "a", "10", "2", "01"])[idx], "uint": np.array([3, 1, 4, 1, 5], np.uint8)[idx],
+               "dates": np.array(["2024-01-01", "2023-05-01", "2024-01-02", "2023-05-01", "2025-01-01"],
+                                 dtype="datetime64[D]")[idx]}
+    table = GroupTable.from_input(columns, None, 200)
+    for key, col in columns.items():
+        rows = _column(col, key, 200)
+        known, codes = table.codes(key)
+        np.testing.assert_array_equal(np.asarray(known)[codes], rows, err_msg=key)
+        assert len(known) == len(set(rows)), key
+        np.testing.assert_array_equal(table.column(key), rows, err_msg=key)
+    # numbers sort by number, whatever their names' text order
+    assert table.values("int") == ["-2", "0", "2", "7", "10"]
+    assert table.values("float") == ["-2.0", "0.0", "0.5", "2.25", "10.0"]
+
+
+def test_a_negative_zero_group_is_the_group_zero():
+    """-0.0 == 0.0: one group, named 0.0 whichever sorts first, also among fractional values."""
+    table = GroupTable.from_input({"g": np.array([-0.0, 0.5, 0.0, -0.0])}, None, 4)
+    assert table.values("g") == ["0.0", "0.5"]
+    np.testing.assert_array_equal(table.mask("g", ("0",)), [True, False, True, True])
 
 
 def test_group_columns_refuse_every_kind_of_missing_value():

@@ -57,13 +57,9 @@ def _check_rows(col: np.ndarray, name: str, n: int) -> None:
 
 
 def _column(values, name: str, n: int) -> np.ndarray:
-    col = np.asarray(values)
-    _check_rows(col, name, n)
-    missing = missing_entries(col)
-    if missing.any():
-        raise ValueError(f"Group column {name!r} has a missing value in {int(missing.sum())} rows (first: row "
-                         f"{int(np.argmax(missing))}); give every row a group value, e.g. fill them with a "
-                         "category of their own.")
+    """Each row's value of a group column, named as a spec names it (a float-coded ``1.0`` as
+    ``"1"``); a clear error for a missing value or not one value per row."""
+    col = _checked(values, name, n)
     if col.dtype == object and _numbers_only(col):
         col = _object_numbers(col)  # numbers in an object column (1 and 1.0) are named by value
     elif col.dtype == object:
@@ -72,6 +68,35 @@ def _column(values, name: str, n: int) -> np.ndarray:
             and np.all(np.abs(col) < 2.0**63)):  # beyond, the cast would merge distinct values
         col = col.astype(np.int64)  # a float-coded group (1.0) is named as written in specs (1)
     return col.astype(str)
+
+
+def _checked(values, name: str, n: int) -> np.ndarray:
+    """A group column as an array, refused when it is not one value per row or misses one."""
+    col = np.asarray(values)
+    _check_rows(col, name, n)
+    missing = missing_entries(col)
+    if missing.any():
+        raise ValueError(f"Group column {name!r} has a missing value in {int(missing.sum())} rows (first: row "
+                         f"{int(np.argmax(missing))}); give every row a group value, e.g. fill them with a "
+                         "category of their own.")
+    return col
+
+
+def _named_codes(values, name: str, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """A group column's distinct value names (sorted as text) and each row's index into them.
+
+    A column of one dtype is coded first and only its distinct values are named (each row
+    named as text would cost ~84 bytes and a conversion per row); an object column, whose
+    values pandas may equate across types (True and 1), is named row by row as it holds them.
+    """
+    col = _checked(values, name, n)
+    if col.dtype == object:
+        return np.unique(_column(col, name, n), return_inverse=True)
+    uniques, codes = np.unique(col, return_inverse=True)
+    if uniques.dtype.kind == "f":
+        uniques = uniques + 0.0  # -0.0 == 0.0 merged them: name the group 0.0, not by which sorted first
+    names, merged = np.unique(_column(uniques, name, uniques.shape[0]), return_inverse=True)
+    return names, merged[codes.ravel()]
 
 
 class _Flag:
@@ -202,7 +227,7 @@ def cell_index(columns: list[tuple[np.ndarray, int]], n: int) -> tuple[np.ndarra
 
 @dataclass
 class GroupTable:
-    """Named group columns, validated and converted to strings on first use.
+    """Named group columns, validated and coded on first use.
 
     ``groups`` may be a pandas DataFrame, a dict of arrays, a 1-D array or Series (the
     column ``"group"``, or the Series' name), or None. When ``X`` is a DataFrame its columns
@@ -318,9 +343,7 @@ class GroupTable:
         """
         table = GroupTable(self.raw.take(idx), len(idx), self.named_x)
         for key, value in self._cache.items():
-            if isinstance(key, str):
-                table._cache[key] = value[idx]
-            elif key[0] == "codes":  # keep the values the rows hold, renumbered in order
+            if key[0] == "codes":  # keep the values the rows hold, renumbered in order
                 known, codes = value
                 sub = codes[idx]
                 held = np.bincount(sub, minlength=len(known)) > 0
@@ -356,8 +379,8 @@ class GroupTable:
         Returns
         -------
         ndarray of str of shape (n,)
-            Each row's value, named as a spec names it (a float-coded ``1.0`` as ``"1"``);
-            converted once, then cached.
+            Each row's value, named as a spec names it (a float-coded ``1.0`` as ``"1"``),
+            read from the column's :meth:`codes` (only the distinct values are held as text).
 
         Raises
         ------
@@ -365,24 +388,26 @@ class GroupTable:
             When no column is named ``key``, or it has a missing value or not one value per
             row.
         """
-        if key not in self._cache:
-            if key not in self.raw:
-                known = sorted(self.raw)
-                how = "pass groups=... as a DataFrame, a dict of arrays or a 1-D array (the column 'group')"
-                if not known:
-                    given = f"no groups were given: {how}"
-                elif not self.given:  # X's columns alone: the likelier slip is a groups= left out
-                    given = (f"no groups were given, and X's columns ({listed(known)}) do not include it: "
-                             f"{how}, or add the column to X")
-                else:
-                    given = f"known group columns: {', '.join(map(repr, known))}"
-                unnamed = ("" if self.named_x else " X reached the estimator as an array, whose columns have no "
-                           "names: to name a column of X, pass X as a DataFrame (in a Pipeline, the steps before "
-                           "keep names with set_output(transform='pandas')).")
-                raise ValueError(f"Unknown group column {key!r}; {given}.{self._value_hint(key)}{unnamed}"
-                                 f"{ROUTING_HINT}")
-            self._cache[key] = _column(self.raw[key], key, self.n)
-        return self._cache[key]
+        known, codes = self.codes(key)
+        return np.asarray(known)[codes]
+
+    def _check_known(self, key: str) -> None:
+        """Refuse an unknown column ``key``, listing the known ones and how to pass groups."""
+        if key not in self.raw:
+            known = sorted(self.raw)
+            how = "pass groups=... as a DataFrame, a dict of arrays or a 1-D array (the column 'group')"
+            if not known:
+                given = f"no groups were given: {how}"
+            elif not self.given:  # X's columns alone: the likelier slip is a groups= left out
+                given = (f"no groups were given, and X's columns ({listed(known)}) do not include it: "
+                         f"{how}, or add the column to X")
+            else:
+                given = f"known group columns: {', '.join(map(repr, known))}"
+            unnamed = ("" if self.named_x else " X reached the estimator as an array, whose columns have no "
+                       "names: to name a column of X, pass X as a DataFrame (in a Pipeline, the steps before "
+                       "keep names with set_output(transform='pandas')).")
+            raise ValueError(f"Unknown group column {key!r}; {given}.{self._value_hint(key)}{unnamed}"
+                             f"{ROUTING_HINT}")
 
     def _value_hint(self, key: str) -> str:
         """When ``key`` is a value of a known column (``tpr(group="Black")``), how to filter on it:
@@ -415,7 +440,8 @@ class GroupTable:
         """
         cache_key = ("codes", key)
         if cache_key not in self._cache:
-            uniques, codes = np.unique(self.column(key), return_inverse=True)
+            self._check_known(key)
+            uniques, codes = _named_codes(self.raw[key], key, self.n)
             order = self._value_order(key, uniques) if uniques.size > 1 else None
             if order is not None:
                 uniques, codes = uniques[order], np.argsort(order)[codes]
