@@ -697,6 +697,28 @@ def test_cell_matrix_is_the_product_of_the_rate_factors():
     np.testing.assert_allclose((-cells[1:3]).toarray(), -A[1:3], rtol=1e-12, atol=1e-18)
 
 
+def test_alike_rows_are_equal_rows_numbered_by_first_occurrence(monkeypatch):
+    """Cells are the groups of equal rows of the rate coefficients, against grouping the rows'
+    (column, value) tuples in a dict; a hash that cannot tell rows apart is refused, never a merge."""
+    import scipy.sparse as sp
+
+    from skrate.problem import _cells
+
+    rng = np.random.default_rng(5)
+    distinct = sp.random(40, 30, density=0.2, random_state=1, format="csr")
+    distinct.data = np.round(distinct.data, 2)
+    key = sp.csr_matrix(distinct[rng.integers(0, 40, 500)])
+    key.sum_duplicates()
+    first, inverse = _cells._alike_rows(key)
+    seen: dict = {}
+    expected = np.array([seen.setdefault((tuple(r.indices), tuple(r.data)), len(seen)) for r in key])
+    np.testing.assert_array_equal(inverse, expected)
+    np.testing.assert_array_equal(first, [int(np.argmax(expected == c)) for c in range(len(seen))])
+    monkeypatch.setattr(_cells, "_mix", lambda h: np.zeros_like(h))  # every row hashes alike
+    with pytest.raises(RuntimeError, match="tell the rows' rate coefficients apart"):
+        _cells._alike_rows(key)
+
+
 @pytest.mark.parametrize("dense_p", [True, False])
 @pytest.mark.parametrize("zero_weight_rows", [0, 10])
 def test_cell_vectors_multiply_as_the_formed_product(monkeypatch, dense_p, zero_weight_rows):

@@ -16,7 +16,7 @@ from __future__ import annotations
 import numpy as np
 import scipy.sparse as sp
 
-from ..solutions._stochastic_model import _sparse_row_hashes
+from ..solutions._stochastic_model import _GOLDEN, _mix, _number_words
 
 
 def row_cells(basis: sp.spmatrix) -> tuple[np.ndarray, np.ndarray, sp.csc_matrix]:
@@ -48,10 +48,34 @@ def row_cells(basis: sp.spmatrix) -> tuple[np.ndarray, np.ndarray, sp.csc_matrix
     unit = unit.tocsr()
     key = unit.T.tocsr()
     key.data = np.round(key.data, 12) + 0.0
-    _, first, inverse = np.unique(_sparse_row_hashes(key, 0), return_index=True, return_inverse=True)
+    key.sum_duplicates()
+    first, inverse = _alike_rows(key)
     cell = np.full(B.shape[1], -1)
-    cell[used] = inverse.ravel()
+    cell[used] = inverse
     return cell, scale, sp.csc_matrix(unit[:, first])
+
+
+def _alike_rows(key: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
+    """The first row of each group of equal rows of ``key`` (canonical CSR), in the order they
+    first occur, and each row's group. Rows are told apart by an order-free hash of their
+    stored entries, in O(nnz) (a hash of every entry of a row costs a pass over the rows per
+    column, n x rates for the group rates of a column of many values); the rows a hash groups
+    are then compared entry by entry, so a collision is never a merge."""
+    counts = np.diff(key.indptr)
+    filled = np.flatnonzero(counts)
+    with np.errstate(over="ignore"):
+        for seed in range(1, 9):
+            entry = _mix(_number_words(key.data) ^ _mix(key.indices.astype(np.uint64) + _GOLDEN * np.uint64(seed)))
+            h = np.zeros(key.shape[0], dtype=np.uint64)
+            h[filled] = np.add.reduceat(entry, key.indptr[filled])
+            h = _mix(h + counts.astype(np.uint64))
+            _, first, inverse = np.unique(h, return_index=True, return_inverse=True)
+            rank = np.empty(first.size, dtype=np.intp)
+            rank[np.argsort(first)] = np.arange(first.size)  # numbered by first row, not by hash
+            first, inverse = np.sort(first), rank[inverse.ravel()]
+            if (key[first[inverse]] != key).nnz == 0:
+                return first, inverse
+    raise RuntimeError("Could not tell the rows' rate coefficients apart by hashing; please report this.")
 
 
 class CellMatrix:
