@@ -541,7 +541,7 @@ def test_bootstrap_is_the_same_in_worker_processes():
 def test_an_any_of_filter_on_a_column_of_X(monkeypatch):
     # region=1|2|3 merges the values into one class: a cell's representative row holds one of them,
     # and the filter still names the others
-    from skrate.metrics import _bootstrap
+    from skrate.problem import _slice_cells
 
     rng = np.random.default_rng(0)
     n = 2000
@@ -555,7 +555,7 @@ def test_an_any_of_filter_on_a_column_of_X(monkeypatch):
     cons = merged[merged.attribute == "constraint"]
     np.testing.assert_allclose(cons["value"], [r["lhs"] for r in rows])
     # the same values and resamples as without merging values into classes
-    monkeypatch.setattr(_bootstrap, "_value_classes", lambda key, known, codes, filters: (codes, len(known)))
+    monkeypatch.setattr(_slice_cells, "_value_classes", lambda key, known, codes, filters: (codes, len(known)))
     plain = pd.DataFrame(audit(clf, X, y, constraints=spec, n_bootstrap=40, random_state=0))
     pd.testing.assert_frame_equal(merged, plain, rtol=1e-12)
 

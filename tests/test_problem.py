@@ -697,6 +697,38 @@ def test_cell_matrix_is_the_product_of_the_rate_factors():
     np.testing.assert_allclose((-cells[1:3]).toarray(), -A[1:3], rtol=1e-12, atol=1e-18)
 
 
+def test_factored_rates_are_the_slice_means_row_by_row():
+    """The rate basis built through the cells of alike rows holds, for every rate, each row of
+    its slice at its weight over the slice's total times its coefficient, and the rate's
+    constant part: as measured on the rows of the slice directly."""
+    from skrate.problem import compile_factored
+    from skrate.problem._compile import rate_coefficients, slice_weights
+
+    rng = np.random.default_rng(8)
+    n = 2000
+    groups = {"race": rng.choice(["a", "b", "c", "d"], n), "age": rng.integers(18, 80, n)}
+    w = rng.uniform(0.2, 3.0, n)
+    w[rng.random(n) < 0.05] = 0.0
+    data = RateData(rng.integers(0, 2, n), w, GroupTable.from_input(groups, None, n), rng.integers(0, 2, n))
+    specs = ["tpr[race] >= tpr - 0.05", "error[race=a|b, age=30] <= 0.4", "wins[label=1] >= losses",
+             "label_rate[race=c] <= 0.6", "fnr[age=20|21|22, baseline=0] <= 0.3", "churn[race=d] <= 0.2"]
+    exprs = [c.expression for c in expand_constraints([c for s in specs for c in as_constraints(s)], data.groups)]
+    mix, basis, b = compile_factored(exprs, data)
+    rates = list(dict.fromkeys(r for e in exprs for r in e.rates))
+    assert basis.shape == (len(rates), n) and basis.has_sorted_indices
+    consts = np.zeros(len(rates))
+    for k, rate in enumerate(rates):
+        idx, wi = slice_weights(rate, data)
+        v, c = rate_coefficients(rate, data, idx)
+        row = np.zeros(n)
+        row[idx] = wi * v
+        np.testing.assert_allclose(basis[k].toarray().ravel(), row, rtol=1e-14, atol=0, err_msg=str(rate))
+        assert np.all(basis[k].data != 0)  # rows of weight 0, coefficients 0 left out
+        consts[k] = wi @ c
+    offsets = np.array([e.constant for e in exprs])
+    np.testing.assert_allclose(b, offsets + mix @ consts, rtol=1e-13, atol=1e-15)
+
+
 def test_alike_rows_are_equal_rows_numbered_by_first_occurrence(monkeypatch):
     """Cells are the groups of equal rows of the rate coefficients, against grouping the rows'
     (column, value) tuples in a dict; a hash that cannot tell rows apart is refused, never a merge."""

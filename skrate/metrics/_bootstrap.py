@@ -15,48 +15,19 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import scipy.sparse as sp
 from joblib import Parallel, delayed
 from sklearn.utils import check_random_state
 
-from ..problem import GroupTable, RateData, ratio_value
-from ..problem._compile import _coefficients, check_rate, slice_mask
+from ..problem import RateData, ratio_value
 from ..problem._evaluate import zero_within_rounding
 from ..problem._groups import cell_index
+from ..problem._slice_cells import SliceCells
 from ..rates import Ratio
 from ..rates._expression import Rate
-from ..rates._slice import BASELINE, LABEL
 
 # Replicates per joblib task: the seeds are drawn per chunk, so the resamples (and the results)
 # do not depend on n_jobs.
 _CHUNK = 100
-
-
-def _codes(values: np.ndarray) -> tuple[np.ndarray, int]:
-    """Each entry's index into the distinct values, and their number (0/1 arrays as they are)."""
-    values = np.asarray(values)
-    if values.dtype == bool or (values.dtype.kind in "iu" and values.size and values.min() >= 0
-                                and values.max() <= 1):
-        return values.astype(np.intp), 2
-    uniques, inverse = np.unique(values, return_inverse=True)
-    return inverse.astype(np.intp).ravel(), max(len(uniques), 1)
-
-
-def _value_classes(key: str, known: list, codes: np.ndarray, filters: list) -> tuple[np.ndarray, int]:
-    """Each row's class of the group column ``key`` and their number: values that every filter
-    on the column takes or leaves together share a class (one filter ``zip=10`` splits a column
-    of many values in two). The values themselves when each has its filter (audited groups)."""
-    size = len(known)
-    if not len(filters) < size - 1 or len(filters) * size > 2**24:
-        return codes.astype(np.intp, copy=False), size
-    values = GroupTable({key: np.asarray(known)}, size)  # one row per value: its masks, by value
-    classes, card = np.zeros(size, dtype=np.intp), 1
-    for spec in filters:
-        classes, card = 2 * classes + values.mask(key, spec), 2 * card
-        if card > 2 * size:
-            classes, card = _codes(classes)
-    classes, card = _codes(classes)
-    return classes[codes], card
 
 
 class RateParts:
@@ -75,49 +46,9 @@ class RateParts:
             for rate in term.rates:
                 self.rates.setdefault(rate, len(self.rates))
         self.terms = list(terms)
-        self.n = n = data.n
-        # Validate every rate as slice_mask would, in the order of the rates, so errors are those
-        # of the problem layer: the rate's data, then each group filter's column and values.
-        filters: dict[tuple, None] = {}  # each group filter, checked once (an ordered set)
-        for rate in self.rates:
-            check_rate(rate, data)
-            for key, values in rate.slice.filters:
-                if key not in (LABEL, BASELINE) and (key, values) not in filters:
-                    if data.groups.unknown(key, values):  # a missing column raises here first
-                        data.groups.mask(key, values)  # raises, naming the known values
-                    filters[key, values] = None
-        keys = dict.fromkeys(key for key, _ in filters)
-        codes = {key: data.groups.codes(key) for key in keys}
-        columns = [_value_classes(key, known, c, [v for k, v in filters if k == key])
-                   for key, (known, c) in codes.items()]
-        columns += [_codes(a) for a in (data.y, data.baseline) if a is not None]
-        self.cell = cell_index(columns, n)[0]
-        n_cells = int(self.cell.max()) + 1 if n else 0
-        rep = np.zeros(n_cells, dtype=np.intp)
-        rep[self.cell] = np.arange(n)  # a row of each cell: all its rows are alike
-        y = None if data.y is None else data.y[rep]
-        b = None if data.baseline is None else data.baseline[rep]
-        # The group values of the cells, as a table of one row per cell: its masks are those of
-        # the rows, at the cost of the cells. It knows every value of the rows: a value merged
-        # into another's class (region=1|2|3) may be no cell's representative, yet filters name it.
-        cells = GroupTable.coded({key: (known, c[rep]) for key, (known, c) in codes.items()}, n_cells)
-        cell_data = RateData(y, np.ones(n_cells), cells, b)
-        indptr, indices, vs, cs = [0], [], [], []
-        for rate in self.rates:
-            member = slice_mask(rate, cell_data)
-            idx = np.flatnonzero(member)
-            v, c = _coefficients(rate.kind, None if y is None else y[idx], None if b is None else b[idx])
-            indices.append(idx)
-            vs.append(np.broadcast_to(v, idx.shape))
-            cs.append(np.broadcast_to(c, idx.shape))
-            indptr.append(indptr[-1] + idx.shape[0])
-        cat = (lambda parts, dtype: np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype))
-        index = np.int32 if max(n_cells, indptr[-1]) < np.iinfo(np.int32).max else np.int64
-        indices, indptr = cat(indices, index), np.asarray(indptr, dtype=index)
-        shape = (len(self.rates), n_cells)
-        self.V = sp.csr_matrix((cat(vs, float), indices, indptr), shape=shape)
-        self.C = sp.csr_matrix((cat(cs, float), indices, indptr), shape=shape)
-        self.M = sp.csr_matrix((np.ones(indices.shape[0]), indices, indptr), shape=shape)
+        self.n = data.n
+        cells = SliceCells(list(self.rates), data)
+        self.cell, self.V, self.C, self.M = cells.cell, cells.V, cells.C, cells.M
         self.w = np.asarray(data.sample_weight, dtype=float)
         self.wp = self.w * np.asarray(decisions, dtype=float)
 

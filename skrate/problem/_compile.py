@@ -131,14 +131,21 @@ def _coefficients(kind: str, y, b):
     raise ValueError(f"Unknown rate {kind!r}.")  # guarded by Rate itself
 
 
+def warn_label_filter(key: str, values: tuple[str, ...], groups: GroupTable) -> None:
+    """Warn that a slice ``[label=...]`` or ``[baseline=...]`` does not read X's column of that
+    name (only X's columns can hold one: groups= refuses the name)."""
+    if key in groups.raw:
+        what = "the true label y" if key == LABEL else "the baseline model's decision"
+        warn(f"The slice [{key}={','.join(values)}] selects rows by {what}; X's column {key!r} is not read "
+             f"by it. To filter on that column, rename it in X, e.g. X.rename(columns={{{key!r}: 'my_{key}'}}).")
+
+
 def slice_mask(rate: Rate, data: RateData) -> np.ndarray:
     """Rows of ``data`` a basic rate is measured on (its slice, and the label its kind needs)."""
     mask = np.ones(data.n, dtype=bool)
     for key, values in rate.slice.filters:
-        if key in (LABEL, BASELINE) and key in data.groups.raw:  # only X's columns: groups= refuses the name
-            what = "the true label y" if key == LABEL else "the baseline model's decision"
-            warn(f"The slice [{key}={','.join(values)}] selects rows by {what}; X's column {key!r} is not read "
-                 f"by it. To filter on that column, rename it in X, e.g. X.rename(columns={{{key!r}: 'my_{key}'}}).")
+        if key in (LABEL, BASELINE):
+            warn_label_filter(key, values, data.groups)
         if key == LABEL:
             mask &= np.isin(data.y.astype(int).astype(str), values)
         elif key == BASELINE:
@@ -176,11 +183,16 @@ def check_rate(rate: Rate, data: RateData) -> None:
                          "estimator.set_fit_request(baseline=True) and scorer.set_score_request(baseline=True).")
 
 
-def slice_weights(rate: Rate, data: RateData) -> tuple[np.ndarray, np.ndarray]:
-    """Rows of a basic rate's slice and their weights in its mean (summing to 1)."""
+def check_expanded(rate: Rate) -> None:
+    """Refuse a rate that still expands over a bare group column (``tpr[race]``)."""
     if rate.slice.expand:
         raise ValueError(f"The rate {rate} still expands over {', '.join(rate.slice.expand)}; "
                          "expand the constraint first.")
+
+
+def slice_weights(rate: Rate, data: RateData) -> tuple[np.ndarray, np.ndarray]:
+    """Rows of a basic rate's slice and their weights in its mean (summing to 1)."""
+    check_expanded(rate)
     check_rate(rate, data)
     mask = slice_mask(rate, data)
     w = data.sample_weight * mask
@@ -197,15 +209,6 @@ def rate_coefficients(rate: Rate, data: RateData, idx: np.ndarray, y: np.ndarray
     if y is None:
         y = None if data.y is None else data.y[idx]
     return _coefficients(rate.kind, y, None if data.baseline is None else data.baseline[idx])
-
-
-def _rate_row(rate: Rate, data: RateData) -> tuple[np.ndarray, np.ndarray, float]:
-    """Column indices, values of the sparse row, and the constant of one basic rate."""
-    idx, wi = slice_weights(rate, data)
-    v, c = rate_coefficients(rate, data, idx)
-    values = wi * v
-    keep = values != 0
-    return idx[keep], values[keep], float(np.dot(wi, c))
 
 
 def compile_factored(expressions: list[Expression], data: RateData) -> tuple[sp.csr_matrix, sp.csr_matrix, np.ndarray]:
@@ -242,21 +245,31 @@ def compile_factored(expressions: list[Expression], data: RateData) -> tuple[sp.
         When a rate needs labels or baseline decisions ``data`` lacks, or still expands over a
         group column.
     """
+    from ._slice_cells import SliceCells  # (which imports this module)
+
     rates: dict[Rate, int] = {}
     for expr in expressions:
         for rate in expr.rates:
             rates.setdefault(rate, len(rates))
-    rows, cols, vals, consts = [], [], [], np.zeros(len(rates))
+    for rate in rates:
+        check_expanded(rate)
+        for key, values in rate.slice.filters:
+            if key in (LABEL, BASELINE):
+                warn_label_filter(key, values, data.groups)
+    # each rate's rows through the cells of alike rows: the cost of the slices' rows, not of
+    # one pass over the data per rate
+    cells = SliceCells(list(rates), data)
+    w = np.asarray(data.sample_weight, dtype=float)
+    total = cells.M @ np.bincount(cells.cell, weights=w, minlength=cells.n_cells)
     for rate, k in rates.items():
-        idx, values, const = _rate_row(rate, data)
-        rows.append(np.full(idx.shape[0], k))
-        cols.append(idx)
-        vals.append(values)
-        consts[k] = const
-    basis = sp.csr_matrix(
-        (np.concatenate(vals) if vals else [], (np.concatenate(rows) if rows else [], np.concatenate(cols) if cols else [])),
-        shape=(len(rates), data.n),
-    )
+        if not total[k] > 0:
+            raise UndefinedRateError(_describe_empty(rate, data), rate=rate)
+    rows, entry = cells.rows()
+    rate_of = np.repeat(np.arange(len(rates)), np.diff(rows.indptr))
+    wi = w[rows.indices] / total[rate_of]  # each row's weight in its rate's mean
+    basis = sp.csr_matrix((wi * cells.V.data[entry], rows.indices, rows.indptr), shape=(len(rates), data.n))
+    basis.eliminate_zeros()  # rows of weight 0, and coefficients 0 (label_rate's)
+    consts = np.bincount(rate_of, weights=wi * cells.C.data[entry], minlength=len(rates))
     mix = sp.lil_matrix((len(expressions), len(rates)))
     offsets = np.zeros(len(expressions))
     for e, expr in enumerate(expressions):
