@@ -490,6 +490,28 @@ def test_taking_rows_keeps_the_coded_columns_consistent():
     assert taken.combinations(("g", "h")) == fresh.combinations(("g", "h"))
 
 
+def test_taking_rows_that_drop_the_first_value_renumbers_the_rest():
+    # a value the kept rows do not hold leaves the codes of the others pointing at their own rows
+    g = np.array(list("abcacbc"))
+    table = GroupTable.from_input(g, None, len(g))
+    table.codes("group")
+    idx = np.array([2, 4, 5, 6])  # no "a"
+    taken = table.take(idx)
+    assert taken.values("group") == ["b", "c"]
+    for value in ("b", "c"):
+        np.testing.assert_array_equal(taken.mask("group", (value,)), g[idx] == value)
+    assert taken.combinations(("group",)) == [("b",), ("c",)]
+
+
+def test_a_number_naming_several_text_groups_is_refused():
+    # "01" equals both "1" and "1.0" as a number: neither is picked silently
+    table = GroupTable.from_input({"k": np.array(["1", "1.0", "2", "1", "2"], dtype=object)}, None, 5)
+    with pytest.raises(ValueError, match="matches several groups as a number: '1', '1.0'"):
+        table.mask("k", ("01",))
+    np.testing.assert_array_equal(table.mask("k", ("1.0",)), [False, True, False, False, False])
+    np.testing.assert_array_equal(table.mask("k", ("02",)), [False, False, True, False, True])
+
+
 def test_a_list_X_has_no_index_to_match_groups_by():
     # a list's .index is a method, not row labels: rows are matched by position
     X = [[0.0], [1.0], [2.0], [3.0]]

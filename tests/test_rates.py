@@ -687,3 +687,22 @@ def test_a_minimum_goal_that_is_not_a_number_is_refused(helper, name, value):
 def test_a_minimum_goal_outside_the_unit_interval_is_refused(helper, name, value):
     with pytest.raises(ValueError, match=rf"A minimum {name} must lie in \[0, 1\], got {value}"):
         helper(value, "race")
+
+
+def test_small_coefficients_are_kept_not_read_as_rounding_noise():
+    # cancellation is judged against the size of the summands, so a tiny coefficient on its own
+    # is exact, and scaling an expression down and up again gives it back
+    e = 1e-13 * tpr() + 2e-13
+    assert e.terms == ((tpr().terms[0][0], 1e-13),) and e.constant == 2e-13
+    assert parse_expression("1e-13 * tpr + 2e-13") == e
+    g = 0.5 * tpr() - 0.25 * fpr() + 0.125
+    assert (g * 1e-13) * 1e13 == g
+
+
+def test_a_constraint_built_with_its_ratio_on_the_right_reads_flipped():
+    # '0.8 <= precision' built directly (not through the operators) is 'precision >= 0.8'
+    direct = Constraint(Expression((), 0.8), "<=", precision())
+    assert direct.ratio_bound == (precision(), ">=", Expression((), 0.8))
+    assert direct.expression == (precision() >= 0.8).expression
+    upper = Constraint(Expression((), 0.3), ">=", tpr() / ppr())
+    assert upper.expression == (tpr() / ppr() <= 0.3).expression

@@ -131,6 +131,24 @@ def test_input_scale_of_sparse_columns_matches_dense_and_stays_sparse():
     np.testing.assert_array_equal(sparse[1], dense[1])
 
 
+def test_columns_are_centred_when_their_mean_exceeds_four_deviations_dense_or_sparse():
+    # the documented rule, |mean| > 4 sd, on columns either side of it; a sparse column's
+    # deviation counts its implicit zeros, each ``mean`` away from the mean
+    rng = np.random.default_rng(0)
+    n = 1000
+    X = np.column_stack([
+        2.0 + rng.normal(size=n),  # 2 sd: left alone
+        10.0 + rng.normal(size=n),  # 10 sd: centred
+        (rng.random(n) < 0.9).astype(float),  # a 0/1 column of 10% zeros, 3 sd: left alone
+        np.where(rng.random(n) < 0.02, 0.0, 5.0 + 0.1 * rng.normal(size=n)),  # 2% zeros, about 7 sd
+    ])
+    mean, sd = X.mean(axis=0), X.std(axis=0)
+    expected = np.where(np.abs(mean) > 4 * sd, mean, 0.0)
+    assert np.count_nonzero(expected) == 2
+    for given in (X, sp.csr_matrix(X), sp.csc_matrix(X)):
+        np.testing.assert_allclose(input_scale(given)[0], expected, rtol=1e-12)
+
+
 def test_weighted_input_scale_of_sparse_columns_matches_dense_and_repeated_rows():
     rng = np.random.default_rng(2)
     X = _data(n=400)[0]
