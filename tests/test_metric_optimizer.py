@@ -722,6 +722,28 @@ def test_kld_fairness_constraint_expands_per_group():
         assert pi * np.log(pi / q) + (1 - pi) * np.log((1 - pi) / (1 - q)) <= 0.01 + 1e-6
 
 
+def test_pr_auc_starts_each_threshold_at_its_recall_level():
+    # each level's bias starts at the positive at position floor((1 - tau) n) of the positives'
+    # sorted scores, so the start recall is the smallest at least tau; an integer weight counts
+    # as that many repeated rows
+    from skrate.generalized._pr_auc import initial_params
+
+    rng = np.random.default_rng(0)
+    X = rng.permutation(16).astype(float)[:, None]
+    y = np.zeros(16, dtype=int)
+    y[rng.choice(16, 8, replace=False)] = 1
+    theta, levels = np.array([1.0, 0.0]), (0.25, 0.5, 0.75)
+    start = initial_params(theta, X, y, levels, np.ones(16))
+    pos = np.sort(X[y == 1, 0])
+    np.testing.assert_allclose(start[1:-1], [-pos[int((1 - tau) * 8)] + 1e-6 for tau in levels])
+    recall = [np.mean(pos + bias > 0) for bias in start[1:-1]]
+    np.testing.assert_array_equal(recall, levels)
+    w = rng.integers(1, 4, 16)
+    rep = np.repeat(np.arange(16), w)
+    np.testing.assert_array_equal(initial_params(theta, X, y, levels, w.astype(float)),
+                                  initial_params(theta, X[rep], y[rep], levels, np.ones(rep.size)))
+
+
 def test_pr_auc_reaches_brute_force_precisions_at_recall():
     from skrate.generalized import pr_auc
 

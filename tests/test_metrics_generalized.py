@@ -1066,3 +1066,29 @@ def test_a_chained_metric_comparison_is_refused_not_cut_to_its_last_part():
         0.3 <= g_mean() <= 0.5  # noqa: B015
     first, second = 0.5 <= precision(), precision() <= 0.9  # as a list, each is kept
     assert [str(first), str(second)] == ["precision >= 0.5", "precision <= 0.9"]
+
+
+@pytest.mark.parametrize("surrogate", ["hinge", "logistic"])
+@pytest.mark.parametrize("batch_size", [None, 40])
+def test_surrogate_rates_bound_the_batch_rates_from_the_side_they_are_weighed(surrogate, batch_size):
+    # a rate penalised (direction >= 0) is bounded from above, one rewarded from below, on the
+    # full sample and on a minibatch scaled up to it, so direction . surrogate >= direction . rates
+    from skrate.generalized._theta_player import SurrogateTheta
+    from skrate.models import LinearModel
+
+    rng = np.random.default_rng(0)
+    n = 320
+    X = rng.normal(size=(n, 2))
+    y, g = (X[:, 0] + rng.normal(size=n) > 0).astype(int), np.where(rng.random(n) < 0.5, "a", "b")
+    data = RateData(y, np.ones(n), GroupTable.from_input(g, None, n))
+    program = compile_program(g_mean(), ["tpr[group] >= tpr - 0.05", "fpr <= 0.3"], data)
+    theta = SurrogateTheta(LinearModel(2), X, program.A, surrogate=surrogate, learning_rate=0.1, alpha=0.0,
+                           batch_size=batch_size, rng=np.random.default_rng(1), init_params=np.array([0.8, -0.3, 0.1]))
+    K = program.A.shape[0]
+    direction = np.where(np.arange(K) % 2 == 0, 1.0, -1.0)
+    for _ in range(3):
+        rates = theta.batch()
+        upper, lower = theta.surrogate_rates(np.ones(K)), theta.surrogate_rates(-np.ones(K))
+        assert np.all(upper >= rates - 1e-12) and np.all(lower <= rates + 1e-12)
+        np.testing.assert_array_equal(theta.surrogate_rates(direction), np.where(direction >= 0, upper, lower))
+        assert direction @ theta.surrogate_rates(direction) >= direction @ rates - 1e-12

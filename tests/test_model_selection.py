@@ -36,6 +36,14 @@ def test_rank_refit_gives_exact_ties_to_the_first_setting_as_scikit_learn():
     assert RankRefit()(_results([0.1, 0.1], [0.05, 0.05])) == 0
 
 
+def test_rank_refit_reads_every_feasible_setting_as_equally_feasible():
+    # a setting meeting its constraints by more slack is no better: equal errors tie, and the
+    # tie goes to the first setting; the error alone decides among feasible ones
+    assert RankRefit()(_results([0.1, 0.1], [-0.01, -0.05])) == 0
+    assert RankRefit()(_results([0.1, 0.1, 0.1], [0.0, -0.2, -0.1])) == 0
+    assert RankRefit()(_results([0.2, 0.1, 0.1], [-0.3, 0.0, -0.2])) == 1
+
+
 @pytest.mark.parametrize("seed", range(20))
 def test_rank_refit_pick_is_not_dominated_and_has_minimal_score(seed):
     rng = np.random.default_rng(seed)
@@ -314,6 +322,11 @@ def test_tradeoff_curve_without_a_verdict_reads_the_training_violation():
     curve = tradeoff_curve(Template(), X, y, groups=g, constraints=TEMPLATE, slacks=[0.0, 0.5])
     np.testing.assert_array_equal(curve["feasible"], curve["train_violation"] <= 0)
     assert curve["feasible"].tolist() == [False, True]
+    # bounds between the training and the test rates: the verdict follows the training rows
+    curve = tradeoff_curve(Template(), X, y, constraints="ppr <= {slack}", slacks=np.arange(0.2, 0.8, 0.01),
+                           test_size=0.3, random_state=0)
+    np.testing.assert_array_equal(curve["feasible"], curve["train_violation"] <= 0)
+    assert ((curve["train_violation"] <= 0) != (curve["test_violation"] <= 0)).any()
 
 
 def test_tradeoff_curve_passes_groups_to_a_calibrator_without_routing():
