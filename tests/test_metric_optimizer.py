@@ -601,6 +601,8 @@ def test_best_cut_is_the_best_threshold_by_enumeration(spec):
     assert got == pytest.approx(best, abs=1e-12)
     if shift is not None:  # strictly between two distinct scores: no row sits on the cut
         assert not np.any(scores + shift == 0)
+    # scores already at the best threshold are left as they are
+    assert best_cut(program, scores + (0.0 if shift is None else shift)) is None
 
 
 def test_the_best_solution_of_a_ratio_game_is_at_its_directions_best_threshold():

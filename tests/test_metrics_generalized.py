@@ -1092,3 +1092,20 @@ def test_surrogate_rates_bound_the_batch_rates_from_the_side_they_are_weighed(su
         assert np.all(upper >= rates - 1e-12) and np.all(lower <= rates + 1e-12)
         np.testing.assert_array_equal(theta.surrogate_rates(direction), np.where(direction >= 0, upper, lower))
         assert direction @ theta.surrogate_rates(direction) >= direction @ rates - 1e-12
+
+
+def test_mixed_rates_of_models_without_errors_are_exactly_zero():
+    # fnr + fpr = 1 - tpr + fpr sums a constant and the rows' terms; for models without errors its
+    # rounding residue (a few 1e-16) is reported as the 0 it is, other rates as they are
+    residues = 0
+    for seed in range(20):
+        rng = np.random.default_rng(seed)
+        n = int(rng.integers(5, 60))
+        y, w = rng.integers(0, 2, n), rng.integers(1, 5, n).astype(float)
+        program = compile_program("fnr + fpr", [], RateData(y, w, GroupTable.from_input(None, None, n)))
+        exact = program.rates(np.column_stack([y, y]).astype(float))
+        residues += np.count_nonzero(exact)
+        np.testing.assert_array_equal(program.mixed_rates(exact, np.array([0.3, 0.7])), 0.0)
+        wrong = program.rates(np.column_stack([y, 1 - y]).astype(float))
+        np.testing.assert_allclose(program.mixed_rates(wrong, np.array([0.5, 0.5])), [1.0], rtol=1e-12)
+    assert residues  # the rounding is there to be read as 0

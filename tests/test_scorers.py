@@ -358,6 +358,18 @@ def test_scorers_take_class_labels_from_the_threshold_tuner():
         make_metric_scorer("g_mean")._score_func(np.array(["a", "b"]), np.array(["c", "a"]))
 
 
+def test_class_labels_of_a_fold_holding_one_class_read_as_that_class():
+    # labels 1 and 2 (2 positive), as the threshold tuner passes them: a fold whose y_true is all
+    # 1 is a fold of negatives, whatever 0/1 its labels happen to look like, and scores as 0/1 do
+    y01, p01 = np.array([0, 0, 0, 0, 1, 1]), np.array([0, 1, 1, 0, 1, 0])
+    for spec in ("fpr", "ppr", "tnr"):
+        score = make_rate_scorer(spec)._score_func
+        assert score(y01[:4] + 1, p01[:4] + 1) == score(y01[:4], p01[:4]) == 0.5
+        assert score(y01 + 1, p01 + 1) == score(y01, p01)
+    g_mean = make_metric_scorer("g_mean")._score_func
+    assert g_mean(y01 + 1, p01 + 1) == g_mean(y01, p01) == pytest.approx(np.sqrt(0.5 * 0.5))
+
+
 def test_the_threshold_tuner_routes_a_baseline_of_class_labels():
     # it passes the routed baseline as given: labels, as fit takes them, were refused as no 0/1
     import sklearn

@@ -278,6 +278,29 @@ def test_stochastic_model_probabilities_and_predictions():
     np.testing.assert_array_equal(single.predict(X), (X[:, 1] > 0).astype(int))
 
 
+def test_a_score_of_exactly_zero_predicts_the_negative_class():
+    # the mixture predicts 1 with probability sum_k p_k 1[f_k(x) > 0]: a row on a model's
+    # boundary (score 0) counts for none of its weight
+    X = np.array([[-1.0, 0.0], [0.0, 0.0], [0.0, 1.0], [1.0, 1.0]])
+    params = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0]])
+    expected = 0.25 * (X[:, 0] > 0) + 0.75 * (X[:, 1] > 0)
+    np.testing.assert_array_equal(StochasticModel(LinearModel(2), params, np.array([0.25, 0.75])).proba(X), expected)
+    single = StochasticModel(LinearModel(2), params, np.array([1.0, 0.0]))
+    np.testing.assert_array_equal(single.proba(X), [0.0, 0.0, 0.0, 1.0])
+    np.testing.assert_array_equal(single.predict(X), [0, 0, 0, 1])
+
+
+@pytest.mark.parametrize("weights", [[0.2, 0.2, 0.2], [0.1, 0.2, 0.3], [0.5, 0.5, 0.0]])
+def test_stochastic_model_probability_is_the_weighted_count_of_positive_scores(weights):
+    # sum_k p_k 1[f_k(x) > 0] with the weights as given, equal or not
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(200, 2))
+    params = np.array([[1.0, 0.0, 0.0], [0.0, 1.0, 0.0], [1.0, 1.0, -0.5]])
+    weights = np.array(weights)
+    expected = (X @ params[:, :2].T + params[:, 2] > 0) @ weights
+    np.testing.assert_allclose(StochasticModel(LinearModel(2), params, weights).proba(X), expected, rtol=0, atol=1e-15)
+
+
 @pytest.mark.parametrize("model", [LinearModel(3), MLPModel(3, (4,))])
 def test_stochastic_model_takes_any_array_like(model):
     # a DataFrame's product with the parameters is read-only under pandas' copy-on-write, and a
