@@ -28,7 +28,7 @@ from skrate import (
 from skrate._divergence import _dual, _into_ball, _smoothed_worst_case, _worst_case
 from skrate._dro_conic import _certify
 from skrate._dro_continuation import primal_lbfgs
-from skrate._dro_lbfgs import dual_lbfgs
+from skrate._dro_lbfgs import _lbfgs, dual_lbfgs
 from skrate._dro_losses import LOSSES
 from skrate._dro_problem import LinearDRO, Result
 from skrate._dro_sgd import _two_loop, dynamic_sgd, sample_sizes
@@ -543,6 +543,19 @@ def test_dynamic_sgd_stops_when_no_step_decreases_the_objective():
 
 
 @pytest.mark.parametrize("divergence", ["chi2", "kl"])
+def test_dynamic_sgd_never_returns_a_point_worse_than_its_start(divergence):
+    # At radius 1 the first steps, taken on small samples and on smoothed objectives, can
+    # leave the full data's F above its value at the start; a path cut short by max_iter
+    # there must return the start instead.
+    problem = _binary_problem(n=100, d=3, divergence=divergence, radius=1.0, alpha=1e-4)
+    theta0 = np.zeros(problem.n_params)
+    start = problem.objective(theta0)[0]
+    for max_iter in range(1, 13):
+        result = dynamic_sgd(problem, theta0, np.random.default_rng(1), 16, 2.0, max_iter, 1e-8)
+        assert problem.objective(result.theta)[0] <= start, max_iter
+
+
+@pytest.mark.parametrize("divergence", ["chi2", "kl"])
 @pytest.mark.parametrize("loss", ["logistic", "squared"])
 def test_solvers_reach_the_exact_optimum(divergence, loss):
     rng = np.random.default_rng(4)
@@ -738,6 +751,71 @@ def test_max_loss_path_stops_unconverged_at_max_iter():
     assert not result.converged and result.n_iter == 3
     full = _dro_conic.max_loss(problem, np.zeros(problem.n_params), 1000, 1e-4)
     assert full.converged and full.grad_max <= 1e-4
+
+
+def test_working_set_multipliers_of_repeated_rows_are_shared_in_proportion_to_q():
+    # Every row twice, the copies weighted 1 and 3: equal rows are one constraint of the conic
+    # problem, whose multiplier the copies share in proportion to q. The multipliers of
+    # loss_i <= t in min t + penalty sum to one and make the weighted gradient vanish.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(10, 1))
+    y = X[:, 0] + rng.normal(size=10)
+    q = np.r_[np.ones(10), 3 * np.ones(10)]
+    problem = LinearDRO(np.vstack([X, X]), np.r_[y, y], LOSSES["squared"], q / q.sum(), "chi2",
+                        1e6, 1e-2, 1, True)
+    theta, lam, _ = _dro_conic._solve_working_set(problem, np.arange(20), 500)
+    assert lam.min() >= 0.0 and lam.sum() == pytest.approx(1.0, rel=1e-9)
+    np.testing.assert_allclose(lam[10:], 3 * lam[:10], rtol=1e-12, atol=1e-15)
+    losses, dZ = problem.losses(theta)
+    assert np.count_nonzero(lam > 1e-6) >= 2
+    np.testing.assert_allclose(losses[lam > 1e-6], losses.max(), rtol=1e-9)
+    np.testing.assert_allclose(problem.weighted_gradient(theta, lam, dZ), 0.0, atol=1e-9)
+
+
+def test_working_set_multipliers_are_never_negative():
+    # A row whose loss at the max-loss optimum is below the maximum by a relative 1e-8: the
+    # conic solver gives it a sizeable multiplier, and refining the solution on the rows of
+    # positive multiplier as if they all tied gives it a negative one. Multipliers of
+    # loss_i <= t are nonnegative, sum to one and make the weighted gradient vanish.
+    rng = np.random.default_rng(2)
+    n, d, alpha = 12, 2, 30.0
+    X = rng.normal(size=(n, d))
+    y = X.sum(axis=1) + rng.normal(size=n)
+    problem = LinearDRO(X, y, LOSSES["squared"], np.full(n, 1 / n), "chi2", 1e6, alpha, 1, True)
+    theta, _, _ = _dro_conic._solve_working_set(problem, np.arange(n), 500)
+    top = problem.losses(theta)[0].max()
+    x = rng.normal(size=d)
+    X, y = np.vstack([X, x]), np.r_[y, x @ theta[:d] + theta[d] + np.sqrt(2 * top * (1 - 1e-8))]
+    problem = LinearDRO(X, y, LOSSES["squared"], np.full(n + 1, 1 / (n + 1)), "chi2", 1e6, alpha,
+                        1, True)
+    theta, lam, _ = _dro_conic._solve_working_set(problem, np.arange(n + 1), 500)
+    assert lam.min() >= 0.0 and lam.sum() == pytest.approx(1.0, rel=1e-6)
+    _, dZ = problem.losses(theta)
+    # the conic solution stands here, accurate to its solver's tolerance
+    np.testing.assert_allclose(problem.weighted_gradient(theta, lam, dZ), 0.0, atol=1e-4)
+
+
+def test_max_loss_result_is_not_converged_while_a_row_outside_its_set_exceeds_it():
+    # A 17th row fitted exactly at the start stays out of the first working set (16 rows), but
+    # at the set's optimum its loss exceeds the set's largest by a relative 5e-7. With the
+    # set capped at 16 it cannot join: the set's optimum is not the data's, whatever its
+    # multipliers say.
+    rng = np.random.default_rng(0)
+    n = 16
+    X = rng.normal(size=(n, 1))
+    y = X[:, 0] + 0.5 * rng.normal(size=n)
+    problem = LinearDRO(X, y, LOSSES["squared"], np.full(n, 1 / n), "chi2", 1e6, 1e-2, 1, True)
+    on_16 = _dro_conic.max_loss(problem, np.zeros(2), 500, 1e-6)
+    top = problem.losses(on_16.theta)[0].max()
+    extra = on_16.theta[1] + np.sqrt(2 * top * (1 + 5e-7))  # at x = 0
+    problem = LinearDRO(np.vstack([X, [[0.0]]]), np.r_[y, extra], LOSSES["squared"],
+                        np.full(n + 1, 1 / (n + 1)), "chi2", 1e6, 1e-2, 1, True)
+    theta0 = np.array([0.0, extra])
+    capped = _dro_conic.max_loss(problem, theta0, 500, 1e-6, max_set=n)
+    assert capped.n_outside == 1 and not capped.converged
+    full = _dro_conic.max_loss(problem, theta0, 500, 1e-6)
+    assert full.converged and full.n_outside == 0
+    assert problem.objective(full.theta)[0] < problem.objective(capped.theta)[0]
 
 
 @pytest.mark.parametrize("seed, weighted", [(4, False), (6, False), (7, False), (5, True),
@@ -959,6 +1037,93 @@ def test_lbfgs_stall_is_not_convergence():
     result = primal_lbfgs(problem, np.zeros(problem.n_params), 5000, 0.0)
     assert not result.converged and result.n_iter < 5000 and result.grad_max > 0.0
     assert dual_lbfgs(problem, np.zeros(problem.n_params), 5000, 0.0).converged is False
+
+
+def test_lbfgs_convergence_claims_are_within_tolerance_of_the_optimum():
+    # At KL radius 3 the optimum is the constant model (F = log 2), a kink where all losses
+    # tie. A smoothing stage can pass the gradient test well above it (F - F_mu up to
+    # mu * radius): such a point is no epsilon-subgradient point of F, so at every
+    # iteration budget a result that claims convergence must have its gap within the slack
+    # and F within the tolerance of the conic optimum.
+    rng = np.random.default_rng(0)
+    n = 60
+    X = rng.normal(size=(n, 2))
+    y = (X[:, 0] + 0.5 * rng.normal(size=n) > 0).astype(float)
+    q = np.full(n, 1 / n)
+    reference = _cvx_dro(X, y, q, "logistic", "kl", 3.0, 1e-3)[0]
+    problem = LinearDRO(X, y, LOSSES["logistic"], q, "kl", 3.0, 1e-3, 1, True)
+    claims = 0
+    for max_iter in [*range(3, 40), 1000]:
+        result = primal_lbfgs(problem, np.zeros(problem.n_params), max_iter, 1e-7)
+        if result.converged:
+            claims += 1
+            value = problem.objective(result.theta)[0]
+            assert result.gap <= _dro_conic._TIE_SLACK * max(1.0, value), max_iter
+            assert value == pytest.approx(reference, rel=1e-6), max_iter
+    assert claims > 0
+
+
+def test_a_converged_result_is_beaten_only_by_more_than_the_slack():
+    # A point that failed its test replaces a converged result only when its objective is
+    # lower by more than _TIE_SLACK (relative); an unconverged result yields to any decrease;
+    # no result yields to a point that is no better.
+    slack = _dro_conic._TIE_SLACK
+    for objective in (0.5, 1.0, -4.0, 100.0):
+        scale = max(1.0, abs(objective))
+        converged = Result(np.zeros(2), 5, True, 0.0, objective=objective)
+        failed = replace(converged, converged=False)
+        for result in (converged, failed):
+            assert not _dro_continuation._improves(objective, result)
+            assert not _dro_continuation._improves(objective + 1e-3 * slack * scale, result)
+            assert _dro_continuation._improves(objective - 4 * slack * scale, result)
+        assert not _dro_continuation._improves(objective - 0.5 * slack * scale, converged)
+        assert _dro_continuation._improves(objective - 0.5 * slack * scale, failed)
+
+
+def test_continuation_cools_to_the_worst_case_temperature_when_it_is_lower():
+    # Squared losses fitted close to zero: the first temperature (1e-2 of F at theta = 0) is
+    # far above the worst case's at the optimum. Each next stage runs at _MU_FACTOR times
+    # the lower of its temperature and the exact worst case's at the stage's point, but at
+    # least _MU_FACTOR**2 times its temperature.
+    rng = np.random.default_rng(0)
+    n = 60
+    X = rng.normal(size=(n, 2))
+    y = X @ np.array([1.0, -2.0]) + 0.01 * rng.normal(size=n)
+    problem = LinearDRO(X, y, LOSSES["squared"], np.full(n, 1 / n), "kl", 0.3, 1e-3, 1, True)
+    stages = []  # (temperature of the stage, exact worst case's temperature at its point)
+
+    def stage(theta, mu, n_iter):
+        result = _lbfgs(lambda th: problem.smoothed_objective(th, mu)[:2], theta,
+                        2000 - n_iter, 1e-7, None, n_before=n_iter)
+        stages.append((mu, problem.smoothed_objective(result.theta, mu)[5]))
+        return result
+
+    theta = np.zeros(problem.n_params)
+    mu = _dro_continuation._first_temperature(problem.objective(theta)[0])
+    result = _dro_continuation._continuation(problem, theta, mu, 2000, 1e-7, stage)
+    assert result.converged
+    factor = _dro_continuation._MU_FACTOR
+    for (mu, temperature), (next_mu, _) in zip(stages, stages[1:]):
+        assert next_mu == pytest.approx(factor * max(min(mu, temperature), factor * mu))
+    # the worst case was colder than the stage at least once: the rule was exercised
+    assert any(temperature < factor * mu for mu, temperature in stages[:-1])
+    assert problem.objective(result.theta)[0] == pytest.approx(
+        _cvx_dro(X, y, np.full(n, 1 / n), "squared", "kl", 0.3, 1e-3)[0], rel=1e-5)
+
+
+def test_lbfgs_with_bounds_tests_the_projected_gradient():
+    # min ||x - c||^2 / 2 over the box [0, 1]^3: the optimum clip(c, 0, 1) has x = 0 where the
+    # gradient is positive and x = 1 where it is negative; there only the component into the
+    # box counts (KKT), so the optimum passes the gradient test.
+    c = np.array([-1.0, 0.5, 2.0])
+
+    def fun(x):
+        return 0.5 * float((x - c) @ (x - c)), x - c
+
+    result = _lbfgs(fun, np.array([0.7, 0.2, 0.4]), 100, 1e-8, None,
+                    bounds=[(0.0, 1.0)] * 3)
+    np.testing.assert_allclose(result.theta, np.clip(c, 0.0, 1.0), atol=1e-10)
+    assert result.converged and result.grad_max <= 1e-8
 
 
 @pytest.mark.parametrize("solver", ["lbfgs", "sgd"])
