@@ -292,6 +292,37 @@ def test_incremental_weight_block_equals_the_full_selection(with_floors):
     assert n_fast > 500  # the incremental path was taken, not only full selections
 
 
+def test_incremental_weight_block_with_floors_equals_the_full_selection_on_few_loss_levels():
+    # Integer losses of a few levels: runs of equal losses at the zone bounds and across the
+    # cuts, where the full selection breaks ties by row order. A row whose loss equals the
+    # lower zone bound may lie beyond the cut: it belongs near the cut, not among the rows
+    # kept whatever happens, or it keeps the weight of an older selection.
+    rng = np.random.default_rng(2)
+    for trial in range(100):
+        n, groups, floors = _random_floors_case(rng, trial)
+        if n < 2:
+            continue
+        h = int(rng.integers(1, n + 1))
+        P = TrimmedProblem(np.zeros((n, 1)), np.zeros(n), "squared", h, groups=groups,
+                           floors=floors)
+        kept_set = KeptSet(P, band=int(rng.integers(1, 3)))
+        levels = int(rng.integers(3, 20))
+        losses = rng.integers(0, levels, n).astype(float)
+        w = np.full(n, h / n)
+        for step in range(60):
+            rows = rng.choice(n, size=min(int(rng.integers(1, 8)), n), replace=False)
+            losses[rows] = rng.integers(0, levels, rows.size)
+            kept_set.touch(rows)
+            idx, w_idx, top, low = kept_set.update(losses, w)
+            expected = P.keep_smallest(losses)
+            kept = expected > 0
+            np.testing.assert_array_equal(idx, np.flatnonzero(expected != w))
+            np.testing.assert_array_equal(w_idx, expected[idx])
+            assert top == (losses[kept].max() if kept.any() else -np.inf)
+            assert low == (losses[~kept].min() if not kept.all() else np.inf)
+            w[idx] = w_idx
+
+
 @pytest.mark.parametrize(
     "loss, params",
     [
@@ -331,6 +362,52 @@ def test_smart_iterates_do_not_depend_on_the_incremental_weight_block(
     assert a.objective == b.objective and a.n_iter == b.n_iter
 
 
+@pytest.mark.parametrize("loss", ["squared", "logistic"])
+def test_smart_exact_weight_steps_are_keep_smallest_of_the_loss_table(monkeypatch, loss):
+    # The default weight step is the exact block minimiser, keep_smallest of the loss table
+    # after the minibatch step; it is only recomputed when a touched row may cross the cut
+    # (a kept loss rising above the least trimmed one or a trimmed one falling below the
+    # largest kept), and the weights must be those of a full selection after every step.
+    # One-row minibatches: batches that hold only kept or only trimmed rows.
+    rng = np.random.default_rng(0)
+    n = 200
+    X = rng.normal(size=(n, 3))
+    s = X @ np.array([1.0, -1.0, 0.5])
+    if loss == "squared":
+        Y = s + 0.3 * rng.normal(size=n)
+        Y[:20] += 20 * rng.normal(size=20)
+    else:
+        y = (s + 0.3 * rng.normal(size=n) > 0).astype(float)
+        y[:20] = 1 - y[:20]
+        Y = 2 * y - 1
+    P = TrimmedProblem(X, Y, loss, h=n - 25, alpha=1e-3)
+    seen = {"table": None, "before": None, "checked": 0}  # the epoch's table and weights
+
+    class Checked(KeptSet):
+        def reset(self):  # a new epoch: new table
+            seen["table"] = seen["before"] = None
+            super().reset()
+
+        def update(self, losses, w):
+            seen["table"] = (losses, w)
+            return super().update(losses, w)
+
+        def touch(self, rows):
+            # called once a step has written its batch's losses: the weights are those of the
+            # previous step's weight step, on the table as it was then
+            if seen["table"] is not None:
+                losses, w = seen["table"]
+                if seen["before"] is not None:
+                    np.testing.assert_array_equal(w, P.keep_smallest(seen["before"]))
+                    seen["checked"] += 1
+                seen["before"] = losses.copy()
+            super().touch(rows)
+
+    monkeypatch.setattr(skrate._smart, "KeptSet", Checked)
+    smart(P, rng=np.random.default_rng(1), max_iter=3, batch_size=1, polish=False, tol=1e-12)
+    assert seen["checked"] > 2 * n
+
+
 def test_start_intercept_is_the_trimmed_location():
     rng = np.random.default_rng(0)
     y = np.r_[rng.normal(size=7), [40.0, 45.0, 50.0]]
@@ -346,6 +423,27 @@ def test_start_intercept_is_the_trimmed_location():
     # without an intercept: 0 and the root mean square of the h smallest in magnitude
     small = y[np.argsort(np.abs(y))[:h]]
     assert trimmed_location(y, h, centre=False) == pytest.approx((0.0, np.sqrt(np.mean(small**2))))
+
+
+@pytest.mark.parametrize("h", [7.0, 7.5])
+def test_start_weights_are_a_point_of_the_weight_set(h):
+    # SMART starts from weights in {0 <= w <= 1, sum w = h}: for the squared loss and a whole
+    # h, the h smallest losses at the start model (the gross target trimmed); a fractional h
+    # has no 0/1 point there, and the start is the uniform h / n.
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(10, 1))
+    y = X[:, 0].copy()
+    y[0] = 50.0
+    P = TrimmedProblem(X, y, "squared", h)
+    W, b = P.start_model()
+    losses = P.losses(W, b)
+    w = P.start_weights(losses)
+    assert np.all((w >= 0) & (w <= 1)) and w.sum() == pytest.approx(h, rel=1e-12)
+    if h.is_integer():
+        np.testing.assert_array_equal(w, P.keep_smallest(losses))
+        assert w[0] == 0.0
+    else:
+        np.testing.assert_allclose(w, h / 10, rtol=1e-12)
 
 
 def test_trimmed_location_ignores_gross_values_at_either_end():
@@ -557,6 +655,24 @@ def test_final_objective_is_sum_of_h_smallest_losses(solver):
     assert path[-1] == reg.objective_
     assert np.all(np.diff(path) <= 1e-12 * path[0])
     assert path[0] > reg.objective_
+
+
+@pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")  # max_iter=2
+@pytest.mark.parametrize("weight_step", [0.5, 5.0])
+def test_objective_after_a_finite_weight_step_is_that_of_the_final_weights(weight_step):
+    # A finite weight_step leaves fractional weights; the fit ends with the exact weight block
+    # on the exact losses, and objective_ (the end of the path) is the objective of the
+    # reported model and weights: (1/h) sum_i w_i loss_i plus the penalty.
+    X, y, _, _ = _regression_with_outliers(seed=4)
+    reg = TrimmedRegressor(n_inliers=230, alpha=1e-3, weight_step=weight_step, max_iter=2,
+                           random_state=0).fit(X, y)
+    losses = 0.5 * (y - reg.predict(X)) ** 2
+    w = reg.sample_weights_
+    expected = w[w > 0] @ losses[w > 0] / 230 + 1e-3 * 0.5 * reg.coef_ @ reg.coef_
+    assert reg.objective_ == pytest.approx(expected, rel=1e-10)
+    assert reg.objective_ == pytest.approx(np.sort(losses)[:230].sum() / 230
+                                           + 1e-3 * 0.5 * reg.coef_ @ reg.coef_, rel=1e-10)
+    assert reg.objective_path_[-1] == reg.objective_
 
 
 # ------------------------------------------------------------------ convergence

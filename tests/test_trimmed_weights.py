@@ -79,6 +79,46 @@ def test_capped_weight_block_solves_the_linear_program(seed):
     assert np.count_nonzero((w > 0) & (w < caps)) <= 1 + (0 if floors is None else 3)
 
 
+@pytest.mark.parametrize("c1, c2, floor", [(1.58, 2.86, 1.99), (0.4, 1.24, 0.57)])
+def test_a_row_a_floor_keeps_in_part_and_the_rest_fills_is_kept_to_its_cap(c1, c2, floor):
+    # Group 0's floor takes row 0 in full and row 1 in part, the rest's mass then fills row 1
+    # and takes row 2 in part. Row 1 must end at its cap exactly: in floating point the floor's
+    # share plus the spare left above it is its cap give or take a unit in the last place,
+    # which would put it above its cap or count it as a row with weight left to take (and its
+    # loss as the least trimmed one).
+    caps = np.array([c1, c2, 1.0, 1.0])
+    losses = np.array([0.1, 0.2, 0.3, 0.4])
+    h = c1 + c2 + 0.5
+    P = TrimmedProblem(np.zeros((4, 1)), np.zeros(4), "squared", h, groups=np.array([0, 0, 1, 1]),
+                       floors=np.array([floor, 0.0]), caps=caps)
+    w, _, top, low = P.greedy(losses, bounds=True)
+    np.testing.assert_array_equal(w[:2], caps[:2])
+    assert w[2] == pytest.approx(0.5) and w[3] == 0.0
+    assert np.all(w <= caps) and w.sum() == pytest.approx(h, rel=1e-12)
+    assert top == 0.3 and low == 0.3  # row 2 is kept in part: the least with weight to take
+
+
+def test_lipschitz_constants_with_caps_scale_each_row_by_its_cap():
+    # A row's weight is at most its cap, so its term (n/h) w_i f_i has a gradient Lipschitz
+    # constant of (n/h) cap_i times the largest eigenvalue of its Hessian; L_terms is their root
+    # mean square. L_full bounds the Hessian of (1/h) sum_i w_i f_i over the capped simplex, that
+    # of w = caps, which whole caps share with repeated rows.
+    rng = np.random.default_rng(0)
+    n, h = 40, 20.0
+    X = rng.normal(size=(n, 3)) * [1.0, 5.0, 0.2] + [0.0, 3.0, 0.0]
+    y = rng.normal(size=n)
+    caps = rng.integers(1, 4, n).astype(float)
+    L_full, L_terms = TrimmedProblem(X, y, "squared", h, caps=caps).lipschitz()
+    Z = np.hstack([X, np.ones((n, 1))])
+    per_row = [n / h * np.linalg.eigvalsh(c * np.outer(z, z))[-1] for z, c in zip(Z, caps)]
+    assert L_terms == pytest.approx(np.sqrt(np.mean(np.square(per_row))), rel=1e-10)
+    assert L_full == pytest.approx(np.linalg.eigvalsh((caps[:, None] * Z).T @ Z)[-1] / h,
+                                   rel=1e-10)
+    rows = np.repeat(np.arange(n), caps.astype(int))
+    repeated = TrimmedProblem(X[rows], y[rows], "squared", h).lipschitz()
+    assert L_full == pytest.approx(repeated[0], rel=1e-10)
+
+
 def test_capped_weight_block_with_whole_caps_keeps_what_repeated_rows_keep():
     # a row of cap k is k repeated rows: the mass kept per row equals the repeated rows kept
     rng = np.random.default_rng(0)
