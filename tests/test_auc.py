@@ -231,6 +231,33 @@ def test_exact_is_converged_once_its_sign_pattern_solve_is_optimal(l1_ratio):
         AUCClassifier(solver="exact", penalty="elasticnet", l1_ratio=l1_ratio).fit(X, y)
 
 
+@pytest.mark.parametrize("l1_ratio", [0.5, 1.0])
+def test_exact_result_that_claims_convergence_meets_the_optimality_conditions(l1_ratio):
+    # Whatever max_steps cut FISTA short, a converged result is the minimiser: on its support
+    # the gradient plus alpha * (l1_ratio sign(w) + (1 - l1_ratio) w) vanishes, elsewhere the
+    # gradient is at most alpha * l1_ratio. Two correlated columns give early iterates a sign
+    # pattern that is not the optimum's; its restricted solve must then not be kept.
+    rng = np.random.default_rng(0)
+    X, y = make_classification(300, 6, n_informative=4, n_redundant=0, random_state=0)
+    X[:, 1] = X[:, 0] + 0.3 * rng.normal(size=300)
+    stats = ClassStatistics.from_data(X, y)
+    alpha = 0.02
+    lam1, lam2 = alpha * l1_ratio, alpha * (1 - l1_ratio)
+    claims = 0
+    for max_steps in [*range(1, 30), 100_000]:
+        result = solve_exact(X, y, alpha, l1_ratio, max_steps=max_steps, stats=stats)
+        if not result.converged:
+            continue
+        claims += 1
+        w = result.coef
+        g = full_gradient(w, X, y, stats) + lam2 * w
+        on = w != 0
+        np.testing.assert_allclose(g[on] + lam1 * np.sign(w[on]), 0.0, atol=1e-9,
+                                   err_msg=f"max_steps={max_steps}")
+        assert np.all(np.abs(g[~on]) <= lam1 * (1 + 1e-9)), max_steps
+    assert claims > 0
+
+
 def test_exact_ridge_is_stationary_and_alpha_zero_is_min_norm():
     X, y = _data(n=100, d=5)
     X = np.column_stack([X, X[:, 0], np.full(len(y), 3.0)])  # duplicate and constant column
@@ -275,6 +302,36 @@ def test_column_scale_is_the_rms_floored_by_a_tenth_of_the_peak():
     # RMS 0.045, but a tenth of the largest deviation from the mean
     assert scale[2] == pytest.approx(0.0998, rel=1e-12)
     np.testing.assert_allclose(column_scale(sp.csr_matrix(X)), scale, rtol=1e-12)
+
+
+def test_column_scale_does_not_depend_on_the_sign_of_a_column():
+    # The peak is the largest deviation from the mean on either side: a rare negative value
+    # floors the scale as its positive mirror does.
+    rng = np.random.default_rng(25)
+    rare = np.zeros(1000)
+    rare[:2] = 1.0
+    X = np.column_stack([rng.normal(3.0, 2.0, 1000), rare, rng.standard_t(2, 1000)])
+    scale = column_scale(X)
+    np.testing.assert_allclose(column_scale(-X), scale, rtol=1e-12)
+    assert column_scale(-X)[1] == pytest.approx(0.0998, rel=1e-12)
+    np.testing.assert_allclose(column_scale(sp.csr_matrix(-X)), scale, rtol=1e-12)
+
+
+def test_spam_pass_k_takes_the_step_over_the_square_root_of_k():
+    # SPAM's pass k is a pass of proximal SGD at the constant step step / sqrt(k), on the
+    # minibatches its generator draws.
+    X, y = _data(n=200, d=3, seed=2)
+    stats = ClassStatistics.from_data(X, y)
+    common = dict(alpha=0.01, l1_ratio=0.5, batch_size=10)
+    passes = []
+    spam(X, y, stats, step=0.1, max_iter=4, rng=np.random.default_rng(1), tol=0.0,
+         callback=lambda info: passes.append(info["coef"]), **common)
+    rng, w = np.random.default_rng(1), np.zeros(3)
+    assert len(passes) == 4
+    for k, coef in enumerate(passes, start=1):
+        w = spam_epoch(w, X, y, stats, 0.1 / np.sqrt(k), common["alpha"], common["l1_ratio"],
+                       common["batch_size"], rng)
+        np.testing.assert_allclose(coef, w, rtol=1e-12, atol=1e-15)
 
 
 @pytest.mark.parametrize("penalty", ["l2", "l1", "elasticnet"])
