@@ -374,12 +374,17 @@ def _polish_support(Q, delta, alpha, l1_ratio, w):
         return w
     sign = np.sign(w[support])
     A = Q[np.ix_(support, support)] + lam2 * np.eye(support.size)
+    rhs = delta[support] - lam1 * sign
     try:
-        # an inaccurate candidate fails the optimality check below
-        ws = _solve_symmetric(A, delta[support] - lam1 * sign)[0]
+        # an inaccurate candidate fails the optimality checks below
+        ws, singular = _solve_symmetric(A, rhs)
     except (scipy.linalg.LinAlgError, ValueError):
         return w
     if np.any(np.sign(ws) != sign):
+        return w
+    # collinear columns on the support: a least-squares solution, stationary only when the
+    # system has an exact one (else no point of these signs is optimal)
+    if singular and np.max(np.abs(A @ ws - rhs)) > 1e-9 * np.max(np.abs(rhs)) + 1e-12:
         return w
     cand = np.zeros_like(w)
     cand[support] = ws
