@@ -35,7 +35,7 @@ from skrate.generalized import (
     rate_function,
 )
 from skrate.generalized._program import compile_program
-from skrate.problem import GroupTable, RateData
+from skrate.problem import CellMatrix, GroupTable, RateData
 from skrate.rates import fnr, fpr, statistical_parity, tnr, win_loss_ratio
 from skrate.rates import precision as core_precision
 
@@ -577,7 +577,10 @@ def test_grouped_sums_are_the_product_with_the_group_indicator():
     data = RateData(y, np.random.default_rng(2).random(len(y)), GroupTable.from_input(g, None, len(y)))
     A = compile_program("f1", ["ppr[group] >= ppr - 0.05", "fpr <= 0.3"], data).A
     labels = np.random.default_rng(3).integers(0, 7, len(y))
-    np.testing.assert_allclose(A.grouped_sums(labels, 9), A.toarray() @ np.eye(9)[labels], rtol=1e-12, atol=1e-15)
+    expected = A.toarray() @ np.eye(9)[labels]
+    assert A.factors is not None  # through the rate factors, and through K alone
+    np.testing.assert_allclose(A.grouped_sums(labels, 9), expected, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(CellMatrix(A.K, A.P).grouped_sums(labels, 9), expected, rtol=1e-12, atol=1e-15)
 
 
 @pytest.mark.parametrize("spec", [("f0.5", []), ("f1", ["ppr[group] >= ppr - 0.05"]), ("g_mean", ["tpr >= 0.8"])])

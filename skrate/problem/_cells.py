@@ -91,10 +91,15 @@ class CellMatrix:
         The coefficient of each cell in each row of ``A``.
     P : sparse matrix of shape (n_cells, n_samples)
         At most one entry per column: the row's scale, in its cell's row.
+    factors : tuple of two sparse matrices, optional
+        ``(mix, unit)`` with ``K = mix @ unit`` (see :meth:`from_factors`): products with many
+        columns (:meth:`grouped_sums`) go through them, as ``unit`` holds a basic rate's few
+        cells where ``K`` repeats the overall rate's in every parity row.
     """
 
-    def __init__(self, K: sp.spmatrix, P: sp.spmatrix):
+    def __init__(self, K: sp.spmatrix, P: sp.spmatrix, factors: tuple | None = None):
         self.K, self.P = sp.csr_matrix(K, dtype=float), sp.csc_matrix(P)
+        self.factors = None if factors is None else tuple(sp.csr_matrix(f, dtype=float) for f in factors)
 
     @classmethod
     def from_factors(cls, mix: sp.spmatrix, basis: sp.spmatrix) -> "CellMatrix":
@@ -115,7 +120,7 @@ class CellMatrix:
         cell, scale, unit = row_cells(basis)
         used = np.flatnonzero(cell >= 0)
         P = sp.csc_matrix((scale[used], (cell[used], used)), shape=(unit.shape[1], basis.shape[1]))
-        return cls(sp.csr_matrix(mix) @ unit, P)
+        return cls(sp.csr_matrix(mix) @ unit, P, (mix, unit))
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -191,6 +196,9 @@ class CellMatrix:
         column = np.repeat(np.arange(P.shape[1]), np.diff(P.indptr))  # every entry's column
         cells = np.bincount(P.indices.astype(np.int64) * n_labels + labels[column], weights=P.data,
                             minlength=P.shape[0] * n_labels).reshape(P.shape[0], n_labels)
+        if self.factors is not None:
+            mix, unit = self.factors
+            return np.asarray(mix @ (unit @ cells))
         return np.asarray(self.K @ cells)
 
     def toarray(self) -> np.ndarray:
