@@ -24,7 +24,7 @@ def check_goal_columns(objective, constraints: list[Constraint], data: RateData)
     keys = {k for c in constraints for k in c.expand_keys}
     keys |= set(constraint_columns(constraints)) | set(group_columns(r.slice for r in objective.rates))
     for key in sorted(keys):
-        data.groups.column(key)
+        data.groups.codes(key)  # validates the column (missing values, one per row)
 
 
 def check_held_out_values(constraints: list[Constraint], train: RateData, held: RateData, source: str) -> None:

@@ -89,10 +89,10 @@ def _named_codes(values, name: str, n: int) -> tuple[np.ndarray, np.ndarray]:
     named as text would cost ~84 bytes and a conversion per row); an object column, whose
     values pandas may equate across types (True and 1), is named row by row as it holds them.
     """
-    col = _checked(values, name, n)
+    col = np.asarray(values)
     if col.dtype == object:
         return np.unique(_column(col, name, n), return_inverse=True)
-    uniques, codes = np.unique(col, return_inverse=True)
+    uniques, codes = np.unique(_checked(col, name, n), return_inverse=True)
     if uniques.dtype.kind == "f":
         uniques = uniques + 0.0  # -0.0 == 0.0 merged them: name the group 0.0, not by which sorted first
     names, merged = np.unique(_column(uniques, name, uniques.shape[0]), return_inverse=True)
