@@ -92,7 +92,11 @@ class ConstrainedClassifier(RateClassifierBase):
     solver : {"proxy_lagrangian", "proxy_lagrangian_ext", "lagrangian", "oracle_lagrangian", \
             "oracle_proxy_lagrangian"}, default="proxy_lagrangian"
         The lambda-player: swap regret ("0-1 swap", Algorithm 3), external regret ("0-1 ext",
-        Algorithm 4), or the hinge-relaxed Lagrangian baseline (Algorithm 5). With an
+        Algorithm 4), or the hinge-relaxed Lagrangian baseline (Algorithm 5). The swap-regret
+        player holds an (m + 1) x (m + 1) matrix and its stationary distribution for m
+        constraints: with thousands of constraints (a rule over every value of a column of
+        thousands) it dominates the fit, where ``"proxy_lagrangian_ext"`` costs O(m) a step
+        (``doc/benchmarks/scaling.md``). With an
         ``estimator``: ``"oracle_lagrangian"`` (Algorithm 1) or ``"oracle_proxy_lagrangian"``
         (Algorithm 2), see ``estimator``.
     surrogate : {"hinge", "logistic", "sigmoid"}, default="hinge"
