@@ -399,3 +399,17 @@ def test_expected_decisions_of_a_classifier_without_probabilities_are_refused_by
     y = (X[:, 0] > 0).astype(int)
     with pytest.raises(ValueError, match="decisions='expected' needs predict_proba, which LinearSVC does not have"):
         make_rate_scorer("tpr", decisions="expected")(LinearSVC().fit(X, y), X, y)
+
+
+def test_float_labels_are_matched_to_integer_classes_exactly():
+    # float64 holds 2**53 but not 2**53 + 1: compared in float64 both classes are one number,
+    # and every float label would read as the positive class
+    X = np.random.default_rng(0).normal(size=(60, 2))
+    classes = np.array([2**53, 2**53 + 1])
+    clf = LogisticRegression().fit(X, classes[(X[:, 0] > 0).astype(int)])
+    y_float = np.full(60, 2.0**53)  # exactly the negative class 2**53
+    said_positive = np.mean(clf.predict(X) == classes[1])
+    assert 0 < said_positive < 1
+    scorer = make_rate_scorer("error_rate", greater_is_better=True)
+    assert scorer(clf, X, y_float) == pytest.approx(said_positive)
+    assert scorer(clf, X, np.full(60, 2**53)) == pytest.approx(said_positive)

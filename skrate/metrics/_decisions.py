@@ -70,7 +70,19 @@ def positive_labels(estimator, y, name: str = "y") -> np.ndarray:
     if unknown:
         raise ValueError(f"{name} holds labels {unknown[:5]} that are not classes of the estimator "
                          f"({classes.tolist()}).")
-    return (y == classes[1]).astype(int)
+    return _equals_exactly(y, classes[1]).astype(int)
+
+
+def _equals_exactly(y: np.ndarray, value) -> np.ndarray:
+    """``y == value`` without rounding ``value`` into ``y``'s dtype: NumPy compares a float
+    array with a large integer in float64, where the classes 2**53 and 2**53 + 1 are one
+    number. Whole floats are compared as integers instead (float64 holds each exactly)."""
+    if y.dtype.kind != "f" or np.asarray(value).dtype.kind not in "iu":
+        return y == value
+    whole = np.isfinite(y) & (y == np.trunc(y)) & (np.abs(y) < 2.0 ** 63)
+    out = np.zeros(y.shape, dtype=bool)
+    out[whole] = y[whole].astype(np.int64) == value
+    return out
 
 
 def check_decisions(decisions) -> None:
