@@ -1109,3 +1109,82 @@ def test_mixed_rates_of_models_without_errors_are_exactly_zero():
         np.testing.assert_array_equal(program.mixed_rates(rounded, np.array([0.3, 0.7])), 0.0)
         wrong = program.rates(np.column_stack([y, 1 - y]).astype(float))
         np.testing.assert_allclose(program.mixed_rates(wrong, np.array([0.5, 0.5])), [1.0], rtol=1e-12)
+
+
+# -- compiled programs: atoms compiled together, alike constraints evaluated together -------------
+def _mixed_program(weighted: bool):
+    """Constraints over a column of four values (linear, ratio, F-measure and ratio-bound
+    families), one that stacks with nothing (a G-mean floor) and an objective of many atoms."""
+    from skrate.problem._groups import GroupTable as Table
+
+    rng = np.random.default_rng(3)
+    n = 400
+    y = rng.integers(0, 2, n)
+    g = rng.choice(["a", "b", "c", "d"], n)
+    w = rng.uniform(0.5, 2.0, n) if weighted else np.ones(n)
+    data = RateData(y, w, Table.from_input({"g": g}, None, n))
+    spec = ["tpr[g] >= tpr - 0.05", "precision[g] >= 0.2", *predictive_parity("g", 0.05),
+            g_mean_at_least(0.1), f_measure_parity({"g": "a"}, {"g": "b"}, 0.02),
+            f_measure_parity({"g": "c"}, {"g": "d"}, 0.02)]
+    return compile_program(f_measure() + kld("g"), spec, data), data, rng
+
+
+@pytest.mark.parametrize("weighted", [False, True])
+def test_atoms_compiled_together_read_the_rates_each_gives_alone(weighted, monkeypatch):
+    import skrate.generalized._program as P
+    from skrate.problem import compile_factored
+
+    calls = []
+    monkeypatch.setattr(P, "compile_factored", lambda e, d: calls.append(len(e)) or compile_factored(e, d))
+    program, data, _ = _mixed_program(weighted)
+    assert len(calls) <= 2  # all atoms at once (and the rows the solvers read, when they differ)
+    for s in [program.objective, *program.constraints]:
+        for _, atom, idx in s.atoms:
+            _, _, alone = compile_factored(list(atom.exprs), data)
+            np.testing.assert_allclose(program.b[idx], alone, rtol=0, atol=1e-15)
+            if not weighted:  # counts: every partial sum exact
+                np.testing.assert_array_equal(program.b[idx], alone)
+    # every row's expression, the ratio bounds' denominators among them
+    rows = {int(i): e for s in [program.objective, *program.constraints] for _, atom, idx in s.atoms
+            for i, e in zip(idx, atom.exprs)}
+    rows.update({s.denominator[1]: s.denominator[0] for s in program.constraints if s.denominator})
+    assert sorted(rows) == list(range(program.b.size))
+    mix, basis, _ = compile_factored([rows[i] for i in range(program.b.size)], data)
+    np.testing.assert_allclose(program.A.toarray(), (mix @ basis).toarray(), rtol=0, atol=1e-15)
+
+
+def test_an_unmeasurable_atom_compiled_together_is_still_named_or_left_out():
+    y, g, yhat, data = _data()
+    with pytest.raises(ValueError, match="The constraint 'tpr\\[g=zz\\] >= 0.5' cannot be measured"):
+        compile_program("error", ["tpr >= 0.1", "tpr[g=zz] >= 0.5"], data)
+    left_out = []
+    program = compile_program("error", ["tpr >= 0.1", "tpr[g=zz] >= 0.5"], data, undefined=left_out)
+    assert left_out == ["tpr[g=zz] >= 0.5"] and [c.label for c in program.constraints] == ["tpr >= 0.1"]
+
+
+def test_alike_constraints_evaluated_together_match_each_alone(monkeypatch):
+    import skrate.generalized._program as P
+
+    program, data, rng = _mixed_program(weighted=True)
+    assert len(program._alike) < program.n_constraints  # some stacked
+    assert any(not group.stacked for group in program._alike)  # and the G-mean floor alone
+    monkeypatch.setattr(P, "_BLOCK", 3 * program.n_constraints)  # several blocks of columns
+    n = data.n
+    group_a = np.asarray(data.groups.mask("g", ("a",)))
+    decisions = np.column_stack([rng.random(n) < 0.5, np.zeros(n), np.ones(n), (rng.random(n) < 0.3) & ~group_a,
+                                 rng.random(n) * 1e-7, rng.random(n) < 0.8]).astype(float)
+    r = program.rates(decisions)
+    obj, cons = program.values(r)
+    np.testing.assert_array_equal(obj, program.objective.value(r))
+    np.testing.assert_array_equal(cons, np.array([c.value(r) for c in program.constraints]))
+    for j in range(r.shape[1]):  # one rate vector
+        np.testing.assert_array_equal(program.values(r[:, j])[1], cons[:, j])
+    # as judged one constraint at a time: exact values of those with ratio atoms, inf where undefined
+    with np.errstate(invalid="ignore"):
+        exact = np.array([c.exact_value(r) if c.floors_denominators else cons[i]
+                          for i, c in enumerate(program.constraints)])
+    expected = np.where(np.array([~c.defined(r) for c in program.constraints]), np.inf, exact)
+    judged = program.flag_undefined(r, cons)
+    assert np.isinf(judged).any() and (np.isfinite(judged) & (judged != cons)).any()
+    np.testing.assert_array_equal(judged, expected)
+    np.testing.assert_array_equal(program.largest_violation(r), expected.max(axis=0))

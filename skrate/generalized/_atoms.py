@@ -3,7 +3,7 @@ KL-divergence, the max of rates and user functions of rates."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -77,6 +77,9 @@ class FMeasure(Atom):
 
     def bind(self, a: dict[str, str]) -> FMeasure:
         return FMeasure(*_bind_exprs(self.exprs, a), beta=self.beta)
+
+    def stack_key(self) -> Hashable | None:
+        return type(self), self.beta
 
     def __str__(self) -> str:
         s = str(self.ppr)[3:]

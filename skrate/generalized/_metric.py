@@ -17,6 +17,7 @@ constructors in ``_constructors``, and the resolution of metric names in ``_name
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable
 from dataclasses import dataclass
 from numbers import Real
 
@@ -182,6 +183,16 @@ class Atom(Metric):
         """``c`` with ``value(r) = c . r + constant``, for atoms of class ``"linear"``."""
         raise TypeError(_not_linear(self))
 
+    def stack_key(self) -> Hashable | None:
+        """What, besides its rates, the atom's value depends on, when :meth:`value` and
+        :meth:`exact_value` read each entry of ``r[i]`` alone, whatever its shape; else None.
+
+        Atoms of equal keys are evaluated together, their rates stacked along a new axis
+        (``r`` of shape (len(exprs), n_atoms, k)): a constraint over 200 group values is 200
+        alike atoms.
+        """
+        return None
+
     def bind(self, assignment: dict[str, str]) -> Atom:
         """The atom with expanded group columns replaced by values."""
         raise NotImplementedError
@@ -237,6 +248,9 @@ class LinearRate(Atom):
     def linear_coefficients(self) -> np.ndarray:
         return np.ones(1)
 
+    def stack_key(self) -> Hashable | None:
+        return type(self)
+
     def ratios(self) -> list[tuple[float, Expression, Expression]] | None:
         return [(1.0, self.expr, Expression((), 1.0))]
 
@@ -285,6 +299,9 @@ class RatioAtom(Atom):
 
     def ratios(self) -> list[tuple[float, Expression, Expression]] | None:
         return [(1.0, self.numerator, self.denominator)]
+
+    def stack_key(self) -> Hashable | None:
+        return type(self)
 
     def bind(self, a: dict[str, str]) -> RatioAtom:
         return RatioAtom(*_bind_exprs(self.exprs, a))

@@ -44,12 +44,10 @@ FEASIBLE_TOL = 1e-9
 def merits(program: MetricProgram, rates: np.ndarray, tol: float = 1e-7) -> tuple[np.ndarray, np.ndarray]:
     """(largest violation beyond ``tol``, objective) of each column of ``rates`` (K, k): models
     compare by violation, and the feasible ones by objective."""
-    obj, cons = program.values(rates)
-    obj = np.broadcast_to(np.asarray(obj, dtype=float), (rates.shape[1],))
-    if not np.size(cons):
+    obj = np.broadcast_to(np.asarray(program.objective.value(rates), dtype=float), (rates.shape[1],))
+    if not program.n_constraints or not rates.shape[1]:
         return np.zeros(rates.shape[1]), obj
-    cons = program.flag_undefined(rates, np.asarray(cons, dtype=float).reshape(-1, rates.shape[1]))
-    return np.maximum(cons.max(axis=0) - tol, 0.0), obj
+    return np.maximum(program.largest_violation(rates) - tol, 0.0), obj
 
 
 def _merit(program: MetricProgram, R: np.ndarray, p: np.ndarray, tol: float = 1e-7) -> tuple[float, float]:

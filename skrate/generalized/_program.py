@@ -6,6 +6,7 @@ rates of a model are ``A @ yhat + b`` (the core's compiler) and every atom reads
 
 from __future__ import annotations
 
+from contextlib import nullcontext
 from dataclasses import dataclass, replace
 from functools import cached_property
 from typing import TYPE_CHECKING
@@ -52,19 +53,12 @@ class CompiledSum:
     stated: MetricSum | None = None
 
     def value(self, r: np.ndarray) -> np.ndarray:
-        out = self.constant + 0.0 * r[0]
-        for coef, atom, idx in self.atoms:
-            out = out + coef * atom.value(r[idx])
-        return out
+        return _sum_value(self.constant, self.atoms, r)
 
     def exact_value(self, r: np.ndarray) -> np.ndarray:
         """``value`` with every atom's :meth:`~Atom.exact_value`: no denominator clipped, a zero
         one read as the core reads it (:func:`skrate.problem.ratio_value`)."""
-        out = self.constant + 0.0 * r[0]
-        with np.errstate(invalid="ignore"):  # undefined ratios sum to NaN, as reports read them
-            for coef, atom, idx in self.atoms:
-                out = out + coef * atom.exact_value(r[idx])
-        return out
+        return _sum_value(self.constant, self.atoms, r, exact=True)
 
     def reported_value(self, r: np.ndarray) -> float:
         """:meth:`exact_value` at one rate vector."""
@@ -102,20 +96,110 @@ class CompiledSum:
         ``D = N = 0`` though the ratio does not (predicting nothing meets ``precision >= 0.8``),
         while wins over no losses are an infinite win-loss ratio, as the core reads them."""
         r = np.asarray(r)
-        ok = np.ones(r.shape[1:], dtype=bool)
-        for _, atom, idx in self.atoms:
-            if isinstance(atom, RatioAtom):
-                ok = ok & (r[idx[1]] > 0)
-        if self.denominator is None:
-            return ok
-        # the solvers' rates are not rounded: a bound's 0 / 0 is within rounding of zero
-        g, d = self.value(r), r[self.denominator[1]]
-        return ok & ~np.isnan(ratio_value(np.where(np.abs(g) <= _NOISE, 0.0, g), np.where(d <= _NOISE, 0.0, d)))
+        return _defined(r.shape[1:], [idx[1] for _, atom, idx in self.atoms if isinstance(atom, RatioAtom)],
+                        None if self.denominator is None else self.denominator[1], lambda: self.value(r), r)
 
     def zero_denominator(self, r: np.ndarray) -> Expression | None:
         """The first denominator that is not positive at the rate vector ``r``, if any: why a ratio
         of the constraint is undefined there."""
         return next((expr for expr, row in self._denominators() if r[row] <= 0), None)
+
+
+def _sum_value(constant, atoms: list, r: np.ndarray, exact: bool = False) -> np.ndarray:
+    """``constant + sum coef * atom.value(r[idx])`` over ``atoms`` (``(coef, atom, idx)``), term by
+    term; with ``exact``, each atom's :meth:`~Atom.exact_value` (undefined ratios sum to NaN, as
+    reports read them). Alike sums evaluate stacked: ``idx`` of shape (len(exprs), n_sums) and
+    ``constant`` of shape (n_sums, 1, ...) give values of shape (n_sums,) + r.shape[1:], each as
+    its sum alone gives it."""
+    out = constant + 0.0 * r[0]
+    with np.errstate(invalid="ignore") if exact else nullcontext():
+        for coef, atom, idx in atoms:
+            out = out + coef * (atom.exact_value(r[idx]) if exact else atom.value(r[idx]))
+    return out
+
+
+def _defined(shape: tuple, ratio_rows: list, denominator_row, value, r: np.ndarray) -> np.ndarray:
+    """:meth:`CompiledSum.defined` from its rows: each ratio atom's denominator row
+    (``ratio_rows``), the ratio bound's (``denominator_row``, or None) and a callable giving
+    the value; rows of shape (n_sums,) (and ``shape`` (n_sums,) + r.shape[1:]) for alike sums."""
+    ok = np.ones(shape, dtype=bool)
+    for rows in ratio_rows:
+        ok = ok & (r[rows] > 0)
+    if denominator_row is None:
+        return ok
+    # the solvers' rates are not rounded: a bound's 0 / 0 is within rounding of zero
+    g, d = value(), r[denominator_row]
+    return ok & ~np.isnan(ratio_value(np.where(np.abs(g) <= _NOISE, 0.0, g), np.where(d <= _NOISE, 0.0, d)))
+
+
+class _AlikeSums:
+    """Constraints that differ only in their rates and constants (one constraint expanded over
+    the values of a group column), evaluated together: each term's atoms at once on the rates
+    stacked along a new axis, in the order and with the arithmetic of one sum alone. A sum of
+    atoms without a :meth:`~Atom.stack_key` is a group of its own, evaluated as it is.
+
+    Parameters
+    ----------
+    positions : list of int
+        The sums' positions among the program's constraints.
+    sums : list of CompiledSum
+        The sums, alike (one, when ``stacked`` is False).
+    stacked : bool
+        Whether to stack the sums' rates; else ``sums`` holds one sum.
+    """
+
+    def __init__(self, positions: list[int], sums: list[CompiledSum], stacked: bool):
+        first = sums[0]
+        self.positions = np.asarray(positions, dtype=np.intp)
+        self.stacked = stacked
+        self.constant = np.array([s.constant for s in sums]) if stacked else first.constant
+        self.atoms = [(coef, atom, np.stack([s.atoms[t][2] for s in sums], axis=1) if stacked else idx)
+                      for t, (coef, atom, idx) in enumerate(first.atoms)]
+        self.floors_denominators = first.floors_denominators
+        self.ratio_rows = [idx[1] for _, atom, idx in self.atoms if isinstance(atom, RatioAtom)]
+        self.denominator = (None if first.denominator is None
+                            else np.array([s.denominator[1] for s in sums]) if stacked else first.denominator[1])
+
+    def _shape(self, r: np.ndarray) -> tuple:
+        return ((self.positions.size,) if self.stacked else ()) + r.shape[1:]
+
+    def value(self, r: np.ndarray, exact: bool = False) -> np.ndarray:
+        """The sums' values (exact values with ``exact``) at the rates ``r``, of shape
+        (n_sums,) + r.shape[1:] (r.shape[1:] for a sum of its own)."""
+        constant = np.reshape(self.constant, (-1,) + (1,) * (r.ndim - 1)) if self.stacked else self.constant
+        return _sum_value(constant, self.atoms, r, exact)
+
+    def defined(self, r: np.ndarray) -> np.ndarray:
+        """:meth:`CompiledSum.defined` of each sum, in the shape of :meth:`value`."""
+        return _defined(self._shape(r), self.ratio_rows, self.denominator, lambda: self.value(r), r)
+
+
+#: Largest number of values (constraints x rate vectors) evaluated at once: the stacked
+#: temporaries stay in cache, as one constraint's did when each was evaluated alone.
+_BLOCK = 2**16
+
+
+def _column_blocks(r: np.ndarray, n_rows: int) -> list[tuple]:
+    """Index tuples of the blocks of ``r``'s columns (one empty tuple for a single rate vector)
+    that hold at most :data:`_BLOCK` values of ``n_rows`` constraints each."""
+    if r.ndim < 2:
+        return [()]
+    width = max(1, _BLOCK // max(n_rows, 1))
+    return [(slice(lo, lo + width),) for lo in range(0, r.shape[1], width)] or [(slice(None),)]
+
+
+def _alike_groups(constraints: list[CompiledSum]) -> list[_AlikeSums]:
+    """The constraints grouped into :class:`_AlikeSums`: by their terms' coefficients and atoms'
+    stack keys, whether they bound a ratio, and how many rows each atom reads."""
+    groups: dict = {}
+    alone = []
+    for j, c in enumerate(constraints):
+        keys = tuple((coef, atom.stack_key(), len(idx)) for coef, atom, idx in c.atoms)
+        if any(key is None for _, key, _ in keys):
+            alone.append(_AlikeSums([j], [c], stacked=False))
+        else:
+            groups.setdefault((keys, c.denominator is None), []).append(j)
+    return alone + [_AlikeSums(js, [constraints[j] for j in js], stacked=True) for js in groups.values()]
 
 
 @dataclass
@@ -188,8 +272,22 @@ class MetricProgram:
             Each constraint's value at each rate vector.
         """
         obj = self.objective.value(r)
-        cons = np.array([c.value(r) for c in self.constraints]) if self.constraints else np.zeros((0,) + np.shape(obj))
+        cons = np.zeros((self.n_constraints,) + np.shape(obj))
+        for cols in _column_blocks(r, self.n_constraints):
+            cons[(slice(None), *cols)] = self._constraint_values(r[(slice(None), *cols)])
         return obj, cons
+
+    def _constraint_values(self, r: np.ndarray) -> np.ndarray:
+        """The constraints' values at the rates ``r`` (one block of columns), alike ones together."""
+        cons = np.zeros((self.n_constraints,) + r.shape[1:])
+        for group in self._alike:
+            cons[group.positions] = group.value(r)
+        return cons
+
+    @cached_property
+    def _alike(self) -> list[_AlikeSums]:
+        """The constraints in groups evaluated together (:class:`_AlikeSums`)."""
+        return _alike_groups(self.constraints)
 
     def linear_constraints(self) -> tuple[list[int], CellMatrix, np.ndarray]:
         """The constraints linear in the rates, as the indices among ``constraints`` and the
@@ -239,10 +337,43 @@ class MetricProgram:
         """
         if not self.constraints:
             return cons
-        # an undefined ratio's NaN is replaced below
-        exact = np.array([c.exact_value(r) if c.floors_denominators else cons[j]
-                          for j, c in enumerate(self.constraints)])
-        return np.where(np.array([~c.defined(r) for c in self.constraints]), np.inf, exact)
+        r = np.asarray(r)
+        out = np.array(cons, dtype=float)
+        for cols in _column_blocks(r, self.n_constraints):
+            self._flag(r[(slice(None), *cols)], out[(slice(None), *cols)])
+        return out
+
+    def largest_violation(self, r: np.ndarray) -> np.ndarray:
+        """The largest of :meth:`flag_undefined`'s constraint values at each column of ``r``,
+        a block of columns at a time: with many constraints and many rate vectors (the cuts of
+        a threshold sweep) the (constraints x columns) values are never all held.
+
+        Parameters
+        ----------
+        r : ndarray of shape (K, k)
+            ``k`` rate vectors, as columns.
+
+        Returns
+        -------
+        ndarray of shape (k,)
+            The largest constraint value at each (``-inf`` without constraints).
+        """
+        out = np.full(r.shape[1], -np.inf)
+        if self.constraints:
+            for cols in _column_blocks(r, self.n_constraints):
+                block = r[(slice(None), *cols)]
+                cons = self._constraint_values(block)
+                out[cols] = self._flag(block, cons).max(axis=0)
+        return out
+
+    def _flag(self, r: np.ndarray, cons: np.ndarray) -> np.ndarray:
+        """:meth:`flag_undefined` of one block of columns, into ``cons``; returns it."""
+        for group in self._alike:
+            at = group.positions
+            if group.floors_denominators:  # an undefined ratio's NaN is replaced below
+                cons[at] = group.value(r, exact=True)
+            cons[at] = np.where(group.defined(r), cons[at], np.inf)
+        return cons
 
 
 class Expansion:
@@ -492,23 +623,29 @@ def compile_program(objective: Metric | Expression | Ratio | str,
                     sums.append((LinearRate(linear[0]).as_sum(), "constraint", str(bound), (LinearRate(linear[1]),),
                                  tuple(atom for _, atom in bound.metric.terms), bound.metric))
     labels = _unique([text if role == "constraint" else f"objective: {text}" for _, role, text, *_ in sums])
+    terms = [[*((None, a) for a in checked), *metric.terms, *((0.0, g) for g in guards)]
+             for metric, _, _, guards, checked, _ in sums]
+    together = _compile_together(list(dict.fromkeys(atom for listed in terms for _, atom in listed)), data)
     exprs, consts, compiled, cache = [], [], [], {}
     n_rows = 0
-    for (metric, role, text, guards, checked, as_ratio), label in zip(sums, labels):
+    for (metric, role, text, guards, checked, as_ratio), label, listed in zip(sums, labels, terms):
         atoms, measured = [], True
-        for coef, atom in [*((None, a) for a in checked), *metric.terms, *((0.0, g) for g in guards)]:
+        for coef, atom in listed:
             if atom not in cache:
-                try:
-                    _, _, b_a = compile_factored(list(atom.exprs), data)
-                    atom.check(b_a)
-                except ValueError as exc:
-                    unmeasured = _unmeasured(atom, data, exc)
-                    if undefined is not None and role == "constraint" and unmeasured:
-                        measured = False
-                        break
-                    # still an UndefinedRateError when the rows leave it undefined: scorers score NaN
-                    error = UndefinedRateError if unmeasured else ValueError
-                    raise error(f"The {role} '{text}' cannot be measured on this data: {exc}") from None
+                if together is not None:
+                    b_a = together[2][atom]
+                else:  # one at a time, to name the one that cannot be measured
+                    try:
+                        _, _, b_a = compile_factored(list(atom.exprs), data)
+                        atom.check(b_a)
+                    except ValueError as exc:
+                        unmeasured = _unmeasured(atom, data, exc)
+                        if undefined is not None and role == "constraint" and unmeasured:
+                            measured = False
+                            break
+                        # still an UndefinedRateError when the rows leave it undefined: scorers score NaN
+                        error = UndefinedRateError if unmeasured else ValueError
+                        raise error(f"The {role} '{text}' cannot be measured on this data: {exc}") from None
                 if coef is None:  # checked only: the solvers read the linear form
                     continue
                 cache[atom] = np.arange(n_rows, n_rows + len(atom.exprs))
@@ -524,10 +661,46 @@ def compile_program(objective: Metric | Expression | Ratio | str,
         else:
             undefined.append(label)
     # the rates over the cells of alike rows: a parity constraint's row reads every row of the data
-    A = (CellMatrix.from_factors(*compile_factored(exprs, data)[:2]) if exprs
-         else CellMatrix(sp.csr_matrix((0, 0)), sp.csc_matrix((0, data.n))))
+    if together is not None and list(together[2]) == list(cache):  # the rows compiled are the program's
+        A = CellMatrix.from_factors(*together[:2])
+    elif exprs:
+        A = CellMatrix.from_factors(*compile_factored(exprs, data)[:2])
+    else:
+        A = CellMatrix(sp.csr_matrix((0, 0)), sp.csc_matrix((0, data.n)))
     b = np.concatenate(consts) if consts else np.zeros(0)
     return MetricProgram(A, b, compiled[0], compiled[1:])
+
+
+def _compile_together(atoms: list, data: RateData) -> tuple[sp.csr_matrix, sp.csr_matrix, dict] | None:
+    """The rates of all ``atoms`` in one :func:`~skrate.problem.compile_factored` (one pass over
+    the slices, not one per atom: a constraint over 200 group values has 200 atoms), checked.
+
+    Parameters
+    ----------
+    atoms : list of Atom
+        Distinct atoms, in the order of their rows.
+    data : RateData
+        What the rates are measured on.
+
+    Returns
+    -------
+    tuple of (csr_matrix, csr_matrix, dict) or None
+        ``mix`` and ``basis`` of every atom's expressions in turn, and each atom's constants
+        (its rows of ``b``), in order; None when some atom cannot be measured on ``data`` or fails
+        its check, which compiling the atoms one at a time names.
+    """
+    exprs = [e for atom in atoms for e in atom.exprs]
+    if not exprs:
+        return None
+    try:
+        mix, basis, b = compile_factored(exprs, data)
+        ends = np.cumsum([len(atom.exprs) for atom in atoms])
+        offsets = dict(zip(atoms, np.split(b, ends[:-1])))
+        for atom, b_a in offsets.items():
+            atom.check(b_a)
+    except ValueError:
+        return None
+    return mix, basis, offsets
 
 
 def _as_ratio(constraint: Constraint) -> MetricSum | None:

@@ -60,10 +60,14 @@ def best_cut(program: MetricProgram, scores: np.ndarray) -> float | None:
     block = np.empty(n, dtype=np.intp)
     block[order] = np.searchsorted(cuts, np.arange(n), side="right") - 1
     steps = program.A.grouped_sums(block, cuts.size)
-    rates = np.hstack([np.zeros((K, 1)), np.cumsum(steps[:, :-1], axis=1)]) + program.b[:, None]
-    current = (scores > 0).astype(float)
-    # the current decisions first: a cut only as good as them up to rounding is no change
-    order_by_merit = _ranked(program, np.hstack([program.rates(current)[:, None], rates]))
+    # the current decisions first: a cut only as good as them up to rounding is no change;
+    # then the cuts' rates, filled in place (K x cuts values: one array, not four)
+    rates = np.empty((K, cuts.size + 1))
+    rates[:, 0] = program.rates((scores > 0).astype(float))
+    rates[:, 1] = 0.0
+    np.cumsum(steps[:, :-1], axis=1, out=rates[:, 2:])
+    rates[:, 1:] += program.b[:, None]
+    order_by_merit = _ranked(program, rates)
     if order_by_merit[0] == 0:
         return None
     j = int(order_by_merit[0]) - 1
