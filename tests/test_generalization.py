@@ -680,7 +680,6 @@ def test_rows_of_weight_zero_do_not_move_auto_margins():
 def test_influence_products_over_distinct_rows_equal_the_products_over_every_row():
     # rows that repeat a decision pattern are summed before the product; rows of weight 0 and
     # overlapping slices (a group's rate and the overall one) must give I_r^T I_s exactly
-    from skrate.problem._compile import rate_coefficients, slice_weights
     from skrate.problem._margins import _Influences
 
     rng = np.random.default_rng(3)
@@ -690,21 +689,12 @@ def test_influence_products_over_distinct_rows_equal_the_products_over_every_row
     w = rng.integers(0, 3, n).astype(float)
     d = rng.random(n)[:, None] < np.linspace(0.2, 0.8, k)  # few patterns: candidates nested by threshold
     data = RateData(y, w, GroupTable.from_input(g, None, n), None)
-    influences = _Influences(data, d)
-    assert influences._distinct.shape == (k + 1, k)  # k + 1 patterns of k distinct candidates
-
     con = parse_constraint("tpr[group=a] <= tpr + 0.05")
+    influences = _Influences(data, d, [con.expression])
+    assert influences._distinct.shape == (k + 1, k)  # k + 1 patterns of k distinct candidates
     for (r, _), (s, _) in [(a, b) for a in con.expression.terms for b in con.expression.terms]:
-        I = {}
-        for rate in (r, s):  # I_r = w (v d + c) - w value on the slice, 0 elsewhere
-            idx, ws = slice_weights(rate, data)
-            v, c = rate_coefficients(rate, data, idx)
-            contrib = np.zeros((n, k))
-            contrib[idx] = ws[:, None] * (v[:, None] * d[idx] + c[:, None])
-            value = contrib.sum(axis=0)
-            contrib[idx] -= ws[:, None] * value
-            I[rate] = contrib
-        np.testing.assert_allclose(influences.gram(r, s), I[r].T @ I[s], rtol=1e-12, atol=1e-15)
+        I_r, I_s = _influences_per_row(r, data, d), _influences_per_row(s, data, d)
+        np.testing.assert_allclose(influences.gram(r, s), I_r.T @ I_s, rtol=1e-12, atol=1e-15)
 
 
 def _ratio_on_the_right(bound, op):
@@ -845,3 +835,89 @@ def test_a_simultaneous_margin_keeps_candidates_that_differ_on_few_rows_apart():
     exact = brentq(lambda q: joint.cdf([q, q]) - 0.95, 0.0, 1.0)
     assert one < both
     assert both == pytest.approx(exact, rel=0.02)
+
+
+_MIXED = ["tpr[g=a] >= tpr - 0.05", "ppr[g=b, h=x] <= ppr[h=x] + 0.1", "error_rate[g=c] <= error_rate + 0.02",
+          "precision >= 0.6", "precision[g=a] >= 0.7", "accuracy[label=1] >= 0.5", "wins[g=a] >= losses[g=a]",
+          "churn <= 0.3", "ppr[label=0] <= 0.5", "fpr[g=a|b] <= fpr + 0.1", "0.3 <= tp_proportion[h=y]",
+          "tpr[g=b] <= tpr + 0.05", "accuracy[h=x] >= accuracy - 0.1"]
+
+
+def _mixed_problem(seed, n=600):
+    """Random rows with labels, baseline decisions, two group columns and weights (some 0), and
+    constraints over overlapping slices, label filters, labels left free, ratios and baselines."""
+    rng = np.random.default_rng(seed)
+    y, baseline = rng.integers(0, 2, n), rng.integers(0, 2, n)
+    w = rng.choice([0.0, 0.5, 1.0, 3.0], n) * rng.uniform(0.5, 1.5, n)
+    groups = GroupTable.from_input({"g": rng.choice(["a", "b", "c"], n), "h": rng.choice(["x", "y"], n)}, None, n)
+    return RateData(y, w, groups, baseline), [parse_constraint(s) for s in _MIXED], rng
+
+
+def _spread_per_row(expression, data):
+    """``||r||_2`` of confidence_margins, one pass over the rows per rate: each row's
+    contribution at label (0, 1) x decision (0, 1), and its range."""
+    from skrate.problem._compile import rate_coefficients, slice_weights
+    from skrate.problem._margins import _fixes_label
+    from skrate.rates._expression import NEEDS_LABELS
+
+    f = np.zeros((data.n, 2, 2))
+    for rate, coef in expression.terms:
+        idx, weight = slice_weights(rate, data)
+        free = rate.kind in NEEDS_LABELS and not _fixes_label(rate)
+        for label in (0, 1) if free else (None,):
+            v, c = rate_coefficients(rate, data, idx, None if label is None else np.full(idx.shape, label))
+            labels = slice(None) if label is None else slice(label, label + 1)
+            f[idx, labels] += (coef * weight[:, None] * np.stack([c, v + c], axis=1))[:, None, :]
+    ranges = f.max(axis=(1, 2)) - f.min(axis=(1, 2))
+    return np.sqrt(ranges @ ranges)
+
+
+@pytest.mark.parametrize("seed", range(4))
+@pytest.mark.parametrize("entries", [2**22, 7])  # one block of constraints, or one each
+def test_spreads_through_the_cells_equal_the_spreads_over_the_rows(seed, entries, monkeypatch):
+    from skrate.problem import _margins
+
+    monkeypatch.setattr(_margins, "_ENTRIES", entries)
+    data, constraints, _ = _mixed_problem(seed)
+    expected = [_spread_per_row(c.expression, data) for c in constraints]
+    got = _margins._spreads([c.expression for c in constraints], data)
+    np.testing.assert_allclose(got, expected, rtol=1e-12)
+    assert (got > 0).all()
+    np.testing.assert_allclose(confidence_margins(constraints, data, 0.9), norm.ppf(0.9) * 0.5 * got, rtol=1e-15)
+
+
+def _influences_per_row(rate, data, d):
+    """``I_r`` (n x k) formed: ``w (v d + c) - w value`` on the rate's slice, 0 elsewhere."""
+    from skrate.problem._compile import rate_coefficients, slice_weights
+
+    idx, ws = slice_weights(rate, data)
+    v, c = rate_coefficients(rate, data, idx)
+    contrib = np.zeros(d.shape)
+    contrib[idx] = ws[:, None] * (v[:, None] * d[idx] + c[:, None])
+    value = contrib.sum(axis=0)
+    contrib[idx] -= ws[:, None] * value
+    return contrib
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_influence_products_through_the_cells_equal_the_products_over_every_row(seed):
+    # each rate's rows and the rows two slices share come from the cells; the weights over the
+    # slices' totals must be the per-row ones to the last bit (they move the draws' mapping)
+    from skrate.problem._compile import slice_weights
+    from skrate.problem._margins import _Influences
+
+    data, constraints, rng = _mixed_problem(seed)
+    d = rng.random(data.n)[:, None] < np.linspace(0.2, 0.8, 5)
+    d[:, 4] = rng.random(data.n) < 0.5
+    expressions = [c.expression for c in constraints]
+    influences = _Influences(data, d, expressions)
+    rates = list(dict.fromkeys(r for e in expressions for r in e.rates))
+    formed = {r: _influences_per_row(r, data, d) for r in rates}
+    for r in rates:
+        idx, ws = slice_weights(r, data)
+        got_idx, wv, U, _ = influences._rate(r)
+        assert np.array_equal(got_idx, idx) and np.array_equal(U[:, 1], -ws)
+    for e in expressions:
+        for r in e.rates:
+            for s in e.rates:
+                np.testing.assert_allclose(influences.gram(r, s), formed[r].T @ formed[s], rtol=1e-12, atol=1e-15)

@@ -10,6 +10,7 @@ the surrogate gradient of any weighted sum of rates is ``X.T @ ((A.T @ lam) * ds
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 import scipy.sparse as sp
@@ -23,6 +24,9 @@ from ..utils._validation import positive_rows
 from ..utils._warnings import listed, warn
 from ._cells import CellMatrix
 from ._groups import GroupTable
+
+if TYPE_CHECKING:
+    from ._slice_cells import SliceCells
 
 
 @dataclass
@@ -245,6 +249,48 @@ def compile_factored(expressions: list[Expression], data: RateData) -> tuple[sp.
         When a rate needs labels or baseline decisions ``data`` lacks, or still expands over a
         group column.
     """
+    rates, mix, offsets, cells, total = rate_cells(expressions, data)
+    rows, entry = cells.rows()
+    rate_of = np.repeat(np.arange(len(rates)), np.diff(rows.indptr))
+    # each row's weight in its rate's mean
+    wi = np.asarray(data.sample_weight, dtype=float)[rows.indices] / total[rate_of]
+    basis = sp.csr_matrix((wi * cells.V.data[entry], rows.indices, rows.indptr), shape=(len(rates), data.n))
+    basis.eliminate_zeros()  # rows of weight 0, and coefficients 0 (label_rate's)
+    consts = np.bincount(rate_of, weights=wi * cells.C.data[entry], minlength=len(rates))
+    return mix, basis, offsets + mix @ consts
+
+
+def rate_cells(expressions: list[Expression],
+               data: RateData) -> tuple[dict[Rate, int], sp.csr_matrix, np.ndarray, SliceCells, np.ndarray]:
+    """The distinct basic rates of ``expressions``, how the expressions combine them, and the
+    cells of alike rows the rates read (the factors :func:`compile_factored` and the confidence
+    margins build on).
+
+    Parameters
+    ----------
+    expressions : list of Expression
+        Linear rate expressions, without bare group columns.
+    data : RateData
+        What the rates are measured on.
+
+    Returns
+    -------
+    rates : dict of Rate to int
+        Each distinct basic rate and its index, in the order the expressions first name them.
+    mix : scipy.sparse.csr_matrix of shape (n_expressions, n_rates)
+        The coefficient of each rate in each expression.
+    offsets : ndarray of shape (n_expressions,)
+        Each expression's own constant (not its rates' constant parts).
+    cells : SliceCells
+        The cells of the rows and each rate's cells and coefficients.
+    total : ndarray of shape (n_rates,)
+        Each rate's total weight over its slice (all positive).
+
+    Raises
+    ------
+    UndefinedRateError, ValueError
+        As :func:`compile_factored`.
+    """
     from ._slice_cells import SliceCells  # (which imports this module)
 
     rates: dict[Rate, int] = {}
@@ -259,25 +305,18 @@ def compile_factored(expressions: list[Expression], data: RateData) -> tuple[sp.
     # each rate's rows through the cells of alike rows: the cost of the slices' rows, not of
     # one pass over the data per rate
     cells = SliceCells(list(rates), data)
-    w = np.asarray(data.sample_weight, dtype=float)
-    total = cells.M @ np.bincount(cells.cell, weights=w, minlength=cells.n_cells)
-    for rate, k in rates.items():
-        if not total[k] > 0:
-            raise UndefinedRateError(_describe_empty(rate, data), rate=rate)
-    rows, entry = cells.rows()
-    rate_of = np.repeat(np.arange(len(rates)), np.diff(rows.indptr))
-    wi = w[rows.indices] / total[rate_of]  # each row's weight in its rate's mean
-    basis = sp.csr_matrix((wi * cells.V.data[entry], rows.indices, rows.indptr), shape=(len(rates), data.n))
-    basis.eliminate_zeros()  # rows of weight 0, and coefficients 0 (label_rate's)
-    consts = np.bincount(rate_of, weights=wi * cells.C.data[entry], minlength=len(rates))
+    total = cells.M @ np.bincount(cells.cell, weights=np.asarray(data.sample_weight, dtype=float),
+                                  minlength=cells.n_cells)
+    empty = np.flatnonzero(~(total > 0))
+    if empty.size:
+        raise UndefinedRateError(_describe_empty(list(rates)[empty[0]], data), rate=list(rates)[empty[0]])
     mix = sp.lil_matrix((len(expressions), len(rates)))
     offsets = np.zeros(len(expressions))
     for e, expr in enumerate(expressions):
         for rate, coef in expr.terms:
             mix[e, rates[rate]] += coef
         offsets[e] = expr.constant
-    mix = mix.tocsr()
-    return mix, basis, offsets + mix @ consts
+    return rates, mix.tocsr(), offsets, cells, total
 
 
 def compile_expressions(expressions: list[Expression], data: RateData) -> tuple[sp.csr_matrix, np.ndarray]:

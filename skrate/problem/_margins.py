@@ -5,13 +5,15 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
+import scipy.sparse as sp
 from scipy.optimize import brentq
+from scipy.special import ndtr, ndtri
 from scipy.stats import norm
 
 from ..rates import Constraint, Ratio
 from ..rates._expression import NEEDS_LABELS, RATE_KINDS
 from ..rates._slice import LABEL
-from ._compile import RateData, rate_coefficients, slice_weights
+from ._compile import RateData, _coefficients, rate_cells
 from ._evaluate import constraint_rows, evaluate_term, ratio_value, violation_rows
 
 if TYPE_CHECKING:
@@ -57,23 +59,68 @@ def confidence_margins(constraints: list[Constraint], data: RateData, confidence
     """
     if not constraints:
         return np.zeros(0)
-    spread = np.array([_spread(c.expression, data) for c in constraints])
-    return norm.ppf(confidence) * 0.5 * spread
+    return norm.ppf(confidence) * 0.5 * _spreads([c.expression for c in constraints], data)
 
 
-def _spread(expression, data: RateData) -> float:
-    """``||r||_2`` of :func:`confidence_margins`: per example, the range of its contribution
-    over the decision and, where a slice leaves it free, the label."""
-    f = np.zeros((data.n, 2, 2))  # each example's contribution at label (0, 1) x decision (0, 1)
-    for rate, coef in expression.terms:
-        idx, weight = slice_weights(rate, data)
-        free = rate.kind in NEEDS_LABELS and not _fixes_label(rate)
-        for label in (0, 1) if free else (None,):
-            v, c = rate_coefficients(rate, data, idx, None if label is None else np.full(idx.shape, label))
-            labels = slice(None) if label is None else slice(label, label + 1)  # else the same at either
-            f[idx, labels] += (coef * weight[:, None] * np.stack([c, v + c], axis=1))[:, None, :]
-    ranges = f.max(axis=(1, 2)) - f.min(axis=(1, 2))
-    return float(np.sqrt(np.dot(ranges, ranges)))
+def _spreads(expressions: list, data: RateData) -> np.ndarray:
+    """``||r||_2`` of :func:`confidence_margins` for each expression: per example, the range of
+    its contribution over the decision and, where a slice leaves it free, the label.
+
+    Rows alike in label, baseline decision and the slices' groups (a cell) contribute their
+    weight times one shared 2 x 2 table, so an expression's ``||r||^2`` is the sum over its cells
+    of the table's range squared times the cell's sum of squared weights: the tables of every
+    expression come from one sparse product with the rates' per-cell tables, a block of
+    expressions at a time, at the cost of the cells each expression reads, not of the rows."""
+    rates, mix, _, cells, total = rate_cells(expressions, data)
+    M, n_cells = cells.M, cells.n_cells
+    rate_of = np.repeat(np.arange(len(rates)), np.diff(M.indptr))
+    # each (rate, cell)'s contribution per unit of weight at label (0, 1) x decision (0, 1); the
+    # same at either label where the slice fixes it, else the coefficients at each label
+    table = np.empty((M.nnz, 2, 2))
+    table[:, :, 0], table[:, :, 1] = cells.C.data[:, None], (cells.V.data + cells.C.data)[:, None]
+    free = [r.kind if r.kind in NEEDS_LABELS and not _fixes_label(r) else "" for r in rates]
+    kinds = np.array(free, dtype=str)[rate_of]
+    if data.baseline is not None:
+        rep = np.zeros(n_cells, dtype=np.intp)
+        rep[cells.cell] = np.arange(data.n)  # a row of each cell: all its rows are alike
+    for kind in np.unique(kinds[kinds != ""]):
+        at = np.flatnonzero(kinds == kind)
+        b = None if data.baseline is None else data.baseline[rep[M.indices[at]]]
+        for label in (0, 1):
+            v, c = _coefficients(kind, np.full(at.size, label), b)
+            table[at, label, 0], table[at, label, 1] = c, v + c
+    table /= total[rate_of, None, None]
+    per_cell = sp.csr_matrix((table.reshape(-1), (4 * M.indices[:, None] + np.arange(4)).ravel(), 4 * M.indptr),
+                             shape=(len(rates), 4 * n_cells))
+    w = np.asarray(data.sample_weight, dtype=float)
+    squares = np.bincount(cells.cell, weights=w * w, minlength=n_cells)
+    # blocks of expressions whose tables hold about _ENTRIES entries (parity constraints each
+    # read every cell of the overall rate)
+    size = np.cumsum(abs(mix).sign() @ np.diff(per_cell.indptr))
+    out = np.zeros(len(expressions))
+    lo = 0
+    while lo < len(expressions):
+        done = size[lo - 1] if lo else 0
+        hi = max(lo + 1, int(np.searchsorted(size, done + _ENTRIES, side="right")))
+        out[lo:hi] = _squared_ranges(mix[lo:hi] @ per_cell, squares)
+        lo = hi
+    return np.sqrt(out)
+
+
+def _squared_ranges(tables: sp.csr_matrix, squares: np.ndarray) -> np.ndarray:
+    """Each row's sum over cells of ``(max - min)^2`` of the cell's four entries (columns
+    ``4 c .. 4 c + 3`` of ``tables``; an entry not stored is 0) times ``squares[c]``."""
+    tables = sp.csr_matrix(tables)
+    tables.sort_indices()
+    if not tables.nnz:
+        return np.zeros(tables.shape[0])
+    row = np.repeat(np.arange(tables.shape[0]), np.diff(tables.indptr))
+    cell = tables.indices // 4
+    starts = np.flatnonzero(np.r_[True, (row[1:] != row[:-1]) | (cell[1:] != cell[:-1])])
+    hi, lo = np.maximum.reduceat(tables.data, starts), np.minimum.reduceat(tables.data, starts)
+    partial = np.diff(np.r_[starts, tables.nnz]) < 4  # a 0 among the four
+    hi, lo = np.where(partial, np.maximum(hi, 0.0), hi), np.where(partial, np.minimum(lo, 0.0), lo)
+    return np.bincount(row[starts], weights=(hi - lo) ** 2 * squares[cell[starts]], minlength=tables.shape[0])
 
 
 def _fixes_label(rate) -> bool:
@@ -135,7 +182,7 @@ def simultaneous_margins(constraints: list[Constraint], data: RateData, decision
     if decisions.ndim != 2 or decisions.shape[0] != data.n:
         raise ValueError(f"decisions must have shape ({data.n}, n_candidates), one row per row of data; "
                          f"got shape {decisions.shape}")
-    influences = _Influences(data, decisions)
+    influences = _Influences(data, decisions, [c.expression for c in constraints])
     rng = np.random.default_rng(random_state)
     quantiles: dict[frozenset, float] = {}
     out = np.empty(len(constraints))
@@ -162,9 +209,16 @@ class _Influences:
     On its slice ``I_r = diag(w v) D + U V^T``, ``D`` the decisions, ``U = [w c, -w]`` and
     ``V = [1, value]``: the product is one weighted ``D^T D`` and rank-two corrections. Rows
     far from every candidate's boundary share their decisions, so ``D`` is read over its
-    distinct rows, each weighted by the sum over the rows that repeat it."""
+    distinct rows, each weighted by the sum over the rows that repeat it. The slices' rows and
+    the rows two slices share are found through the cells of alike rows, at the cost of those
+    rows rather than of a pass over the data per rate.
 
-    def __init__(self, data: RateData, decisions: np.ndarray):
+    A slice's total is summed over every row's weight (0 outside it) and the products over the
+    shared rows in order: the Monte Carlo reads the products through an eigendecomposition whose
+    eigenvectors' signs, and so which candidate each draw moves, can turn on their last bits
+    (summed in another order, a margin in a hundred comes out of other draws)."""
+
+    def __init__(self, data: RateData, decisions: np.ndarray, expressions: list):
         self.data, self._rates, self._grams = data, {}, {}
         # each row's pattern: an index into the distinct rows of decisions
         _, first, pattern = np.unique(_row_keys(decisions), return_index=True, return_inverse=True)
@@ -174,6 +228,11 @@ class _Influences:
         seen = distinct[np.unique(self._pattern[data.sample_weight > 0])]
         _, keep = np.unique(_row_keys(seen.T), return_index=True)
         self._distinct = distinct[:, np.sort(keep)]
+        self._index, _, _, self._cells, _ = rate_cells(expressions, data)
+        self._slices, entry = self._cells.rows()
+        self._v, self._c = self._cells.V.data[entry], self._cells.C.data[entry]  # of each row in each slice
+        self._by_cell = np.argsort(self._cells.cell, kind="stable")  # rows in order within each cell
+        self._cell_start = np.r_[0, np.cumsum(np.bincount(self._cells.cell, minlength=self._cells.n_cells))]
 
     def _pattern_sums(self, rows: np.ndarray, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """The distinct rows ``rows`` repeat, and the sums of ``weights`` (one column per sum)
@@ -185,13 +244,26 @@ class _Influences:
     def _rate(self, rate):
         """Rows of the rate's slice, ``w v`` and ``U`` on them, and ``V``."""
         if rate not in self._rates:
-            idx, w = slice_weights(rate, self.data)
-            v, c = rate_coefficients(rate, self.data, idx)
+            at = slice(*self._slices.indptr[self._index[rate]:self._index[rate] + 2])
+            idx, v, c = self._slices.indices[at], self._v[at], self._c[at]
+            # the slice's total summed over every row's weight, 0 outside it: the order of the sum
+            w = np.zeros_like(self.data.sample_weight)
+            w[idx] = self.data.sample_weight[idx]
+            w = w[idx] / w.sum()
             pattern, per = self._pattern_sums(idx, (w * v)[:, None])
             k = self._distinct.shape[1]
             value = sum(per[b, 0] @ self._distinct[pattern[b]] for b in _blocks(pattern.size, k)) + np.dot(w, c)
             self._rates[rate] = (idx, w * v, np.column_stack([w * c, -w]), np.column_stack([np.ones(k), value]))
         return self._rates[rate]
+
+    def _shared(self, r, s) -> np.ndarray:
+        """The rows both slices hold, in order: those of the cells both hold."""
+        M = self._cells.M
+        cells_r, cells_s = (M.indices[M.indptr[self._index[q]]:M.indptr[self._index[q] + 1]] for q in (r, s))
+        shared = np.intersect1d(cells_r, cells_s, assume_unique=True)
+        start, count = self._cell_start[shared], np.diff(self._cell_start)[shared]
+        at = np.arange(count.sum()) + np.repeat(start - np.cumsum(count) + count, count)
+        return np.sort(self._by_cell[at])
 
     def gram(self, r, s) -> np.ndarray:
         """``I_r^T I_s``, summed over the rows the slices share a block at a time."""
@@ -199,7 +271,7 @@ class _Influences:
             return self._grams[(s, r)].T
         if (r, s) not in self._grams:
             (idx_r, a_r, U_r, V_r), (idx_s, a_s, U_s, V_s) = self._rate(r), self._rate(s)
-            shared = idx_r if r == s else np.intersect1d(idx_r, idx_s, assume_unique=True)
+            shared = idx_r if r == s else self._shared(r, s)
             i, j = np.searchsorted(idx_r, shared), np.searchsorted(idx_s, shared)
             # the row weights of D^T diag(a_r a_s) D, D^T diag(a_r) U_s and D^T diag(a_s) U_r,
             # summed over the rows of each pattern
@@ -252,9 +324,11 @@ def _largest_error_quantile(gram: np.ndarray, confidence: float, rng: np.random.
     if not sd.max() > 0:
         return 0.0
     alpha, spread = 1.0 - confidence, sd[sd > 0]
-    lower = norm.ppf(confidence) * spread.max()
-    bracket = norm.isf(alpha / spread.size) * spread.max()  # every term at most alpha / k there
-    excess = lambda t: norm.sf(t / spread).sum() - alpha  # noqa: E731 (decreasing in t)
+    # norm.ppf, norm.isf and norm.sf by the functions they call, without their checks' cost
+    # (brentq evaluates the excess a dozen times per constraint)
+    lower = ndtri(confidence) * spread.max()
+    bracket = -ndtri(alpha / spread.size) * spread.max()  # every term at most alpha / k there
+    excess = lambda t: ndtr(-(t / spread)).sum() - alpha  # noqa: E731 (decreasing in t)
     # at either end the root may lie only by rounding (k equal spreads put it at bracket)
     if not bracket > lower or excess(lower) <= 0:
         upper = lower
