@@ -829,12 +829,13 @@ def test_a_simultaneous_margin_keeps_candidates_that_differ_on_few_rows_apart():
     D = np.column_stack([d1, d2]).astype(float)
     con = [parse_constraint("ppr >= 0.4")]
     one = simultaneous_margins(con, data, D[:, :1], 0.95, random_state=0)[0]
-    both = simultaneous_margins(con, data, D, 0.95, random_state=0)[0]
+    # one seed's Monte Carlo quantile is off by about 2% (sd); the mean of ten by about 0.6%
+    both = [simultaneous_margins(con, data, D, 0.95, random_state=seed)[0] for seed in range(10)]
     influence = (D - D.mean(axis=0)) / n  # of ppr, per row and candidate
     joint = multivariate_normal(np.zeros(2), influence.T @ influence)
     exact = brentq(lambda q: joint.cdf([q, q]) - 0.95, 0.0, 1.0)
-    assert one < both
-    assert both == pytest.approx(exact, rel=0.02)
+    assert one < both[0]
+    assert np.mean(both) == pytest.approx(exact, rel=0.02)
 
 
 _MIXED = ["tpr[g=a] >= tpr - 0.05", "ppr[g=b, h=x] <= ppr[h=x] + 0.1", "error_rate[g=c] <= error_rate + 0.02",
@@ -921,3 +922,22 @@ def test_influence_products_through_the_cells_equal_the_products_over_every_row(
         for r in e.rates:
             for s in e.rates:
                 np.testing.assert_allclose(influences.gram(r, s), formed[r].T @ formed[s], rtol=1e-12, atol=1e-15)
+
+
+def test_simultaneous_margins_do_not_depend_on_the_signs_of_eigenvectors(monkeypatch):
+    # LAPACK picks each eigenvector's sign, and a last-bit change of the gram can flip it: the
+    # draws must not turn with it, or one fit gives other margins on another machine
+    rng = np.random.default_rng(3)
+    data, y, g = _one_slice(2000, rng)
+    d = rng.random((2000, 6)) < np.linspace(0.3, 0.7, 6)
+    d[:, 3] = d[:, 2] ^ (rng.random(2000) < 0.05)  # two correlated candidates
+    con = [parse_constraint("ppr[g=b] >= 0.3"), parse_constraint("tpr >= 0.4")]
+    before = simultaneous_margins(con, data, d, 0.95, random_state=0)
+    eigh = np.linalg.eigh
+
+    def flipped(a):
+        values, vectors = eigh(a)
+        return values, vectors * np.where(np.arange(vectors.shape[1]) % 2, -1.0, 1.0)
+
+    monkeypatch.setattr(np.linalg, "eigh", flipped)
+    np.testing.assert_array_equal(simultaneous_margins(con, data, d, 0.95, random_state=0), before)

@@ -337,7 +337,9 @@ def _largest_error_quantile(gram: np.ndarray, confidence: float, rng: np.random.
     else:
         upper = brentq(excess, lower, bracket)
     values, vectors = np.linalg.eigh((gram + gram.T) / 2)
-    root = vectors * np.sqrt(np.clip(values, 0.0, None))  # root @ root.T == gram
+    # the symmetric root (root @ root.T == gram): V sqrt(L) alone would turn each eigenvector's
+    # sign, which LAPACK picks and a last-bit change of the gram can flip, into other draws
+    root = (vectors * np.sqrt(np.clip(values, 0.0, None))) @ vectors.T
     draws = int(min(_MAX_DRAWS, max(_DRAWS, np.ceil(_TAIL_DRAWS / alpha))))
     step = max(1, _ENTRIES // root.shape[0])  # draws held at a time
     largest = np.concatenate([(rng.standard_normal((min(step, draws - lo), root.shape[0])) @ root.T).max(axis=1)
