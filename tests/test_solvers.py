@@ -225,6 +225,32 @@ def test_swap_player_warm_power_steps_give_the_stationary_distribution():
             np.testing.assert_allclose(M @ player.weights(), player.weights(), rtol=0, atol=1e-13)
 
 
+def test_cell_vectors_go_through_the_factors_of_a_rule_over_many_values(monkeypatch):
+    # ppr[region] >= 0.8 * ppr over 300 regions: every row of K reads the overall rate's 300
+    # cells (90,000 entries) where mix and unit hold about 4 per region
+    from skrate.problem import CellMatrix, CellVectors, GroupTable, RateData, compile_factored, expand_constraints
+    from skrate.problem._cells import _Factored
+    from skrate.rates import as_constraints
+
+    rng = np.random.default_rng(15)
+    n = 3000
+    groups = {"region": rng.integers(0, 300, n).astype(str)}
+    data = RateData(rng.integers(0, 2, n), rng.uniform(0.5, 2.0, n), GroupTable.from_input(groups, None, n))
+    exprs = [c.expression for c in expand_constraints(as_constraints("ppr[region] >= 0.8 * ppr"), data.groups)]
+    mix, basis, _ = compile_factored(exprs, data)
+    A = sp.csr_matrix(mix @ basis).toarray()
+    cells = CellMatrix.from_factors(mix, basis)
+    assert cells.K.nnz > 10 * (cells.factors[0].nnz + cells.factors[1].nnz)
+    x, v = (rng.random(n) > 0.5).astype(float), rng.normal(size=A.shape[0])
+    assert isinstance(CellVectors(cells).K, np.ndarray)  # 300 x 300: dense
+    monkeypatch.setattr(CellVectors, "DENSE_K_MAX", 0)
+    for matrix, kind in ((cells, _Factored), (CellMatrix(cells.K, cells.P), sp.csr_matrix)):  # no factors: K
+        vectors = CellVectors(matrix)
+        assert isinstance(vectors.K, kind)
+        np.testing.assert_allclose(vectors.matvec(x), A @ x, rtol=1e-12, atol=1e-15)
+        np.testing.assert_allclose(vectors.rmatvec(v), A.T @ v, rtol=1e-12, atol=1e-18)
+
+
 def test_minibatch_rates_estimate_the_full_rates():
     # with the model held still (learning rate 0), the rates a minibatch measures and the players
     # see are unbiased estimates of the rates on all rows: their mean over many batches is those

@@ -238,7 +238,10 @@ class CellVectors:
     factors those are four sparse products whose dispatch, on a few thousand rows, costs more
     than their arithmetic. Here ``K``, a few constraints by a few cells, is dense, and so is
     ``P`` while it is small (a cache-resident matrix-vector product); a larger ``P`` is each
-    row's cell and scale, a ``bincount`` and a gather.
+    row's cell and scale, a ``bincount`` and a gather. A ``K`` too large to be dense goes through
+    its factors ``mix @ unit`` when they hold fewer entries: a rule over every value of a column
+    of thousands has one row per value, each reading the overall rate's every cell, so ``K``
+    holds m times the cells where ``mix`` and ``unit`` hold a few per row.
 
     Parameters
     ----------
@@ -246,7 +249,7 @@ class CellVectors:
         The rate matrix ``K @ P``.
     """
 
-    #: Largest ``K`` (entries) made dense; beyond, it stays sparse.
+    #: Largest ``K`` (entries) made dense; beyond, it stays sparse (or factored).
     DENSE_K_MAX = 1 << 20
     #: Largest ``P`` (cells times rows) made dense.
     DENSE_P_MAX = 1 << 17
@@ -255,8 +258,14 @@ class CellVectors:
         P = sp.csc_matrix(A.P)
         P.sum_duplicates()
         K = A.K
-        self.K = K.toarray() if K.shape[0] * K.shape[1] <= self.DENSE_K_MAX else sp.csr_matrix(K)
-        self.KT = self.K.T if isinstance(self.K, np.ndarray) else self.K.T.tocsr()
+        if K.shape[0] * K.shape[1] <= self.DENSE_K_MAX:
+            self.K = K.toarray()
+        elif A.factors is not None and A.factors[0].nnz + A.factors[1].nnz < K.nnz:
+            # 2,000 parity rows over 2,000 cells: K held 4 million entries, its factors 8,000
+            self.K = _Factored(*A.factors)
+        else:
+            self.K = sp.csr_matrix(K)
+        self.KT = self.K.T if isinstance(self.K, (np.ndarray, _Factored)) else self.K.T.tocsr()
         self.n = P.shape[1]
         self.P = P.toarray() if P.shape[0] * P.shape[1] <= self.DENSE_P_MAX else None
         self.rows = np.flatnonzero(np.diff(P.indptr))  # rows in a cell, in the order of P's entries
@@ -303,3 +312,18 @@ class CellVectors:
         full = np.zeros(self.n)
         full[self.rows] = out
         return full
+
+
+class _Factored:
+    """``mix @ unit`` as an operator on vectors, and its transpose, both factors kept CSR."""
+
+    def __init__(self, mix: sp.spmatrix, unit: sp.spmatrix):
+        self.mix, self.unit = sp.csr_matrix(mix), sp.csr_matrix(unit)
+        self.shape = (self.mix.shape[0], self.unit.shape[1])
+
+    @property
+    def T(self) -> "_Factored":
+        return _Factored(self.unit.T, self.mix.T)
+
+    def __matmul__(self, x: np.ndarray) -> np.ndarray:
+        return self.mix @ (self.unit @ x)
