@@ -225,6 +225,83 @@ def test_swap_player_warm_power_steps_give_the_stationary_distribution():
             np.testing.assert_allclose(M @ player.weights(), player.weights(), rtol=0, atol=1e-13)
 
 
+def _slow_mixing(k, rng, leak=0.02):
+    """A positive column-stochastic matrix whose chain crosses between two halves of its states
+    with probability about ``leak``: an eigenvalue near ``1 - leak``, where power steps stall."""
+    half = k // 2
+    M = np.zeros((k, k))
+    for rows in (slice(0, half), slice(half, k)):
+        u = rng.uniform(size=rows.stop - rows.start)
+        M[rows, rows] = (u / u.sum())[:, None]
+    R = rng.uniform(size=(k, k))
+    return (1 - leak) * M + leak * R / R.sum(axis=0)
+
+
+def test_swap_player_large_k_stationary_distribution_is_the_dense_solve(monkeypatch):
+    # from 128 weights on, a Krylov solve replaces power steps; on a slowly mixing chain with
+    # 1,201 weights it must give the dense solve's fixed point to rounding, without the solve
+    from skrate.solvers import _players
+
+    rng = np.random.default_rng(11)
+    k = 1201
+    M = _slow_mixing(k, rng)
+    eps = np.finfo(float).eps
+    exact = stationary_distribution(M)
+    lam = np.full(k, 1.0 / k)
+    for _ in range(_players._POWER_STEPS):
+        lam = M @ lam
+    assert np.abs(M @ lam - lam).sum() > 1e-6  # the power steps would stall here
+    start = stationary_distribution(_slow_mixing(k, np.random.default_rng(12)))  # the last step's
+
+    def no_dense_solve(M):
+        raise AssertionError("the dense solve was called")
+
+    monkeypatch.setattr(_players, "stationary_distribution", no_dense_solve)
+    lam = _players._warm_stationary(M, start)
+    assert lam.min() >= 0 and abs(lam.sum() - 1) <= 1e-15
+    assert np.abs(M @ lam - lam).sum() <= k * eps  # the stated tolerance: k units of rounding
+    assert np.abs(M @ exact - exact).sum() <= k * eps  # which the dense solve meets too
+    np.testing.assert_allclose(lam, exact, rtol=0, atol=1e-15)
+    assert np.abs(lam - exact).sum() <= 1e-12
+
+
+def test_swap_player_krylov_solve_falls_back_to_the_dense_solve(monkeypatch):
+    # a Krylov basis too small to converge returns None, and the dense solve takes over
+    from skrate.solvers import _players
+
+    rng = np.random.default_rng(13)
+    M = _slow_mixing(300, rng)
+    exact = stationary_distribution(M)
+    monkeypatch.setattr(_players, "_KRYLOV_DIM", 1)
+    assert _players._krylov_stationary(M, np.full(300, 1 / 300)) is None
+    np.testing.assert_array_equal(_players._warm_stationary(M, np.full(300, 1 / 300)), exact)
+
+
+def test_swap_player_blocked_update_is_the_whole_matrix_update():
+    # the update works on blocks of rows to stay in cache: with up to 256 weights one block,
+    # the same operations as on the whole matrix to the bit; beyond, equal to rounding
+    from skrate.solvers._players import _log_normalize
+
+    rng = np.random.default_rng(14)
+    for m, eta in ((31, 50.0), (32, 2.0), (200, 40.0), (700, 150.0)):
+        player = SwapRegretPlayer(m, eta)
+        assert (len(player._blocks) > 1) == (m == 700)
+        log_M = player.log_M
+        for t in range(6):
+            grad = np.r_[0.0, rng.normal(scale=0.1, size=m) + (0.05 if t < 3 else -0.05)]
+            lam = player.weights().copy()
+            player.update(grad[1:])
+            log_M = _log_normalize(log_M + eta * np.outer(grad, lam), axis=0)
+            if m <= 255:
+                np.testing.assert_array_equal(player.log_M, log_M)
+                np.testing.assert_array_equal(player.M, np.exp(log_M))
+            else:
+                np.testing.assert_allclose(player.log_M, log_M, rtol=1e-14, atol=1e-12)
+                np.testing.assert_allclose(player.M, np.exp(log_M), rtol=1e-12, atol=0)
+            np.testing.assert_allclose(player.M.sum(axis=0), 1.0, rtol=1e-14)
+            log_M = player.log_M  # each step from the player's matrix: rounding does not pile up
+
+
 def test_cell_vectors_go_through_the_factors_of_a_rule_over_many_values(monkeypatch):
     # ppr[region] >= 0.8 * ppr over 300 regions: every row of K reads the overall rate's 300
     # cells (90,000 entries) where mix and unit hold about 4 per region
