@@ -10,9 +10,10 @@ The Adult training rows get a column ``region`` of ``k`` values, drawn uniformly
 the four-fifths rule in every region, ``ppr[region] >= 0.8 * ppr``: ``k`` constraints.
 
 * skrate's ConstrainedClassifier (defaults: linear model, proxy-Lagrangian game, the LP's
-  stochastic model), with the swap-regret lambda-player (the default, ``(m + 1)^2`` state and a
-  stationary distribution per step) and the external-regret one (``"proxy_lagrangian_ext"``,
-  O(m) per step), then its ``constraint_report`` on the training rows, and
+  stochastic model), with the swap-regret lambda-player (the default, ``(m + 1)^2`` state, a
+  pass over it and a Krylov solve for its stationary distribution per step) and the
+  external-regret one (``"proxy_lagrangian_ext"``, O(m) per step), then its ``constraint_report``
+  on the training rows, and
   ``skrate.metrics.audit`` of the fitted model (200 bootstrap resamples: each region's
   ``ppr`` and the constraints);
 * fairlearn's ExponentiatedGradient(LogisticRegression, DemographicParity(ratio_bound=0.8)),

@@ -93,9 +93,10 @@ class ConstrainedClassifier(RateClassifierBase):
             "oracle_proxy_lagrangian"}, default="proxy_lagrangian"
         The lambda-player: swap regret ("0-1 swap", Algorithm 3), external regret ("0-1 ext",
         Algorithm 4), or the hinge-relaxed Lagrangian baseline (Algorithm 5). The swap-regret
-        player holds an (m + 1) x (m + 1) matrix and its stationary distribution for m
-        constraints: with thousands of constraints (a rule over every value of a column of
-        thousands) it dominates the fit, where ``"proxy_lagrangian_ext"`` costs O(m) a step
+        player holds an (m + 1) x (m + 1) matrix for m constraints: a step costs O(m^2), passes
+        over the matrix and a Krylov solve for its stationary distribution (a few to a few tens
+        of products with it). With thousands of constraints (a rule over every value of a column
+        of thousands) it dominates the fit, where ``"proxy_lagrangian_ext"`` costs O(m) a step
         (``doc/benchmarks/scaling.md``). With an
         ``estimator``: ``"oracle_lagrangian"`` (Algorithm 1) or ``"oracle_proxy_lagrangian"``
         (Algorithm 2), see ``estimator``.
