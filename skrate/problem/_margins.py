@@ -214,9 +214,9 @@ class _Influences:
     rows rather than of a pass over the data per rate.
 
     A slice's total is summed over every row's weight (0 outside it) and the products over the
-    shared rows in order: the Monte Carlo reads the products through an eigendecomposition whose
-    eigenvectors' signs, and so which candidate each draw moves, can turn on their last bits
-    (summed in another order, a margin in a hundred comes out of other draws)."""
+    shared rows in order, so the margins repeat to the bit the values recorded in the benchmarks;
+    the Monte Carlo draws through the grams' symmetric roots, so another order would move a
+    margin only by its rounding."""
 
     def __init__(self, data: RateData, decisions: np.ndarray, expressions: list):
         self.data, self._rates, self._grams = data, {}, {}
