@@ -242,7 +242,6 @@ def smart(
         bounds[:] = [np.inf, -np.inf]  # tables are refreshed below or were restored
         kept_set.reset()
         perm = rng.permutation(n)
-        X_perm, Y_perm = X[perm], Y[perm]  # minibatches become contiguous views
         n_steps = n_batches if block == "cyclic" else 2 * n_batches
         pick_w = rng.random(n_steps) < 0.5 if block == "random" else None
         k = 0
@@ -254,8 +253,8 @@ def smart(
             rows = slice((k % n_batches) * bsz, (k % n_batches + 1) * bsz)
             B = perm[rows]
             k += 1
-            XB = X_perm[rows]
-            l_B, D_B = linear_loss(P.loss, XB @ W + b, Y_perm[rows])
+            XB = X[B]  # gathered per minibatch: X[perm] held a second copy of X for the epoch
+            l_B, D_B = linear_loss(P.loss, XB @ W + b, Y[B])
             cdiff = (w[B] / h)[:, None] * (D_B - D[B])
             corr_W = XB.T @ cdiff
             corr_b = cdiff.sum(axis=0) * fi

@@ -59,6 +59,28 @@ def column_scaling(X, fit_intercept: bool) -> tuple[np.ndarray, np.ndarray]:
     """
     if sp.issparse(X):
         return _sparse_column_scaling(sp.csc_matrix(X), fit_intercept)
+    # a few columns at a time: the statistics hold about six arrays of the columns' size (the
+    # quartiles' sort among them), which for all of them at once were six copies of X. Each
+    # column's are its own, and blocks of at least two columns reduce over the rows in the
+    # same order as X whole (a single one would be summed pairwise: another rounding)
+    n, d = X.shape
+    blocks = max(1, min(d // 2, -(-n * d // _SCALING_BLOCK)))
+    parts = [_dense_column_scaling(X[:, cols], fit_intercept) for cols in _column_blocks(d, blocks)]
+    return np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts])
+
+
+#: Most entries of ``X`` whose statistics :func:`column_scaling` takes at once.
+_SCALING_BLOCK = 2**22
+
+
+def _column_blocks(d: int, blocks: int) -> list[slice]:
+    """``blocks`` consecutive slices of ``d`` columns, of sizes differing by at most one."""
+    edges = np.linspace(0, d, blocks + 1).round().astype(int)
+    return [slice(a, b) for a, b in zip(edges[:-1], edges[1:])]
+
+
+def _dense_column_scaling(X: np.ndarray, fit_intercept: bool) -> tuple[np.ndarray, np.ndarray]:
+    """:func:`column_scaling` of the columns of a dense ``X``."""
     q1, q3 = np.percentile(X, [25, 75], axis=0)
     # moments in units of the quartiles' magnitude: squares beyond 1e154 overflowed
     unit = power_of_two_above(np.maximum(np.abs(q1), np.abs(q3)))
@@ -141,12 +163,12 @@ def _column_max(values: np.ndarray, col: np.ndarray, d: int) -> np.ndarray:
 _FAR = 2.0**64
 
 
-def held_within(Z: np.ndarray) -> np.ndarray:
+def held_within(Z: np.ndarray, out: np.ndarray | None = None) -> np.ndarray:
     """The scaled columns of :func:`column_scaling` with entries beyond ``2**64`` spreads held
     at ``+-2**64``. Such an entry (a sentinel code, a unit error) makes its row an outlier the
     trimmed fit sets aside, whatever its exact size; left as it is, one of ``1e160`` squared to
     inf in the curvature bounds and the losses, and the fit failed or returned NaN."""
-    return np.clip(Z, -_FAR, _FAR)
+    return np.clip(Z, -_FAR, _FAR, out=out)
 
 
 def held_rows(Z: np.ndarray | CentredColumns) -> np.ndarray:
@@ -171,7 +193,10 @@ def preconditioned(X, offset: np.ndarray, scale: np.ndarray):
     implicit centring loses no digits there, and their zeros need no holding.
     """
     if not sp.issparse(X):
-        return held_within((X - offset) / scale)
+        # one array: each step in place, where X - offset, its quotient and its clip were three
+        Z = np.subtract(X, offset)
+        np.divide(Z, scale, out=Z)
+        return held_within(Z, out=Z)
     X = sp.csc_matrix(X, copy=True)
     n, d = X.shape
     col = np.repeat(np.arange(d), np.diff(X.indptr))

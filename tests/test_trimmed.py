@@ -851,6 +851,48 @@ def test_badly_scaled_trimmed_fit_matches_concentration_steps(params):
 
 
 
+@pytest.mark.parametrize("order", ["C", "F"])
+@pytest.mark.parametrize("fit_intercept", [True, False])
+def test_column_scaling_by_blocks_of_columns_is_that_of_x_whole(order, fit_intercept, monkeypatch):
+    # the statistics are taken a few columns at a time (bounded memory); each column's must be
+    # those of X whole, bit for bit: the blocks' reductions over rows sum in the same order
+    rng = np.random.default_rng(0)
+    n, d = 3001, 9
+    X = rng.normal(size=(n, d)) * [1e-200, 1e-3, 1.0, 1.0, 1e6, 1.0, 1e250, 1.0, 1.0] + [0, 1e6, 0, 0, 0, -3, 0, 0, 0]
+    X[rng.integers(0, n, 4), 2] = 1e300  # gross values, clipped at the fences
+    X[:, 5] = 7.0  # constant
+    X[: n // 2, 8] = 0.0  # mostly one value
+    X = np.asarray(X, order=order)
+    whole = skrate._trimmed_problem._dense_column_scaling(X, fit_intercept)
+    monkeypatch.setattr(skrate._trimmed_problem, "_SCALING_BLOCK", 2 * n)  # blocks of 2 and 3 columns
+    with np.errstate(over="ignore"):
+        blocks = column_scaling(X, fit_intercept)
+    np.testing.assert_array_equal(blocks[0], whole[0])
+    np.testing.assert_array_equal(blocks[1], whole[1])
+
+
+def test_dense_scaling_holds_about_one_copy_of_x(monkeypatch):
+    import tracemalloc
+
+    from skrate._trimmed_problem import held_within, preconditioned
+
+    X = np.random.default_rng(0).normal(size=(20000, 10)) * 1e3 + 5.0
+    X[3, 4] = 1e30  # beyond 2**64 spreads: held
+    monkeypatch.setattr(skrate._trimmed_problem, "_SCALING_BLOCK", X.size // 5)
+    tracemalloc.start()
+    try:
+        offset, scale = column_scaling(X, True)
+        scaling_peak = tracemalloc.get_traced_memory()[1]
+        tracemalloc.reset_peak()
+        Z = preconditioned(X, offset, scale)
+        preconditioning_peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert scaling_peak < 2 * X.nbytes  # its statistics held about six copies of X at once
+    assert preconditioning_peak < 1.2 * X.nbytes  # Z itself: X - offset, its quotient and clip were three
+    np.testing.assert_array_equal(Z, held_within((X - offset) / scale))
+
+
 # ------------------------------------------------------------------ exact refits
 def _gradient_in_standardised_units(X, Y, loss, alpha, c, W, b):
     """Gradient of ``sum_i c_i f_i + alpha ||W||^2 / 2`` in the units the solvers use."""
