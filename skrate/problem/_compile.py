@@ -269,9 +269,9 @@ def rate_cells(expressions: list[Expression],
     Parameters
     ----------
     expressions : list of Expression
-        Linear rate expressions, without bare group columns.
+        The linear rate expressions (no bare group columns) whose basic rates are sought.
     data : RateData
-        What the rates are measured on.
+        The rows, labels, weights and group columns the rates read.
 
     Returns
     -------
