@@ -918,3 +918,113 @@ def test_least_violation_bounds_each_cell_by_its_weight():
     problem = compile_problem(parse_expression("error"), as_constraints(["ppr[g=a] <= 0.1", "ppr >= 0.9"]), data)
     value, _ = least_violation(problem)
     assert value == pytest.approx(7 / 30)
+
+
+def _many_groups_problem(seed, specs, n_groups=60, n=3000):
+    """A compiled problem whose rules expand over ``n_groups`` values of ``g`` (and a column ``h``)."""
+    rng = np.random.default_rng(seed)
+    groups = {"g": rng.integers(0, n_groups, n).astype(str), "h": rng.choice(["a", "b"], n)}
+    data = RateData(rng.integers(0, 2, n), rng.uniform(0.5, 2.0, n), GroupTable.from_input(groups, None, n),
+                    rng.integers(0, 2, n))
+    return compile_problem(parse_expression("error"), [c for s in specs for c in as_constraints(s)], data)
+
+
+def _least_largest_over_formed_K(K, upper, offsets):
+    """The LP of least_largest with one variable per cell and K formed: the reference."""
+    import scipy.sparse as sp
+    from scipy.optimize import linprog
+
+    m, n = K.shape
+    res = linprog(np.r_[np.zeros(n), 1.0], A_ub=sp.hstack([K, -np.ones((m, 1))]), b_ub=-offsets,
+                  bounds=[(0.0, u) for u in upper] + [(None, None)], method="highs")
+    assert res.status == 0
+    return res.fun
+
+
+@pytest.mark.parametrize("seed", range(3))
+@pytest.mark.parametrize("specs, feasible", [
+    (["tpr[g] >= tpr - 0.05", "ppr[h=a] <= 0.2", "ppr[h=a] >= 0.6"], False),  # contradictory bounds
+    (["fpr[g] <= fpr + 0.01", "ppr[g] <= 0.1", "tpr[h=a] >= 0.9"], False),
+    (["ppr[g] <= ppr + 0.02", "ppr[g] >= ppr - 0.02", "tpr[h=b] >= 0.5"], True),
+])
+def test_factored_least_largest_matches_the_lp_over_formed_cells(seed, specs, feasible):
+    # the LP reads mix r + offsets <= t with r = unit s: the factors' entries, not K's, which
+    # repeat the overall rate's cells in every parity row; same optimum as over K
+    from skrate.problem import CellMatrix, least_largest
+
+    problem = _many_groups_problem(seed, specs)
+    cells, offsets = CellMatrix.from_factors(problem.mix[1:], problem.basis), problem.b[1:]
+    assert cells.factors is not None
+    upper = np.asarray(cells.P.sum(axis=1)).ravel()
+    expected = _least_largest_over_formed_K(cells.K, upper, offsets)
+    assert (expected <= 1e-9) == feasible
+    value, worst = least_largest(cells, offsets)
+    assert value == pytest.approx(expected, abs=1e-8)
+    # the LP over K alone (no factors) too, and the index each names attains the value
+    unfactored = least_largest(CellMatrix(cells.K, cells.P), offsets)
+    assert unfactored[0] == pytest.approx(expected, abs=1e-8)
+    for j in (worst, unfactored[1]):
+        assert 0 <= j < len(problem.constraints)
+
+
+def test_least_largest_names_the_first_constraint_among_those_tied_at_the_optimum():
+    # ppr >= 0.9 and ppr[g=a] <= 0.1 both miss by 7/30 at the optimum; a third constraint 1e-12
+    # above the first makes the first fall short of the largest by a hair: still the first of
+    # the tied is named, not whichever the solution's rounding puts on top
+    from skrate.problem import least_violation
+
+    rng = np.random.default_rng(0)
+    n = 1000
+    data = RateData(rng.integers(0, 2, n), np.ones(n), GroupTable.from_input({"g": np.repeat(["a", "b"], n // 2)}, None, n))
+    specs = ["ppr >= 0.9", "ppr[g=a] <= 0.1", "ppr >= 0.900000000001"]
+    problem = compile_problem(parse_expression("error"), as_constraints(specs), data)
+    value, worst = least_violation(problem)
+    assert value == pytest.approx(7 / 30) and worst == 0
+
+
+def test_least_violation_matches_cvxpy_on_a_tiny_problem():
+    # the per-row LP min t s.t. A yhat + b <= t, 0 <= yhat <= 1, solved by another modeller
+    cp = pytest.importorskip("cvxpy")
+    from skrate.problem import least_violation
+
+    problem = _many_groups_problem(4, ["tpr[g] >= tpr - 0.01", "ppr[h=a] >= 0.7", "ppr <= 0.2"], n_groups=5, n=60)
+    A, b = problem.A[1:].toarray(), problem.b[1:]
+    yhat, t = cp.Variable(A.shape[1]), cp.Variable()
+    reference = cp.Problem(cp.Minimize(t), [A @ yhat + b <= t, yhat >= 0, yhat <= 1])
+    reference.solve(solver="CLARABEL")
+    value, worst = least_violation(problem)
+    assert value > 0 and value == pytest.approx(reference.value, abs=1e-6)
+
+
+def test_cell_matrix_of_many_parity_rows_multiplies_through_its_factors_unformed(monkeypatch):
+    # 300 parity rows over 300 groups: K would repeat the overall rate's cells in every row
+    # (over 64 times the factors' entries), so it is left unformed and every product goes
+    # through mix @ unit, equal to the products with the formed matrix
+    import scipy.sparse as sp
+
+    from skrate.problem import CellMatrix, CellVectors
+
+    problem = _many_groups_problem(5, ["tpr[g] >= tpr - 0.05", "ppr[h=a] <= 0.4"], n_groups=300, n=6000)
+    mix, basis = problem.mix, problem.basis
+    A = sp.csr_matrix(mix @ basis).toarray()
+    cells = CellMatrix.from_factors(mix, basis)
+    assert cells.factored and cells.shape == A.shape
+    rng = np.random.default_rng(0)
+    x, v = rng.random((A.shape[1], 3)), rng.normal(size=A.shape[0])
+    idx, rows = rng.permutation(A.shape[1])[:700], np.arange(0, A.shape[0], 3)
+    W = sp.random(5, A.shape[0], density=0.3, random_state=0)
+    np.testing.assert_allclose(cells @ x, A @ x, rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(cells.T @ v, A.T @ v, rtol=1e-12, atol=1e-18)
+    np.testing.assert_allclose(cells.sum(axis=1), A.sum(axis=1), rtol=1e-12, atol=1e-13)  # parity rows: 0
+    np.testing.assert_allclose(cells[rows][:, idx] @ x[idx], A[rows][:, idx] @ x[idx], rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(cells.combined(W) @ x, W @ (A @ x), rtol=1e-12, atol=1e-15)
+    monkeypatch.setattr(CellVectors, "DENSE_K_MAX", 0)  # else a K this small is made dense
+    vectors = CellVectors(cells)
+    np.testing.assert_allclose(vectors.matvec(x[:, 0]), A @ x[:, 0], rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(vectors.rmatvec(v), A.T @ v, rtol=1e-12, atol=1e-18)
+    assert cells._K is None  # none of them formed K
+    # entrywise operations form it, as the product of the factors
+    np.testing.assert_allclose(cells.maximum(0).toarray(), np.maximum(A, 0), rtol=1e-12, atol=1e-18)
+    np.testing.assert_allclose(cells.toarray(), A, rtol=1e-12, atol=1e-18)
+    # a few rows (the objective and 63 constraints at most) always form K, as before
+    assert not CellMatrix.from_factors(mix[:64], basis).factored

@@ -310,7 +310,7 @@ class MetricProgram:
             constant[i] = self.constraints[j].constant
             for coef, atom, idx in self.constraints[j].atoms:
                 np.add.at(W[i], idx, coef * atom.linear_coefficients())
-        return kept, CellMatrix(sp.csr_matrix(W) @ self.A.K, self.A.P), W @ self.b + constant
+        return kept, self.A.combined(W), W @ self.b + constant
 
     def flag_undefined(self, r: np.ndarray, cons: np.ndarray) -> np.ndarray:
         """The constraint values ``cons`` at ``r`` as models are judged by them: a constraint

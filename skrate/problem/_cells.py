@@ -8,7 +8,9 @@ coefficient of each cell in each row of ``A`` (sparse: a row holds the cells of 
 ``P`` one entry per row of the data, its scale, in its cell's row. A row of ``A`` that combines a
 group's rate with the overall rate (every parity constraint) holds n entries; ``P`` holds n in
 all, and a product costs one pass over them. Since the scales are ``>= 0``, the positive and negative parts of
-``A`` (the surrogate games' upper and lower bounds) are ``K``'s, times ``P``: exactly.
+``A`` (the surrogate games' upper and lower bounds) are ``K``'s, times ``P``: exactly. ``K`` is in turn
+``mix @ unit``, ``unit`` the cells' directions in the basic rates: with thousands of parity rows ``K``
+repeats the overall rate's cells in each, and is left unformed, its products going through the factors.
 """
 
 from __future__ import annotations
@@ -87,19 +89,37 @@ class CellMatrix:
 
     Parameters
     ----------
-    K : sparse matrix of shape (n_rows, n_cells)
-        The coefficient of each cell in each row of ``A``.
+    K : sparse matrix of shape (n_rows, n_cells), or None
+        The coefficient of each cell in each row of ``A``. None (with ``factors``): formed only
+        when an entrywise operation needs it, every product going through the factors
+        (:attr:`factored`).
     P : sparse matrix of shape (n_cells, n_samples)
         At most one entry per column: the row's scale, in its cell's row.
     factors : tuple of two sparse matrices, optional
         ``(mix, unit)`` with ``K = mix @ unit`` (see :meth:`from_factors`): products with many
         columns (:meth:`grouped_sums`) go through them, as ``unit`` holds a basic rate's few
         cells where ``K`` repeats the overall rate's in every parity row.
+
+    Attributes
+    ----------
+    factored : bool
+        Whether products go through ``mix @ unit`` rather than ``K`` (``K`` given as None).
     """
 
-    def __init__(self, K: sp.spmatrix, P: sp.spmatrix, factors: tuple | None = None):
-        self.K, self.P = sp.csr_matrix(K, dtype=float), sp.csc_matrix(P)
+    #: ``K`` is left unformed, its products going through ``mix @ unit``, when it would hold more
+    #: than this many times the factors' entries. It holds fewer than its rows times them, so a
+    #: ``K`` of at most this many rows (63 constraints and the objective) is always formed, and
+    #: products with it are as they were before the factors were kept.
+    FACTORED_RATIO = 64
+
+    def __init__(self, K: sp.spmatrix | None, P: sp.spmatrix, factors: tuple | None = None):
+        if K is None and factors is None:
+            raise ValueError("CellMatrix needs K or its factors.")
+        self.P = sp.csc_matrix(P)
         self.factors = None if factors is None else tuple(sp.csr_matrix(f, dtype=float) for f in factors)
+        self._K = None if K is None else sp.csr_matrix(K, dtype=float)
+        self.factored = K is None
+        self._n_rows = self.factors[0].shape[0] if K is None else self._K.shape[0]
 
     @classmethod
     def from_factors(cls, mix: sp.spmatrix, basis: sp.spmatrix) -> "CellMatrix":
@@ -115,23 +135,85 @@ class CellMatrix:
         Returns
         -------
         CellMatrix
-            ``A = mix @ basis`` over the cells of alike rows (see :func:`row_cells`).
+            ``A = mix @ basis`` over the cells of alike rows (see :func:`row_cells`); ``K`` left
+            unformed when its factors are much smaller (:attr:`FACTORED_RATIO`).
         """
         cell, scale, unit = row_cells(basis)
         used = np.flatnonzero(cell >= 0)
         P = sp.csc_matrix((scale[used], (cell[used], used)), shape=(unit.shape[1], basis.shape[1]))
-        return cls(sp.csr_matrix(mix) @ unit, P, (mix, unit))
+        return cls._over_cells(sp.csr_matrix(mix), unit, P)
+
+    @classmethod
+    def _over_cells(cls, mix: sp.csr_matrix, unit: sp.spmatrix, P: sp.spmatrix) -> "CellMatrix":
+        """``(mix @ unit) @ P``, ``K = mix @ unit`` formed unless it would hold more than
+        :attr:`FACTORED_RATIO` times the factors' entries (2,000 parity rows over 2,000 cells:
+        4 million where the factors hold 8,000)."""
+        canonical = mix.copy()
+        canonical.sum_duplicates()
+        # each row of K holds at most the cells of its rates (exactly, but for slices that
+        # overlap): at most K's rows times unit's entries
+        bound = np.bincount(sp.csc_matrix(unit).indices, minlength=unit.shape[0])[canonical.indices].sum()
+        if bound > cls.FACTORED_RATIO * (mix.nnz + unit.nnz):
+            return cls(None, P, (mix, unit))
+        return cls(mix @ unit, P, (mix, unit))
+
+    @property
+    def K(self) -> sp.csr_matrix:
+        """The coefficient of each cell in each row of ``A``, formed from the factors when first
+        asked for (entrywise operations need it; products go through the factors)."""
+        if self._K is None:
+            mix, unit = self.factors
+            self._K = sp.csr_matrix(mix @ unit, dtype=float)
+        return self._K
+
+    def cell_product(self, x):
+        """``K @ x``, through the factors when ``K`` is left unformed.
+
+        Parameters
+        ----------
+        x : ndarray or sparse matrix of shape (n_cells,) or (n_cells, k)
+            A value per cell (sums of decisions over the cells' rows).
+
+        Returns
+        -------
+        ndarray or sparse matrix of shape (n_rows,) or (n_rows, k)
+        """
+        if self.factored:
+            mix, unit = self.factors
+            return mix @ (unit @ x)
+        return self.K @ x
+
+    def combined(self, W: sp.spmatrix | np.ndarray) -> "CellMatrix":
+        """``W @ A``, rows that combine ``A``'s, kept factored as ``(W @ mix) @ unit`` when ``A``
+        has factors.
+
+        Parameters
+        ----------
+        W : sparse matrix or ndarray of shape (n_new_rows, n_rows)
+            The coefficient of each row of ``A`` in each new row.
+
+        Returns
+        -------
+        CellMatrix of shape (n_new_rows, n_samples)
+        """
+        W = sp.csr_matrix(W)
+        if self.factors is None:
+            return CellMatrix(W @ self.K, self.P)
+        mix, unit = self.factors
+        if self.factored:
+            return CellMatrix._over_cells(sp.csr_matrix(W @ mix), unit, self.P)
+        return CellMatrix(W @ self.K, self.P, (W @ mix, unit))
 
     @property
     def shape(self) -> tuple[int, int]:
-        return self.K.shape[0], self.P.shape[1]
+        return self._n_rows, self.P.shape[1]
 
     @property
     def T(self) -> "_Transposed":
         return _Transposed(self)
 
     def __matmul__(self, x):
-        return self.K @ (self.P @ x)
+        return self.cell_product(self.P @ x)
 
     def maximum(self, value: float) -> "CellMatrix":
         return CellMatrix(self.K.maximum(value), self.P)
@@ -152,6 +234,8 @@ class CellMatrix:
 
     def __getitem__(self, key) -> "CellMatrix":
         rows, cols = key if isinstance(key, tuple) else (key, slice(None))
+        if self.factored:  # a minibatch's columns: K stays unformed
+            return CellMatrix(None, self.P[:, cols], (self.factors[0][rows], self.factors[1]))
         return CellMatrix(self.K[rows], self.P[:, cols])
 
     def sum(self, axis: int) -> np.ndarray:
@@ -174,7 +258,7 @@ class CellMatrix:
         """
         if axis != 1:
             raise ValueError("CellMatrix sums its rows only (axis=1).")
-        return self.K @ np.asarray(self.P.sum(axis=1)).ravel()
+        return self.cell_product(np.asarray(self.P.sum(axis=1)).ravel())
 
     def grouped_sums(self, labels: np.ndarray, n_labels: int) -> np.ndarray:
         """``A``'s columns summed by label: ``A @ M`` for the 0/1 matrix ``M`` of column ``i`` in
@@ -217,7 +301,8 @@ class _Transposed:
 
     def __init__(self, A: CellMatrix):
         self.A = A
-        self._KT, self._PT = A.K.T, A.P.T  # formed once: a solver multiplies by them every step
+        # formed once: a solver multiplies by them every step
+        self._KT, self._PT = _Factored(*A.factors).T if A.factored else A.K.T, A.P.T
 
     @property
     def shape(self) -> tuple[int, int]:
@@ -257,14 +342,13 @@ class CellVectors:
     def __init__(self, A: CellMatrix):
         P = sp.csc_matrix(A.P)
         P.sum_duplicates()
-        K = A.K
-        if K.shape[0] * K.shape[1] <= self.DENSE_K_MAX:
-            self.K = K.toarray()
-        elif A.factors is not None and A.factors[0].nnz + A.factors[1].nnz < K.nnz:
+        if A.shape[0] * P.shape[0] <= self.DENSE_K_MAX:
+            self.K = A.K.toarray()
+        elif A.factored or (A.factors is not None and A.factors[0].nnz + A.factors[1].nnz < A.K.nnz):
             # 2,000 parity rows over 2,000 cells: K held 4 million entries, its factors 8,000
             self.K = _Factored(*A.factors)
         else:
-            self.K = sp.csr_matrix(K)
+            self.K = sp.csr_matrix(A.K)
         self.KT = self.K.T if isinstance(self.K, (np.ndarray, _Factored)) else self.K.T.tocsr()
         self.n = P.shape[1]
         self.P = P.toarray() if P.shape[0] * P.shape[1] <= self.DENSE_P_MAX else None
