@@ -941,3 +941,39 @@ def test_simultaneous_margins_do_not_depend_on_the_signs_of_eigenvectors(monkeyp
 
     monkeypatch.setattr(np.linalg, "eigh", flipped)
     np.testing.assert_array_equal(simultaneous_margins(con, data, d, 0.95, random_state=0), before)
+
+
+def test_simultaneous_margins_hold_a_product_only_until_its_last_request(monkeypatch):
+    # 40 parity constraints each ask for their group's products, and all of them for the overall
+    # rate's: holding every product held 81 (330 MB at 2,000 groups and 100 candidates). Held
+    # only while requests for it are to come, the margins are those of holding all, bit for bit:
+    # the draws read the products' last bits, and a product recomputed in the other orientation
+    # (a rate's own product comes transposed from its second request on) would move them
+    from skrate.problem import expand_constraints
+    from skrate.problem._margins import _Influences
+    from skrate.rates import as_constraints
+
+    rng = np.random.default_rng(7)
+    n = 4000
+    data = RateData(rng.integers(0, 2, n), rng.uniform(0.5, 2.0, n),
+                    GroupTable.from_input({"g": rng.integers(0, 40, n)}, None, n), None)
+    rules = ["tpr[g] >= tpr - 0.05", "tpr[g] <= tpr + 0.05", "tpr[g=3] >= 0.2", "tpr >= 0.3"]
+    constraints = expand_constraints([c for s in rules for c in as_constraints(s)], data.groups)
+    d = rng.random((n, 1)) < np.linspace(0.2, 0.8, 12)
+    d[:, -1] = rng.random(n) < 0.5
+    held, gram, init = [], _Influences.gram, _Influences.__init__
+
+    def counted(self, r, s):
+        out = gram(self, r, s)
+        held.append(len(self._grams))
+        return out
+
+    monkeypatch.setattr(_Influences, "gram", counted)
+    bounded = simultaneous_margins(constraints, data, d, 0.95, random_state=0)
+    assert max(held) <= 3
+    held.clear()
+    monkeypatch.setattr(_Influences, "__init__", lambda self, data, decisions, expressions, requests=None:
+                        init(self, data, decisions, expressions))
+    every = simultaneous_margins(constraints, data, d, 0.95, random_state=0)
+    assert max(held) > 40
+    assert np.array_equal(bounded, every)
