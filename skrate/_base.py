@@ -41,7 +41,7 @@ def warn_uncovered(method: str, data: RateData, fitted: dict[str, set], empty: l
     notes = []
     if empty:
         notes.append(f"{len(empty)} constraint(s) are undefined on these rows, reported as NaN: a slice holds "
-                     f"no rows, or none that a rate of theirs divides by (no positives for tpr): {listed(empty)}")
+                     f"no rows, or none that a rate of theirs divides by (e.g. no positives, for a tpr): {listed(empty)}")
     if zero_over_zero:
         notes.append(f"{len(zero_over_zero)} constraint(s) are undefined for the model's decisions on these rows, "
                      "reported as NaN: a ratio of theirs is 0 / 0 (for precision, the model predicts no positives "

@@ -328,7 +328,7 @@ def audit(
             })
             note_undefined(str(con), records[-1]["violation"], violation_s[m])
         # a slice with rows but none its rate divides by, or a ratio 0 / 0: no violation to report
-        why = ([f"a slice holds no rows that a rate of theirs divides by (no positives for tpr), or only rows "
+        why = ([f"a slice holds no rows that a rate of theirs divides by (e.g. no positives, for a tpr), or only rows "
                 f"of weight 0: {listed(undefined)}"] if undefined else []) + [
             f"{reason}: {listed(names)}" for reason, names in over_no_positives.items()]
         if why:
@@ -338,8 +338,8 @@ def audit(
         worst = sorted(fragile, key=fragile.get, reverse=True)
         shown = listed([f"{name} ({fragile[name]:.0%})" for name in worst])
         warn(f"audit: {len(fragile)} value(s) are undefined in more than {_UNDEFINED_SHARE:.0%} of the "
-             f"{n_bootstrap} resamples, whose slice then holds no row a rate divides by (no positives "
-             f"for tpr): {shown}. Their intervals leave those resamples "
+             f"{n_bootstrap} resamples, whose slice then holds no row a rate divides by (none of the "
+             f"group for ppr, none of its positives for tpr): {shown}. Their intervals leave those resamples "
              "out and understate the uncertainty; read them with the slice's count.", UserWarning)
     frame = pd.DataFrame.from_records(records, columns=COLUMNS)
     from ._report import AuditFrame
