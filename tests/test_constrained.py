@@ -905,7 +905,7 @@ def test_constraint_report_on_rows_where_a_group_has_no_positives_is_nan_for_tha
     X, y, g = X[rows], y[rows], g[rows]
     assert (g == "b").any() and not y[g == "b"].any()
     with pytest.warns(UserWarning, match=r"1 constraint\(s\) are undefined on these rows, reported as NaN.*"
-                                         r"no positives for tpr.*\['tpr\[group=b\] >= 0.9 \* tpr'\]"):
+                                         r"no positives, for a tpr.*\['tpr\[group=b\] >= 0.9 \* tpr'\]"):
         report = clf.constraint_report(X, y, groups=g)
     assert list(report["constraint"]) == ["tpr[group=a] >= 0.9 * tpr", "tpr[group=b] >= 0.9 * tpr", "ppr >= 0.3",
                                           "fpr[group=b] <= 0.3", "objective: error_rate"]
