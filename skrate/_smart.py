@@ -22,7 +22,7 @@ from skrate._trimmed_problem import TrimmedFit, TrimmedProblem, kept_sum
 # From this many rows on, SMART's exact weight steps use KeptSet (below, the full
 # selection costs less than its bookkeeping); the weights are the same either way.
 _KEPT_SET_MIN_ROWS = 20000
-_KEPT_SET_BAND = 4  # rows either side of a cut, in minibatches
+_KEPT_SET_BUCKET = 1  # rows a bucket of loss values holds when built, in minibatches
 _CAPPED_SELECTIONS = 16  # most exact weight steps an epoch with sample weights (each a sort)
 
 
@@ -89,7 +89,8 @@ def smart(
     (weight 1 on the ``h`` smallest table losses, :meth:`TrimmedProblem.keep_smallest`;
     it changes only when a touched row crosses the cut, and from
     ``_KEPT_SET_MIN_ROWS`` rows on it is updated from the touched rows and those
-    near the cut, not by a pass over all ``n``: same weights, see :class:`KeptSet`; with
+    in the buckets of loss values at the cuts, not by a pass over all ``n``: same weights,
+    see :class:`KeptSet`; with
     caps it is a sort, run at most ``_CAPPED_SELECTIONS`` times an epoch).
     A finite ``weight_step`` takes
     the projected-gradient step ``w <- P(w - weight_step * f / fbar)`` onto the
@@ -188,13 +189,13 @@ def smart(
     # kept loss is <= (a bound on) the smallest trimmed one; the bounds follow the
     # rows a step touched, and only a crossing triggers a new selection. That
     # selection, keep_smallest of the table, is kept up to date by KeptSet in
-    # O(batch + band) per step (an O(n) one only when the cut leaves its band); on
+    # O(batch log batch + bucket) per step (an O(n log n) build about once an epoch); on
     # small problems the plain O(n) selection costs less. Both give the same weights.
     exact_w = np.isinf(weight_step)
-    # With caps the selection is a sort (KeptSet's zones count rows), and the row kept in part
+    # With caps the selection is a sort (KeptSet's buckets count rows), and the row kept in part
     # sits at the cut, so nearly every step crosses it: the selection then runs at most
     # _CAPPED_SELECTIONS times an epoch (the weights wait a few steps, as a block left out)
-    kept_set = KeptSet(P, _KEPT_SET_BAND * bsz, incremental=n >= _KEPT_SET_MIN_ROWS and P.caps is None)
+    kept_set = KeptSet(P, _KEPT_SET_BUCKET * bsz, incremental=n >= _KEPT_SET_MIN_ROWS and P.caps is None)
     bounds = [np.inf, -np.inf]  # [upper bound of max kept loss, lower bound of min trimmed]
     every = 1 if P.caps is None else max(1, n_batches // _CAPPED_SELECTIONS)
     waited = [0]  # steps since the last selection

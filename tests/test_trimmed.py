@@ -258,7 +258,7 @@ def test_incremental_weight_block_equals_the_full_selection(with_floors):
             continue
         h = int(rng.integers(1, n + 1))
         P = TrimmedProblem(np.zeros((n, 1)), np.zeros(n), "squared", h, **kw)
-        kept_set = KeptSet(P, band=int(rng.integers(1, 12)))
+        kept_set = KeptSet(P, bucket=int(rng.integers(1, 12)))
         ties = trial % 3 == 0
         losses = rng.integers(0, 30, n).astype(float) if ties else rng.random(n)
         w = np.full(n, h / n)
@@ -305,7 +305,7 @@ def test_incremental_weight_block_with_floors_equals_the_full_selection_on_few_l
         h = int(rng.integers(1, n + 1))
         P = TrimmedProblem(np.zeros((n, 1)), np.zeros(n), "squared", h, groups=groups,
                            floors=floors)
-        kept_set = KeptSet(P, band=int(rng.integers(1, 3)))
+        kept_set = KeptSet(P, bucket=int(rng.integers(1, 3)))
         levels = int(rng.integers(3, 20))
         losses = rng.integers(0, levels, n).astype(float)
         w = np.full(n, h / n)
@@ -321,6 +321,86 @@ def test_incremental_weight_block_with_floors_equals_the_full_selection_on_few_l
             assert top == (losses[kept].max() if kept.any() else -np.inf)
             assert low == (losses[~kept].min() if not kept.all() else np.inf)
             w[idx] = w_idx
+
+
+def _check_filing(kept_set, losses):
+    # every row filed once, in the bucket of its loss, within its bucket's room; the counts
+    # those of the filing
+    ks, n = kept_set, losses.size
+    G = ks.f.size + 1
+    np.testing.assert_array_equal(ks.bk, np.searchsorted(ks.edges, losses, side="right"))
+    np.testing.assert_array_equal(ks.cnt, np.bincount(ks.cls * ks.nbp + ks.bk, minlength=G * ks.nbp))
+    np.testing.assert_array_equal(ks.ccnt, ks.cnt.reshape(G, -1, 64).sum(axis=2).ravel())
+    np.testing.assert_array_equal(ks.slot_row[ks.pos], np.arange(n))
+    assert np.all((ks.pos >= ks.base[ks.bk]) & (ks.pos < ks.base[ks.bk] + ks.fill[ks.bk]))
+    assert np.all(ks.fill <= ks.cap)
+
+
+@pytest.mark.parametrize("case", ["plain", "floors", "ties"])
+def test_incremental_weight_block_over_many_buckets_equals_the_full_selection(case):
+    # Thousands of rows in buckets of a few: cuts found across chunks of buckets, losses that
+    # drift down (rows pile into the lowest buckets, which run out of room and move), then
+    # up, minibatches of 1 to 300 rows. After every update: the full selection's result
+    # exactly, and a consistent filing.
+    rng = np.random.default_rng(7)
+    n = 6000
+    kw = {}
+    if case != "plain":
+        groups = rng.integers(0, 3, n)
+        kw = dict(groups=groups, floors=-(-np.bincount(groups) // 2) + np.array([0, 300, 0]))
+    P = TrimmedProblem(np.zeros((n, 1)), np.zeros(n), "squared", n - 700, **kw)
+    calls = {"full": 0, "moved": 0}
+
+    class Counted(KeptSet):
+        def _full(self, *a):
+            calls["full"] += 1
+            return super()._full(*a)
+
+        def _place(self, buckets, *a):
+            calls["moved"] += buckets.size < self.nbp
+            return super()._place(buckets, *a)
+
+    kept_set = Counted(P, bucket=3)
+    losses = rng.exponential(size=n)
+    if case == "ties":
+        losses = np.round(losses, 2)
+    w = np.zeros(n)
+    for step in range(600):
+        rows = rng.choice(n, size=int(rng.integers(1, 300)), replace=False)
+        drift = 0.7 if step < 400 else 1.3
+        new = losses[rows] * drift * rng.uniform(0.9, 1.1, rows.size)
+        losses[rows] = np.round(new, 2) if case == "ties" else new
+        kept_set.touch(rows)
+        idx, w_idx, top, low = kept_set.update(losses, w)
+        expected = P.keep_smallest(losses)
+        kept = expected > 0
+        np.testing.assert_array_equal(idx, np.flatnonzero(expected != w))
+        np.testing.assert_array_equal(w_idx, expected[idx])
+        assert (top, low) == (losses[kept].max(), losses[~kept].min())
+        w[idx] = w_idx
+        if kept_set.valid:
+            _check_filing(kept_set, losses)
+    assert calls["moved"] > 10  # buckets ran out of room and moved
+    if case != "ties":
+        assert calls["full"] < 60  # selections from the buckets, not the full one
+
+
+def test_weight_block_with_caps_is_the_full_selection():
+    # with caps the selection is a sort: never from the buckets, whatever asked
+    rng = np.random.default_rng(8)
+    n = 300
+    caps = rng.uniform(0.5, 2.0, n)
+    P = TrimmedProblem(np.zeros((n, 1)), np.zeros(n), "squared", 0.8 * caps.sum(), caps=caps)
+    kept_set = KeptSet(P, bucket=2)
+    assert not kept_set.incremental
+    losses, w = rng.random(n), np.zeros(n)
+    for _ in range(30):
+        rows = rng.choice(n, 20, replace=False)
+        losses[rows] = rng.random(20)
+        kept_set.touch(rows)
+        idx, w_idx, _, _ = kept_set.update(losses, w)
+        w[idx] = w_idx
+        np.testing.assert_array_equal(w, P.keep_smallest(losses))
 
 
 @pytest.mark.parametrize(
@@ -352,7 +432,7 @@ def test_smart_iterates_do_not_depend_on_the_incremental_weight_block(
     fits = []
     for min_rows in (0, n + 1):  # incremental from 0 rows on, or never
         monkeypatch.setattr(skrate._smart, "_KEPT_SET_MIN_ROWS", min_rows)
-        monkeypatch.setattr(skrate._smart, "_KEPT_SET_BAND", 1)
+        monkeypatch.setattr(skrate._smart, "_KEPT_SET_BUCKET", 1 / 32)
         P = TrimmedProblem(X, Y, loss, n - 60, alpha=1e-3, **kw)
         fits.append(smart(P, rng=np.random.default_rng(0), batch_size=32, **params))
     a, b = fits
