@@ -292,6 +292,20 @@ def test_incremental_weight_block_equals_the_full_selection(with_floors):
     assert n_fast > 500  # the incremental path was taken, not only full selections
 
 
+def _update_matches_full_selection(kept_set, P, rows, losses, w):
+    """Touch ``rows``, update, and check the changed weights and the cut's losses against the full
+    selection ``keep_smallest``; ``w`` takes the new weights."""
+    kept_set.touch(rows)
+    idx, w_idx, top, low = kept_set.update(losses, w)
+    expected = P.keep_smallest(losses)
+    kept = expected > 0
+    np.testing.assert_array_equal(idx, np.flatnonzero(expected != w))
+    np.testing.assert_array_equal(w_idx, expected[idx])
+    assert top == (losses[kept].max() if kept.any() else -np.inf)
+    assert low == (losses[~kept].min() if not kept.all() else np.inf)
+    w[idx] = w_idx
+
+
 def test_incremental_weight_block_with_floors_equals_the_full_selection_on_few_loss_levels():
     # Integer losses of a few levels: runs of equal losses at the zone bounds and across the
     # cuts, where the full selection breaks ties by row order. A row whose loss equals the
@@ -312,15 +326,7 @@ def test_incremental_weight_block_with_floors_equals_the_full_selection_on_few_l
         for step in range(60):
             rows = rng.choice(n, size=min(int(rng.integers(1, 8)), n), replace=False)
             losses[rows] = rng.integers(0, levels, rows.size)
-            kept_set.touch(rows)
-            idx, w_idx, top, low = kept_set.update(losses, w)
-            expected = P.keep_smallest(losses)
-            kept = expected > 0
-            np.testing.assert_array_equal(idx, np.flatnonzero(expected != w))
-            np.testing.assert_array_equal(w_idx, expected[idx])
-            assert top == (losses[kept].max() if kept.any() else -np.inf)
-            assert low == (losses[~kept].min() if not kept.all() else np.inf)
-            w[idx] = w_idx
+            _update_matches_full_selection(kept_set, P, rows, losses, w)
 
 
 def _check_filing(kept_set, losses):
@@ -370,14 +376,7 @@ def test_incremental_weight_block_over_many_buckets_equals_the_full_selection(ca
         drift = 0.7 if step < 400 else 1.3
         new = losses[rows] * drift * rng.uniform(0.9, 1.1, rows.size)
         losses[rows] = np.round(new, 2) if case == "ties" else new
-        kept_set.touch(rows)
-        idx, w_idx, top, low = kept_set.update(losses, w)
-        expected = P.keep_smallest(losses)
-        kept = expected > 0
-        np.testing.assert_array_equal(idx, np.flatnonzero(expected != w))
-        np.testing.assert_array_equal(w_idx, expected[idx])
-        assert (top, low) == (losses[kept].max(), losses[~kept].min())
-        w[idx] = w_idx
+        _update_matches_full_selection(kept_set, P, rows, losses, w)
         if kept_set.valid:
             _check_filing(kept_set, losses)
     assert calls["moved"] > 10  # buckets ran out of room and moved
