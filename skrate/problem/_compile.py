@@ -135,21 +135,21 @@ def _coefficients(kind: str, y, b):
     raise ValueError(f"Unknown rate {kind!r}.")  # guarded by Rate itself
 
 
-def warn_label_filter(key: str, values: tuple[str, ...], groups: GroupTable) -> None:
-    """Warn that a slice ``[label=...]`` or ``[baseline=...]`` does not read X's column of that
-    name (only X's columns can hold one: groups= refuses the name)."""
-    if key in groups.raw:
-        what = "the true label y" if key == LABEL else "the baseline model's decision"
-        warn(f"The slice [{key}={','.join(values)}] selects rows by {what}; X's column {key!r} is not read "
-             f"by it. To filter on that column, rename it in X, e.g. X.rename(columns={{{key!r}: 'my_{key}'}}).")
+def warn_label_filters(rate: Rate, groups: GroupTable) -> None:
+    """Warn that a slice ``[label=...]`` or ``[baseline=...]`` of ``rate`` does not read X's
+    column of that name (only X's columns can hold one: groups= refuses the name)."""
+    for key, values in rate.slice.filters:
+        if key in (LABEL, BASELINE) and key in groups.raw:
+            what = "the true label y" if key == LABEL else "the baseline model's decision"
+            warn(f"The slice [{key}={','.join(values)}] selects rows by {what}; X's column {key!r} is not read "
+                 f"by it. To filter on that column, rename it in X, e.g. X.rename(columns={{{key!r}: 'my_{key}'}}).")
 
 
 def slice_mask(rate: Rate, data: RateData) -> np.ndarray:
     """Rows of ``data`` a basic rate is measured on (its slice, and the label its kind needs)."""
+    warn_label_filters(rate, data.groups)
     mask = np.ones(data.n, dtype=bool)
     for key, values in rate.slice.filters:
-        if key in (LABEL, BASELINE):
-            warn_label_filter(key, values, data.groups)
         if key == LABEL:
             mask &= np.isin(data.y.astype(int).astype(str), values)
         elif key == BASELINE:
@@ -299,9 +299,7 @@ def rate_cells(expressions: list[Expression],
             rates.setdefault(rate, len(rates))
     for rate in rates:
         check_expanded(rate)
-        for key, values in rate.slice.filters:
-            if key in (LABEL, BASELINE):
-                warn_label_filter(key, values, data.groups)
+        warn_label_filters(rate, data.groups)
     # each rate's rows through the cells of alike rows: the cost of the slices' rows, not of
     # one pass over the data per rate
     cells = SliceCells(list(rates), data)
