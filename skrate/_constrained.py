@@ -82,7 +82,9 @@ class ConstrainedClassifier(RateClassifierBase):
     ----------
     constraints : Constraint, str, or list of them, default=None
         Rate constraints. A bare group column (``tpr[race]``, ``tpr(group="race")``) expands
-        to one constraint per value of that column at fit time.
+        to one constraint per value of that column at fit time. A constraint times a positive
+        constant trains the same model: the solvers read each one's linear form divided by its
+        largest coefficient (``100 * tpr >= 80`` as ``tpr - 0.8 >= 0``).
     objective : str or Expression, default="error"
         The rate to minimise, e.g. ``"error"``, ``"fpr"``, ``"-tpr"`` or ``0.5 * fnr() + fpr()``.
     model : {"linear", "mlp"}, default="linear"
@@ -185,7 +187,8 @@ class ConstrainedClassifier(RateClassifierBase):
         parameters the iteration played (before its update; with the oracle solvers, the
         estimator fitted at that iteration, a certificate fit included, see ``tol``) and
         ``values`` their objective and constraint values the multipliers were updated with, on
-        the batch (surrogate rates for ``"lagrangian"``; a certificate's update nothing).
+        the batch (surrogate rates for ``"lagrangian"``; a certificate's update nothing), each
+        constraint's divided by its largest coefficient (see ``constraints``).
         With a held-out set (``validation_fraction``, ``validation_mask``) the constraint values are
         those on the held-out rows and the objective is the training rows'. Training stops when
         it returns the object ``False``; any other value, ``None``, ``0`` and ``numpy.False_``
@@ -465,7 +468,7 @@ class ConstrainedClassifier(RateClassifierBase):
         if isinstance(self.margin, str) or self.margin is None:
             for p in (problem, held_problem):  # "auto": the spread of each constraint's linear form g
                 if p is not None:
-                    p.b[1:] += self.margins_
+                    p.b[1:] += self.margins_ / p.scale
         else:  # the user's margins, in each constraint's own units (a ratio's included)
             tight = [tightened(c, m) for c, m in zip(expanded, self.margins_)]
             problem = self._compile_part(objective, tight, fit_data, data, source, train_side)
@@ -485,11 +488,11 @@ class ConstrainedClassifier(RateClassifierBase):
             draws = np.random.default_rng([seed, 2])
             for replay in range(_REPLAYS + 1):
                 extra = self._selection_allowance(expanded, traj, X_chosen, chosen_on, draws)
-                traj.constraints = traj.constraints + extra[:, None]
+                traj.constraints = traj.constraints + (extra / problem.scale)[:, None]
                 self.margins_ = self.margins_ + extra
                 for p in (problem, held_problem):
                     if p is not None:
-                        p.b[1:] += extra
+                        p.b[1:] += extra / p.scale
                 lp = None if replay == _REPLAYS or not extra.any() else shrink(traj.objective, traj.constraints)
                 if lp is None or lp.feasible:
                     break
@@ -497,6 +500,8 @@ class ConstrainedClassifier(RateClassifierBase):
         self.constraints_ = expanded
         self.objective_ = objective
         self._keep_trajectory(traj, seed)
+        if (problem.scale != 1.0).any():  # the rows' values back on each constraint's g scale
+            self.train_constraints_ = traj.constraints * problem.scale[:, None]
         lp = self._set_solutions(traj, lp)
         if self.solver in ORACLE_SOLVERS:
             if self.solution != "T_stochastic":
@@ -690,7 +695,9 @@ class ConstrainedClassifier(RateClassifierBase):
         # judged too: its parameters act on the raw X, and folding the centring of a column
         # whose offset dwarfs its spread into them can lose the digits the decisions hang on.
         deployed = mixture[2]
-        self.feasible_ = bool(lp_feasible) and not np.isnan(deployed).any() and bool(np.all(deployed <= 1e-6))
+        # a linear constraint's own units are its g's: judged on its row's scale, as the LP judged it
+        scale = np.array([1.0 if c.ratio is not None else s for c, s in zip(self.constraints_, problem.scale)])
+        self.feasible_ = bool(lp_feasible) and not np.isnan(deployed).any() and bool(np.all(deployed / scale <= 1e-6))
         where = "held-out" if held is not None else "training"
         if not self.feasible_:
             self._warn_shortfall("m_stochastic", deployed, where, problem, linear)
@@ -698,7 +705,7 @@ class ConstrainedClassifier(RateClassifierBase):
         # the candidates' linear forms (margins included) are the LP's test of the mixture;
         # tradeoff_curve reads this verdict on the solution predict uses
         self._selected_feasible = self.feasible_ if self.solution == "m_stochastic" else not (
-            np.isnan(chosen).any() or (self.train_constraints_ @ self.weights_ > 1e-9).any())
+            np.isnan(chosen).any() or (self.train_constraints_ @ self.weights_ / problem.scale > 1e-9).any())
         if not self._selected_feasible and self.solution != "m_stochastic":
             self._warn_shortfall(self.solution, chosen, where, problem, linear)
         on_held = on["held_out"][0] if held is not None else np.full(len(self.constraints_), np.nan)
@@ -739,6 +746,7 @@ class ConstrainedClassifier(RateClassifierBase):
         else:
             # tell an impossible problem from a model that fell short: the advice differs
             least, hardest = least_violation(problem) if broken else (0.0, 0)
+            least_g = least * problem.scale[hardest] if problem.scale.size else least  # on the constraint's g
             # a bound beyond a named ratio's range, the user's margin included: the linear form is met
             # by predicting no positives, where the ratio is undefined, so the LP cannot see it
             moved = not (isinstance(self.margin, str) or self.margin is None) and self.margins_.any()
@@ -758,9 +766,9 @@ class ConstrainedClassifier(RateClassifierBase):
                 advice = (f" No classifier at all can meet {beyond[0]}{', margin included' if moved else ''}. "
                           f"Loosen or drop that constraint{' or its margin' if moved else ''}.")
             elif least > 1e-9 and linear is not None and least_violation(
-                    replace(problem, b=np.r_[problem.b[0], problem.b[1:] - linear]))[0] <= 1e-9:
+                    replace(problem, b=np.r_[problem.b[0], problem.b[1:] - linear / problem.scale]))[0] <= 1e-9:
                 advice = (f" No classifier at all can meet them together with their margins on these rows (the least "
-                          f"possible largest violation is {least:.4g}, on '{self.constraints_[hardest]}'), though "
+                          f"possible largest violation is {least_g:.4g}, on '{self.constraints_[hardest]}'), though "
                           f"one can without: the margins of margin='auto' at margin_confidence="
                           f"{self.margin_confidence} ask more than {problem.basis.shape[1]} rows can promise. The "
                           f"widest, {self.margins_[widest]:.4g}, is on "
@@ -769,7 +777,7 @@ class ConstrainedClassifier(RateClassifierBase):
                           "small groups, or train on more rows (or hold fewer out).")
             elif least > 1e-9:
                 advice = (f" No classifier at all can meet them together on these rows, even one choosing each "
-                          f"row's decision freely: the least possible largest violation is {least:.4g}, on "
+                          f"row's decision freely: the least possible largest violation is {least_g:.4g}, on "
                           f"'{self.constraints_[hardest]}' (of the constraints' linear forms g <= 0). Loosen or "
                           "drop the constraints that conflict (a bound outside a rate's range, bounds that "
                           "contradict each other).")

@@ -202,7 +202,9 @@ class MetricOptimizer(RateClassifierBase):
         (``"error_rate <= 0.2"``, ``churn() <= 0.1``). A bare group column expands to one
         constraint per value. A bound on ratios over one denominator (``precision() >= 0.8``,
         ``f_measure() <= 0.4``: F1 at least 0.6) is linear multiplied out by it, and solved in
-        that form (the ratio solver plays it as a ratio).
+        that form (the ratio solver plays it as a ratio). A core rate constraint times a positive
+        constant trains the same model: the solvers read its linear form divided by its largest
+        coefficient.
     solver : {"auto", "three_player", "oracle", "frank_wolfe", "spade", "nemsis", "ratio"}, default="auto"
         ``"three_player"``: Algorithm 2 (surrogate model steps, multipliers on true rates,
         closed-form slack player). ``"oracle"``: Algorithm 1 with a cost-sensitive oracle that
@@ -899,6 +901,7 @@ class MetricOptimizer(RateClassifierBase):
         kept, cells, offsets = program.linear_constraints()
         least, worst = least_largest(cells, offsets) if kept else (0.0, 0)
         if least > 1e-9:
+            least *= program.constraints[kept[worst]].scale  # on the constraint's linear form as stated
             return (f" No classifier at all can meet the constraints linear in the rates together on these rows, "
                     f"even one choosing each row's decision freely: the least possible largest violation is "
                     f"{least:.4g}, on '{self.constraints_[kept[worst]]}' (of the constraints' linear forms "
@@ -915,7 +918,9 @@ class MetricOptimizer(RateClassifierBase):
         # a ratio bound multiplied out by its denominator reads as stated
         violations = {c.label: float(c.reported(r)) for c in program.constraints}
         undefined = {c.label: c.zero_denominator(r) for c in program.constraints if np.isnan(violations[c.label])}
-        if all(v <= FEASIBLE_TOL for v in violations.values()):  # False at NaN: undefined
+        # a linear constraint judged on its solvers' scale, as the LP judged it
+        if all(violations[c.label] / (c.scale if c.denominator is None else 1.0) <= FEASIBLE_TOL
+               for c in program.constraints):  # False at NaN: undefined
             return None
         if undefined:
             label, denominator = next(iter(undefined.items()))

@@ -17,6 +17,7 @@ import scipy.sparse as sp
 from ..exceptions import UndefinedRateError
 from ..problem import (CellMatrix, RateData, compile_factored, expand_constraints, ratio_value, report_rows, reported_rates,
                        violation_rows)
+from ..problem._compile import constraint_scales
 from ..problem._evaluate import absent_values, zero_within_rounding
 from ..problem._feasibility import ratio_bound_out_of_range
 from ..rates import Constraint, Ratio
@@ -51,6 +52,9 @@ class CompiledSum:
     # and the ratio as stated, which the ratio game plays as a ratio (in ratio units its
     # multipliers settle as for any other ratio; on the linear form they lagged)
     stated: MetricSum | None = None
+    # what a rate constraint's linear form was divided by for the solvers (its largest
+    # coefficient, see skrate.problem.RateProblem); reports read it back in the stated units
+    scale: float = 1.0
 
     def value(self, r: np.ndarray) -> np.ndarray:
         return _sum_value(self.constant, self.atoms, r)
@@ -69,9 +73,10 @@ class CompiledSum:
         bound multiplied out by its denominator ``D`` (``c D - N`` for ``N / D >= c``) divided by
         ``D`` again (``c - N / D``; over ``D = 0`` infinite, or NaN for ``0 / 0``, see
         :func:`~skrate.problem.ratio_value`), and NaN where :meth:`defined` is False."""
+        exact = self.exact_value(r) * self.scale
         if self.denominator is not None:
-            return ratio_value(self.exact_value(r), np.asarray(r)[self.denominator[1]])
-        return np.where(self.defined(r), self.exact_value(r), np.nan)
+            return ratio_value(exact, np.asarray(r)[self.denominator[1]])
+        return np.where(self.defined(r), exact, np.nan)
 
     @property
     def is_linear(self) -> bool:
@@ -606,29 +611,32 @@ def compile_program(objective: Metric | Expression | Ratio | str,
     objective = _expand_objective(as_metric(objective), groups)
     # (metric, role, the text the user wrote (a core constraint's, not its rearrangement's), the
     # denominators that must stay positive for a linear form to mean the ratio bound it stands for,
-    # the atoms as stated, checked on the data, and the ratio bound as stated)
-    sums: list[tuple[MetricSum, str, str, tuple, tuple, MetricSum | None]] = [
-        (objective, "objective", str(objective), (), (), None)]
+    # the atoms as stated, checked on the data, the ratio bound as stated, and the scale a rate
+    # constraint's linear form is divided by)
+    sums: list[tuple[MetricSum, str, str, tuple, tuple, MetricSum | None, float]] = [
+        (objective, "objective", str(objective), (), (), None, 1.0)]
     for con in as_metric_constraints(constraints):
         if isinstance(con, Constraint):
             for c in expand_constraints([con], groups):
                 guards = () if c.ratio is None else (LinearRate(c.ratio.denominator),)
-                sums.append((LinearRate(c.expression).as_sum(), "constraint", str(c), guards, (), _as_ratio(c)))
+                scale = float(constraint_scales([c])[0])
+                form = c.expression if scale == 1.0 else c.expression * (1.0 / scale)
+                sums.append((LinearRate(form).as_sum(), "constraint", str(c), guards, (), _as_ratio(c), scale))
         else:
             for bound in _expand(con, groups):
                 linear = multiplied_out(bound.metric)
                 if linear is None:
-                    sums.append((bound.metric, "constraint", str(bound), (), (), None))
+                    sums.append((bound.metric, "constraint", str(bound), (), (), None, 1.0))
                 else:
                     sums.append((LinearRate(linear[0]).as_sum(), "constraint", str(bound), (LinearRate(linear[1]),),
-                                 tuple(atom for _, atom in bound.metric.terms), bound.metric))
+                                 tuple(atom for _, atom in bound.metric.terms), bound.metric, 1.0))
     labels = _unique([text if role == "constraint" else f"objective: {text}" for _, role, text, *_ in sums])
     terms = [[*((None, a) for a in checked), *metric.terms, *((0.0, g) for g in guards)]
-             for metric, _, _, guards, checked, _ in sums]
+             for metric, _, _, guards, checked, _, _ in sums]
     together = _compile_together(list(dict.fromkeys(atom for listed in terms for _, atom in listed)), data)
     exprs, consts, compiled, cache = [], [], [], {}
     n_rows = 0
-    for (metric, role, text, guards, checked, as_ratio), label, listed in zip(sums, labels, terms):
+    for (metric, role, text, guards, checked, as_ratio, scale), label, listed in zip(sums, labels, terms):
         atoms, measured = [], True
         for coef, atom in listed:
             if atom not in cache:
@@ -657,7 +665,7 @@ def compile_program(objective: Metric | Expression | Ratio | str,
         if measured:
             atoms, guarded = atoms[:len(metric.terms)], atoms[len(metric.terms):]
             denominator = (guards[0].expr, int(guarded[0][2][0])) if guards else None
-            compiled.append(CompiledSum(metric.constant, atoms, label, metric.kind, metric, denominator, as_ratio))
+            compiled.append(CompiledSum(metric.constant, atoms, label, metric.kind, metric, denominator, as_ratio, scale))
         else:
             undefined.append(label)
     # the rates over the cells of alike rows: a parity constraint's row reads every row of the data

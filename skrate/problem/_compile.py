@@ -348,6 +348,13 @@ class RateProblem:
     a model with 0/1 (or expected) decisions ``yhat`` are ``A @ yhat + b``. Products go
     through the factors (see :func:`compile_factored`).
 
+    Each constraint's row is its linear form ``g_j`` divided by ``scale[j]``, its largest
+    coefficient: the same constraint, in units every solver reads alike. The multipliers' steps,
+    the LP's tolerance and the choice of the best iterate compare constraint values, so a
+    constraint written in percent (``100 * tpr[a] >= 95 * tpr``) or times a tiny constant would
+    otherwise weigh 100 times more, or go unseen. A constraint whose largest coefficient is 1, as
+    most are (``tpr[a] >= 0.95 * tpr``, ``ppr[a] <= ppr + 0.05``), is its own ``g_j``.
+
     Parameters
     ----------
     mix : scipy.sparse.csr_matrix of shape (m + 1, n_rates)
@@ -360,6 +367,10 @@ class RateProblem:
         The linear rate expression minimised.
     constraints : list of Constraint
         The ``m`` constraints, expanded over the group values.
+    scale : ndarray of shape (m,)
+        What each constraint's ``g_j`` is divided by in its row: its largest absolute
+        coefficient (1 for a constant). A value ``v`` on ``g_j``'s scale (a margin) is
+        ``v / scale[j]`` on the row's.
     """
 
     mix: sp.csr_matrix
@@ -367,6 +378,7 @@ class RateProblem:
     b: np.ndarray
     objective: Expression
     constraints: list[Constraint]
+    scale: np.ndarray
 
     @property
     def A(self) -> sp.csr_matrix:
@@ -395,7 +407,8 @@ class RateProblem:
         Returns
         -------
         ndarray of shape (m + 1,) or (m + 1, k)
-            The objective's value (row 0) and the constraints' ``g_j`` (met when ``<= 0``).
+            The objective's value (row 0) and the constraints' rows, ``g_j / scale[j]`` (met
+            when ``<= 0``).
         """
         out = self.mix @ (self.basis @ yhat)
         return out + (self.b if out.ndim == 1 else self.b[:, None])
@@ -475,8 +488,8 @@ def compile_problem(objective: Expression, constraints: list[Constraint], data: 
     Returns
     -------
     RateProblem
-        The objective (row 0) and the expanded constraints as ``g_j <= 0`` (rows ``1..m``),
-        factored as ``mix @ basis``.
+        The objective (row 0) and the expanded constraints as ``g_j <= 0`` (rows ``1..m``, each
+        divided by its largest coefficient), factored as ``mix @ basis``.
 
     Raises
     ------
@@ -496,4 +509,26 @@ def compile_problem(objective: Expression, constraints: list[Constraint], data: 
         mix, basis, b = compile_factored([objective] + [c.expression for c in expanded], data)
     except UndefinedRateError as exc:
         raise _in_constraint(exc, constraints, data) from None
-    return RateProblem(mix, basis, b, objective, expanded)
+    scale = constraint_scales(expanded)
+    if (scale != 1.0).any():  # most constraints are their own rows: no copy, no rounding
+        rows = np.r_[1.0, scale]
+        mix, b = sp.csr_matrix(sp.diags(1.0 / rows) @ mix), b / rows
+    return RateProblem(mix, basis, b, objective, expanded, scale)
+
+
+def constraint_scales(constraints: list[Constraint]) -> np.ndarray:
+    """Each constraint's largest absolute coefficient of a rate, 1 for one without rates (or
+    whose rates cancel).
+
+    Parameters
+    ----------
+    constraints : list of Constraint
+        The constraints, in the order of the rows.
+
+    Returns
+    -------
+    ndarray of shape (n_constraints,)
+        The scale each one's linear form ``g`` is divided by (see :class:`RateProblem`).
+    """
+    return np.array([max((abs(a) for _, a in c.expression.terms), default=0.0) or 1.0 for c in constraints],
+                    dtype=float)
