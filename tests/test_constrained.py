@@ -21,16 +21,7 @@ from skrate.problem import GroupTable, RateData, constraint_rows
 from skrate.rates import as_constraints
 from skrate.rates import equal_opportunity, minimum_accuracy, minimum_coverage, precision, tpr
 
-
-def _fair_data(n=3000, seed=0):
-    """Two groups whose labels depend on the features differently: unconstrained models are unfair."""
-    rng = np.random.default_rng(seed)
-    group = rng.choice(["a", "b"], n, p=[0.7, 0.3])
-    X = rng.normal(size=(n, 4))
-    shift = np.where(group == "a", 0.8, -0.8)
-    y = (X[:, 0] + 0.5 * X[:, 1] + shift + rng.normal(scale=0.8, size=n) > 0).astype(int)
-    X[:, 3] += shift  # the model can see a proxy of the group
-    return X, y, group
+from _data import two_group_data
 
 
 def _max_violation(report):
@@ -48,7 +39,7 @@ def _violation_of(model, spec, X, y, g):
     "fpr[group=b] <= 0.2",
 ])
 def test_m_stochastic_meets_constraints_on_training_data(spec):
-    X, y, g = _fair_data()
+    X, y, g = two_group_data(3000)
     unconstrained = ConstrainedClassifier(random_state=0).fit(X, y, groups=g)
     assert _violation_of(unconstrained, spec, X, y, g) > 0.02  # the constraints bind on this data
     clf = ConstrainedClassifier(spec, random_state=0).fit(X, y, groups=g)
@@ -83,7 +74,7 @@ def test_default_multiplier_step_keeps_the_objective_under_many_constraints():
 
 
 def test_all_solutions_available_after_one_fit():
-    X, y, g = _fair_data()
+    X, y, g = two_group_data(3000)
     clf = ConstrainedClassifier("ppr[group] >= ppr - 0.03", random_state=0).fit(X, y, groups=g)
     assert set(clf.solutions_) == {"m_stochastic", "best", "last", "T_stochastic"}
     for name, w in clf.solutions_.items():
@@ -99,7 +90,7 @@ def test_all_solutions_available_after_one_fit():
 
 
 def test_score_and_predict_log_proba_take_the_solution_as_predict_does():
-    X, y, g = _fair_data()
+    X, y, g = two_group_data(3000)
     clf = ConstrainedClassifier("ppr[group] >= ppr - 0.03", random_state=0).fit(X, y, groups=g)
     w = np.random.default_rng(0).integers(0, 3, size=len(y)).astype(float)
     for solution in clf.solutions_:
@@ -119,7 +110,7 @@ def test_score_and_predict_log_proba_take_the_solution_as_predict_does():
 
 
 def test_stochastic_predict_is_reproducible_and_follows_probabilities():
-    X, y, g = _fair_data(n=6000)
+    X, y, g = two_group_data(n=6000)
     clf = ConstrainedClassifier(["tpr[group] >= 0.98 * tpr", "tpr[group] <= tpr / 0.98"], random_state=0)
     clf.fit(X, y, groups=g)
     proba = clf.predict_proba(X)[:, 1]
@@ -134,7 +125,7 @@ def test_stochastic_predict_is_reproducible_and_follows_probabilities():
 
 
 def test_determinism_under_random_state():
-    X, y, g = _fair_data(n=1000)
+    X, y, g = two_group_data(n=1000)
     kw = dict(constraints="ppr[group] >= ppr - 0.03", batch_size=128, max_iter=300)
     a = ConstrainedClassifier(random_state=3, **kw).fit(X, y, groups=g)
     b = ConstrainedClassifier(random_state=3, **kw).fit(X, y, groups=g)
@@ -153,7 +144,7 @@ def test_determinism_under_random_state():
     dict(batch_size=256),
 ])
 def test_variants_reach_feasibility(params):
-    X, y, g = _fair_data()
+    X, y, g = two_group_data(3000)
     clf = ConstrainedClassifier("ppr[group] >= ppr - 0.05", random_state=0, **params).fit(X, y, groups=g)
     assert clf.feasible_
     assert _max_violation(clf.constraint_report(X, y, groups=g)) <= 1e-3
@@ -164,7 +155,7 @@ def test_variants_reach_feasibility(params):
 def test_hidden_layer_sizes_must_be_positive_integers(estimator, sizes):
     import skrate
 
-    X, y, g = _fair_data(200)
+    X, y, g = two_group_data(200)
     cls = getattr(skrate, estimator)
     with pytest.raises(ValueError, match=r"hidden_layer_sizes must be a tuple of positive integers, got"):
         cls(model="mlp", hidden_layer_sizes=sizes, max_iter=5).fit(X, y)
@@ -200,7 +191,7 @@ def test_a_win_loss_ratio_without_losses_is_met_and_an_empty_precision_undefined
 
 
 def test_precision_and_churn_constraints():
-    X, y, g = _fair_data()
+    X, y, g = two_group_data(3000)
     baseline = LogisticRegression().fit(X[:, :2], y).predict(X[:, :2])
     clf = ConstrainedClassifier(["precision >= 0.82", "churn <= 0.12"], random_state=0)
     clf.fit(X, y, groups=g, baseline=baseline)
@@ -214,7 +205,7 @@ def test_precision_and_churn_constraints():
 
 
 def test_infeasible_problem_warns_with_largest_violation():
-    X, y, g = _fair_data(n=800)
+    X, y, g = two_group_data(n=800)
     with pytest.warns(InfeasibleConstraintsWarning, match="No mixture of the trained models meets every constraint "
                                                           ".*; its largest violation is") as caught:
         clf = ConstrainedClassifier(["ppr >= 0.9", "ppr <= 0.1"], max_iter=200, random_state=0).fit(X, y, groups=g)
@@ -277,7 +268,7 @@ def test_feasible_describes_the_mixture_and_the_selected_solution_is_warned_abou
     np.testing.assert_array_equal(*mixtures)
     assert len(caught) == 2 and "The best solution, which predict uses," in str(caught[1].message)
     # a feasible mixture, and a selected iterate that breaks the constraint by itself
-    X, y, _ = _fair_data(n=800)
+    X, y, _ = two_group_data(n=800)
     with pytest.warns(InfeasibleConstraintsWarning, match=r"The last solution, which predict uses, does not meet "
                                                           r"every constraint .*\(the m_stochastic solution does\)"):
         clf = ConstrainedClassifier("ppr <= 0.3", solution="last", max_iter=100, random_state=0).fit(X, y)
@@ -285,7 +276,7 @@ def test_feasible_describes_the_mixture_and_the_selected_solution_is_warned_abou
 
 
 def test_infeasibility_warning_gives_ratios_in_their_own_units():
-    X, y, _ = _fair_data(n=800)
+    X, y, _ = two_group_data(n=800)
     with pytest.warns(InfeasibleConstraintsWarning) as caught:
         clf = ConstrainedClassifier(["ppr >= 0.4", "precision >= 0.95"], max_iter=100, random_state=0).fit(X, y)
     message = str(caught[0].message)
@@ -295,7 +286,7 @@ def test_infeasibility_warning_gives_ratios_in_their_own_units():
 
 
 def test_groups_from_dataframe_columns_and_dict_agree():
-    X, y, g = _fair_data(n=800)
+    X, y, g = two_group_data(n=800)
     frame = pd.DataFrame(X, columns=[f"x{k}" for k in range(4)])
     frame_groups = pd.DataFrame({"group": g})
     a = ConstrainedClassifier("ppr[group] >= ppr - 0.05", random_state=0).fit(X, y, groups=g)
@@ -310,7 +301,7 @@ def test_groups_from_dataframe_columns_and_dict_agree():
 
 
 def test_inputs_are_not_modified():
-    X, y, g = _fair_data(n=500)
+    X, y, g = two_group_data(n=500)
     w = np.ones(500)
     copies = [a.copy() for a in (X, y, g, w)]
     ConstrainedClassifier("ppr[group] >= 0.3", random_state=0).fit(X, y, groups=g, sample_weight=w)
@@ -319,7 +310,7 @@ def test_inputs_are_not_modified():
 
 
 def test_sample_weight_enters_the_rates():
-    X, y, g = _fair_data(n=1500)
+    X, y, g = two_group_data(n=1500)
     w = np.where(g == "b", 3.0, 1.0)
     clf = ConstrainedClassifier("ppr[group=a] >= ppr - 0.02", random_state=0).fit(X, y, groups=g, sample_weight=w)
     report = clf.constraint_report(X, y, groups=g, sample_weight=w)
@@ -335,14 +326,14 @@ def test_sample_weight_enters_the_rates():
     (dict(groups=np.array(["a", "b"] * 100)), "has 200 entries but X has 300 rows"),
 ])
 def test_bad_groups(fit_kwargs, message):
-    X, y, _ = _fair_data(n=300)
+    X, y, _ = two_group_data(n=300)
     with pytest.raises(ValueError, match=message):
         ConstrainedClassifier("ppr[group] >= 0.2").fit(X, y, **fit_kwargs)
 
 
 def test_a_group_column_missing_from_a_dataframe_x_asks_for_groups():
     # X's columns were listed as the "known group columns", and groups= was never named
-    X, y, _ = _fair_data(n=300)
+    X, y, _ = two_group_data(n=300)
     frame = pd.DataFrame(X, columns=[f"x{i}" for i in range(X.shape[1])])
     with pytest.raises(ValueError, match=r"Unknown group column 'group'; no groups were given, and X's columns "
                                          r"\(\['x0', 'x1'.*\]\) do not include it: pass groups=\.\.\."):
@@ -350,7 +341,7 @@ def test_a_group_column_missing_from_a_dataframe_x_asks_for_groups():
 
 
 def test_bad_inputs_have_clear_errors():
-    X, y, g = _fair_data(n=300)
+    X, y, g = two_group_data(n=300)
     Xn = X.copy()
     Xn[3, 1] = np.nan
     with pytest.raises(ValueError, match="NaN"):
@@ -393,7 +384,7 @@ def test_a_ratio_objective_names_metric_optimizer(objective):
 
 
 def test_pipeline_and_grid_search_route_groups():
-    X, y, g = _fair_data(n=1200)
+    X, y, g = two_group_data(n=1200)
     with config_context(enable_metadata_routing=True):
         clf = ConstrainedClassifier("ppr[group] >= ppr - 0.05", max_iter=300, random_state=0)
         pipe = make_pipeline(StandardScaler(), clf.set_fit_request(groups=True))
@@ -410,14 +401,14 @@ def test_pipeline_and_grid_search_route_groups():
 
 
 def test_goal_helpers_and_mixed_specs_are_accepted():
-    X, y, g = _fair_data(n=1500)
+    X, y, g = two_group_data(n=1500)
     clf = ConstrainedClassifier([equal_opportunity("group", 0.05), "ppr >= 0.3"], random_state=0).fit(X, y, groups=g)
     assert [str(c) for c in clf.constraints_] == ["tpr[group=a] >= tpr - 0.05", "tpr[group=b] >= tpr - 0.05", "ppr >= 0.3"]
     assert clf.feasible_
 
 
 def test_callback_can_stop_training():
-    X, y, g = _fair_data(n=300)
+    X, y, g = two_group_data(n=300)
     seen = []
     clf = ConstrainedClassifier(callback=lambda t, theta, values: seen.append(t) or t < 9).fit(X, y)
     assert clf.n_iter_ == 10 and seen == list(range(10))
@@ -429,7 +420,7 @@ def test_callback_can_stop_training():
 
 
 def test_callback_gets_the_params_its_values_were_measured_on():
-    X, y, _ = _fair_data(n=300)
+    X, y, _ = two_group_data(n=300)
     seen = []
     clf = ConstrainedClassifier("ppr >= 0.6", max_iter=5,
                                 callback=lambda t, theta, values: seen.append((theta.copy(), values.copy())))
@@ -457,7 +448,7 @@ def test_constraint_report_reads_a_ratio_in_its_own_units():
 
 def test_constraint_report_on_rows_that_leave_the_objective_undefined():
     # positives only: fpr has no rows to divide by, while the ppr constraints are measured
-    X, y, g = _fair_data(n=600)
+    X, y, g = two_group_data(n=600)
     clf = ConstrainedClassifier("ppr[group] >= ppr - 0.05", objective="fpr", max_iter=50,
                                 random_state=0).fit(X, y, groups=g)
     pos = y == 1
@@ -473,7 +464,7 @@ def test_constraint_report_on_rows_that_leave_the_objective_undefined():
 
 
 def test_constraint_report_on_rows_without_a_fitted_group_or_with_a_new_one():
-    X, y, g = _fair_data(n=600)
+    X, y, g = two_group_data(n=600)
     clf = ConstrainedClassifier("tpr[group] >= 0.9 * tpr", max_iter=50, random_state=0).fit(X, y, groups=g)
     only = g == g[0]
     with pytest.warns(UserWarning, match=r"1 constraint\(s\) are undefined on these rows, reported as NaN"):
@@ -522,7 +513,7 @@ def test_a_baseline_of_class_labels_is_read_as_labels_even_when_they_look_like_d
     np.testing.assert_array_equal(check_baseline(np.array([1, 2, 2, 1]), classes, 4), [0, 1, 1, 0])
     np.testing.assert_array_equal(check_baseline(np.array([0, 1, 1, 0]), classes, 4), [0, 1, 1, 0])  # 0 is no label
     np.testing.assert_array_equal(check_baseline(np.array([0, 0, 1, 1]), np.array([0, 1]), 4), [0, 0, 1, 1])
-    X, y, _ = _fair_data(n=300)
+    X, y, _ = two_group_data(n=300)
     labels = y + 1
     clf = ConstrainedClassifier("churn <= 0.05", random_state=0).fit(X, labels, baseline=np.ones(300, int))
     assert clf.predict_proba(X)[:, 1].mean() <= 0.05 + 1e-3  # the baseline said "class 1" (negative) everywhere
@@ -530,7 +521,7 @@ def test_a_baseline_of_class_labels_is_read_as_labels_even_when_they_look_like_d
 
 def test_a_baseline_with_a_missing_decision_is_refused_by_row():
     # a None among text labels failed in numpy's sort, a pandas NA in bool(NA), naming neither
-    X, y, _ = _fair_data(n=300)
+    X, y, _ = two_group_data(n=300)
     labels = np.where(y == 1, "yes", "no")
     given = [labels.astype(object), y.astype(float), y.astype(object)]
     for b, missing in zip(given, [None, np.nan, None]):
@@ -689,7 +680,7 @@ def test_weights_of_any_magnitude_give_the_rates_of_unit_weights(factor):
     # tiny weights are brought to unit size as well
     from skrate.metrics import audit
 
-    X, y, g = _fair_data(n=1500)
+    X, y, g = two_group_data(n=1500)
     w = np.where(g == "b", 3.0, 1.0) + np.random.default_rng(0).random(1500)
     spec = "ppr[group=a] >= ppr - 0.02"
     ref = ConstrainedClassifier(spec, random_state=0).fit(X, y, groups=g, sample_weight=w)
@@ -898,7 +889,7 @@ def _mean(p, mask):
 
 
 def test_constraint_report_on_rows_where_a_group_has_no_positives_is_nan_for_that_constraint_only():
-    X, y, g = _fair_data(n=600)
+    X, y, g = two_group_data(n=600)
     spec = ["tpr[group] >= 0.9 * tpr", "ppr >= 0.3", "fpr[group=b] <= 0.3"]
     clf = ConstrainedClassifier(spec, max_iter=50, random_state=0).fit(X, y, groups=g)
     rows = ~((g == "b") & (y == 1))  # group b keeps its negatives, so it is no absent value
@@ -932,7 +923,7 @@ def test_constraint_report_on_rows_where_a_group_has_no_positives_is_nan_for_tha
     (minimum_accuracy, 0.78, "group"),  # binds on group b, at a's expense
 ])
 def test_a_fit_with_a_minimum_goal_meets_it_on_the_training_data(helper, value, group):
-    X, y, g = _fair_data(n=1500)
+    X, y, g = two_group_data(n=1500)
     cells = {"all": np.ones(len(y), bool)} if group is None else {v: g == v for v in np.unique(g)}
 
     def rates(model):  # the expected coverage (share predicted positive) or accuracy, by hand
@@ -958,7 +949,7 @@ def test_a_bound_on_ratios_over_one_denominator_is_taken_as_a_rate_constraint():
     from skrate.generalized import f_measure, kld_fairness
     from skrate.generalized import precision as metric_precision
 
-    X, y, g = _fair_data(n=800)
+    X, y, g = two_group_data(n=800)
     fits = [ConstrainedClassifier(con, max_iter=300, random_state=0).fit(X, y, groups=g)
             for con in (metric_precision(group="group") >= 0.6, "precision[group] >= 0.6")]
     np.testing.assert_array_equal(fits[0].predict_proba(X), fits[1].predict_proba(X))

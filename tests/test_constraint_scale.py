@@ -13,15 +13,7 @@ from skrate.exceptions import InfeasibleConstraintsWarning
 from skrate.problem import GroupTable, RateData, compile_problem
 from skrate.rates import as_constraints, as_expression
 
-
-def _data(n=2000, seed=0):
-    rng = np.random.default_rng(seed)
-    group = rng.choice(["a", "b"], n, p=[0.7, 0.3])
-    X = rng.normal(size=(n, 4))
-    shift = np.where(group == "a", 0.8, -0.8)
-    y = (X[:, 0] + 0.5 * X[:, 1] + shift + rng.normal(scale=0.8, size=n) > 0).astype(int)
-    X[:, 3] += shift
-    return X, y, group
+from _data import two_group_data
 
 
 # 0.9 * 2**10 and 0.9 * 2**-10 are 0.9's double times a power of two: exactly the same rows
@@ -30,7 +22,7 @@ PLAIN, TIMES_1024, OVER_1024 = ("tpr[group] >= 0.9 * tpr", "1024 * tpr[group] >=
 
 
 def test_compiled_rows_are_the_constraints_over_their_largest_coefficient():
-    X, y, g = _data(300)
+    X, y, g = two_group_data(300)
     data = RateData(y, np.ones(len(y)), GroupTable.from_input(g, None, len(y)))
     cons = as_constraints(["100 * ppr[group=a] <= 30", "tpr >= 0.8"])
     problem = compile_problem(as_expression("error_rate"), cons, data)
@@ -48,7 +40,7 @@ def test_compiled_rows_are_the_constraints_over_their_largest_coefficient():
     {"solver": "oracle_proxy_lagrangian", "estimator": LogisticRegression(), "max_iter": 20},
 ])
 def test_a_constraint_scaled_by_a_power_of_two_fits_the_same_model(params):
-    X, y, g = _data()
+    X, y, g = two_group_data(2000)
     fits = [ConstrainedClassifier(spec, random_state=0, **params).fit(X, y, groups=g)
             for spec in (PLAIN, TIMES_1024, OVER_1024)]
     for fit, factor in zip(fits[1:], (1024.0, 2.0**-10)):
@@ -93,7 +85,7 @@ def test_metric_optimizer_reads_a_scaled_rate_constraint_alike_and_reports_it_as
 
 @pytest.mark.parametrize("estimator", ["ConstrainedClassifier", "MetricOptimizer"])
 def test_infeasibility_is_told_in_the_units_of_the_constraints(estimator):
-    X, y, g = _data(500)
+    X, y, g = two_group_data(500)
     spec = ["100 * ppr <= 10", "100 * ppr >= 20"]  # at best 5 apart, in these units
     make = {"ConstrainedClassifier": lambda: ConstrainedClassifier(spec, random_state=0),
             "MetricOptimizer": lambda: MetricOptimizer(metric="error", constraints=spec, random_state=0)}[estimator]

@@ -26,6 +26,8 @@ from skrate.rates import as_constraints, as_expression
 from skrate.solvers._oracle_game import N_ITER_NO_CHANGE, cost_sensitive_reduction, project_l1_ball, solve_oracle_game
 from skrate.solutions import shrink
 
+from _data import two_group_data
+
 ORACLE_SOLVERS = ["oracle_lagrangian", "oracle_proxy_lagrangian"]
 
 
@@ -189,19 +191,9 @@ def test_decision_trees_of_depth_one_near_the_lp_optimum(solver):
 
 
 # -- estimator semantics ----------------------------------------------------------------------------
-def _fair(n=1500, seed=0):
-    rng = np.random.default_rng(seed)
-    group = rng.choice(["a", "b"], n, p=[0.7, 0.3])
-    X = rng.normal(size=(n, 4))
-    shift = np.where(group == "a", 0.8, -0.8)
-    y = (X[:, 0] + 0.5 * X[:, 1] + shift + rng.normal(scale=0.8, size=n) > 0).astype(int)
-    X[:, 3] += shift
-    return X, y, group
-
-
 @pytest.mark.parametrize("solver", ORACLE_SOLVERS)
 def test_predictions_follow_the_fitted_estimators(solver):
-    X, y, g = _fair()
+    X, y, g = two_group_data(1500)
     clf = ConstrainedClassifier("ppr[group] >= ppr - 0.03", estimator=LogisticRegression(), solver=solver,
                                 solution="T_stochastic", random_state=0).fit(X, y, groups=g)  # keeps every fit
     estimators = clf.estimators_
@@ -224,7 +216,7 @@ def test_predictions_follow_the_fitted_estimators(solver):
 
 
 def test_only_the_estimators_of_the_solutions_are_kept():
-    X, y, g = _fair(600)
+    X, y, g = two_group_data(600)
     kw = dict(constraints="ppr[group] >= ppr - 0.03", estimator=LogisticRegression(), tol=None, max_iter=30,
               solver="oracle_proxy_lagrangian", random_state=0)
     small = ConstrainedClassifier(**kw).fit(X, y, groups=g)
@@ -247,7 +239,7 @@ def test_unset_random_states_of_pipeline_steps_are_seeded():
 
     from skrate.models._oracle import seeded
 
-    X, y, g = _fair(300)
+    X, y, g = two_group_data(300)
     est = make_pipeline(StandardScaler(), RandomForestClassifier(n_estimators=3, max_depth=3))
     kw = dict(estimator=est, solver="oracle_proxy_lagrangian", random_state=0, max_iter=3)
     fit = lambda: ConstrainedClassifier(PARITY, **kw).fit(X, y, groups=g).predict_proba(X)
@@ -259,7 +251,7 @@ def test_unset_random_states_of_pipeline_steps_are_seeded():
 
 
 def test_a_built_in_refit_drops_the_oracle_estimators():
-    X, y, g = _fair(300)
+    X, y, g = two_group_data(300)
     clf = ConstrainedClassifier("ppr <= 0.3", estimator=LogisticRegression(), solver="oracle_proxy_lagrangian",
                                 max_iter=3, random_state=0).fit(X, y)
     assert hasattr(clf, "estimators_")
@@ -268,7 +260,7 @@ def test_a_built_in_refit_drops_the_oracle_estimators():
 
 
 def test_n_jobs_gives_the_same_predictions():
-    X, y, g = _fair(600)
+    X, y, g = two_group_data(600)
     kw = dict(constraints="ppr[group] >= ppr - 0.03", estimator=LogisticRegression(),
               solver="oracle_proxy_lagrangian", solution="T_stochastic", random_state=0)
     one = ConstrainedClassifier(**kw).fit(X, y, groups=g)
@@ -277,7 +269,7 @@ def test_n_jobs_gives_the_same_predictions():
 
 
 def test_held_out_constraints():
-    X, y, g = _fair(1200)
+    X, y, g = two_group_data(1200)
     clf = ConstrainedClassifier("ppr[group] >= ppr - 0.03", estimator=LogisticRegression(),
                                 solver="oracle_lagrangian", validation_fraction=0.3, random_state=0)
     clf.fit(X, y, groups=g)
@@ -287,7 +279,7 @@ def test_held_out_constraints():
 
 # -- warm start and early stopping ----------------------------------------------------------------
 def test_warm_start_continues_from_the_previous_fit():
-    X, y, g = _fair(800)
+    X, y, g = two_group_data(800)
     clf = ConstrainedClassifier("ppr[group] >= ppr - 0.03", estimator=RecordingLogisticRegression(),
                                 solver="oracle_lagrangian", solution="T_stochastic",  # keeps every fit
                                 random_state=0).fit(X, y, groups=g)
@@ -304,7 +296,7 @@ def test_which_estimators_are_warm_started():
     assert warm_startable(LogisticRegression())
     assert not warm_startable(HistGradientBoostingClassifier())  # its warm start appends trees
     assert not warm_startable(DecisionTreeClassifier())
-    X, y, g = _fair(400)
+    X, y, g = two_group_data(400)
     X = np.round(X, 1)  # few distinct values: binning skips the (slow) weighted quantiles
     clf = ConstrainedClassifier("ppr[group] >= ppr - 0.03", estimator=HistGradientBoostingClassifier(max_iter=5),
                                 solver="oracle_proxy_lagrangian", random_state=0).fit(X, y, groups=g)
@@ -312,7 +304,7 @@ def test_which_estimators_are_warm_started():
 
 
 def test_one_class_reduction_gives_a_constant_model():
-    X, y, _ = _fair(100)
+    X, y, _ = two_group_data(100)
     oracle = CostSensitiveOracle(LogisticRegression())
     model = oracle(X, np.ones(100, int), np.ones(100))
     np.testing.assert_array_equal(model.predict(X), np.ones(100))
@@ -387,7 +379,7 @@ def test_round_off_in_the_lp_violation_does_not_keep_the_game_going(solver):
 @pytest.mark.parametrize("solver", ORACLE_SOLVERS)
 def test_no_early_stop_while_the_mixture_has_slack(solver):
     # the first proxy-Lagrangian responses are fairer than needed; stopping there would waste accuracy
-    X, y, g = _fair(800)
+    X, y, g = two_group_data(800)
     clf = ConstrainedClassifier("tpr[group] <= tpr + 0.05", estimator=LogisticRegression(), solver=solver,
                                 lambda_learning_rate=2.0 if solver == "oracle_proxy_lagrangian" else 0.3,
                                 random_state=0).fit(X, y, groups=g)
@@ -398,7 +390,7 @@ def test_no_early_stop_while_the_mixture_has_slack(solver):
 
 
 def test_early_stopping_when_the_unconstrained_model_is_feasible():
-    X, y, g = _fair(600)
+    X, y, g = two_group_data(600)
     clf = ConstrainedClassifier("ppr >= 0.1", estimator=LogisticRegression(), solver="oracle_lagrangian",
                                 random_state=0).fit(X, y, groups=g)
     assert clf.n_iter_ == 5  # one useful fit, three without improvement, the certificate
@@ -407,7 +399,7 @@ def test_early_stopping_when_the_unconstrained_model_is_feasible():
 
 
 def test_solver_callback_and_budget():
-    X, y, g = _fair(300)
+    X, y, g = two_group_data(300)
     problem = compile_problem(as_expression("error"), as_constraints("ppr[group] >= ppr - 0.03"),
                               RateData(y, np.ones(len(y)), GroupTable.from_input(g, None, len(y))))
     seen = []
@@ -418,7 +410,7 @@ def test_solver_callback_and_budget():
 
 
 def test_callback_sees_every_fitted_estimator_certificates_included():
-    X, y, g = _fair(600)
+    X, y, g = two_group_data(600)
     seen = []
     clf = ConstrainedClassifier("ppr >= 0.1", estimator=LogisticRegression(), solver="oracle_lagrangian",
                                 callback=lambda t, model, values: seen.append((t, values)),
@@ -430,7 +422,7 @@ def test_callback_sees_every_fitted_estimator_certificates_included():
 
 # -- errors and integration -----------------------------------------------------------------------
 def test_clear_errors():
-    X, y, g = _fair(200)
+    X, y, g = two_group_data(200)
     with pytest.raises(ValueError, match="estimator=LogisticRegression"):
         ConstrainedClassifier("ppr >= 0.3", solver="oracle_lagrangian").fit(X, y, groups=g)
     with pytest.raises(ValueError, match="KNeighborsClassifier does not accept sample_weight"):
@@ -451,7 +443,7 @@ def test_clear_errors():
 
 
 def test_non_classifiers_and_pipelines_without_weights_are_refused():
-    X, y, g = _fair(200)
+    X, y, g = two_group_data(200)
     with pytest.raises(ValueError, match="estimator=Ridge is not a classifier"):
         ConstrainedClassifier("ppr >= 0.3", estimator=Ridge(), solver="oracle_lagrangian").fit(X, y, groups=g)
     with pytest.raises(ValueError, match=r"Pipeline \(final step KNeighborsClassifier\) does not accept sample_weight"):
@@ -527,7 +519,7 @@ def test_a_pipeline_gets_its_weights_under_metadata_routing():
 
 
 def test_infeasible_problem_is_reported():
-    X, y, g = _fair(300)
+    X, y, g = two_group_data(300)
     with pytest.warns(InfeasibleConstraintsWarning, match="its largest violation is 0.3, on"):
         clf = ConstrainedClassifier(["ppr >= 0.8", "ppr <= 0.2"], estimator=LogisticRegression(),
                                     solver="oracle_proxy_lagrangian", random_state=0).fit(X, y, groups=g)
@@ -536,7 +528,7 @@ def test_infeasible_problem_is_reported():
 
 
 def test_pipeline_and_grid_search_with_gradient_boosting():
-    X, y, g = _fair(600)
+    X, y, g = two_group_data(600)
     X = np.round(X, 1)  # few distinct values: binning skips the (slow) weighted quantiles
     with config_context(enable_metadata_routing=True), warnings.catch_warnings():
         warnings.simplefilter("ignore", InfeasibleConstraintsWarning)
