@@ -776,7 +776,8 @@ def test_alike_rows_are_equal_rows_numbered_by_first_occurrence(monkeypatch):
 @pytest.mark.parametrize("dense_p", [True, False])
 @pytest.mark.parametrize("zero_weight_rows", [0, 10])
 def test_cell_vectors_multiply_as_the_formed_product(monkeypatch, dense_p, zero_weight_rows):
-    # the full-batch games' products with A and A.T, on a dense P (small data) and by cells
+    # the games' products with A and A.T, on a dense P (small data) and by cells, over every row
+    # and over a minibatch's
     import scipy.sparse as sp
 
     from skrate.problem import CellMatrix, CellVectors, compile_factored
@@ -798,6 +799,10 @@ def test_cell_vectors_multiply_as_the_formed_product(monkeypatch, dense_p, zero_
     np.testing.assert_allclose(vectors.matvec(x), A @ x, rtol=1e-12, atol=1e-15)
     np.testing.assert_allclose(vectors.rmatvec(v), A.T @ v, rtol=1e-12, atol=1e-18)
     assert np.all(vectors.rmatvec(v)[:zero_weight_rows] == 0.0)
+    # a minibatch's part of them, the weightless rows among it
+    idx = np.r_[rng.permutation(n)[:300], np.arange(zero_weight_rows)]
+    np.testing.assert_allclose(vectors.batch_matvec(idx, x[idx]), A[:, idx] @ x[idx], rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(vectors.batch_rmatvec(idx, v), A[:, idx].T @ v, rtol=1e-12, atol=1e-18)
 
 
 def test_games_over_rates_never_form_the_product_of_the_rate_factors(monkeypatch):

@@ -33,7 +33,9 @@ class SurrogateTheta:
         self.adam = Adam(self.theta.shape[0], learning_rate)
         self.reg = alpha * model.penalty_mask()
         self.full = batch_size is None or batch_size >= self.n
-        self.vectors = CellVectors(A) if self.full else None  # the full batch's products
+        self.design = design
+        # the products with A: over every row, or over a minibatch's rows through each row's cell
+        self.vectors = CellVectors(A)
         self.batch_size = batch_size
         self.order, self.at = rng.permutation(self.n), 0
         self._pos_neg = None
@@ -48,13 +50,14 @@ class SurrogateTheta:
                 self.order, self.at = self.rng.permutation(self.n), 0
             self.idx = self.order[self.at:self.at + self.batch_size]
             self.at += self.batch_size
-            self.Xb, self.XTb, self.Ab = self.X[self.idx], None, self.A[:, self.idx]
-            self.ATb = self.Ab.T
+            self.Xb, self.XTb = self.design.rows(self.idx), None
             self.scale = self.n / self.batch_size
         self._cache = None  # the previous batch's activations are not held through this forward pass
         self.scores, self._cache = self.model.forward(self.Xb, self.theta)
         decisions = (self.scores > 0).astype(float)
-        return self.vectors.matvec(decisions) if self.full else self.scale * (self.Ab @ decisions)
+        if self.full:
+            return self.vectors.matvec(decisions)
+        return self.scale * self.vectors.batch_matvec(self.idx, decisions)
 
     def surrogate_rates(self, direction: np.ndarray) -> np.ndarray:
         """Surrogate estimate of the rates on the current batch (without b): an upper bound of the
@@ -74,13 +77,13 @@ class SurrogateTheta:
 
     def costs(self, row_weights: np.ndarray) -> np.ndarray:
         """Each training row's coefficient in ``row_weights . (A @ yhat)``: ``A.T @ row_weights``."""
-        return self.vectors.rmatvec(row_weights) if self.full else self.A.T @ row_weights
+        return self.vectors.rmatvec(row_weights)
 
     def step(self, row_weights: np.ndarray) -> None:
         if self.oracle is not None:
             self.theta = self.oracle.best_response(self.costs(row_weights))
             return
-        coef = self.costs(row_weights) if self.full else self.scale * (self.ATb @ row_weights)
+        coef = self.costs(row_weights) if self.full else self.scale * self.vectors.batch_rmatvec(self.idx, row_weights)
         cache, self._cache = self._cache, None  # the activations of batch(), at this theta
         grad = self.model.backward(self.Xb, self.theta, surrogate_grad(self.scores, coef, self.surrogate), self.XTb,
                                    cache=cache)

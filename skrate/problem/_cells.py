@@ -355,6 +355,7 @@ class CellVectors:
         self.rows = np.flatnonzero(np.diff(P.indptr))  # rows in a cell, in the order of P's entries
         self.cell, self.scale = P.indices, P.data
         self.every_row = self.rows.size == self.n
+        self._by_row = None  # each row's cell and scale, built for the first batch
 
     def matvec(self, x: np.ndarray) -> np.ndarray:
         """``A @ x``.
@@ -374,6 +375,52 @@ class CellVectors:
         per_cell = np.bincount(self.cell, self.scale * (x if self.every_row else x[self.rows]),
                                minlength=self.K.shape[1])
         return self.K @ per_cell
+
+    @property
+    def _row_cells(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each data row's cell and scale (cell 0 and scale 0 for a row in no cell), for batches."""
+        if self._by_row is None:
+            cell, scale = np.zeros(self.n, dtype=self.cell.dtype), np.zeros(self.n)
+            cell[self.rows], scale[self.rows] = self.cell, self.scale
+            self._by_row = cell, scale
+        return self._by_row
+
+    def batch_matvec(self, idx: np.ndarray, x: np.ndarray) -> np.ndarray:
+        """``A[:, idx] @ x``: the rows ``idx``'s part of ``A @ x``, in O(len(idx)) work (no
+        columns of ``A`` gathered).
+
+        Parameters
+        ----------
+        idx : ndarray of shape (batch,)
+            Data rows (a minibatch).
+        x : ndarray of shape (batch,)
+            A value per row of the batch.
+
+        Returns
+        -------
+        ndarray of shape (n_rows,)
+            The rates' combinations that the rows of ``A`` hold, over the batch's rows alone.
+        """
+        cell, scale = self._row_cells
+        return self.K @ np.bincount(cell[idx], scale[idx] * x, minlength=self.K.shape[1])
+
+    def batch_rmatvec(self, idx: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """``A[:, idx].T @ w``: the coefficients of the rows ``idx`` in ``w @ A``.
+
+        Parameters
+        ----------
+        idx : ndarray of shape (batch,)
+            Data rows (a minibatch).
+        w : ndarray of shape (n_rows,)
+            A weight per row of ``A``.
+
+        Returns
+        -------
+        ndarray of shape (batch,)
+            Each batch row's coefficient; 0 for a row in no cell.
+        """
+        cell, scale = self._row_cells
+        return (self.KT @ w)[cell[idx]] * scale[idx]
 
     def rmatvec(self, w: np.ndarray) -> np.ndarray:
         """``A.T @ w``.

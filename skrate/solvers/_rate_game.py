@@ -8,7 +8,7 @@ they differ only in the lambda-player. Per iteration, on a batch B:
   ``A_B @ 1[f > 0] + b`` (or their surrogates, for the Lagrangian);
 * the theta-player takes an Adam step on the surrogate of ``sum_k lam_k rate_k``, whose
   gradient with respect to the scores is ``(A_B.T @ lam) * surrogate'(f)``: two products
-  through the rows' cells (:class:`~skrate.problem.CellVectors` on the full batch) and one
+  through the rows' cells (:class:`~skrate.problem.CellVectors`; a minibatch's rows alone) and one
   backward pass, however many constraints there are. For the Lagrangian
   it is ``sum_k lam_k surrogate(rate_k)`` instead, each row bounded on its own, the function
   its multipliers ascend: ``(A_B+.T @ lam) * upper'(f) + (A_B-.T @ lam) * lower'(f)``.
@@ -205,7 +205,6 @@ def solve_rate_game(
     optimizer = Adam(theta.shape[0], learning_rate)
     reg = alpha * model.penalty_mask()
     mix, basis, b = problem.mix, problem.basis, problem.b
-    mixT = mix.T.tocsr()
     full = batch_size is None or batch_size >= n
     if held_out is not None:
         held_problem, X_held = held_out
@@ -214,9 +213,10 @@ def solve_rate_game(
         objective = mix[0]
         used = objective.indices
         objective, objective_basis = objective[:, used], basis[used] if full else sp.csc_matrix(basis[used])
-    basis_cols = None if full else sp.csc_matrix(basis)
-    cells = problem.cells if full or player.needs_surrogate else None
-    A_full = CellVectors(cells) if full else None  # the full batch's products, set up once
+    cells = problem.cells
+    # the products with A, set up once: over every row, or over a minibatch's rows through each
+    # row's cell (no columns of A gathered per step)
+    A_rows = CellVectors(cells)
     if player.needs_surrogate:
         if held_out is not None:
             raise ValueError("solver='lagrangian' updates its multipliers on surrogate rates of the training "
@@ -235,8 +235,7 @@ def solve_rate_game(
                 order, at = rng.permutation(n), 0
             idx = order[at:at + batch_size]
             at += batch_size
-            Bb = basis_cols[:, idx]
-            Xb, XTb, BbT, scale = X[idx], None, Bb.T, n / batch_size
+            Xb, XTb, scale = design.rows(idx), None, n / batch_size
         scores, cache = model.forward(Xb, theta)  # cache: what backward reuses (an MLP's activations)
         if player.needs_surrogate:
             Ap, An = (A_pos, A_neg) if full else (A_pos[:, idx], A_neg[:, idx])
@@ -247,14 +246,14 @@ def solve_rate_game(
             rows = objective_basis if full else objective_basis[:, idx]
             values[0] = scale * (objective @ (rows @ (scores > 0).astype(float)))[0] + b[0]
         elif full:
-            values = A_full.matvec((scores > 0).astype(float)) + b
+            values = A_rows.matvec((scores > 0).astype(float)) + b
         else:
-            values = scale * (mix @ (Bb @ (scores > 0).astype(float))) + b
+            values = scale * A_rows.batch_matvec(idx, (scores > 0).astype(float)) + b
         weights = player.weights()
         if player.needs_surrogate:  # the Lagrangian: both players on the rows' own surrogates
             dscores = _surrogate_rates_grad(Ap, An, scores, weights, surrogate)
         else:  # the proxy-Lagrangian: the model on the surrogate of the weighted sum
-            coef = A_full.rmatvec(weights) if full else scale * (BbT @ (mixT @ weights))
+            coef = A_rows.rmatvec(weights) if full else scale * A_rows.batch_rmatvec(idx, weights)
             dscores = surrogate_grad(scores, coef, surrogate)
         grad = model.backward(Xb, theta, dscores, XTb, cache=cache) + reg * theta
         cache = None  # not held through the next forward pass
