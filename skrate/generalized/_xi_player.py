@@ -29,6 +29,7 @@ from scipy.optimize import linprog, minimize
 
 from ..utils._conic import CLARABEL_TOLERANCES
 from ._atoms import KLD, GMean, HMean, MaxOf, QMean, RateFunction
+from ._metric import Atom
 
 _LO = 1e-6
 
@@ -118,7 +119,7 @@ def _unit_box(lo, hi) -> bool:
     return bool(np.allclose(lo, 0.0, rtol=0, atol=1e-12) and np.allclose(hi, 1.0, rtol=0, atol=1e-12))
 
 
-def best_response(atom, lam: np.ndarray, w: float, fixed: np.ndarray, start: np.ndarray | None = None,
+def best_response(atom: Atom, lam: np.ndarray, w: float, fixed: np.ndarray, start: np.ndarray | None = None,
                   box: tuple[np.ndarray, np.ndarray] | None = None) -> np.ndarray:
     """Minimiser of ``w * atom(xi) - lam . xi`` over the box of the rates with some entries fixed.
 
@@ -195,7 +196,7 @@ class CvxpyXiPlayer:
         basic rate.
     """
 
-    def __init__(self, atom, fixed: np.ndarray, sign: float = 1.0,
+    def __init__(self, atom: Atom, fixed: np.ndarray, sign: float = 1.0,
                  box: tuple[np.ndarray, np.ndarray] | None = None):
         import cvxpy as cp
 

@@ -194,7 +194,8 @@ def _root_mean_square(X: np.ndarray | sp.spmatrix, top: np.ndarray, share: np.nd
     return np.sqrt(share @ np.ldexp(X, -top) ** 2)
 
 
-def scaled_input(X: np.ndarray | sp.spmatrix, transform: tuple[np.ndarray, np.ndarray] | None):
+def scaled_input(X: np.ndarray | sp.spmatrix,
+                 transform: tuple[np.ndarray, np.ndarray] | None) -> np.ndarray | sp.spmatrix:
     """``(X - shift) / scale`` for the ``transform`` of :func:`input_scale`.
 
     Parameters

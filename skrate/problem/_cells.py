@@ -166,7 +166,7 @@ class CellMatrix:
             self._K = sp.csr_matrix(mix @ unit, dtype=float)
         return self._K
 
-    def cell_product(self, x):
+    def cell_product(self, x: np.ndarray | sp.spmatrix) -> np.ndarray | sp.spmatrix:
         """``K @ x``, through the factors when ``K`` is left unformed.
 
         Parameters

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from numbers import Integral
 
@@ -539,7 +539,7 @@ class GroupTable:
                              f"where={{{key!r}: {names[0]!r}}} or [{Slice.make({key: names[0]})}] in a spec.")
         return hits
 
-    def selected(self, key: str, values) -> set[str]:
+    def selected(self, key: str, values: Iterable) -> set[str]:
         """The values of column ``key`` that filters on ``values`` select, as :meth:`mask` matches
         them (itself first, else the one equal as a number); a value matching several selects
         none here (its filter raises, naming them).
