@@ -12,36 +12,24 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import csv
 import functools
-import io
-import itertools
 import os
 import re
 import sys
 import warnings
-from pathlib import Path
 
 import numpy as np
 
-EXIT_USAGE, EXIT_DATA, EXIT_NOINPUT, EXIT_CANTCREAT = 2, 65, 66, 73
-STDIO = "-"  # a data file of "-" is standard input, as for cat and pandas
+from ._cli_csv import (EXIT_CANTCREAT, EXIT_USAGE, PIPED, STDIO, CLIError, categorical_features, check_writable,
+                       existing_file, line_of, model_input, need_columns, no_empty_cells, read_csv, require_pandas,
+                       target_01, target_classes, writing)
+
 # /3: categorical features are read as written ("01" and "1" are two categories); /2 read them as
 # whole numbers where they were numbers, and is read so still. /2: the model is trained on y as 0/1,
 # "classes" is [negative, positive] (as the file writes them; earlier /3 files may hold the
 # numbers read) and "categorical" lists the one-hot encoded features; /1 files
 # (trained on the labels themselves) still load
 MODEL_FORMAT, OLD_FORMATS = "skrate-model/3", ("skrate-model/2", "skrate-model/1")
-# a text column is read as numbers with a few stray words above this share of numeric cells
-NUMERIC_SHARE = 0.9
-
-
-class CLIError(Exception):
-    """An error to report in one line and exit with ``code``."""
-
-    def __init__(self, message: str, code: int = EXIT_DATA):
-        super().__init__(message)
-        self.code = code
 
 
 class _ReaderMayLeave:
@@ -193,246 +181,6 @@ def _columns(text: str | None, option: str) -> list[str]:
     return names
 
 
-def _pandas(purpose: str = "reading CSV files"):
-    try:
-        import pandas as pd
-    except ImportError:
-        raise CLIError(f"{purpose} needs pandas: pip install pandas", EXIT_USAGE) from None
-    return pd
-
-
-_PIPED: dict[str, bytes] = {}  # a pipe's bytes, read once: its header and lines are looked up again
-
-
-def _existing(path: str) -> Path:
-    p = Path(path)
-    if not p.exists():
-        raise CLIError(f"{path}: no such file", EXIT_NOINPUT)
-    if p.is_dir():
-        raise CLIError(f"{path}: a directory, not a file", EXIT_NOINPUT)
-    return p
-
-
-def _input(path: str):
-    """``path`` to read: a regular file as itself; a pipe (``-`` for standard input, or bash's
-    ``<(...)``) as its bytes, read on first use and kept, for it cannot be read twice."""
-    if path != STDIO and _existing(path).is_file():
-        return Path(path)
-    if path not in _PIPED:
-        try:  # bytes: the encoding (and a byte-order mark) read as from a file
-            _PIPED[path] = sys.stdin.buffer.read() if path == STDIO else Path(path).read_bytes()
-        except OSError as exc:
-            raise CLIError(f"{path}: cannot read the file ({exc})", EXIT_NOINPUT) from None
-    return io.BytesIO(_PIPED[path])
-
-
-def _check_writable(path: str, option: str, inputs: tuple[str, ...] = ()) -> None:
-    """Refuse an output path that cannot be written, or that is one of the command's ``inputs``
-    (it would be replaced by the output), before any work is done, not after training."""
-    p = Path(path)
-    folder = p.parent  # Path("m.joblib").parent is Path(".")
-    same = [i for i in inputs if p.exists() and Path(i).exists() and os.path.samefile(p, i)]
-    if same:
-        raise CLIError(f"{option} {path}: that is the input file {same[0]}, which the output would replace; "
-                       "write it elsewhere", EXIT_USAGE)
-    if p.is_dir():
-        problem = "is a directory"
-    elif not folder.is_dir():
-        problem = f"the folder {str(folder)!r} does not exist"
-    elif not os.access(p if p.exists() else folder, os.W_OK):
-        problem = "is not writable" if p.exists() else f"the folder {str(folder)!r} is not writable"
-    else:
-        return
-    raise CLIError(f"{option} {path}: {problem}", EXIT_USAGE)
-
-
-@contextlib.contextmanager
-def _writing(path: str):
-    try:
-        yield
-    except OSError as exc:  # checked writable up front: a full disk, a folder removed meanwhile
-        raise CLIError(f"{path}: cannot write the file ({exc})", EXIT_CANTCREAT) from None
-
-
-def _read_csv(path: str, text: tuple[str, ...] = ()):
-    """The CSV file as written: only an empty cell is missing (``NA`` or ``None`` may be a category's
-    name), and a column is numbers only when every filled cell is one (``true`` stays text); the
-    columns ``text`` stay text throughout (ids: ``007`` keeps its zeros). Returns that frame and
-    the cells as written, all text (categorical features read them)."""
-    pd = _pandas()
-    p = _input(path)
-    try:  # utf-8-sig: a byte-order mark (Excel) must not end up in the first column's name
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always", pd.errors.ParserWarning)
-            # index_col=False: rows that all end in a delimiter (as some tools write them) would
-            # otherwise make the first column the index and shift every other one left
-            frame = pd.read_csv(p, skipinitialspace=True, encoding="utf-8-sig", dtype=str, keep_default_na=False,
-                                na_values=[""], index_col=False)
-    except UnicodeDecodeError as exc:
-        raise CLIError(f"{path}: not UTF-8 text ({exc.reason} at byte {exc.start}); save it as UTF-8, e.g. "
-                       f"iconv -f latin1 -t utf-8 {path} > utf8.csv") from None
-    except OSError as exc:
-        raise CLIError(f"{path}: cannot read the file ({exc})", EXIT_NOINPUT) from None
-    except (pd.errors.ParserError, pd.errors.EmptyDataError) as exc:
-        raise CLIError(f"{path}: not a readable CSV file ({str(exc).strip()})") from None
-    if frame.shape[0] == 0:
-        raise CLIError(f"{path}: the file has a header but no rows")
-    _check_header(path)
-    if any(issubclass(w.category, pd.errors.ParserWarning) for w in caught):
-        _refuse_extra_values(path)
-    frame.columns = [name.strip() for name in frame.columns]  # as options name them: "id " is id
-    written = frame.copy()
-    for col in frame.columns.difference(list(text)):
-        number = pd.to_numeric(frame[col], errors="coerce")
-        if (number.notna() | frame[col].isna()).all():  # a "NaN" written out stays a word
-            frame[col] = number
-    return frame, written
-
-
-def _records(path: str):
-    """The file's CSV records as pandas reads them, the header first, each with the line it
-    starts on: blank lines are skipped, and a quoted cell may span several lines."""
-    source = _input(path)
-    text = (open(source, newline="", encoding="utf-8-sig") if isinstance(source, Path)
-            else io.TextIOWrapper(source, newline="", encoding="utf-8-sig"))
-    limit = csv.field_size_limit()
-    csv.field_size_limit(2**31 - 1)  # pandas reads cells of any length; the default stops at 128 KiB
-    try:
-        with text as fh:
-            reader = csv.reader(fh, skipinitialspace=True)
-            end = 0
-            for record in reader:
-                if len(record) > 1 or record and record[0].strip():  # pandas skips lines of white space
-                    yield end + 1, record
-                end = reader.line_num
-    finally:
-        csv.field_size_limit(limit)
-
-
-def _check_header(path: str) -> None:
-    """Refuse a header with an empty or a repeated name (spaces around a name do not count): pandas
-    would rename them (``Unnamed: 0``, ``x.1``), and the renamed column, a saved index often,
-    would be trained on unnoticed."""
-    header = [name.strip() for name in next((record for _, record in _records(path)), [])]
-    unnamed = [i + 1 for i, name in enumerate(header) if not name]
-    if unnamed:
-        raise CLIError(f"{path}: column {unnamed[0]} of the header has no name (a saved index, as "
-                       "DataFrame.to_csv writes by default?); name it in the header, or save the file without "
-                       "it (to_csv(..., index=False))")
-    seen: set[str] = set()
-    repeated = [name for name in header if name in seen or seen.add(name)]
-    if repeated:
-        raise CLIError(f"{path}: the header names column {repeated[0]!r} more than once; give each column its "
-                       "own name")
-
-
-def _refuse_extra_values(path: str) -> None:
-    """Refuse a row with more values than the header has names (pandas drops them with a warning)."""
-    records = _records(path)
-    _, header = next(records)
-    line, record = next(((line, r) for line, r in records if len(r) > len(header) and any(r[len(header):])),
-                         (None, None))
-    if line is not None:
-        raise CLIError(f"{path}: line {line} holds {len(record)} values, more than the header's {len(header)} "
-                       "column names; name every column in the header, or drop the extra values")
-
-
-def _need_columns(frame, columns: list[str], path: str, role: str) -> None:
-    missing = [c for c in columns if c not in frame.columns]
-    if missing:
-        hint = ""
-        if len(frame.columns) == 1 and ";" in str(frame.columns[0]):
-            hint = ("; the file seems to separate its values with ';', and skrate reads comma-separated "
-                    "values: convert it, e.g. pandas.read_csv(path, sep=';').to_csv(new_path, index=False)")
-        raise CLIError(f"{path}: no column {', '.join(map(repr, missing))} ({role}); the file's columns are "
-                       f"{', '.join(map(str, frame.columns))}{hint}")
-
-
-def _line(path: str, index: int) -> str:
-    """Where data row ``index`` (0-based) starts in the file (see :func:`_records`)."""
-    return f"line {next(itertools.islice(_records(path), index + 1, None))[0]}"
-
-
-def _no_empty(frame, columns: list[str], path: str) -> None:
-    for col in columns:
-        empty = frame[col].isna().to_numpy()
-        if empty.any():
-            raise CLIError(f"{path}: column {col!r} has {int(empty.sum())} empty value(s), the first on "
-                           f"{_line(path, int(np.flatnonzero(empty)[0]))}; fill or drop those rows")
-
-
-def _as_text(values) -> np.ndarray:
-    """Cells as text, whole numbers written one way (3, 3.0 and '3.0' all read '3'): the CSV reader
-    guesses a column's type per file, and a class of the target (a category of a model of format
-    /2) must read the same in every file."""
-    pd = _pandas()
-    text = pd.Series(np.asarray(values, dtype=object)).astype(str)
-    number = pd.to_numeric(text, errors="coerce")
-    whole = (number.abs() < 2 ** 53) & (number == np.floor(number))
-    text[whole] = number[whole].astype(np.int64).astype(str)
-    return text.to_numpy()
-
-
-def _classes(frame, name: str, path: str, positive: str | None = None) -> list:
-    """The target's two values as [negative, positive]: ``positive`` when given, else the larger."""
-    values = sorted(frame[name].unique().tolist())
-    if len(values) != 2:
-        shown = ", ".join(map(repr, values[:6])) + (", ..." if len(values) > 6 else "")
-        raise CLIError(f"{path}: the target column {name!r} has {len(values)} distinct value(s) ({shown}); "
-                       "skrate trains binary classifiers and needs exactly two")
-    if positive is not None:
-        wanted = _as_text([positive])[0]
-        if wanted not in _as_text(values):
-            raise CLIError(f"--positive-class {positive!r} is not a value of the target column {name!r} (its "
-                           f"values: {values[0]!r}, {values[1]!r})")
-        values.sort(key=lambda v: _as_text([v])[0] == wanted)  # stable: the positive class last
-    return values
-
-
-def _target(frame, name: str, path: str, classes: list) -> np.ndarray:
-    """The target column as 0/1, 1 for ``classes[1]``; a value that is neither class is refused."""
-    text, known = _as_text(frame[name]), _as_text(classes)
-    unknown = sorted(frame[name][~np.isin(text, known)].unique().tolist())
-    if unknown:
-        raise CLIError(f"{path}: the target column {name!r} holds {unknown[:3]} that the model never saw "
-                       f"(its classes: {classes})")
-    return (text == known[1]).astype(int)
-
-
-def _textual(frame, features: list[str], declared: list[str]) -> list[str]:
-    """The features to one-hot encode: those declared, and text columns that are not mostly numbers.
-    A numeric column with a stray word stays numeric, so that _model_input points at the word
-    instead of silently one-hot encoding every number."""
-    pd = _pandas()
-
-    def textual(col):
-        cells = frame[col]
-        return cells.dtype.kind not in "biuf" and pd.to_numeric(cells, errors="coerce").notna().mean() <= NUMERIC_SHARE
-
-    return [c for c in features if c in declared or textual(c)]
-
-
-def _model_input(frame, written, features: list[str], categorical: list[str], path: str, advice: str):
-    """The features as the model reads them, whatever types the CSV reader guessed for this file:
-    categorical columns as text (as written, from ``written``; with ``written=None``, numbers as
-    whole numbers, as models of format /2 read them), the others as finite numbers; any other
-    cell is refused by line."""
-    pd = _pandas()
-    columns = {}
-    for col in features:
-        if col in categorical:
-            columns[col] = _as_text(frame[col]) if written is None else written[col].to_numpy(dtype=object)
-            continue
-        number = pd.to_numeric(frame[col], errors="coerce").astype(float).to_numpy()
-        bad = np.flatnonzero(~np.isfinite(number))
-        if bad.size:
-            more = f" ({bad.size} cells are not finite numbers)" if bad.size > 1 else ""
-            raise CLIError(f"{path}: column {col!r} is numeric, but {_line(path, int(bad[0]))} holds "
-                           f"{str(frame[col].iloc[bad[0]])!r}{more}; {advice.format(col=col)}")
-        columns[col] = number
-    return pd.DataFrame(columns, index=frame.index)
-
-
 def _parse_constraints(texts: list[str]):
     from .rates import as_constraints
 
@@ -543,11 +291,11 @@ def cmd_fit(args) -> int:
     declared = _columns(args.categorical, "--categorical")
     if args.out == STDIO:
         raise CLIError("--out -: a model is a binary file; name the file to write it to", EXIT_USAGE)
-    _check_writable(args.out, "--out", (args.data,))
-    frame, written = _read_csv(args.data)
-    _need_columns(frame, [args.target], args.data, "--target")
+    check_writable(args.out, "--out", (args.data,))
+    frame, written = read_csv(args.data)
+    need_columns(frame, [args.target], args.data, "--target")
     for names, option in ((groups, "--groups"), (excluded, "--exclude"), (declared, "--categorical")):
-        _need_columns(frame, names, args.data, option)
+        need_columns(frame, names, args.data, option)
     features = [c for c in frame.columns if c != args.target and c not in excluded]
     if not features:
         raise CLIError(f"{args.data}: no feature column is left besides the target {args.target!r}")
@@ -555,13 +303,13 @@ def cmd_fit(args) -> int:
         if col not in features:  # an option that would change nothing is a mistake said
             role = "the target" if col == args.target else "excluded by --exclude"
             raise CLIError(f"--categorical {col}: that column is {role}, not a feature", EXIT_USAGE)
-    _no_empty(frame, [args.target] + features + groups, args.data)
-    classes = _classes(frame, args.target, args.data, args.positive_class)
-    y = _target(frame, args.target, args.data, classes)
+    no_empty_cells(frame, [args.target] + features + groups, args.data)
+    classes = target_classes(frame, args.target, args.data, args.positive_class)
+    y = target_01(frame, args.target, args.data, classes)
     # as the file writes them, so that predict writes them back so: a class 02 stays 02, not 2
     classes = [written[args.target][frame[args.target] == c].iloc[0] for c in classes]
-    categorical = _textual(frame, features, declared)
-    X = _model_input(frame, written, features, categorical, args.data,
+    categorical = categorical_features(frame, features, declared)
+    X = model_input(frame, written, features, categorical, args.data,
                      "fix or drop those rows, or pass --categorical {col} if the column holds categories")
     _say(args, f"skrate fit: {frame.shape[0]} rows, {len(features)} feature columns ({len(categorical)} "
                f"one-hot encoded), {len(constraints)} constraint(s), target {args.target!r} with positive "
@@ -590,7 +338,7 @@ def cmd_fit(args) -> int:
     payload = {"format": MODEL_FORMAT, "model": model, "target": args.target, "groups": groups,
                "features": features, "categorical": categorical, "constraints": [str(c) for c in constraints],
                "classes": classes}
-    with _writing(args.out):
+    with writing(args.out):
         joblib.dump(payload, args.out)
     _say(args, f"wrote {args.out}")
     return 0
@@ -602,7 +350,7 @@ def _load(path: str) -> dict:
 
     if path == STDIO:
         raise CLIError("the model cannot come from standard input (- is for the data); name its file", EXIT_USAGE)
-    _existing(path)
+    existing_file(path)
     try:
         payload = joblib.load(path)
     except Exception as exc:  # joblib raises many kinds on foreign files
@@ -618,12 +366,12 @@ def _load(path: str) -> dict:
 def _data_for(payload: dict, data: str, needed: dict[str, list[str]], text: tuple[str, ...] = ()):
     """The CSV file ``data`` and the model's input from it; the columns of ``needed`` (by role) must be
     there and filled, as the features must. The columns ``text`` are read as written."""
-    frame, written = _read_csv(data, text)
+    frame, written = read_csv(data, text)
     features = payload["features"]
     for role, columns in {"a feature of the model": features, **needed}.items():
-        _need_columns(frame, columns, data, role)
-    _no_empty(frame, [c for columns in needed.values() for c in columns] + features, data)
-    X = _model_input(frame, written if payload["format"] == MODEL_FORMAT else None, features,
+        need_columns(frame, columns, data, role)
+    no_empty_cells(frame, [c for columns in needed.values() for c in columns] + features, data)
+    X = model_input(frame, written if payload["format"] == MODEL_FORMAT else None, features,
                      payload["categorical"], data,
                      "the model was trained on numbers in this column; fix or drop those rows")
     _warn_unseen(payload, X, data)
@@ -644,7 +392,7 @@ def _warn_unseen(payload: dict, X, data: str) -> None:
         col, known = payload["categorical"][index], encoder.categories_[index]
         values = sorted({str(v) for v in X[col].to_numpy()[unseen]})
         print(f"warning: {data}: column {col!r} holds value(s) the model never saw in training, {listed(values, 5)}, "
-              f"in {int(unseen.sum())} row(s), the first on {_line(data, int(np.argmax(unseen)))}; "
+              f"in {int(unseen.sum())} row(s), the first on {line_of(data, int(np.argmax(unseen)))}; "
               f"the model reads them as none of its categories {listed(known, 5)}", file=sys.stderr)
 
 
@@ -658,13 +406,13 @@ def cmd_audit(args) -> int:
         raise CLIError("--out -: the audit itself goes to standard output; name a file for the tidy table",
                        EXIT_USAGE)
     if args.out:
-        _check_writable(args.out, "--out", (args.model, args.data))
+        check_writable(args.out, "--out", (args.model, args.data))
     payload = _load(args.model)
     target = args.target or payload["target"]
     groups = payload["groups"] if groups is None else groups
     frame, X = _data_for(payload, args.data, {"the target": [target], "--groups": groups})
     model = payload["model"]
-    y = np.asarray(model.classes_)[_target(frame, target, args.data, payload["classes"])]  # 0/1 for /2 models
+    y = np.asarray(model.classes_)[target_01(frame, target, args.data, payload["classes"])]  # 0/1 for /2 models
     try:
         with _warnings_to_stderr():
             report = audit(model, X, y, groups=_groups(frame, groups),
@@ -673,8 +421,8 @@ def cmd_audit(args) -> int:
     except ValueError as exc:
         raise CLIError(f"{args.data}: cannot audit: {_cli_text(exc)}") from None
     if args.out:  # before the report: a reader of the report that goes away must not cost the file
-        with _writing(args.out):
-            _pandas().DataFrame(report).to_csv(args.out, index=False)
+        with writing(args.out):
+            require_pandas().DataFrame(report).to_csv(args.out, index=False)
         _say(args, f"wrote {args.out}")
     print(f"Positive class: {target} = {payload['classes'][1]!r}")
     print(format_audit(report))
@@ -685,7 +433,7 @@ def cmd_predict(args) -> int:
     if args.out == STDIO:
         args.out = None  # standard output, as without --out
     if args.out:
-        _check_writable(args.out, "--out", (args.model, args.data))
+        check_writable(args.out, "--out", (args.model, args.data))
     payload = _load(args.model)
     model, (negative, positive) = payload["model"], payload["classes"]
     prediction, probability = "prediction", f"probability_{positive}"
@@ -694,8 +442,8 @@ def cmd_predict(args) -> int:
                        f"the ids; rename that column of {args.data} and pass its new name to --id", EXIT_USAGE)
     frame, X = _data_for(payload, args.data, {}, (args.id,) if args.id else ())
     if args.id:  # copied as written: it may have empty cells
-        _need_columns(frame, [args.id], args.data, "--id")
-    out = _pandas().DataFrame({args.id: frame[args.id]} if args.id else {})
+        need_columns(frame, [args.id], args.data, "--id")
+    out = require_pandas().DataFrame({args.id: frame[args.id]} if args.id else {})
     try:
         out[prediction] = np.where(model.predict(X) == model.classes_[1], positive, negative)
         if args.proba:
@@ -703,7 +451,7 @@ def cmd_predict(args) -> int:
     except ValueError as exc:
         raise CLIError(f"{args.data}: cannot predict: {_cli_text(exc)}") from None
     if args.out:
-        with _writing(args.out):
+        with writing(args.out):
             out.to_csv(args.out, index=False)
         _say(args, f"wrote {args.out} ({out.shape[0]} rows)")
     else:
@@ -714,14 +462,14 @@ def cmd_predict(args) -> int:
 def cmd_demo(args) -> int:
     from ._demo import figure_file, run_demo
 
-    _pandas("the demo prints its audits as pandas DataFrames; it")  # before minutes of training, not after
+    require_pandas("the demo prints its audits as pandas DataFrames; it")  # before minutes of training, not after
     figure = None if args.no_figure else args.figure
     if figure is not None:
         try:
             figure = figure_file(figure)
         except ValueError as exc:
             raise CLIError(f"--figure {args.figure}: {exc}", EXIT_USAGE) from None
-        _check_writable(figure, "--figure")
+        check_writable(figure, "--figure")
     run_demo(figure=figure, n_bootstrap=args.n_bootstrap)
     return 0
 
@@ -835,7 +583,7 @@ def _join_spec_values(argv: list[str]) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     """Run the ``skrate`` command; returns its exit code. No arguments runs the demo."""
     argv = sys.argv[1:] if argv is None else list(argv)
-    _PIPED.clear()  # a pipe of an earlier call (tests call main repeatedly) is not this one's
+    PIPED.clear()  # a pipe of an earlier call (tests call main repeatedly) is not this one's
     with _streams_may_close():  # a closed output stream costs its output, never the work
         parser = build_parser()
         args = parser.parse_args(_join_spec_values(argv) or ["demo"])
