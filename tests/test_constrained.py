@@ -150,6 +150,29 @@ def test_variants_reach_feasibility(params):
     assert _max_violation(clf.constraint_report(X, y, groups=g)) <= 1e-3
 
 
+@pytest.mark.parametrize("held_out", [False, True])
+def test_auto_batch_size_is_full_batch_on_small_data_and_minibatches_beyond(monkeypatch, held_out):
+    import skrate._constrained as constrained
+
+    X, y, g = two_group_data(3000)
+    kw = dict(constraints="ppr[group] >= ppr - 0.05", max_iter=100, random_state=0,
+              validation_fraction=0.3 if held_out else None)
+
+    def fit(**params):
+        return ConstrainedClassifier(**kw, **params).fit(X, y, groups=g)
+
+    full = fit(batch_size=None)
+    np.testing.assert_array_equal(fit().candidates_, full.candidates_)  # 3,000 rows: full-batch
+    # with the thresholds lowered, the training rows (2,100 with a held-out split) are many:
+    # minibatches of a hundredth of them
+    monkeypatch.setattr(constrained, "_FULL_BATCH_MAX", 1000)
+    monkeypatch.setattr(constrained, "_AUTO_BATCH", 10)
+    auto = fit()
+    np.testing.assert_array_equal(auto.candidates_, fit(batch_size=(2100 if held_out else 3000) // 100).candidates_)
+    assert not np.array_equal(auto.candidates_, full.candidates_)
+    assert auto.feasible_
+
+
 @pytest.mark.parametrize("sizes", [(), (0,), (-3,), (4.7,), (True,), (8, "8")])
 @pytest.mark.parametrize("estimator", ["ConstrainedClassifier", "MetricOptimizer"])
 def test_hidden_layer_sizes_must_be_positive_integers(estimator, sizes):
