@@ -36,6 +36,7 @@ class CLIError(Exception):
 
 
 def require_pandas(purpose: str = "reading CSV files") -> ModuleType:
+    """pandas, or a usage error saying how to install it for ``purpose``."""
     try:
         import pandas as pd
     except ImportError:
@@ -47,6 +48,7 @@ PIPED: dict[str, bytes] = {}  # a pipe's bytes, read once: its header and lines 
 
 
 def existing_file(path: str) -> Path:
+    """``path``, refused unless it names something that exists and is not a folder."""
     p = Path(path)
     if not p.exists():
         raise CLIError(f"{path}: no such file", EXIT_NOINPUT)
@@ -90,6 +92,7 @@ def check_writable(path: str, option: str, inputs: tuple[str, ...] = ()) -> None
 
 @contextlib.contextmanager
 def writing(path: str) -> Iterator[None]:
+    """Report a failure to write ``path`` inside the block as an output error (exit 73)."""
     try:
         yield
     except OSError as exc:  # checked writable up front: a full disk, a folder removed meanwhile
@@ -180,6 +183,8 @@ def _refuse_extra_values(path: str) -> None:
 
 
 def need_columns(frame: pd.DataFrame, columns: list[str], path: str, role: str) -> None:
+    """Refuse a file without one of ``columns`` (its ``role``: target, feature...), listing the
+    file's columns."""
     missing = [c for c in columns if c not in frame.columns]
     if missing:
         hint = ""
@@ -196,6 +201,7 @@ def line_of(path: str, index: int) -> str:
 
 
 def no_empty_cells(frame: pd.DataFrame, columns: list[str], path: str) -> None:
+    """Refuse an empty cell in ``columns``, naming the line of the first."""
     for col in columns:
         empty = frame[col].isna().to_numpy()
         if empty.any():
