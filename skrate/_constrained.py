@@ -476,7 +476,7 @@ class ConstrainedClassifier(RateClassifierBase):
         if isinstance(self.margin, str) or self.margin is None:
             for p in (problem, held_problem):  # "auto": the spread of each constraint's linear form g
                 if p is not None:
-                    p.b[1:] += self.margins_ / p.scale
+                    p.tighten(self.margins_)
         else:  # the user's margins, in each constraint's own units (a ratio's included)
             tight = [tightened(c, m) for c, m in zip(expanded, self.margins_)]
             problem = self._compile_part(objective, tight, fit_data, data, source, train_side)
@@ -500,7 +500,7 @@ class ConstrainedClassifier(RateClassifierBase):
                 self.margins_ = self.margins_ + extra
                 for p in (problem, held_problem):
                     if p is not None:
-                        p.b[1:] += extra / p.scale
+                        p.tighten(extra)
                 lp = None if replay == _REPLAYS or not extra.any() else shrink(traj.objective, traj.constraints)
                 if lp is None or lp.feasible:
                     break

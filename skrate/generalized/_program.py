@@ -17,7 +17,7 @@ import scipy.sparse as sp
 from ..exceptions import UndefinedRateError
 from ..problem import (CellMatrix, RateData, compile_factored, expand_constraints, ratio_value, report_rows, reported_rates,
                        violation_rows)
-from ..problem._compile import constraint_scales
+from ..problem._compile import constraint_scale
 from ..problem._evaluate import absent_values, zero_within_rounding
 from ..problem._feasibility import ratio_bound_out_of_range
 from ..rates import Constraint, Ratio
@@ -619,7 +619,7 @@ def compile_program(objective: Metric | Expression | Ratio | str,
         if isinstance(con, Constraint):
             for c in expand_constraints([con], groups):
                 guards = () if c.ratio is None else (LinearRate(c.ratio.denominator),)
-                scale = float(constraint_scales([c])[0])
+                scale = constraint_scale(c)
                 form = c.expression if scale == 1.0 else c.expression * (1.0 / scale)
                 sums.append((LinearRate(form).as_sum(), "constraint", str(c), guards, (), _as_ratio(c), scale))
         else:

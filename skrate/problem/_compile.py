@@ -395,6 +395,17 @@ class RateProblem:
     def n_constraints(self) -> int:
         return len(self.constraints)
 
+    def tighten(self, margins: np.ndarray) -> None:
+        """Tighten every constraint by its margin, given on its linear form ``g``'s scale (in
+        place: ``g_j + margins[j] <= 0``).
+
+        Parameters
+        ----------
+        margins : ndarray of shape (m,)
+            Each constraint's margin, in the units of its ``g_j``.
+        """
+        self.b[1:] += margins / self.scale
+
     def values(self, yhat: np.ndarray) -> np.ndarray:
         """Objective and constraint values for decisions ``yhat`` (n,) or (n, k).
 
@@ -509,26 +520,25 @@ def compile_problem(objective: Expression, constraints: list[Constraint], data: 
         mix, basis, b = compile_factored([objective] + [c.expression for c in expanded], data)
     except UndefinedRateError as exc:
         raise _in_constraint(exc, constraints, data) from None
-    scale = constraint_scales(expanded)
+    scale = np.array([constraint_scale(c) for c in expanded], dtype=float)
     if (scale != 1.0).any():  # most constraints are their own rows: no copy, no rounding
         rows = np.r_[1.0, scale]
         mix, b = sp.csr_matrix(sp.diags(1.0 / rows) @ mix), b / rows
     return RateProblem(mix, basis, b, objective, expanded, scale)
 
 
-def constraint_scales(constraints: list[Constraint]) -> np.ndarray:
-    """Each constraint's largest absolute coefficient of a rate, 1 for one without rates (or
-    whose rates cancel).
+def constraint_scale(constraint: Constraint) -> float:
+    """The constraint's largest absolute coefficient of a rate, 1 for one without rates (or
+    whose rates cancel): what its linear form ``g`` is divided by for the solvers (see
+    :class:`RateProblem`).
 
     Parameters
     ----------
-    constraints : list of Constraint
-        The constraints, in the order of the rows.
+    constraint : Constraint
+        The constraint.
 
     Returns
     -------
-    ndarray of shape (n_constraints,)
-        The scale each one's linear form ``g`` is divided by (see :class:`RateProblem`).
+    float
     """
-    return np.array([max((abs(a) for _, a in c.expression.terms), default=0.0) or 1.0 for c in constraints],
-                    dtype=float)
+    return float(max((abs(a) for _, a in constraint.expression.terms), default=0.0) or 1.0)
