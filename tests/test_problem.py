@@ -801,8 +801,9 @@ def test_cell_vectors_multiply_as_the_formed_product(monkeypatch, dense_p, zero_
     assert np.all(vectors.rmatvec(v)[:zero_weight_rows] == 0.0)
     # a minibatch's part of them, the weightless rows among it
     idx = np.r_[rng.permutation(n)[:300], np.arange(zero_weight_rows)]
-    np.testing.assert_allclose(vectors.batch_matvec(idx, x[idx]), A[:, idx] @ x[idx], rtol=1e-12, atol=1e-15)
-    np.testing.assert_allclose(vectors.batch_rmatvec(idx, v), A[:, idx].T @ v, rtol=1e-12, atol=1e-18)
+    batch = vectors.batch(idx)
+    np.testing.assert_allclose(batch.matvec(x[idx]), A[:, idx] @ x[idx], rtol=1e-12, atol=1e-15)
+    np.testing.assert_allclose(batch.rmatvec(v), A[:, idx].T @ v, rtol=1e-12, atol=1e-18)
 
 
 def test_games_over_rates_never_form_the_product_of_the_rate_factors(monkeypatch):

@@ -51,13 +51,14 @@ class SurrogateTheta:
             self.idx = self.order[self.at:self.at + self.batch_size]
             self.at += self.batch_size
             self.Xb, self.XTb = self.design.rows(self.idx), None
+            self.batch_vectors = self.vectors.batch(self.idx)
             self.scale = self.n / self.batch_size
         self._cache = None  # the previous batch's activations are not held through this forward pass
         self.scores, self._cache = self.model.forward(self.Xb, self.theta)
         decisions = (self.scores > 0).astype(float)
         if self.full:
             return self.vectors.matvec(decisions)
-        return self.scale * self.vectors.batch_matvec(self.idx, decisions)
+        return self.scale * self.batch_vectors.matvec(decisions)
 
     def surrogate_rates(self, direction: np.ndarray) -> np.ndarray:
         """Surrogate estimate of the rates on the current batch (without b): an upper bound of the
@@ -83,7 +84,7 @@ class SurrogateTheta:
         if self.oracle is not None:
             self.theta = self.oracle.best_response(self.costs(row_weights))
             return
-        coef = self.costs(row_weights) if self.full else self.scale * self.vectors.batch_rmatvec(self.idx, row_weights)
+        coef = self.costs(row_weights) if self.full else self.scale * self.batch_vectors.rmatvec(row_weights)
         cache, self._cache = self._cache, None  # the activations of batch(), at this theta
         grad = self.model.backward(self.Xb, self.theta, surrogate_grad(self.scores, coef, self.surrogate), self.XTb,
                                    cache=cache)

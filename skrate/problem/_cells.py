@@ -15,6 +15,8 @@ repeats the overall rate's cells in each, and is left unformed, its products goi
 
 from __future__ import annotations
 
+from functools import cached_property
+
 import numpy as np
 import scipy.sparse as sp
 
@@ -355,7 +357,6 @@ class CellVectors:
         self.rows = np.flatnonzero(np.diff(P.indptr))  # rows in a cell, in the order of P's entries
         self.cell, self.scale = P.indices, P.data
         self.every_row = self.rows.size == self.n
-        self._by_row = None  # each row's cell and scale, built for the first batch
 
     def matvec(self, x: np.ndarray) -> np.ndarray:
         """``A @ x``.
@@ -376,51 +377,29 @@ class CellVectors:
                                minlength=self.K.shape[1])
         return self.K @ per_cell
 
-    @property
+    @cached_property
     def _row_cells(self) -> tuple[np.ndarray, np.ndarray]:
         """Each data row's cell and scale (cell 0 and scale 0 for a row in no cell), for batches."""
-        if self._by_row is None:
-            cell, scale = np.zeros(self.n, dtype=self.cell.dtype), np.zeros(self.n)
-            cell[self.rows], scale[self.rows] = self.cell, self.scale
-            self._by_row = cell, scale
-        return self._by_row
+        cell, scale = np.zeros(self.n, dtype=self.cell.dtype), np.zeros(self.n)
+        cell[self.rows], scale[self.rows] = self.cell, self.scale
+        return cell, scale
 
-    def batch_matvec(self, idx: np.ndarray, x: np.ndarray) -> np.ndarray:
-        """``A[:, idx] @ x``: the rows ``idx``'s part of ``A @ x``, in O(len(idx)) work (no
-        columns of ``A`` gathered).
+    def batch(self, idx: np.ndarray) -> "_BatchVectors":
+        """The products with ``A[:, idx]``, the columns of a minibatch's rows: O(len(idx)) work
+        each, through the rows' cells (no columns of ``A`` gathered).
 
         Parameters
         ----------
         idx : ndarray of shape (batch,)
             Data rows (a minibatch).
-        x : ndarray of shape (batch,)
-            A value per row of the batch.
 
         Returns
         -------
-        ndarray of shape (n_rows,)
-            The rates' combinations that the rows of ``A`` hold, over the batch's rows alone.
+        _BatchVectors
+            ``matvec(x)`` is ``A[:, idx] @ x`` and ``rmatvec(w)`` is ``A[:, idx].T @ w``.
         """
         cell, scale = self._row_cells
-        return self.K @ np.bincount(cell[idx], scale[idx] * x, minlength=self.K.shape[1])
-
-    def batch_rmatvec(self, idx: np.ndarray, w: np.ndarray) -> np.ndarray:
-        """``A[:, idx].T @ w``: the coefficients of the rows ``idx`` in ``w @ A``.
-
-        Parameters
-        ----------
-        idx : ndarray of shape (batch,)
-            Data rows (a minibatch).
-        w : ndarray of shape (n_rows,)
-            A weight per row of ``A``.
-
-        Returns
-        -------
-        ndarray of shape (batch,)
-            Each batch row's coefficient; 0 for a row in no cell.
-        """
-        cell, scale = self._row_cells
-        return (self.KT @ w)[cell[idx]] * scale[idx]
+        return _BatchVectors(self.K, self.KT, cell[idx], scale[idx])
 
     def rmatvec(self, w: np.ndarray) -> np.ndarray:
         """``A.T @ w``.
@@ -443,6 +422,22 @@ class CellVectors:
         full = np.zeros(self.n)
         full[self.rows] = out
         return full
+
+
+class _BatchVectors:
+    """Products with the columns of ``A`` of a minibatch's rows (see :meth:`CellVectors.batch`):
+    each row's cell and scale, gathered once for both products."""
+
+    def __init__(self, K, KT, cell: np.ndarray, scale: np.ndarray):
+        self.K, self.KT, self.cell, self.scale = K, KT, cell, scale
+
+    def matvec(self, x: np.ndarray) -> np.ndarray:
+        """``A[:, idx] @ x`` for a value per batch row."""
+        return self.K @ np.bincount(self.cell, self.scale * x, minlength=self.K.shape[1])
+
+    def rmatvec(self, w: np.ndarray) -> np.ndarray:
+        """``A[:, idx].T @ w``: each batch row's coefficient (0 for a row in no cell)."""
+        return (self.KT @ w)[self.cell] * self.scale
 
 
 class _Factored:

@@ -236,6 +236,7 @@ def solve_rate_game(
             idx = order[at:at + batch_size]
             at += batch_size
             Xb, XTb, scale = design.rows(idx), None, n / batch_size
+            A_batch = A_rows.batch(idx)
         scores, cache = model.forward(Xb, theta)  # cache: what backward reuses (an MLP's activations)
         if player.needs_surrogate:
             Ap, An = (A_pos, A_neg) if full else (A_pos[:, idx], A_neg[:, idx])
@@ -248,12 +249,12 @@ def solve_rate_game(
         elif full:
             values = A_rows.matvec((scores > 0).astype(float)) + b
         else:
-            values = scale * A_rows.batch_matvec(idx, (scores > 0).astype(float)) + b
+            values = scale * A_batch.matvec((scores > 0).astype(float)) + b
         weights = player.weights()
         if player.needs_surrogate:  # the Lagrangian: both players on the rows' own surrogates
             dscores = _surrogate_rates_grad(Ap, An, scores, weights, surrogate)
         else:  # the proxy-Lagrangian: the model on the surrogate of the weighted sum
-            coef = A_rows.rmatvec(weights) if full else scale * A_rows.batch_rmatvec(idx, weights)
+            coef = A_rows.rmatvec(weights) if full else scale * A_batch.rmatvec(weights)
             dscores = surrogate_grad(scores, coef, surrogate)
         grad = model.backward(Xb, theta, dscores, XTb, cache=cache) + reg * theta
         cache = None  # not held through the next forward pass
