@@ -42,7 +42,7 @@ from sklearn.linear_model import LogisticRegression
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from _environment import versions
 from bench_metrics import markdown
-from bench_scaling import rule_violation, timed
+from bench_scaling import _cell, rule_violation, timed
 
 from skrate import ConstrainedClassifier
 
@@ -83,12 +83,6 @@ def run(n: int) -> list[dict]:
     _, wall, cpu = timed(lambda: lr.fit(X, y))
     row("LogisticRegression (no constraint, its labels)", lr.predict(X).astype(float), wall, cpu)
     return rows
-
-
-def _cell(column: str, v) -> str:
-    if column.endswith("_s"):
-        return f"{v:.2f}"
-    return f"{v:.4f}" if isinstance(v, float) else str(v)
 
 
 def main() -> None:
